@@ -1,0 +1,225 @@
+//! What an agent is: one async method from a task (and its context) to an
+//! output. Backends (`builtin`, later `llm`, `http`, `a2a`, `command`) implement
+//! [`Agent`]; the runtime wraps every call in the rails.
+
+pub mod builtin;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::delegator::Delegator;
+use crate::protocol::{
+    AgentSlug, Artifact, DelegationError, ErrorCode, HandoffData, NewFact, RequestId, Status, TokenUsage,
+    UsedSource, UserId,
+};
+use crate::tokens;
+
+/// The work handed to an agent: the (redacted) request plus the context the
+/// runtime assembled for it (seeds/002 `buildDelegatedContext`).
+#[derive(Debug, Clone, Default)]
+pub struct Task {
+    pub request_id: Option<RequestId>,
+    pub agent: Option<AgentSlug>,
+    pub user_id: Option<UserId>,
+    pub objective: String,
+    pub input: String,
+    pub context_hints: Vec<String>,
+    pub handoff: HandoffData,
+    pub task_note: Option<String>,
+    /// Memory facts: global, the agent's own and its domain's.
+    pub facts: Vec<String>,
+    /// The last messages of the agent's session with this user, oldest first.
+    pub history: Vec<HistoryMessage>,
+    /// The variant a seeded agent should use (seeds/001).
+    pub seed: Option<u64>,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// How many completion tokens this attempt may produce.
+    pub max_completion_tokens: u32,
+}
+
+impl Task {
+    /// A task with just an objective and an input; handy for tests and direct use.
+    pub fn new(objective: impl Into<String>, input: impl Into<String>) -> Self {
+        Self { objective: objective.into(), input: input.into(), attempt: 1, max_completion_tokens: 1024, ..Self::default() }
+    }
+
+    /// The text an agent should work on: the input, or the objective when the input is empty.
+    pub fn text(&self) -> &str {
+        if self.input.trim().is_empty() { &self.objective } else { &self.input }
+    }
+
+    /// The previous delegates' results (a chain's earlier steps), if any.
+    pub fn intermediate_results(&self) -> Option<&serde_json::Value> {
+        self.handoff.intermediate_results.as_ref()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// What an agent produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentOutput {
+    pub summary: String,
+    pub result: String,
+    pub artifacts: Vec<Artifact>,
+    pub new_facts: Vec<NewFact>,
+    pub used_sources: Vec<UsedSource>,
+    /// Reported usage; when None the runtime counts the prompt and the result.
+    pub token_usage: Option<TokenUsage>,
+    /// 0 to 100.
+    pub confidence: Option<u8>,
+    pub requires_followup: bool,
+    /// Set by orchestrating agents when only some of their delegates succeeded.
+    pub status: Option<Status>,
+}
+
+impl AgentOutput {
+    pub fn new(summary: impl Into<String>, result: impl Into<String>) -> Self {
+        Self { summary: summary.into(), result: result.into(), ..Self::default() }
+    }
+
+    pub fn with_artifact(mut self, artifact: Artifact) -> Self {
+        self.artifacts.push(artifact);
+        self
+    }
+
+    pub fn with_fact(mut self, fact: NewFact) -> Self {
+        self.new_facts.push(fact);
+        self
+    }
+
+    pub fn with_confidence(mut self, confidence: u8) -> Self {
+        self.confidence = Some(confidence.min(100));
+        self
+    }
+}
+
+/// The tokens a call is expected to use, checked against the budget before dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenEstimate {
+    pub prompt: u32,
+    pub completion: u32,
+}
+
+impl TokenEstimate {
+    pub fn total(&self) -> u32 {
+        self.prompt.saturating_add(self.completion)
+    }
+}
+
+/// One team member.
+#[async_trait]
+pub trait Agent: Send + Sync + 'static {
+    /// Does the work. Nested delegations go through `ctx.delegator()`; tools are
+    /// used only after `ctx.use_tool(name)` allows them.
+    async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError>;
+
+    /// The tokens this task is expected to use. The default counts the prompt
+    /// with the approximate counter and reserves a modest completion; model
+    /// backends override it with a real tokenizer.
+    fn estimate_tokens(&self, task: &Task) -> TokenEstimate {
+        TokenEstimate { prompt: tokens::task_prompt_tokens(task), completion: 128.min(task.max_completion_tokens) }
+    }
+
+    /// The seeds of a seeded agent's variants, in default order (seeds/001).
+    /// Empty for agents that are not seeded.
+    fn seeds(&self) -> &[u64] {
+        &[]
+    }
+}
+
+/// A set of tool names.
+pub type ToolSet = BTreeSet<String>;
+
+/// What an agent may do while it runs: delegate (through the runtime only),
+/// use tools from its effective set, notice cancellation and its deadline.
+#[derive(Clone)]
+pub struct AgentContext {
+    delegator: Option<Delegator>,
+    tools: Arc<ToolSet>,
+    cancel: CancellationToken,
+    deadline: Instant,
+    depth: u32,
+}
+
+impl AgentContext {
+    pub(crate) fn new(
+        delegator: Option<Delegator>,
+        tools: Arc<ToolSet>,
+        cancel: CancellationToken,
+        deadline: Instant,
+        depth: u32,
+    ) -> Self {
+        Self { delegator, tools, cancel, deadline, depth }
+    }
+
+    /// A context outside any runtime (no delegation), with the given tools.
+    /// For running an agent on its own, as unit tests do.
+    pub fn detached<I, S>(tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            delegator: None,
+            tools: Arc::new(tools.into_iter().map(Into::into).collect()),
+            cancel: CancellationToken::new(),
+            deadline: Instant::now() + Duration::from_secs(3600),
+            depth: 0,
+        }
+    }
+
+    /// The handle through which this agent delegates. Every call through it
+    /// carries this agent's lineage, so the rails apply without effort.
+    pub fn delegator(&self) -> Result<&Delegator, DelegationError> {
+        self.delegator.as_ref().ok_or_else(|| {
+            DelegationError::new(ErrorCode::DelegationNotAllowed, "this agent runs outside a runtime and cannot delegate")
+        })
+    }
+
+    /// Allows the use of `tool` if it is in the effective tools, else `TOOL_NOT_ALLOWED`.
+    pub fn use_tool(&self, tool: &str) -> Result<(), DelegationError> {
+        if self.tools.contains(tool) {
+            Ok(())
+        } else {
+            Err(DelegationError::new(
+                ErrorCode::ToolNotAllowed,
+                format!("tool '{tool}' is not in this agent's effective tools {:?}; do the work without it", self.tools),
+            ))
+        }
+    }
+
+    pub fn effective_tools(&self) -> &ToolSet {
+        &self.tools
+    }
+
+    /// Cancelled when the delegation's deadline passes or its caller cancels.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Time left before the deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The depth this agent runs at (Prime answering a user runs at 0).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+}

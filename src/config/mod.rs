@@ -1,0 +1,356 @@
+//! The TOML configuration: limits, the team of agents, Prime's routes and the
+//! declared workflows. A built-in default (`default.toml`) describes the seeds'
+//! team, so everything runs with no configuration.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{AgentSlug, DelegationError, ErrorCode, request};
+
+/// The configuration shipped inside the binary.
+pub const DEFAULT_TOML: &str = include_str!("default.toml");
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub agents: Vec<AgentSpec>,
+    #[serde(default)]
+    pub prime: PrimeConfig,
+    #[serde(default)]
+    pub workflows: Vec<Workflow>,
+}
+
+/// Runtime-wide limits (DESIGN §3). A request may lower them for its subtree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Default `max_depth` of a request that does not set one.
+    pub max_depth: u32,
+    /// The highest `max_depth` a root request may ask for.
+    pub max_depth_ceiling: u32,
+    /// Children of one parent in flight at once, and the largest parallel batch.
+    pub fan_out: u32,
+    /// Default deadline of a delegation.
+    pub deadline_ms: u64,
+    /// The longest deadline a root request may ask for.
+    pub max_deadline_ms: u64,
+    /// Time kept back from the parent's remaining deadline for each child.
+    pub deadline_margin_ms: u64,
+    /// Default token budget of a delegation.
+    pub max_tokens: u32,
+    /// The largest token budget a root request may ask for.
+    pub max_tokens_ceiling: u32,
+    /// The budget of a user's whole conversation turn with Prime.
+    pub ask_max_tokens: u32,
+    /// Largest accepted input, in bytes.
+    pub max_input_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_depth: request::DEFAULT_MAX_DEPTH,
+            max_depth_ceiling: 8,
+            fan_out: 3,
+            deadline_ms: request::DEFAULT_DEADLINE_MS,
+            max_deadline_ms: 300_000,
+            deadline_margin_ms: 50,
+            max_tokens: request::DEFAULT_MAX_TOKENS,
+            max_tokens_ceiling: 200_000,
+            ask_max_tokens: 6_000,
+            max_input_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// One team member as declared in the config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub slug: AgentSlug,
+    /// Display name used when Prime reports who did what ("Byte").
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub backend: Backend,
+    #[serde(default)]
+    pub system_prompt: String,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub domain: Option<String>,
+    #[serde(default)]
+    pub tools_allowed: BTreeSet<String>,
+    /// Agents this one may delegate to; `"*"` means any.
+    #[serde(default)]
+    pub may_delegate_to: BTreeSet<String>,
+    /// Users who may use this agent (seeds/003: the agent works with the
+    /// requesting user's permissions); `"*"` means everyone.
+    #[serde(default = "everyone")]
+    pub allowed_users: BTreeSet<String>,
+    /// Whether this agent may see raw PII (default: it sees typed tokens).
+    #[serde(default)]
+    pub pii_access: bool,
+    #[serde(default)]
+    pub limits: AgentLimits,
+}
+
+fn everyone() -> BTreeSet<String> {
+    BTreeSet::from(["*".to_string()])
+}
+
+impl AgentSpec {
+    pub fn may_delegate_to(&self, target: &AgentSlug) -> bool {
+        self.may_delegate_to.contains("*") || self.may_delegate_to.contains(target.as_str())
+    }
+
+    pub fn allows_user(&self, user: &str) -> bool {
+        self.allowed_users.contains("*") || self.allowed_users.contains(user)
+    }
+}
+
+/// Per-agent overrides of the runtime limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentLimits {
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    /// Attempts per delegation, overriding the priority's default.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+}
+
+/// Where an agent's work is done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Backend {
+    /// A deterministic agent compiled into Switchboard; `name` defaults to the slug.
+    Builtin {
+        #[serde(default)]
+        name: Option<String>,
+    },
+}
+
+impl Default for Backend {
+    fn default() -> Self {
+        Self::Builtin { name: None }
+    }
+}
+
+/// Prime's planner and its routes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrimeConfig {
+    /// `rules` (no model needed) or, later, `llm`.
+    #[serde(default = "rules")]
+    pub planner: String,
+    #[serde(default)]
+    pub routes: Vec<Route>,
+}
+
+fn rules() -> String {
+    "rules".to_string()
+}
+
+/// A regex route: when `pattern` matches the user's message, Prime runs `plan`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub name: String,
+    pub pattern: String,
+    pub plan: PlanKind,
+    /// The agents, in order (for `workflow`: empty, `workflow` names it).
+    #[serde(default)]
+    pub agents: Vec<AgentSlug>,
+    /// One objective per agent.
+    #[serde(default)]
+    pub objectives: Vec<String>,
+    #[serde(default)]
+    pub workflow: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PlanKind {
+    Single,
+    Chain,
+    Parallel,
+    Workflow,
+}
+
+/// A declared workflow: a small DAG of steps (seeds/003 research → analysis → writing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workflow {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub steps: Vec<WorkflowStep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowStep {
+    pub id: String,
+    pub agent: AgentSlug,
+    pub objective: String,
+    /// Steps whose results this one needs.
+    #[serde(default)]
+    pub after: Vec<String>,
+}
+
+impl Config {
+    /// The built-in default configuration.
+    pub fn builtin() -> Self {
+        Self::from_toml(DEFAULT_TOML).expect("the built-in default.toml is valid")
+    }
+
+    /// Parses and validates a configuration.
+    pub fn from_toml(text: &str) -> Result<Self, DelegationError> {
+        let config: Config = toml::from_str(text)
+            .map_err(|e| DelegationError::new(ErrorCode::InvalidRequest, format!("invalid configuration: {e}")))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Self, DelegationError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            DelegationError::invalid(format!("cannot read configuration file {}: {e}", path.display()))
+        })?;
+        Self::from_toml(&text).map_err(|e| DelegationError::invalid(format!("{}: {}", path.display(), e.message)))
+    }
+
+    pub fn agent(&self, slug: &str) -> Option<&AgentSpec> {
+        self.agents.iter().find(|a| a.slug.as_str() == slug)
+    }
+
+    pub fn workflow(&self, name: &str) -> Option<&Workflow> {
+        self.workflows.iter().find(|w| w.name == name)
+    }
+
+    /// Checks what serde cannot: unique slugs, references to known agents,
+    /// sane limits, compilable route patterns and acyclic workflows.
+    pub fn validate(&self) -> Result<(), DelegationError> {
+        let bad = |msg: String| Err(DelegationError::invalid(format!("invalid configuration: {msg}")));
+        let l = &self.limits;
+        if l.max_depth == 0 || l.max_depth > l.max_depth_ceiling {
+            return bad(format!("limits.max_depth {} must be between 1 and max_depth_ceiling {}", l.max_depth, l.max_depth_ceiling));
+        }
+        if l.fan_out == 0 {
+            return bad("limits.fan_out must be at least 1".into());
+        }
+        if l.deadline_ms == 0 || l.deadline_ms > l.max_deadline_ms {
+            return bad(format!("limits.deadline_ms {} must be between 1 and max_deadline_ms {}", l.deadline_ms, l.max_deadline_ms));
+        }
+        if l.deadline_margin_ms >= l.deadline_ms {
+            return bad("limits.deadline_margin_ms must be smaller than deadline_ms".into());
+        }
+        if l.max_tokens == 0 || l.max_tokens > l.max_tokens_ceiling || l.ask_max_tokens == 0 {
+            return bad(format!("limits.max_tokens {} must be between 1 and max_tokens_ceiling {}", l.max_tokens, l.max_tokens_ceiling));
+        }
+        let mut seen = BTreeMap::new();
+        for a in &self.agents {
+            if a.slug.is_auto() {
+                return bad("'auto' is reserved for discovery and cannot be an agent's slug".into());
+            }
+            if seen.insert(a.slug.as_str(), ()).is_some() {
+                return bad(format!("agent '{}' is declared twice", a.slug));
+            }
+        }
+        let known = |s: &str| seen.contains_key(s);
+        for a in &self.agents {
+            for t in &a.may_delegate_to {
+                if t != "*" && !known(t) {
+                    return bad(format!("agent '{}' may_delegate_to unknown agent '{t}'", a.slug));
+                }
+            }
+        }
+        for r in &self.prime.routes {
+            if let Err(e) = regex::Regex::new(&r.pattern) {
+                return bad(format!("route '{}' pattern does not compile: {e}", r.name));
+            }
+            for s in &r.agents {
+                if !known(s.as_str()) {
+                    return bad(format!("route '{}' names unknown agent '{s}'", r.name));
+                }
+            }
+            match r.plan {
+                PlanKind::Workflow => match &r.workflow {
+                    Some(w) if self.workflow(w).is_some() => {}
+                    _ => return bad(format!("route '{}' must name a declared workflow", r.name)),
+                },
+                _ => {
+                    if r.agents.is_empty() || r.objectives.len() != r.agents.len() {
+                        return bad(format!("route '{}' needs one objective per agent", r.name));
+                    }
+                }
+            }
+        }
+        for w in &self.workflows {
+            let ids: BTreeSet<&str> = w.steps.iter().map(|s| s.id.as_str()).collect();
+            if ids.len() != w.steps.len() {
+                return bad(format!("workflow '{}' has duplicate step ids", w.name));
+            }
+            for s in &w.steps {
+                if !known(s.agent.as_str()) {
+                    return bad(format!("workflow '{}' step '{}' names unknown agent '{}'", w.name, s.id, s.agent));
+                }
+                for dep in &s.after {
+                    if !ids.contains(dep.as_str()) {
+                        return bad(format!("workflow '{}' step '{}' waits for unknown step '{dep}'", w.name, s.id));
+                    }
+                }
+            }
+            if crate::orchestrate::workflow::levels(w).is_none() {
+                return bad(format!("workflow '{}' has a cycle among its steps", w.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_config_describes_the_seed_team() {
+        let c = Config::builtin();
+        for slug in [
+            "prime-boss", "byte-doc", "tag-ai", "crystal-analytics", "ledger-tax", "goalie-goals", "blitz-debt",
+            "email", "format", "data", "calendar", "report",
+        ] {
+            assert!(c.agent(slug).is_some(), "{slug} missing");
+        }
+        assert_eq!(c.limits.max_depth, 2);
+        assert_eq!(c.limits.fan_out, 3);
+    }
+
+    #[test]
+    fn config_errors_name_the_problem() {
+        let err = Config::from_toml("[limits]\nfan_out = 0").unwrap_err();
+        assert!(err.message.contains("fan_out"), "{}", err.message);
+        let err = Config::from_toml("[[agents]]\nslug = \"Bad Slug\"\nname = \"x\"").unwrap_err();
+        assert!(err.message.contains("agent slug"), "{}", err.message);
+        let err = Config::from_toml("[limits]\nwhat = 1").unwrap_err();
+        assert!(err.message.contains("unknown field"), "{}", err.message);
+        let err = Config::from_toml(
+            "[[agents]]\nslug = \"a\"\nname = \"A\"\nmay_delegate_to = [\"ghost\"]",
+        )
+        .unwrap_err();
+        assert!(err.message.contains("ghost"), "{}", err.message);
+    }
+}

@@ -1,0 +1,25 @@
+//! Switchboard: a runtime through which AI agents delegate work to each other
+//! safely. Every delegation is one envelope ([`protocol::DelegationRequest`])
+//! that passes the rails (depth, fan-out, cycle, deadline, budget,
+//! authorization, user isolation, PII redaction, audit) composed in
+//! [`runtime`].
+
+pub mod agent;
+pub mod config;
+pub mod delegator;
+pub mod guard;
+pub mod orchestrate;
+pub mod protocol;
+pub mod redact;
+pub mod resilience;
+pub mod route;
+pub mod runtime;
+pub mod store;
+pub mod tokens;
+pub mod verify;
+
+pub use agent::{Agent, AgentContext, AgentOutput, Task};
+pub use config::Config;
+pub use delegator::Delegator;
+pub use protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode};
+pub use runtime::Runtime;

@@ -1,0 +1,228 @@
+//! The one list of stable error codes (DESIGN §2). Each code knows its HTTP
+//! status and a default message that tells the caller what to do next.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A stable, machine-readable error code. Serialized in SCREAMING_SNAKE_CASE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    InvalidRequest,
+    UnsupportedVersion,
+    Unauthenticated,
+    PermissionDenied,
+    UserMismatch,
+    DelegationNotAllowed,
+    ToolNotAllowed,
+    AgentNotFound,
+    DepthLimit,
+    FanOutLimit,
+    CycleDetected,
+    TokenBudgetExceeded,
+    DeadlineExceeded,
+    AgentUnavailable,
+    VerificationFailed,
+    AgentFailed,
+    Cancelled,
+}
+
+/// How a failure should be treated by the retry loop (seeds/001 error handling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// Refused by a rail or by the caller's input: never retried.
+    Refusal,
+    /// The output failed its checks: retry with the next seed.
+    Verification,
+    /// The attempt ran out of time: retry with the same seed and a longer timeout.
+    Timeout,
+    /// The agent or its backend is down: wait, then retry.
+    Unavailable,
+    /// The agent failed in some other way: retry.
+    Failure,
+    /// The caller went away: stop.
+    Cancelled,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 17] = [
+        Self::InvalidRequest,
+        Self::UnsupportedVersion,
+        Self::Unauthenticated,
+        Self::PermissionDenied,
+        Self::UserMismatch,
+        Self::DelegationNotAllowed,
+        Self::ToolNotAllowed,
+        Self::AgentNotFound,
+        Self::DepthLimit,
+        Self::FanOutLimit,
+        Self::CycleDetected,
+        Self::TokenBudgetExceeded,
+        Self::DeadlineExceeded,
+        Self::AgentUnavailable,
+        Self::VerificationFailed,
+        Self::AgentFailed,
+        Self::Cancelled,
+    ];
+
+    /// The wire spelling, e.g. `DEPTH_LIMIT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "INVALID_REQUEST",
+            Self::UnsupportedVersion => "UNSUPPORTED_VERSION",
+            Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::UserMismatch => "USER_MISMATCH",
+            Self::DelegationNotAllowed => "DELEGATION_NOT_ALLOWED",
+            Self::ToolNotAllowed => "TOOL_NOT_ALLOWED",
+            Self::AgentNotFound => "AGENT_NOT_FOUND",
+            Self::DepthLimit => "DEPTH_LIMIT",
+            Self::FanOutLimit => "FAN_OUT_LIMIT",
+            Self::CycleDetected => "CYCLE_DETECTED",
+            Self::TokenBudgetExceeded => "TOKEN_BUDGET_EXCEEDED",
+            Self::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Self::AgentUnavailable => "AGENT_UNAVAILABLE",
+            Self::VerificationFailed => "VERIFICATION_FAILED",
+            Self::AgentFailed => "AGENT_FAILED",
+            Self::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// The HTTP status this code is answered with at the service edge.
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::InvalidRequest | Self::UnsupportedVersion => 400,
+            Self::Unauthenticated => 401,
+            Self::PermissionDenied
+            | Self::UserMismatch
+            | Self::DelegationNotAllowed
+            | Self::ToolNotAllowed => 403,
+            Self::AgentNotFound => 404,
+            Self::CycleDetected => 409,
+            Self::DepthLimit | Self::FanOutLimit | Self::TokenBudgetExceeded => 422,
+            // 499: the caller closed the request (nginx's convention).
+            Self::Cancelled => 499,
+            Self::AgentFailed | Self::VerificationFailed => 502,
+            Self::AgentUnavailable => 503,
+            Self::DeadlineExceeded => 504,
+        }
+    }
+
+    /// What the caller should do about it; used when no specific message is given.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "The request is malformed: fix the named field and send it again.",
+            Self::UnsupportedVersion => "Send protocol_version \"1.0\".",
+            Self::Unauthenticated => {
+                "Send 'Authorization: Bearer <service token>' for the agent named in origin_employee."
+            }
+            Self::PermissionDenied => "This user may not use that agent; ask an administrator to grant access.",
+            Self::UserMismatch => "The session belongs to another user; use one of your own sessions or none.",
+            Self::DelegationNotAllowed => {
+                "The origin agent may not delegate to that target; add it to may_delegate_to or pick another agent."
+            }
+            Self::ToolNotAllowed => "That tool is not in the agent's effective tools; do the work without it.",
+            Self::AgentNotFound => "No agent has that slug; list agents with `switchboard agents`.",
+            Self::DepthLimit => "Delegation depth limit reached. Return results to parent.",
+            Self::FanOutLimit => "Too many concurrent delegates. Choose the 3 most relevant agents.",
+            Self::CycleDetected => "The same delegation is already in progress in this tree; return results instead.",
+            Self::TokenBudgetExceeded => "Simplify the task or increase the budget.",
+            Self::DeadlineExceeded => "Delegation timed out; retry with a longer deadline or a smaller task.",
+            Self::AgentUnavailable => "The agent is unavailable (circuit open or backend down); retry later.",
+            Self::VerificationFailed => {
+                "The output failed its checks; clarify the Task Note constraints or handle the task directly."
+            }
+            Self::AgentFailed => "The agent failed; see the message, then retry or handle the task directly.",
+            Self::Cancelled => "The delegation was cancelled by its caller.",
+        }
+    }
+
+    /// How the retry loop treats this code.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            Self::VerificationFailed => ErrorClass::Verification,
+            Self::DeadlineExceeded => ErrorClass::Timeout,
+            Self::AgentUnavailable => ErrorClass::Unavailable,
+            Self::AgentFailed => ErrorClass::Failure,
+            Self::Cancelled => ErrorClass::Cancelled,
+            _ => ErrorClass::Refusal,
+        }
+    }
+
+    /// Refused before the agent ran (validation, authorization, a rail).
+    pub fn is_refusal(self) -> bool {
+        self.class() == ErrorClass::Refusal
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error with its code and a message meant for the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct DelegationError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl DelegationError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+
+    /// The code with its default, actionable message.
+    pub fn from_code(code: ErrorCode) -> Self {
+        Self::new(code, code.hint())
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidRequest, message)
+    }
+}
+
+impl From<ErrorCode> for DelegationError {
+    fn from(code: ErrorCode) -> Self {
+        Self::from_code(code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_and_has_a_status_and_hint() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_string(&code).unwrap();
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+            assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), code);
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+            let status = code.http_status();
+            assert!((400..600).contains(&status), "{code} -> {status}");
+            assert!(code.hint().len() > 20, "{code} hint too short");
+        }
+    }
+
+    #[test]
+    fn refusals_are_client_errors_and_failures_are_server_side() {
+        for code in ErrorCode::ALL {
+            if code.is_refusal() {
+                assert!(code.http_status() < 500, "{code}");
+            }
+        }
+        assert_eq!(ErrorCode::DeadlineExceeded.http_status(), 504);
+        assert_eq!(ErrorCode::AgentUnavailable.http_status(), 503);
+        assert_eq!(ErrorCode::DepthLimit.hint(), "Delegation depth limit reached. Return results to parent.");
+    }
+}

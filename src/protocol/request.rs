@@ -1,0 +1,257 @@
+//! The request envelope: seeds/000's `DelegationRequest` plus the lineage,
+//! priority, retry policy, Task Note, checks, idempotency key and mode of DESIGN §2.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::check::Check;
+use super::ids::{AgentSlug, RequestId, SessionId, UserId};
+
+pub const DEFAULT_MAX_TOKENS: u32 = 1200;
+pub const DEFAULT_MAX_DEPTH: u32 = 2;
+pub const DEFAULT_DEADLINE_MS: u64 = 15_000;
+
+/// One delegation from an origin agent to a target agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelegationRequest {
+    #[serde(default = "current_version")]
+    pub protocol_version: String,
+
+    // Identity
+    pub request_id: RequestId,
+    pub origin_employee: AgentSlug,
+    /// The target's slug, or `auto` to let the runtime discover it.
+    pub target_employee: AgentSlug,
+    pub user_id: UserId,
+
+    // Session threading
+    #[serde(default)]
+    pub parent_session_id: Option<SessionId>,
+    #[serde(default)]
+    pub child_session_id: Option<SessionId>,
+
+    // Task definition
+    pub objective: String,
+    #[serde(default)]
+    pub input: String,
+
+    // Safety and performance
+    #[serde(default)]
+    pub constraints: Constraints,
+
+    // Context sharing
+    #[serde(default)]
+    pub context_hints: Vec<String>,
+    #[serde(default)]
+    pub handoff_data: HandoffData,
+
+    /// Depth of the origin: a user's message to Prime is depth 0.
+    #[serde(default)]
+    pub current_depth: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+
+    // Lineage
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_request_id: Option<RequestId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_request_id: Option<RequestId>,
+    /// The ancestors of this request, oldest first, each with its objective hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<ChainLink>,
+
+    #[serde(default)]
+    pub priority: Priority,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_policy: Option<RetryPolicy>,
+    /// A natural-language Task Note (seeds/001); checks are derived from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_note: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    #[serde(default)]
+    pub mode: Mode,
+    /// The tools the caller grants the target; the effective set is this ∩ the
+    /// caller's own effective tools ∩ the target's `tools_allowed`. None: no extra cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+fn current_version() -> String {
+    super::version::CURRENT.to_string()
+}
+
+impl DelegationRequest {
+    /// A request with the protocol's defaults for everything but the essentials.
+    pub fn new(
+        origin: AgentSlug,
+        target: AgentSlug,
+        user: UserId,
+        objective: impl Into<String>,
+        input: impl Into<String>,
+    ) -> Self {
+        Self {
+            protocol_version: current_version(),
+            request_id: RequestId::new(),
+            origin_employee: origin,
+            target_employee: target,
+            user_id: user,
+            parent_session_id: None,
+            child_session_id: None,
+            objective: objective.into(),
+            input: input.into(),
+            constraints: Constraints::default(),
+            context_hints: Vec::new(),
+            handoff_data: HandoffData::default(),
+            current_depth: 0,
+            created_at: Some(Utc::now()),
+            root_request_id: None,
+            parent_request_id: None,
+            chain: Vec::new(),
+            priority: Priority::Normal,
+            retry_policy: None,
+            task_note: None,
+            checks: Vec::new(),
+            idempotency_key: None,
+            mode: Mode::Persist,
+            tools: None,
+        }
+    }
+
+    /// The id of the tree this request belongs to (its own id when it is a root).
+    pub fn root_id(&self) -> RequestId {
+        self.root_request_id.unwrap_or(self.request_id)
+    }
+}
+
+/// Limits of one delegation (seeds/000 `constraints`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Constraints {
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    #[serde(default = "default_max_depth")]
+    pub max_depth: u32,
+    #[serde(default = "default_deadline_ms")]
+    pub deadline_ms: u64,
+}
+
+fn default_max_tokens() -> u32 {
+    DEFAULT_MAX_TOKENS
+}
+fn default_max_depth() -> u32 {
+    DEFAULT_MAX_DEPTH
+}
+fn default_deadline_ms() -> u64 {
+    DEFAULT_DEADLINE_MS
+}
+
+impl Default for Constraints {
+    fn default() -> Self {
+        Self { max_tokens: DEFAULT_MAX_TOKENS, max_depth: DEFAULT_MAX_DEPTH, deadline_ms: DEFAULT_DEADLINE_MS }
+    }
+}
+
+/// Context handed from the origin to the target. Extra keys (seeds/002 passes
+/// `constraints` here) are kept as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandoffData {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<Reference>,
+    /// Results of previous delegates (a chain's earlier steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intermediate_results: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl HandoffData {
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+            && self.references.is_empty()
+            && self.intermediate_results.is_none()
+            && self.extra.is_empty()
+    }
+}
+
+/// A link to a document or record the target may consult.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    pub owner_scope: String,
+    pub source_id: String,
+}
+
+/// One ancestor in the delegation chain.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainLink {
+    pub agent: AgentSlug,
+    /// First 8 hex digits of sha256(objective).
+    pub objective_hash: String,
+}
+
+/// How urgent a delegation is; sets the default number of attempts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Priority {
+    Low,
+    #[default]
+    Normal,
+    High,
+    Urgent,
+}
+
+impl Priority {
+    /// Attempts allowed by default (seeds/001: normal 3, high 5, urgent 8).
+    pub fn default_attempts(self) -> u32 {
+        match self {
+            Self::Low => 2,
+            Self::Normal => 3,
+            Self::High => 5,
+            Self::Urgent => 8,
+        }
+    }
+}
+
+/// Whether the delegation writes to the target's session (seeds/003 ephemeral consult).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Mode {
+    #[default]
+    Persist,
+    Ephemeral,
+}
+
+/// The caller's retry wishes (seeds/001 `retry_policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryPolicy {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    #[serde(default)]
+    pub backoff_strategy: BackoffStrategy,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BackoffStrategy {
+    #[default]
+    Exponential,
+    Linear,
+}

@@ -1,0 +1,1 @@
+//! PII detection and reversible typed tokens (`<EMAIL_1>`).

@@ -1,0 +1,3 @@
+//! The pipeline of DESIGN §1.
+
+pub struct Runtime {}

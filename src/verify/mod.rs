@@ -1,0 +1,1 @@
+//! Task Notes → checks → verdicts (seeds/001).
