@@ -1,5 +1,243 @@
-//! The handle through which an agent delegates.
+//! The handle through which an agent delegates. It carries the calling node's
+//! lineage (root and parent ids, depth, chain, remaining deadline and budget,
+//! effective tools), so every nested call passes the same rails without the
+//! agent doing anything.
 
-/// Placeholder, replaced by the runtime's handle.
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::ToolSet;
+use crate::guard::Tree;
+use crate::guard::auth::Caller;
+use crate::guard::fanout;
+use crate::protocol::{
+    AgentSlug, ChainLink, Check, Constraints, DelegationError, DelegationRequest, DelegationResponse, HandoffData,
+    Mode, Priority, RequestId, RetryPolicy, SessionId, UserId,
+};
+use crate::runtime::Runtime;
+
+/// A delegation in progress, as seen by its children.
+pub(crate) struct Node {
+    pub request_id: RequestId,
+    pub root_id: RequestId,
+    pub user: UserId,
+    pub agent: AgentSlug,
+    pub session: Option<SessionId>,
+    /// The depth this node's agent runs at.
+    pub depth: u32,
+    pub max_depth: u32,
+    pub deadline: Instant,
+    pub tools: Arc<ToolSet>,
+    /// Ancestors and this node, oldest first.
+    pub chain: Vec<ChainLink>,
+    pub tree: Arc<Tree>,
+    pub cancel: CancellationToken,
+    pub priority: Priority,
+    pub max_tokens_default: u32,
+    pub deadline_ms_default: u64,
+    pub fan_out: u32,
+}
+
+impl Node {
+    /// Whether this node's budget account is still open (its delegation runs).
+    pub fn budget_open(&self) -> bool {
+        self.tree.state().ledger.account(self.request_id).is_some()
+    }
+
+    pub fn remaining_tokens(&self) -> u32 {
+        self.tree.state().ledger.account(self.request_id).map_or(0, |a| a.remaining())
+    }
+}
+
+/// One call an agent wants to make: target and objective, and optionally the
+/// input, handoff data and tighter limits.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub target: AgentSlug,
+    pub objective: String,
+    pub input: String,
+    pub handoff: HandoffData,
+    pub context_hints: Vec<String>,
+    pub max_tokens: Option<u32>,
+    pub deadline_ms: Option<u64>,
+    pub max_depth: Option<u32>,
+    pub mode: Mode,
+    pub task_note: Option<String>,
+    pub checks: Vec<Check>,
+    pub priority: Option<Priority>,
+    pub retry_policy: Option<RetryPolicy>,
+    pub tools: Option<Vec<String>>,
+    pub idempotency_key: Option<String>,
+}
+
+impl Call {
+    pub fn new(target: AgentSlug, objective: impl Into<String>) -> Self {
+        Self {
+            target,
+            objective: objective.into(),
+            input: String::new(),
+            handoff: HandoffData::default(),
+            context_hints: Vec::new(),
+            max_tokens: None,
+            deadline_ms: None,
+            max_depth: None,
+            mode: Mode::Persist,
+            task_note: None,
+            checks: Vec::new(),
+            priority: None,
+            retry_policy: None,
+            tools: None,
+            idempotency_key: None,
+        }
+    }
+
+    /// A call to the agent named `target`, refusing a malformed slug.
+    pub fn to(target: &str, objective: impl Into<String>) -> Result<Self, DelegationError> {
+        let slug = AgentSlug::parse(target).map_err(|e| DelegationError::new(crate::ErrorCode::AgentNotFound, e.0))?;
+        Ok(Self::new(slug, objective))
+    }
+
+    pub fn input(mut self, input: impl Into<String>) -> Self {
+        self.input = input.into();
+        self
+    }
+
+    pub fn handoff(mut self, handoff: HandoffData) -> Self {
+        self.handoff = handoff;
+        self
+    }
+
+    pub fn max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    pub fn deadline_ms(mut self, ms: u64) -> Self {
+        self.deadline_ms = Some(ms);
+        self
+    }
+
+    pub fn max_depth(mut self, n: u32) -> Self {
+        self.max_depth = Some(n);
+        self
+    }
+
+    /// An ephemeral consult (seeds/003): reads the target's history, writes nothing.
+    pub fn ephemeral(mut self) -> Self {
+        self.mode = Mode::Ephemeral;
+        self
+    }
+
+    pub fn task_note(mut self, note: impl Into<String>) -> Self {
+        self.task_note = Some(note.into());
+        self
+    }
+
+    pub fn tools(mut self, tools: Vec<String>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+}
+
+/// An agent's way to delegate. Cloning is cheap.
 #[derive(Clone)]
-pub struct Delegator {}
+pub struct Delegator {
+    runtime: Runtime,
+    node: Arc<Node>,
+}
+
+impl Delegator {
+    pub(crate) fn new(runtime: Runtime, node: Arc<Node>) -> Self {
+        Self { runtime, node }
+    }
+
+    /// Builds the envelope for `call` with this node's lineage.
+    pub fn request(&self, call: Call) -> DelegationRequest {
+        let n = &self.node;
+        let mut req = DelegationRequest::new(n.agent.clone(), call.target, n.user.clone(), call.objective, call.input);
+        req.parent_session_id = n.session;
+        req.current_depth = n.depth;
+        req.root_request_id = Some(n.root_id);
+        req.parent_request_id = Some(n.request_id);
+        req.chain = n.chain.clone();
+        let remaining_ms = n.deadline.saturating_duration_since(Instant::now()).as_millis() as u64;
+        req.constraints = Constraints {
+            max_tokens: call.max_tokens.unwrap_or(n.max_tokens_default),
+            max_depth: call.max_depth.map_or(n.max_depth, |d| d.min(n.max_depth)),
+            deadline_ms: call.deadline_ms.unwrap_or(n.deadline_ms_default).min(remaining_ms.max(1)),
+        };
+        req.context_hints = call.context_hints;
+        req.handoff_data = call.handoff;
+        req.mode = call.mode;
+        req.task_note = call.task_note;
+        req.checks = call.checks;
+        req.priority = call.priority.unwrap_or(n.priority);
+        req.retry_policy = call.retry_policy;
+        req.tools = call.tools;
+        req.idempotency_key = call.idempotency_key;
+        req
+    }
+
+    /// Delegates one task. Refusals and failures come back as a failed response.
+    pub async fn delegate(&self, call: Call) -> DelegationResponse {
+        let req = self.request(call);
+        self.runtime.dispatch(Some(&self.node), &Caller::Agent(self.node.agent.clone()), req).await
+    }
+
+    /// Delegates several tasks concurrently. A batch larger than the fan-out
+    /// limit is refused before any call is sent; otherwise every response comes
+    /// back, in order, each succeeding or failing on its own.
+    pub async fn delegate_parallel(&self, calls: Vec<Call>) -> Result<Vec<DelegationResponse>, DelegationError> {
+        fanout::check_batch(calls.len(), self.node.fan_out)?;
+        Ok(join_all(calls.into_iter().map(|c| self.delegate(c))).await)
+    }
+
+    /// The agent this handle delegates for.
+    pub fn agent(&self) -> &AgentSlug {
+        &self.node.agent
+    }
+
+    pub fn user(&self) -> &UserId {
+        &self.node.user
+    }
+
+    pub fn request_id(&self) -> RequestId {
+        self.node.request_id
+    }
+
+    pub fn root_id(&self) -> RequestId {
+        self.node.root_id
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.node.depth
+    }
+
+    pub fn max_depth(&self) -> u32 {
+        self.node.max_depth
+    }
+
+    pub fn remaining_time(&self) -> Duration {
+        self.node.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Tokens this node can still grant to children.
+    pub fn remaining_tokens(&self) -> u32 {
+        self.node.remaining_tokens()
+    }
+
+    /// The largest parallel batch allowed.
+    pub fn fan_out(&self) -> u32 {
+        self.node.fan_out
+    }
+
+    /// Whether this node's agent may delegate to `target` per the configuration.
+    pub fn may_delegate_to(&self, target: &AgentSlug) -> bool {
+        let reg = self.runtime.registry();
+        reg.get(&self.node.agent).is_some_and(|m| m.spec.may_delegate_to(target)) && reg.get(target).is_some()
+    }
+}

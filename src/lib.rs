@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod config;
 pub mod delegator;
+pub mod events;
 pub mod guard;
 pub mod orchestrate;
 pub mod protocol;

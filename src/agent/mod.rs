@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::delegator::Delegator;
 use crate::protocol::{
-    AgentSlug, Artifact, DelegationError, ErrorCode, HandoffData, NewFact, RequestId, Status, TokenUsage,
-    UsedSource, UserId,
+    AgentSlug, Artifact, DelegationError, ErrorCode, HandoffData, NewFact, RequestId, Status, TokenUsage, UsedSource,
+    UserId,
 };
 use crate::tokens;
 
@@ -47,7 +47,13 @@ pub struct Task {
 impl Task {
     /// A task with just an objective and an input; handy for tests and direct use.
     pub fn new(objective: impl Into<String>, input: impl Into<String>) -> Self {
-        Self { objective: objective.into(), input: input.into(), attempt: 1, max_completion_tokens: 1024, ..Self::default() }
+        Self {
+            objective: objective.into(),
+            input: input.into(),
+            attempt: 1,
+            max_completion_tokens: 1024,
+            ..Self::default()
+        }
     }
 
     /// The text an agent should work on: the input, or the objective when the input is empty.
@@ -184,7 +190,10 @@ impl AgentContext {
     /// carries this agent's lineage, so the rails apply without effort.
     pub fn delegator(&self) -> Result<&Delegator, DelegationError> {
         self.delegator.as_ref().ok_or_else(|| {
-            DelegationError::new(ErrorCode::DelegationNotAllowed, "this agent runs outside a runtime and cannot delegate")
+            DelegationError::new(
+                ErrorCode::DelegationNotAllowed,
+                "this agent runs outside a runtime and cannot delegate",
+            )
         })
     }
 
@@ -195,7 +204,10 @@ impl AgentContext {
         } else {
             Err(DelegationError::new(
                 ErrorCode::ToolNotAllowed,
-                format!("tool '{tool}' is not in this agent's effective tools {:?}; do the work without it", self.tools),
+                format!(
+                    "tool '{tool}' is not in this agent's effective tools {:?}; do the work without it",
+                    self.tools
+                ),
             ))
         }
     }

@@ -99,6 +99,10 @@ pub struct AgentSpec {
     /// Whether this agent may see raw PII (default: it sees typed tokens).
     #[serde(default)]
     pub pii_access: bool,
+    /// A tool agent (seeds/001): Prime hands it the user's words as a Task
+    /// Note, whose checks the runtime verifies.
+    #[serde(default)]
+    pub task_notes: bool,
     #[serde(default)]
     pub limits: AgentLimits,
 }
@@ -227,9 +231,8 @@ impl Config {
 
     /// Reads and validates a configuration file.
     pub fn load(path: &Path) -> Result<Self, DelegationError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            DelegationError::invalid(format!("cannot read configuration file {}: {e}", path.display()))
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| DelegationError::invalid(format!("cannot read configuration file {}: {e}", path.display())))?;
         Self::from_toml(&text).map_err(|e| DelegationError::invalid(format!("{}: {}", path.display(), e.message)))
     }
 
@@ -247,19 +250,28 @@ impl Config {
         let bad = |msg: String| Err(DelegationError::invalid(format!("invalid configuration: {msg}")));
         let l = &self.limits;
         if l.max_depth == 0 || l.max_depth > l.max_depth_ceiling {
-            return bad(format!("limits.max_depth {} must be between 1 and max_depth_ceiling {}", l.max_depth, l.max_depth_ceiling));
+            return bad(format!(
+                "limits.max_depth {} must be between 1 and max_depth_ceiling {}",
+                l.max_depth, l.max_depth_ceiling
+            ));
         }
         if l.fan_out == 0 {
             return bad("limits.fan_out must be at least 1".into());
         }
         if l.deadline_ms == 0 || l.deadline_ms > l.max_deadline_ms {
-            return bad(format!("limits.deadline_ms {} must be between 1 and max_deadline_ms {}", l.deadline_ms, l.max_deadline_ms));
+            return bad(format!(
+                "limits.deadline_ms {} must be between 1 and max_deadline_ms {}",
+                l.deadline_ms, l.max_deadline_ms
+            ));
         }
         if l.deadline_margin_ms >= l.deadline_ms {
             return bad("limits.deadline_margin_ms must be smaller than deadline_ms".into());
         }
         if l.max_tokens == 0 || l.max_tokens > l.max_tokens_ceiling || l.ask_max_tokens == 0 {
-            return bad(format!("limits.max_tokens {} must be between 1 and max_tokens_ceiling {}", l.max_tokens, l.max_tokens_ceiling));
+            return bad(format!(
+                "limits.max_tokens {} must be between 1 and max_tokens_ceiling {}",
+                l.max_tokens, l.max_tokens_ceiling
+            ));
         }
         let mut seen = BTreeMap::new();
         for a in &self.agents {
@@ -330,8 +342,18 @@ mod tests {
     fn builtin_config_describes_the_seed_team() {
         let c = Config::builtin();
         for slug in [
-            "prime-boss", "byte-doc", "tag-ai", "crystal-analytics", "ledger-tax", "goalie-goals", "blitz-debt",
-            "email", "format", "data", "calendar", "report",
+            "prime-boss",
+            "byte-doc",
+            "tag-ai",
+            "crystal-analytics",
+            "ledger-tax",
+            "goalie-goals",
+            "blitz-debt",
+            "email",
+            "format",
+            "data",
+            "calendar",
+            "report",
         ] {
             assert!(c.agent(slug).is_some(), "{slug} missing");
         }
@@ -347,10 +369,8 @@ mod tests {
         assert!(err.message.contains("agent slug"), "{}", err.message);
         let err = Config::from_toml("[limits]\nwhat = 1").unwrap_err();
         assert!(err.message.contains("unknown field"), "{}", err.message);
-        let err = Config::from_toml(
-            "[[agents]]\nslug = \"a\"\nname = \"A\"\nmay_delegate_to = [\"ghost\"]",
-        )
-        .unwrap_err();
+        let err =
+            Config::from_toml("[[agents]]\nslug = \"a\"\nname = \"A\"\nmay_delegate_to = [\"ghost\"]").unwrap_err();
         assert!(err.message.contains("ghost"), "{}", err.message);
     }
 }

@@ -1,1 +1,14 @@
-//! guard
+//! The rails, one module each (DESIGN §3). Each is a small function or a
+//! permit that releases on drop; `runtime.rs` composes them in order.
+
+pub mod auth;
+pub mod budget;
+pub mod cycle;
+pub mod deadline;
+pub mod depth;
+pub mod fanout;
+pub mod isolation;
+pub mod tree;
+pub mod validate;
+
+pub use tree::{Tree, Trees};

@@ -12,9 +12,8 @@ pub fn levels(workflow: &Workflow) -> Option<Vec<Vec<usize>>> {
     let mut remaining: Vec<usize> = (0..workflow.steps.len()).collect();
     let mut levels = Vec::new();
     while !remaining.is_empty() {
-        let (ready, blocked): (Vec<usize>, Vec<usize>) = remaining
-            .iter()
-            .partition(|&&i| workflow.steps[i].after.iter().all(|d| done.contains(d.as_str())));
+        let (ready, blocked): (Vec<usize>, Vec<usize>) =
+            remaining.iter().partition(|&&i| workflow.steps[i].after.iter().all(|d| done.contains(d.as_str())));
         if ready.is_empty() {
             return None;
         }

@@ -96,10 +96,7 @@ impl ErrorCode {
         match self {
             Self::InvalidRequest | Self::UnsupportedVersion => 400,
             Self::Unauthenticated => 401,
-            Self::PermissionDenied
-            | Self::UserMismatch
-            | Self::DelegationNotAllowed
-            | Self::ToolNotAllowed => 403,
+            Self::PermissionDenied | Self::UserMismatch | Self::DelegationNotAllowed | Self::ToolNotAllowed => 403,
             Self::AgentNotFound => 404,
             Self::CycleDetected => 409,
             Self::DepthLimit | Self::FanOutLimit | Self::TokenBudgetExceeded => 422,

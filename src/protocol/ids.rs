@@ -154,16 +154,12 @@ pub struct UserId(String);
 impl UserId {
     pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
         let s = s.into();
-        let ok = !s.is_empty()
-            && s.len() <= 128
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || "._@:+-".contains(c));
+        let ok =
+            !s.is_empty() && s.len() <= 128 && s.chars().all(|c| c.is_ascii_alphanumeric() || "._@:+-".contains(c));
         if ok {
             Ok(Self(s))
         } else {
-            Err(IdError(format!(
-                "'{}' is not a user id: use 1-128 letters, digits or ._@:+-",
-                truncate(&s)
-            )))
+            Err(IdError(format!("'{}' is not a user id: use 1-128 letters, digits or ._@:+-", truncate(&s))))
         }
     }
 

@@ -12,12 +12,10 @@ pub use check::{Check, CheckResult, Verdict};
 pub use error::{DelegationError, ErrorClass, ErrorCode};
 pub use ids::{AgentSlug, IdError, RequestId, SessionId, UserId};
 pub use request::{
-    BackoffStrategy, ChainLink, Constraints, DelegationRequest, HandoffData, Mode, Priority, Reference,
-    RetryPolicy,
+    BackoffStrategy, ChainLink, Constraints, DelegationRequest, HandoffData, Mode, Priority, Reference, RetryPolicy,
 };
 pub use response::{
-    Artifact, ArtifactKind, DelegationResponse, Execution, Fallback, Learned, NewFact, Status, TokenUsage,
-    UsedSource,
+    Artifact, ArtifactKind, DelegationResponse, Execution, Fallback, Learned, NewFact, Status, TokenUsage, UsedSource,
 };
 
 /// Parses a request envelope from JSON, mapping every failure to a stable code:

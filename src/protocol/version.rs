@@ -18,7 +18,10 @@ pub fn check(version: &str) -> Result<(), DelegationError> {
     let Some((major, minor)) = parsed else {
         return Err(DelegationError::new(
             ErrorCode::UnsupportedVersion,
-            format!("protocol_version '{}' is not MAJOR.MINOR; send \"{CURRENT}\"", version.chars().take(20).collect::<String>()),
+            format!(
+                "protocol_version '{}' is not MAJOR.MINOR; send \"{CURRENT}\"",
+                version.chars().take(20).collect::<String>()
+            ),
         ));
     };
     let oldest = CURRENT_MINOR.saturating_sub(PREVIOUS_MINORS);

@@ -1,1 +1,7 @@
-//! resilience
+//! Retry policy with backoff, and a circuit breaker per target agent.
+
+pub mod breaker;
+pub mod retry;
+
+pub use breaker::{Breaker, BreakerConfig, BreakerState, Breakers};
+pub use retry::{Next, RetryPlan};

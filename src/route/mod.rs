@@ -1,1 +1,8 @@
-//! route
+//! Who does the work: the registry of team members, and discovery of a target
+//! by keywords and capabilities (seeds/001 "Tool Agent Discovery").
+
+pub mod discovery;
+pub mod registry;
+
+pub use discovery::{Candidate, discover};
+pub use registry::{Member, Registry};

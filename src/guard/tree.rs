@@ -1,0 +1,123 @@
+//! Per-tree shared state: what is in progress (cycle rail), children in flight
+//! per parent (fan-out rail), the token ledger (budget rail) and the PII vault.
+//! A tree lives while any of its delegations runs; trees are keyed by user and
+//! root request id, so one user's requests can never touch another's tree.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::protocol::{RequestId, UserId};
+use crate::redact::Vault;
+
+use super::budget::Ledger;
+use super::cycle::CycleKey;
+
+type TreeKey = (UserId, RequestId);
+
+/// All live trees.
+#[derive(Default)]
+pub struct Trees {
+    live: Mutex<HashMap<TreeKey, Weak<Tree>>>,
+}
+
+/// The shared state of one delegation tree.
+pub struct Tree {
+    key: TreeKey,
+    owner: Weak<Trees>,
+    state: Mutex<TreeState>,
+    vault: Mutex<Vault>,
+}
+
+#[derive(Default)]
+pub(crate) struct TreeState {
+    pub in_progress: HashMap<CycleKey, u32>,
+    pub children: HashMap<RequestId, u32>,
+    pub ledger: Ledger,
+}
+
+impl Trees {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The live tree of `root` for `user`, or a new one.
+    pub fn enter(self: &Arc<Self>, user: &UserId, root: RequestId) -> Arc<Tree> {
+        let key = (user.clone(), root);
+        let mut live = lock(&self.live);
+        if let Some(tree) = live.get(&key).and_then(Weak::upgrade) {
+            return tree;
+        }
+        let tree = Arc::new(Tree {
+            key: key.clone(),
+            owner: Arc::downgrade(self),
+            state: Mutex::new(TreeState::default()),
+            vault: Mutex::new(Vault::default()),
+        });
+        live.insert(key, Arc::downgrade(&tree));
+        tree
+    }
+
+    /// How many trees are live (for tests and metrics).
+    pub fn len(&self) -> usize {
+        lock(&self.live).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Tree {
+    pub fn root(&self) -> RequestId {
+        self.key.1
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, TreeState> {
+        lock(&self.state)
+    }
+
+    /// The tree's PII vault: the same value gets the same token in every hop.
+    pub fn vault(&self) -> MutexGuard<'_, Vault> {
+        lock(&self.vault)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        if let Some(trees) = self.owner.upgrade() {
+            let mut live = lock(&trees.live);
+            // A new tree for the same key may have replaced this one already.
+            if live.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
+                live.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it: the
+/// rails' state stays consistent because every update is a single step.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_lives_while_it_is_held_and_is_shared_by_key() {
+        let trees = Trees::new();
+        let user = UserId::parse("u1").unwrap();
+        let root = RequestId::new();
+        let a = trees.enter(&user, root);
+        let b = trees.enter(&user, root);
+        assert!(Arc::ptr_eq(&a, &b));
+        let other_user = trees.enter(&UserId::parse("u2").unwrap(), root);
+        assert!(!Arc::ptr_eq(&a, &other_user), "another user's request never joins the tree");
+        drop(other_user);
+        assert_eq!(trees.len(), 1);
+        drop(a);
+        drop(b);
+        assert!(trees.is_empty());
+    }
+}

@@ -1,0 +1,399 @@
+//! Prime, the orchestrator (seeds/002): it answers directly or plans work for
+//! the specialists, runs the plan through its delegator and merges the
+//! results into one answer that says who did what. The rule planner needs no
+//! model: regex routes from the config, then keyword and capability
+//! discovery (seeds/001, seeds/003), then a direct answer.
+
+use std::fmt::Write as _;
+
+use async_trait::async_trait;
+use regex::Regex;
+use serde_json::json;
+
+use crate::agent::{Agent, AgentContext, AgentOutput, Task};
+use crate::config::{AgentSpec, Config, PlanKind, Route};
+use crate::protocol::{Artifact, DelegationError, ErrorCode, Status};
+use crate::route::discover;
+
+use super::plan::{Plan, Step, StepResult, execute, overall};
+
+/// Plans from rules alone.
+pub struct RulePlanner {
+    routes: Vec<(Regex, Route)>,
+    workflows: Vec<crate::config::Workflow>,
+    specialists: Vec<AgentSpec>,
+}
+
+/// A few terms Prime can explain without a specialist.
+const GLOSSARY: &[(&str, &str)] = &[
+    (
+        "emergency fund",
+        "An emergency fund is cash set aside for unexpected costs such as a job loss or a car repair; a common target is three to six months of essential expenses, kept in an account you can reach quickly.",
+    ),
+    (
+        "apr",
+        "APR (annual percentage rate) is the yearly cost of borrowing, including interest and some fees; a card at 24% APR charges about 2% of the balance each month.",
+    ),
+    (
+        "avalanche",
+        "The debt avalanche pays minimums on every debt and puts every extra dollar on the highest-interest debt first; it costs the least interest overall.",
+    ),
+    (
+        "snowball",
+        "The debt snowball pays minimums on every debt and puts every extra dollar on the smallest balance first; it costs a little more interest but clears accounts sooner.",
+    ),
+    (
+        "deduction",
+        "A tax deduction lowers your taxable income; business expenses such as office supplies or software you use for work usually qualify when you keep the receipts.",
+    ),
+    (
+        "budget",
+        "A budget is a plan for your income: what goes to needs, wants and savings each month. The 50/30/20 rule is a simple start.",
+    ),
+    (
+        "compound interest",
+        "Compound interest is interest earned on interest: the balance grows faster the longer it stays invested.",
+    ),
+    (
+        "credit score",
+        "A credit score summarizes how reliably you repay debt; paying on time and keeping card balances low raise it.",
+    ),
+];
+
+impl RulePlanner {
+    /// Builds the planner for the agent `me` (excluded from its own plans).
+    pub fn new(config: &Config, me: &str) -> Result<Self, DelegationError> {
+        let routes = config
+            .prime
+            .routes
+            .iter()
+            .map(|r| {
+                Regex::new(&r.pattern)
+                    .map(|re| (re, r.clone()))
+                    .map_err(|e| DelegationError::invalid(format!("route '{}': {e}", r.name)))
+            })
+            .collect::<Result<_, _>>()?;
+        let specialists = config.agents.iter().filter(|a| a.slug.as_str() != me).cloned().collect();
+        Ok(Self { routes, workflows: config.workflows.clone(), specialists })
+    }
+
+    fn spec(&self, slug: &str) -> Option<&AgentSpec> {
+        self.specialists.iter().find(|s| s.slug.as_str() == slug)
+    }
+
+    /// The plan for a user's message.
+    pub fn plan(&self, message: &str, hints: &[String]) -> Plan {
+        let msg = message.trim();
+        let lower = msg.to_lowercase();
+        if msg.is_empty() {
+            return Plan::Direct { answer: self.introduction("What can I help you with?") };
+        }
+        if let Some(answer) = definition(&lower) {
+            return Plan::Direct { answer: answer.to_string() };
+        }
+        for (re, route) in &self.routes {
+            if re.is_match(msg) {
+                if let Some(plan) = self.route_plan(route, msg) {
+                    return plan;
+                }
+            }
+        }
+        if let Some(best) = discover(&self.specialists, msg, hints).first() {
+            return Plan::Single(self.step(best.spec, objective_of(msg), msg));
+        }
+        if is_small_talk(&lower) {
+            return Plan::Direct { answer: self.introduction("Hi! I'm Prime, your finance team's lead.") };
+        }
+        if ["finance", "finances", "money", "financial"]
+            .iter()
+            .any(|w| lower.split(|c: char| !c.is_alphanumeric()).any(|x| x == *w))
+        {
+            // Conditional delegation: too vague to hand to anyone yet.
+            return Plan::Direct {
+                answer: self.introduction("Happy to help with your finances. Which part should we start with?"),
+            };
+        }
+        Plan::Direct {
+            answer: format!(
+                "I can answer that without a specialist only in general terms: none of my team's skills match \"{}\". {}",
+                objective_of(msg),
+                self.introduction("")
+            ),
+        }
+    }
+
+    fn step(&self, spec: &AgentSpec, objective: String, message: &str) -> Step {
+        Step { agent: spec.slug.clone(), objective, task_note: spec.task_notes.then(|| message.to_string()) }
+    }
+
+    fn route_plan(&self, route: &Route, msg: &str) -> Option<Plan> {
+        if route.plan == PlanKind::Workflow {
+            let name = route.workflow.as_deref()?;
+            return self.workflows.iter().find(|w| w.name == name).cloned().map(Plan::Workflow);
+        }
+        let steps: Vec<Step> = route
+            .agents
+            .iter()
+            .zip(&route.objectives)
+            .filter_map(|(a, o)| self.spec(a.as_str()).map(|s| self.step(s, o.clone(), msg)))
+            .collect();
+        if steps.is_empty() {
+            return None;
+        }
+        Some(match route.plan {
+            PlanKind::Parallel => Plan::Parallel(steps),
+            PlanKind::Chain => Plan::Chain(steps),
+            _ => Plan::Single(steps.into_iter().next()?),
+        })
+    }
+
+    fn introduction(&self, lead: &str) -> String {
+        let mut s = String::from(lead);
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str("My team can help with:\n");
+        for a in &self.specialists {
+            let _ = writeln!(s, "• {} ({}): {}", a.name, a.slug, a.description);
+        }
+        s.push_str("Tell me what you need, and attach a receipt or statement with --file when there is one.");
+        s
+    }
+
+    /// The display name of an agent ("Byte").
+    pub fn name_of<'a>(&'a self, slug: &'a str) -> &'a str {
+        self.spec(slug).map_or(slug, |s| s.name.as_str())
+    }
+}
+
+fn definition(lower: &str) -> Option<&'static str> {
+    let asks = ["what is", "what's", "what are", "define", "explain", "what does", "meaning of"];
+    if !asks.iter().any(|a| lower.starts_with(a)) {
+        return None;
+    }
+    GLOSSARY
+        .iter()
+        .find(|(term, _)| {
+            let t = *term;
+            lower.split(|c: char| !c.is_alphanumeric()).any(|w| w == t || w.strip_suffix('s') == Some(t))
+                || (t.contains(' ') && lower.contains(t))
+        })
+        .map(|(_, d)| *d)
+}
+
+fn is_small_talk(lower: &str) -> bool {
+    const OPENERS: [&str; 12] = [
+        "hi",
+        "hello",
+        "hey",
+        "yo",
+        "good morning",
+        "good afternoon",
+        "good evening",
+        "thanks",
+        "thank you",
+        "how are you",
+        "who are you",
+        "what can you do",
+    ];
+    OPENERS.iter().any(|o| lower.starts_with(o) && lower[o.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric()))
+}
+
+/// A short objective from a message: its first sentence, at most 120 characters.
+fn objective_of(msg: &str) -> String {
+    // A sentence ends at a line break, or at . ? ! before a space or the end
+    // (so "alex.chan@company.com" stays whole).
+    let mut end = msg.len();
+    let mut chars = msg.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next_is_space = chars.peek().is_none_or(|(_, n)| n.is_whitespace());
+        if c == '\n' || (matches!(c, '.' | '?' | '!') && next_is_space && i > 0) {
+            end = i;
+            break;
+        }
+    }
+    let first = msg[..end].trim();
+    let first = if first.is_empty() { msg.trim() } else { first };
+    let mut out: String = first.chars().take(120).collect();
+    if first.chars().count() > 120 {
+        out.push('…');
+    }
+    out
+}
+
+/// The orchestrator agent.
+pub struct PrimeAgent {
+    planner: RulePlanner,
+    default_tokens: u32,
+}
+
+impl PrimeAgent {
+    pub fn new(config: &Config) -> Result<Self, DelegationError> {
+        Ok(Self { planner: RulePlanner::new(config, "prime-boss")?, default_tokens: config.limits.max_tokens })
+    }
+
+    pub fn planner(&self) -> &RulePlanner {
+        &self.planner
+    }
+
+    /// One answer from the steps' results, saying who did what.
+    fn merge(&self, plan: &Plan, results: &[StepResult]) -> AgentOutput {
+        let status = overall(results);
+        let name = |r: &StepResult| self.planner.name_of(r.agent.as_str()).to_string();
+        let ok: Vec<&StepResult> = results.iter().filter(|r| r.succeeded()).collect();
+        let failed: Vec<&StepResult> = results.iter().filter(|r| !r.succeeded()).collect();
+        let mut text = String::new();
+        let names: Vec<String> = ok.iter().map(|r| name(r)).collect();
+        match (status, plan) {
+            (Status::Failed, _) => text.push_str("I couldn't get this done.\n"),
+            (_, Plan::Single(_)) => {
+                let _ = write!(text, "I had {} take this. ", names.join(""));
+            }
+            (Status::Partial, _) => {
+                let _ = writeln!(text, "Here's what I could get: {} finished, {} did not.", list(&names), failed.len());
+            }
+            _ => {
+                let _ = writeln!(text, "Done! I had {} work on this ({}):", list(&names), plan.kind());
+            }
+        }
+        if let (Plan::Single(_), [only]) = (plan, ok.as_slice()) {
+            let _ = write!(text, "{}\n\n{}", only.response.summary, only.response.result);
+        } else {
+            for r in &ok {
+                let _ = writeln!(text, "• {}: {}", name(r), r.response.summary);
+            }
+        }
+        for r in &failed {
+            let (code, msg) = r
+                .response
+                .error
+                .as_ref()
+                .map_or(("AGENT_FAILED".to_string(), String::new()), |e| (e.code.to_string(), e.message.clone()));
+            let advice = match r.response.fallback.as_ref().map(|f| f.recommended.as_str()) {
+                Some("clarify_task_note") => " Could you give me more detail?",
+                _ => "",
+            };
+            let _ = writeln!(text, "• {} could not finish ({code}): {msg}{advice}", name(r));
+        }
+        let summary = match status {
+            Status::Success => format!("{} via {}", plan.kind(), list(&names)),
+            Status::Partial => format!("partial: {} of {} steps succeeded", ok.len(), results.len()),
+            _ => "no step succeeded".to_string(),
+        };
+        let mut out = AgentOutput::new(summary, text.trim_end().to_string());
+        out.status = Some(status);
+        out.confidence = ok.iter().filter_map(|r| r.response.confidence).min();
+        out.artifacts.push(Artifact::json(
+            "plan",
+            json!({
+                "kind": plan.kind(),
+                "steps": results.iter().map(|r| json!({"agent": r.agent, "objective": r.objective, "status": r.response.status})).collect::<Vec<_>>(),
+            }),
+        ));
+        for r in &ok {
+            for a in &r.response.artifacts {
+                let mut a = a.clone();
+                a.label = Some(format!("{}:{}", r.agent, a.label.as_deref().unwrap_or("artifact")));
+                out.artifacts.push(a);
+            }
+        }
+        out
+    }
+}
+
+fn list(names: &[String]) -> String {
+    match names {
+        [] => "nobody".into(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+#[async_trait]
+impl Agent for PrimeAgent {
+    async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+        let plan = self.planner.plan(&task.objective, &task.context_hints);
+        if let Plan::Direct { answer } = &plan {
+            let mut out = AgentOutput::new("Answered directly", answer.clone());
+            out.artifacts.push(Artifact::json("plan", json!({"kind": "direct", "steps": []})));
+            return Ok(out);
+        }
+        ctx.use_tool("delegate")?;
+        let results = execute(&plan, ctx.delegator()?, &task.input, self.default_tokens).await?;
+        let out = self.merge(&plan, &results);
+        if out.status == Some(Status::Failed) {
+            return Err(DelegationError::new(ErrorCode::AgentFailed, out.result));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planner() -> RulePlanner {
+        RulePlanner::new(&Config::builtin(), "prime-boss").unwrap()
+    }
+
+    fn agents(plan: &Plan) -> Vec<String> {
+        match plan {
+            Plan::Single(s) => vec![s.agent.to_string()],
+            Plan::Chain(s) | Plan::Parallel(s) => s.iter().map(|s| s.agent.to_string()).collect(),
+            Plan::Workflow(w) => w.steps.iter().map(|s| s.agent.to_string()).collect(),
+            Plan::Direct { .. } => vec![],
+        }
+    }
+
+    #[test]
+    fn receipt_and_categorize_is_a_byte_then_tag_chain() {
+        let p = planner().plan("Upload this receipt and categorize it", &[]);
+        assert!(matches!(p, Plan::Chain(_)));
+        assert_eq!(agents(&p), ["byte-doc", "tag-ai"]);
+    }
+
+    #[test]
+    fn receipts_and_deductions_is_a_byte_then_ledger_chain() {
+        let p = planner().plan("Analyze my receipts and suggest tax deductions", &[]);
+        assert!(matches!(p, Plan::Chain(_)));
+        assert_eq!(agents(&p), ["byte-doc", "ledger-tax"]);
+    }
+
+    #[test]
+    fn spending_improvements_fan_out_to_three() {
+        let p = planner().plan("Analyze my spending and suggest improvements", &[]);
+        assert!(matches!(p, Plan::Parallel(_)));
+        assert_eq!(agents(&p), ["crystal-analytics", "tag-ai", "ledger-tax"]);
+    }
+
+    #[test]
+    fn greetings_and_general_questions_are_answered_directly() {
+        for m in [
+            "Hi!",
+            "hello there",
+            "Thanks",
+            "What is an emergency fund?",
+            "Tell me a joke about penguins",
+            "Help me with my finances",
+        ] {
+            assert!(matches!(planner().plan(m, &[]), Plan::Direct { .. }), "{m}");
+        }
+        let Plan::Direct { answer } = planner().plan("What is APR?", &[]) else { panic!() };
+        assert!(answer.contains("annual percentage rate"));
+    }
+
+    #[test]
+    fn a_task_note_goes_to_the_matching_tool_agent_as_a_note() {
+        let note = "Draft apology email to alex.chan@company.com about missed project deadline. Mention new ETA of Oct 22. Max 120 words.";
+        let Plan::Single(step) = planner().plan(note, &[]) else { panic!("not single") };
+        assert_eq!(step.agent.as_str(), "email");
+        assert_eq!(step.task_note.as_deref(), Some(note));
+        assert_eq!(step.objective, "Draft apology email to alex.chan@company.com about missed project deadline");
+    }
+
+    #[test]
+    fn a_spending_review_runs_the_declared_workflow() {
+        let p = planner().plan("Give me a spending review", &[]);
+        assert!(matches!(p, Plan::Workflow(_)), "{p:?}");
+    }
+}

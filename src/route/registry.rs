@@ -1,0 +1,81 @@
+//! The team: each member's declared spec and its implementation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::agent::{Agent, builtin};
+use crate::config::{AgentSpec, Backend, Config};
+use crate::orchestrate::prime::PrimeAgent;
+use crate::protocol::{AgentSlug, DelegationError};
+
+/// One team member.
+#[derive(Clone)]
+pub struct Member {
+    pub spec: Arc<AgentSpec>,
+    pub agent: Arc<dyn Agent>,
+}
+
+/// All members, in declaration order.
+#[derive(Clone, Default)]
+pub struct Registry {
+    members: HashMap<AgentSlug, Member>,
+    order: Vec<AgentSlug>,
+}
+
+impl Registry {
+    /// Builds every agent the config declares; `overrides` replaces (or
+    /// supplies) the implementation of the named agents.
+    pub fn build(config: &Config, overrides: &HashMap<AgentSlug, Arc<dyn Agent>>) -> Result<Self, DelegationError> {
+        let mut reg = Self::default();
+        for spec in &config.agents {
+            let agent = match overrides.get(&spec.slug) {
+                Some(a) => a.clone(),
+                None => implementation(spec, config)?,
+            };
+            reg.order.push(spec.slug.clone());
+            reg.members.insert(spec.slug.clone(), Member { spec: Arc::new(spec.clone()), agent });
+        }
+        for slug in overrides.keys() {
+            if !reg.members.contains_key(slug) {
+                return Err(DelegationError::invalid(format!(
+                    "an implementation was given for agent '{slug}' but the configuration does not declare it"
+                )));
+            }
+        }
+        Ok(reg)
+    }
+
+    pub fn get(&self, slug: &AgentSlug) -> Option<&Member> {
+        self.members.get(slug)
+    }
+
+    /// Members in declaration order.
+    pub fn members(&self) -> impl Iterator<Item = &Member> {
+        self.order.iter().filter_map(|s| self.members.get(s))
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
+
+fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, DelegationError> {
+    match &spec.backend {
+        Backend::Builtin { name } => {
+            let name = name.as_deref().unwrap_or(spec.slug.as_str());
+            if name == "prime-boss" || name == "prime" {
+                return Ok(Arc::new(PrimeAgent::new(config)?));
+            }
+            builtin::lookup(name).ok_or_else(|| {
+                DelegationError::invalid(format!(
+                    "agent '{}' asks for built-in implementation '{name}', which does not exist",
+                    spec.slug
+                ))
+            })
+        }
+    }
+}
