@@ -1,0 +1,316 @@
+//! The `switchboard` command line.
+//!
+//! Exit codes: 0 ok, 2 usage or configuration error, 3 refused by a rail,
+//! 4 the agent failed or timed out.
+
+mod demo;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+use crate::config::Config;
+use crate::guard::auth::Caller;
+use crate::protocol::{
+    AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Priority,
+    SessionId, Status, UserId,
+};
+use crate::runtime::{AskOptions, AskResponse, Runtime};
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_REFUSED: u8 = 3;
+pub const EXIT_FAILED: u8 = 4;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "A runtime through which AI agents delegate work to each other safely",
+    long_about = "A runtime through which AI agents delegate work to each other safely.\n\n\
+        Runs with the built-in team and no configuration. Exit codes: 0 ok, 2 usage or \
+        configuration error, 3 refused by a rail, 4 the agent failed or timed out."
+)]
+pub struct Cli {
+    /// Team and limits as TOML (default: the built-in team).
+    #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print results as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Talk to Prime as a user: it answers or delegates, and the tree is shown.
+    Ask(AskArgs),
+    /// Send one delegation envelope and print the response.
+    Delegate(DelegateArgs),
+    /// List the team.
+    Agents,
+    /// Run the showcase scenarios and print each tree.
+    Demo,
+}
+
+#[derive(Debug, Args)]
+struct AskArgs {
+    /// The user's message.
+    message: String,
+    /// The user on whose behalf Prime works.
+    #[arg(long, env = "SWITCHBOARD_USER", default_value = "local-user")]
+    user: String,
+    /// A file to work on (a receipt, a statement, a CSV).
+    #[arg(long, value_name = "PATH")]
+    file: Option<PathBuf>,
+    /// Continue an earlier Prime session.
+    #[arg(long, value_name = "SESSION_ID")]
+    session: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct DelegateArgs {
+    /// Target agent slug, or `auto` to discover one.
+    #[arg(long, value_name = "SLUG")]
+    to: String,
+    /// Origin agent slug.
+    #[arg(long, value_name = "SLUG", default_value = "prime-boss")]
+    from: String,
+    /// What the target should achieve.
+    #[arg(long)]
+    objective: String,
+    /// The full input for the target.
+    #[arg(long, default_value = "")]
+    input: String,
+    /// Read the input from a file instead.
+    #[arg(long, value_name = "PATH", conflicts_with = "input")]
+    input_file: Option<PathBuf>,
+    /// A Task Note whose checks the output must pass (seeds/001).
+    #[arg(long)]
+    task_note: Option<String>,
+    /// The origin's depth (a user's message to Prime is 0).
+    #[arg(long, default_value_t = 0)]
+    depth: u32,
+    #[arg(long, default_value_t = crate::protocol::request::DEFAULT_MAX_DEPTH)]
+    max_depth: u32,
+    #[arg(long, default_value_t = crate::protocol::request::DEFAULT_DEADLINE_MS)]
+    deadline_ms: u64,
+    #[arg(long, default_value_t = crate::protocol::request::DEFAULT_MAX_TOKENS)]
+    max_tokens: u32,
+    #[arg(long, env = "SWITCHBOARD_USER", default_value = "local-user")]
+    user: String,
+    /// low, normal, high or urgent.
+    #[arg(long, default_value = "normal", value_parser = parse_priority)]
+    priority: Priority,
+    /// Consult without writing to the target's history (seeds/003).
+    #[arg(long)]
+    ephemeral: bool,
+}
+
+fn parse_priority(s: &str) -> Result<Priority, String> {
+    serde_json::from_value(json!(s)).map_err(|_| format!("'{s}' is not a priority: use low, normal, high or urgent"))
+}
+
+/// Runs the CLI on the process's arguments.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+        }
+    };
+    init_tracing();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    ExitCode::from(rt.block_on(run(cli)))
+}
+
+fn init_tracing() {
+    // Quiet by default; RUST_LOG=info shows each delegation.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// The exit code for an error code.
+pub fn exit_code(code: ErrorCode) -> u8 {
+    match code {
+        ErrorCode::InvalidRequest | ErrorCode::UnsupportedVersion | ErrorCode::AgentNotFound => EXIT_USAGE,
+        c if c.is_refusal() => EXIT_REFUSED,
+        _ => EXIT_FAILED,
+    }
+}
+
+fn usage_error(msg: impl std::fmt::Display) -> u8 {
+    eprintln!("error: {msg}");
+    EXIT_USAGE
+}
+
+async fn run(cli: Cli) -> u8 {
+    let config = match &cli.config {
+        Some(path) => match Config::load(path) {
+            Ok(c) => c,
+            Err(e) => return usage_error(e.message),
+        },
+        None => Config::builtin(),
+    };
+    let runtime = match Runtime::builder().config(config).build() {
+        Ok(r) => r,
+        Err(e) => return usage_error(e.message),
+    };
+    match cli.command {
+        Command::Ask(args) => ask(&runtime, args, cli.json).await,
+        Command::Delegate(args) => delegate(&runtime, args, cli.json).await,
+        Command::Agents => agents(&runtime, cli.json),
+        Command::Demo => demo::run(&runtime, cli.json).await,
+    }
+}
+
+fn read_file(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
+async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
+    let user = match UserId::parse(&args.user) {
+        Ok(u) => u,
+        Err(e) => return usage_error(format!("--user: {e}")),
+    };
+    let input = match &args.file {
+        Some(p) => match read_file(p) {
+            Ok(t) => Some(t),
+            Err(e) => return usage_error(e),
+        },
+        None => None,
+    };
+    let session = match args.session.as_deref().map(str::parse::<SessionId>).transpose() {
+        Ok(s) => s,
+        Err(e) => return usage_error(format!("--session: {e}")),
+    };
+    match runtime.ask(&user, &args.message, AskOptions { input, session }).await {
+        Ok(r) => {
+            print_ask(&r, json);
+            if r.status == Status::Failed { EXIT_FAILED } else { EXIT_OK }
+        }
+        Err(e) => print_error(&e, json),
+    }
+}
+
+pub(crate) fn print_ask(r: &AskResponse, json: bool) {
+    if json {
+        println!(
+            "{}",
+            json!({"answer": r.answer, "session_id": r.session_id, "request_id": r.request_id, "status": r.status, "tree": r.tree})
+        );
+    } else {
+        println!("{}\n", r.answer);
+        println!("Delegation tree (request {}, session {}):", r.request_id, r.session_id);
+        print!("{}", r.tree.render());
+    }
+}
+
+fn print_error(e: &DelegationError, json: bool) -> u8 {
+    if json {
+        println!("{}", json!({"error": e}));
+    } else {
+        eprintln!("refused: {}: {}", e.code, e.message);
+    }
+    exit_code(e.code)
+}
+
+async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
+    let parse = |flag: &str, s: &str| AgentSlug::parse(s).map_err(|e| format!("{flag}: {e}"));
+    let (to, from) = match (parse("--to", &args.to), parse("--from", &args.from)) {
+        (Ok(t), Ok(f)) => (t, f),
+        (Err(e), _) | (_, Err(e)) => return usage_error(e),
+    };
+    let user = match UserId::parse(&args.user) {
+        Ok(u) => u,
+        Err(e) => return usage_error(format!("--user: {e}")),
+    };
+    let input = match &args.input_file {
+        Some(p) => match read_file(p) {
+            Ok(t) => t,
+            Err(e) => return usage_error(e),
+        },
+        None => args.input,
+    };
+    let mut req = DelegationRequest::new(from, to, user, args.objective, input);
+    req.current_depth = args.depth;
+    req.constraints =
+        Constraints { max_tokens: args.max_tokens, max_depth: args.max_depth, deadline_ms: args.deadline_ms };
+    req.task_note = args.task_note;
+    req.priority = args.priority;
+    if args.ephemeral {
+        req.mode = Mode::Ephemeral;
+    }
+    let response = runtime.delegate(&Caller::Operator, req).await;
+    print_response(&response, json);
+    match &response.error {
+        None => EXIT_OK,
+        Some(e) => exit_code(e.code),
+    }
+}
+
+fn print_response(r: &DelegationResponse, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
+        return;
+    }
+    if let Some(e) = &r.error {
+        let verb = if e.code.is_refusal() { "refused" } else { "failed" };
+        eprintln!("{verb}: {}: {}", e.code, e.message);
+    } else {
+        println!("{} ({}): {}", r.target_employee, r.status.as_str(), r.summary);
+        if !r.result.is_empty() {
+            println!("\n{}", r.result);
+        }
+    }
+    if let Some(v) = &r.verifier {
+        println!("\nverifier: {} (score {:.2})", if v.passed { "passed" } else { "failed" }, v.score);
+        for c in &v.checks {
+            let actual = c.actual.as_ref().map(|a| format!(" (actual: {a})")).unwrap_or_default();
+            println!("  {} {}{actual}", if c.passed { "✓" } else { "✗" }, c.name);
+        }
+    }
+    if let Some(x) = &r.execution {
+        let seeds = if x.seeds_tried.is_empty() { String::new() } else { format!(", seeds {:?}", x.seeds_tried) };
+        println!("\nexecution: {} attempt(s){seeds}, {} ms", x.attempts, x.duration_ms);
+    }
+    if let Some(f) = &r.fallback {
+        println!("fallback: {}: {}", f.recommended, f.reasoning);
+    }
+}
+
+fn agents(runtime: &Runtime, json: bool) -> u8 {
+    let rows: Vec<_> = runtime
+        .registry()
+        .members()
+        .map(|m| {
+            let s = &m.spec;
+            json!({
+                "slug": s.slug, "name": s.name, "description": s.description, "backend": s.backend,
+                "capabilities": s.capabilities, "domain": s.domain, "tools_allowed": s.tools_allowed,
+                "may_delegate_to": s.may_delegate_to, "breaker": runtime.breaker_state(&s.slug).as_str(),
+            })
+        })
+        .collect();
+    if json {
+        println!("{}", serde_json::Value::Array(rows));
+    } else {
+        for m in runtime.registry().members() {
+            let s = &m.spec;
+            println!("{:<18} {:<8} {:<10} {}", s.slug, s.name, runtime.breaker_state(&s.slug).as_str(), s.description);
+        }
+    }
+    EXIT_OK
+}
