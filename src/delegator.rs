@@ -40,9 +40,19 @@ pub(crate) struct Node {
     pub max_tokens_default: u32,
     pub deadline_ms_default: u64,
     pub fan_out: u32,
+    /// What finished children (and their subtrees) used.
+    pub children_usage: std::sync::Mutex<crate::protocol::TokenUsage>,
 }
 
 impl Node {
+    pub fn add_child_usage(&self, usage: crate::protocol::TokenUsage) {
+        crate::guard::tree::lock(&self.children_usage).add(usage);
+    }
+
+    pub fn children_usage(&self) -> crate::protocol::TokenUsage {
+        *crate::guard::tree::lock(&self.children_usage)
+    }
+
     /// Whether this node's budget account is still open (its delegation runs).
     pub fn budget_open(&self) -> bool {
         self.tree.state().ledger.account(self.request_id).is_some()
@@ -155,7 +165,10 @@ impl Delegator {
         Self { runtime, node }
     }
 
-    /// Builds the envelope for `call` with this node's lineage.
+    /// Builds the envelope for `call` with this node's lineage. Limits the call
+    /// does not set are inherited: the depth limit, the remaining deadline, and
+    /// for tokens the smaller of the default budget and an even share
+    /// (remaining ÷ fan-out) of this node's tokens.
     pub fn request(&self, call: Call) -> DelegationRequest {
         let n = &self.node;
         let mut req = DelegationRequest::new(n.agent.clone(), call.target, n.user.clone(), call.objective, call.input);
@@ -165,8 +178,11 @@ impl Delegator {
         req.parent_request_id = Some(n.request_id);
         req.chain = n.chain.clone();
         let remaining_ms = n.deadline.saturating_duration_since(Instant::now()).as_millis() as u64;
+        // Unless the call says otherwise, a child gets an even share of what is
+        // left, so that a full fan-out of children always fits the budget.
+        let share = (n.remaining_tokens() / n.fan_out.max(1)).max(1);
         req.constraints = Constraints {
-            max_tokens: call.max_tokens.unwrap_or(n.max_tokens_default),
+            max_tokens: call.max_tokens.unwrap_or(n.max_tokens_default.min(share)),
             max_depth: call.max_depth.map_or(n.max_depth, |d| d.min(n.max_depth)),
             deadline_ms: call.deadline_ms.unwrap_or(n.deadline_ms_default).min(remaining_ms.max(1)),
         };

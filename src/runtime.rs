@@ -373,10 +373,14 @@ impl Runtime {
     ) -> DelegationResponse {
         let started = Instant::now();
         let started_ms = now_ms();
-        match self.admit(parent, caller, req, user_entry).await {
+        let response = match self.admit(parent, caller, req, user_entry).await {
             Ok(admitted) => self.run(admitted, parent.is_none(), started, started_ms).await,
             Err((req, tree, err)) => self.refuse(req, tree, parent, err, started, started_ms).await,
+        };
+        if let Some(p) = parent {
+            p.add_child_usage(response.token_usage);
         }
+        response
     }
 
     /// Every rail before the agent runs, in order. On refusal, the request
@@ -544,6 +548,7 @@ impl Runtime {
             max_tokens_default: limits.max_tokens,
             deadline_ms_default: limits.deadline_ms,
             fan_out: limits.fan_out,
+            children_usage: Default::default(),
         });
         Ok(Admitted {
             deadline_ms: deadline_at.saturating_duration_since(now).as_millis() as u64,
@@ -654,7 +659,9 @@ impl Runtime {
                 r
             }
         };
+        // The subtree's usage, so that a caller across a hop can reconcile its ledger.
         response.token_usage = attempts.usage;
+        response.token_usage.add(adm.node.children_usage());
         response.duration_ms = duration_ms;
         response.child_session_id = Some(adm.sessions.child.id);
         response.execution = Some(Execution { duration_ms, ..attempts.execution.clone() });
@@ -680,7 +687,7 @@ impl Runtime {
             depth: adm.node.depth,
             started_at: started_ms,
             duration_ms,
-            tokens: attempts.usage,
+            tokens: response.token_usage,
         };
         // Durable before the response is acknowledged.
         if let Err(e) = self.record(&record).await {
@@ -796,7 +803,7 @@ impl Runtime {
                     r
                 }
             };
-            let result = result.and_then(|o| {
+            if let Ok(o) = &result {
                 let used = o.token_usage.unwrap_or_else(|| {
                     TokenUsage::new(
                         estimate.prompt,
@@ -805,8 +812,7 @@ impl Runtime {
                 });
                 adm.budget.charge(used.total);
                 out.usage.add(used);
-                Ok(o)
-            });
+            }
             let result = result.and_then(|o| {
                 if checks.is_empty() {
                     return Ok(o);

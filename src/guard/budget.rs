@@ -187,6 +187,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn childrens_reservations_never_exceed_the_parents_remaining(root_budget in 1u32..10_000, ops in prop::collection::vec(op(), 1..200)) {
             let mut l = Ledger::default();

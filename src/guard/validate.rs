@@ -83,7 +83,8 @@ mod tests {
     #[test]
     fn bad_fields_are_named() {
         let limits = Limits::default();
-        let cases: Vec<(Box<dyn Fn(&mut DelegationRequest)>, &str)> = vec![
+        type Mutation = Box<dyn Fn(&mut DelegationRequest)>;
+        let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|r| r.objective = "  ".into()), "objective is empty"),
             (Box::new(|r| r.constraints.max_tokens = 0), "max_tokens"),
             (Box::new(|r| r.constraints.deadline_ms = 0), "deadline_ms"),

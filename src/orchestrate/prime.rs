@@ -92,10 +92,10 @@ impl RulePlanner {
             return Plan::Direct { answer: answer.to_string() };
         }
         for (re, route) in &self.routes {
-            if re.is_match(msg) {
-                if let Some(plan) = self.route_plan(route, msg) {
-                    return plan;
-                }
+            if re.is_match(msg)
+                && let Some(plan) = self.route_plan(route, msg)
+            {
+                return plan;
             }
         }
         if let Some(best) = discover(&self.specialists, msg, hints).first() {

@@ -48,7 +48,7 @@ pub fn discover<'a>(
         .filter(|c| c.score > 0)
         .collect();
     // stable sort keeps declaration order among equals
-    found.sort_by(|a, b| b.score.cmp(&a.score));
+    found.sort_by_key(|c| std::cmp::Reverse(c.score));
     found
 }
 

@@ -1,0 +1,7 @@
+//! Switchboard's one integration-test binary.
+
+mod budget;
+mod modes;
+mod protocol;
+mod rails;
+mod support;

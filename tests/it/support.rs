@@ -1,0 +1,90 @@
+//! Scripted agents and small builders shared by the tests.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use switchboard::config::Config;
+use switchboard::guard::auth::Caller;
+use switchboard::protocol::{AgentSlug, DelegationError, DelegationRequest, UserId};
+use switchboard::runtime::RuntimeBuilder;
+use switchboard::{Agent, AgentContext, AgentOutput, Runtime, Task};
+
+/// An agent whose behaviour is a closure.
+pub struct FnAgent<F>(pub F);
+
+#[async_trait]
+impl<F, Fut> Agent for FnAgent<F>
+where
+    F: Fn(AgentContext, Task) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<AgentOutput, DelegationError>> + Send + 'static,
+{
+    async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+        (self.0)(ctx.clone(), task.clone()).await
+    }
+}
+
+pub fn agent<F, Fut>(f: F) -> FnAgent<F>
+where
+    F: Fn(AgentContext, Task) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<AgentOutput, DelegationError>> + Send + 'static,
+{
+    FnAgent(f)
+}
+
+/// Answers at once with its objective; counts its calls.
+pub fn echo(calls: Arc<AtomicUsize>) -> impl Agent {
+    agent(move |_ctx, task| {
+        let calls = calls.clone();
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok(AgentOutput::new(format!("did: {}", task.objective), task.input.clone()))
+        }
+    })
+}
+
+pub fn counter() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+pub fn slug(s: &str) -> AgentSlug {
+    AgentSlug::parse(s).unwrap()
+}
+
+pub fn user(s: &str) -> UserId {
+    UserId::parse(s).unwrap()
+}
+
+/// A config declaring agents `(slug, may_delegate_to, tools_allowed)`.
+pub fn config(agents: &[(&str, &[&str], &[&str])]) -> Config {
+    let mut toml = String::new();
+    for (slug, may, tools) in agents {
+        toml.push_str(&format!(
+            "[[agents]]\nslug = \"{slug}\"\nname = \"{slug}\"\nmay_delegate_to = {may:?}\ntools_allowed = {tools:?}\n\n"
+        ));
+    }
+    Config::from_toml(&toml).unwrap()
+}
+
+/// A builder over `config` in which every agent echoes until a test gives it
+/// another implementation.
+pub fn builder(agents: &[(&str, &[&str], &[&str])]) -> RuntimeBuilder {
+    agents.iter().fold(Runtime::builder().config(config(agents)), |b, (slug, _, _)| b.agent(slug, echo(counter())))
+}
+
+pub fn request(from: &str, to: &str, objective: &str) -> DelegationRequest {
+    DelegationRequest::new(slug(from), slug(to), user("alice"), objective, "")
+}
+
+/// A request from an outside agent to a target that delegates on: the target
+/// runs at depth 1 and its children at 2, so the limit is raised to 3.
+pub fn nested_request(from: &str, to: &str, objective: &str) -> DelegationRequest {
+    let mut r = request(from, to, objective);
+    r.constraints.max_depth = 3;
+    r
+}
+
+pub fn operator() -> Caller {
+    Caller::Operator
+}
