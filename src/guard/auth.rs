@@ -112,7 +112,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn spec(slug: &str, tools: &[&str], may: &[&str]) -> AgentSpec {
-        let mut s = Config::builtin().agent("tag-ai").unwrap().clone();
+        static BASE: std::sync::LazyLock<AgentSpec> =
+            std::sync::LazyLock::new(|| Config::builtin().agent("tag-ai").unwrap().clone());
+        let mut s = BASE.clone();
         s.slug = AgentSlug::parse(slug).unwrap();
         s.tools_allowed = tools.iter().map(|t| t.to_string()).collect();
         s.may_delegate_to = may.iter().map(|t| t.to_string()).collect();

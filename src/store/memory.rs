@@ -19,8 +19,10 @@ pub struct MemoryStore {
 #[derive(Default)]
 struct Inner {
     sessions: HashMap<SessionId, Session>,
+    /// (user, agent, parent) → the child session, so lookups stay O(1).
+    children: HashMap<(UserId, AgentSlug, SessionId), SessionId>,
     messages: HashMap<SessionId, Vec<Message>>,
-    facts: Vec<Fact>,
+    facts: HashMap<UserId, Vec<Fact>>,
     audit: Vec<AuditEntry>,
     delegations: HashMap<RequestId, DelegationRecord>,
     seeds: HashMap<(AgentSlug, String, u64), f64>,
@@ -34,7 +36,7 @@ impl MemoryStore {
     /// Row counts per table, for tests that assert nothing was written.
     pub fn counts(&self) -> (usize, usize, usize) {
         let i = lock(&self.inner);
-        (i.sessions.len(), i.messages.values().map(Vec::len).sum(), i.facts.len())
+        (i.sessions.len(), i.messages.values().map(Vec::len).sum(), i.facts.values().map(Vec::len).sum())
     }
 }
 
@@ -59,6 +61,9 @@ impl Store for MemoryStore {
             None => {
                 let s = new_session(user, agent, id, parent);
                 i.sessions.insert(id, s.clone());
+                if let Some(p) = parent {
+                    i.children.entry((user.clone(), agent.clone(), p)).or_insert(id);
+                }
                 Ok(s)
             }
         }
@@ -70,13 +75,13 @@ impl Store for MemoryStore {
             Some(p) if &p.user_id != user => return Err(StoreError::UserMismatch),
             _ => {}
         }
-        if let Some(s) =
-            i.sessions.values().find(|s| s.parent_id == Some(parent) && &s.agent == agent && &s.user_id == user)
-        {
+        let key = (user.clone(), agent.clone(), parent);
+        if let Some(s) = i.children.get(&key).and_then(|id| i.sessions.get(id)) {
             return Ok(s.clone());
         }
         let s = new_session(user, agent, SessionId::new(), Some(parent));
         i.sessions.insert(s.id, s.clone());
+        i.children.insert(key, s.id);
         Ok(s)
     }
 
@@ -96,15 +101,16 @@ impl Store for MemoryStore {
 
     async fn facts(&self, user: &UserId, scopes: &[String]) -> StoreResult<Vec<Fact>> {
         let i = lock(&self.inner);
-        Ok(i.facts.iter().filter(|f| &f.user_id == user && scopes.contains(&f.scope)).cloned().collect())
+        let facts = i.facts.get(user).map(Vec::as_slice).unwrap_or_default();
+        Ok(facts.iter().filter(|f| scopes.contains(&f.scope)).cloned().collect())
     }
 
     async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
         let mut i = lock(&self.inner);
         for f in facts {
-            let dup = i.facts.iter().any(|g| g.user_id == f.user_id && g.scope == f.scope && g.fact == f.fact);
-            if !dup {
-                i.facts.push(f.clone());
+            let mine = i.facts.entry(f.user_id.clone()).or_default();
+            if !mine.iter().any(|g| g.scope == f.scope && g.fact == f.fact) {
+                mine.push(f.clone());
             }
         }
         Ok(())
