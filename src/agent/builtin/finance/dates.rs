@@ -88,9 +88,7 @@ pub fn parse_date(text: &str) -> Option<NaiveDate> {
 /// A year and month (`2026-12`, `12/2026`, `Dec 2026`, `December, 2026`) and
 /// where it is; a full date counts too.
 pub fn find_month(text: &str) -> Option<((i32, u32), Range<usize>)> {
-    if let Some((d, r)) = find_date(text) {
-        return Some(((d.year(), d.month()), r));
-    }
+    let full = find_date(text).map(|(d, r)| ((d.year(), d.month()), r));
     let ym = YEAR_MONTH.captures_iter(text).find_map(|c| {
         let (y, m) = (year(&c[1])?, num(&c[2])?);
         (1..=12).contains(&m).then_some(((y, m), c.get(0)?.range()))
@@ -102,7 +100,7 @@ pub fn find_month(text: &str) -> Option<((i32, u32), Range<usize>)> {
     let my = MONTH_YEAR
         .captures_iter(text)
         .find_map(|c| Some(((year(&c[2])?, month_number(&c[1])?), c.get(0)?.range())));
-    [ym, my_num, my]
+    [full, ym, my_num, my]
         .into_iter()
         .flatten()
         .min_by_key(|(_, r)| r.start)

@@ -5,8 +5,12 @@
 //! of finding transactions in a task ([`transactions::from_task`]); amounts are
 //! integer cents ([`money`]).
 
+pub mod blitz;
 pub mod byte_doc;
+pub mod crystal;
 pub mod dates;
+pub mod goalie;
+pub mod ledger;
 pub mod money;
 pub mod tag_ai;
 pub mod transactions;
@@ -21,6 +25,10 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     let agent: Arc<dyn Agent> = match name {
         "byte-doc" => Arc::new(byte_doc::ByteDoc),
         "tag-ai" => Arc::new(tag_ai::TagAi),
+        "crystal-analytics" => Arc::new(crystal::CrystalAnalytics),
+        "ledger-tax" => Arc::new(ledger::LedgerTax),
+        "goalie-goals" => Arc::new(goalie::GoalieGoals),
+        "blitz-debt" => Arc::new(blitz::BlitzDebt),
         _ => return None,
     };
     Some(agent)
@@ -62,7 +70,14 @@ mod tests {
 
     #[test]
     fn finance_lookup_knows_the_team() {
-        for slug in ["byte-doc", "tag-ai"] {
+        for slug in [
+            "byte-doc",
+            "tag-ai",
+            "crystal-analytics",
+            "ledger-tax",
+            "goalie-goals",
+            "blitz-debt",
+        ] {
             assert!(lookup(slug).is_some(), "{slug}");
         }
         assert!(lookup("prime-boss").is_none());

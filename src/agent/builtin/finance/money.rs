@@ -303,6 +303,76 @@ pub fn figures(text: &str) -> Vec<Figure> {
         .collect()
 }
 
+/// A figure with the words around it inside its clause (clauses end at `, `,
+/// `;`, parentheses and other figures), lowercased: what says whether `$500`
+/// is a target, a balance or a monthly payment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Labelled {
+    pub figure: Figure,
+    pub before: String,
+    pub after: String,
+}
+
+impl Labelled {
+    /// Whether any of `words` is in the clause before the figure.
+    pub fn before_has(&self, words: &[&str]) -> bool {
+        words.iter().any(|w| self.before.contains(w))
+    }
+
+    /// Whether the clause after the figure starts with one of `words` (after
+    /// spaces), as in `$500/month` or `$150 minimum`.
+    pub fn after_starts(&self, words: &[&str]) -> bool {
+        let after = self.after.trim_start();
+        words.iter().any(|w| after.starts_with(w))
+    }
+}
+
+pub fn labelled_figures(text: &str) -> Vec<Labelled> {
+    let found = figures(text);
+    let is_boundary = |i: usize| {
+        let rest = &text[i..];
+        rest.starts_with(", ")
+            || rest.starts_with([';', '(', ')', '\n'])
+            || rest.starts_with(" and ")
+    };
+    let boundaries: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .filter(|i| is_boundary(*i))
+        .collect();
+    found
+        .iter()
+        .enumerate()
+        .map(|(n, f)| {
+            let prev_end = n
+                .checked_sub(1)
+                .and_then(|p| found.get(p))
+                .map_or(0, |p| p.end);
+            let start = boundaries
+                .iter()
+                .rev()
+                .find(|b| **b < f.start)
+                .map_or(0, |b| b + 1)
+                .max(prev_end);
+            let next_start = found.get(n + 1).map_or(text.len(), |x| x.start);
+            let end = boundaries
+                .iter()
+                .find(|b| **b >= f.end)
+                .copied()
+                .unwrap_or(text.len())
+                .min(next_start);
+            Labelled {
+                figure: *f,
+                before: text.get(start..f.start).unwrap_or_default().to_lowercase(),
+                after: text
+                    .get(f.end..end.max(f.end))
+                    .unwrap_or_default()
+                    .to_lowercase(),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,6 +426,24 @@ mod tests {
         assert_eq!(detect_currency("£3.20"), Some("GBP"));
         assert_eq!(detect_currency("$3.20"), Some("USD"));
         assert_eq!(detect_currency("3.20"), None);
+    }
+
+    #[test]
+    fn money_labels_figures_by_their_clause() {
+        let l = labelled_figures("Emergency fund: target $10,000, saved $2,500, saving $500/month");
+        let got: Vec<(&str, &str)> = l
+            .iter()
+            .map(|l| (l.before.as_str(), l.after.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("emergency fund: target ", ""),
+                (" saved ", ""),
+                (" saving ", "/month")
+            ]
+        );
+        assert!(l[2].after_starts(&["/month"]) && l[0].before_has(&["target"]));
     }
 
     #[test]
