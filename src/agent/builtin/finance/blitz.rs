@@ -14,6 +14,7 @@ pub const TOOL: &str = "plan_debt";
 pub const MAX_MONTHS: u32 = 600;
 const MAX_DEBTS: usize = 50;
 const MIN_PAYMENT_FLOOR: Cents = 2500;
+const MAX_BALANCE: Cents = 1_000_000_000_000_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Debt {
@@ -109,6 +110,10 @@ pub fn simulate(debts: &[Debt], monthly_payment: Cents, strategy: Strategy) -> P
             let accrued = d.monthly_interest(balances[i]);
             balances[i] += accrued;
             interest[i] += accrued;
+        }
+        // A balance this large only comes from runaway interest: never paid off.
+        if balances.iter().any(|b| *b > MAX_BALANCE) {
+            break;
         }
         let mut available = monthly_payment;
         for (i, d) in debts.iter().enumerate() {

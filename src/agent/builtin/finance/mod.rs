@@ -66,21 +66,112 @@ fn list_lines(items: impl Iterator<Item = String>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
     use super::*;
+    use crate::agent::{AgentContext, AgentOutput, Task};
+    use crate::protocol::HandoffData;
+
+    const TEAM: [(&str, &str); 6] = [
+        ("byte-doc", byte_doc::TOOL),
+        ("tag-ai", tag_ai::TOOL),
+        ("crystal-analytics", crystal::TOOL),
+        ("ledger-tax", ledger::TOOL),
+        ("goalie-goals", goalie::TOOL),
+        ("blitz-debt", blitz::TOOL),
+    ];
 
     #[test]
     fn finance_lookup_knows_the_team() {
-        for slug in [
-            "byte-doc",
-            "tag-ai",
-            "crystal-analytics",
-            "ledger-tax",
-            "goalie-goals",
-            "blitz-debt",
-        ] {
+        for (slug, _) in TEAM {
             assert!(lookup(slug).is_some(), "{slug}");
         }
         assert!(lookup("prime-boss").is_none());
         assert!(lookup("").is_none());
+    }
+
+    fn run(slug: &str, task: &Task) -> Result<AgentOutput, DelegationError> {
+        let (_, tool) = TEAM
+            .iter()
+            .find(|(s, _)| *s == slug)
+            .copied()
+            .unwrap_or_default();
+        let agent = lookup(slug).ok_or_else(|| failed("unknown agent"))?;
+        futures::executor::block_on(agent.run(&AgentContext::detached([tool]), task))
+    }
+
+    /// A chain step as the runtime hands it to the next agent.
+    fn step(slug: &str, out: &AgentOutput) -> Value {
+        json!({"agent": slug, "objective": "", "status": "success", "summary": out.summary, "result": out.result,
+               "artifacts": out.artifacts})
+    }
+
+    #[test]
+    fn finance_chain_passes_transactions_from_statement_to_analysis_and_deductions() {
+        let statement = include_str!("../../../../examples/statement.csv");
+        let extracted = run(
+            "byte-doc",
+            &Task::new("Extract transactions from the statement", statement),
+        )
+        .expect("byte-doc");
+        let mut task = Task::new(
+            "Categorize extracted transactions",
+            "Please review my spending",
+        );
+        task.handoff = HandoffData {
+            intermediate_results: Some(json!([step("byte-doc", &extracted)])),
+            ..HandoffData::default()
+        };
+        let tagged = run("tag-ai", &task).expect("tag-ai");
+        task.handoff.intermediate_results = Some(json!([
+            step("byte-doc", &extracted),
+            step("tag-ai", &tagged)
+        ]));
+        let analysis = run("crystal-analytics", &task).expect("crystal");
+        assert!(
+            analysis.summary.contains("$5,708.55 spent"),
+            "{}",
+            analysis.summary
+        );
+        let deductions = run("ledger-tax", &task).expect("ledger");
+        // Adobe x3, Staples, GitHub and the Red Cross donation; rent and utilities need a home office.
+        assert_eq!(
+            deductions.summary,
+            "Found $326.12 in deductible expenses (6 items); 6 more ($4,614.28) may qualify"
+        );
+    }
+
+    #[test]
+    fn finance_chain_extracts_then_categorizes_a_receipt() {
+        let receipt = include_str!("../../../../examples/receipt.txt");
+        let extracted =
+            run("byte-doc", &Task::new("Extract receipt data", receipt)).expect("byte-doc");
+        let mut task = Task::new("Categorize extracted transactions", receipt);
+        task.handoff = HandoffData {
+            intermediate_results: Some(json!([step("byte-doc", &extracted)])),
+            ..HandoffData::default()
+        };
+        let tagged = run("tag-ai", &task).expect("tag-ai");
+        assert_eq!(
+            tagged.summary,
+            "Categorized 1 transaction: Starbucks as Dining - Coffee"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn finance_agents_never_panic(
+            input in "(\\PC{0,40}|[0-9$.,%/: -]{0,12}|TOTAL|Subtotal|---|\\n|by 2026-12|min|APR|extra|,|\"){0,30}"
+        ) {
+            for (slug, _) in TEAM {
+                match run(slug, &Task::new("Do the work", input.clone())) {
+                    Ok(out) => prop_assert!(!out.summary.is_empty()),
+                    Err(e) => prop_assert_eq!(e.code, ErrorCode::AgentFailed),
+                }
+            }
+        }
     }
 }

@@ -465,13 +465,14 @@ pub fn from_lines(text: &str) -> Vec<Transaction> {
 /// The payee in a line of prose: what follows " at " if anything, else the
 /// words left once filler is removed. None without letters.
 fn merchant_from_prose(words: &str) -> Option<String> {
-    let lower = words.to_lowercase();
+    // ASCII lowercasing keeps byte offsets valid in `words`.
+    let lower = words.to_ascii_lowercase();
     let focus = match lower.find(" at ") {
         Some(i) => {
-            let after = &words[i + 4..];
+            let after = words.get(i + 4..).unwrap_or_default();
             let end = [" on ", " for ", " in "]
                 .iter()
-                .filter_map(|w| after.to_lowercase().find(w))
+                .filter_map(|w| after.to_ascii_lowercase().find(w))
                 .min();
             after.get(..end.unwrap_or(after.len())).unwrap_or(after)
         }
@@ -511,7 +512,7 @@ pub fn clean_merchant(raw: &str) -> String {
         "pp*",
     ];
     loop {
-        let lower = s.to_lowercase();
+        let lower = s.to_ascii_lowercase();
         match PREFIXES.iter().find(|p| lower.starts_with(*p)) {
             Some(p) => s = s.get(p.len()..).unwrap_or_default().trim(),
             None => break,
