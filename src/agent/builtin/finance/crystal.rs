@@ -391,11 +391,12 @@ impl Agent for CrystalAnalytics {
         let mut result = String::from("By category:");
         for c in &a.by_category {
             result.push_str(&format!(
-                "\n- {}: {} ({}%, {} transactions)",
+                "\n- {}: {} ({}%, {} transaction{})",
                 c.category,
                 fmt(c.total),
                 money::percent(c.total, a.total_spent),
-                c.count
+                c.count,
+                if c.count == 1 { "" } else { "s" }
             ));
         }
         if !a.by_month.is_empty() {

@@ -463,8 +463,24 @@ pub fn from_lines(text: &str) -> Vec<Transaction> {
 }
 
 /// The payee in a line of prose: what follows " at " if anything, else the
-/// words left once filler is removed. None without letters.
+/// words left once filler is removed; after a colon when the colon follows
+/// an instruction (`Categorize this: Starbucks`). None without letters.
 fn merchant_from_prose(words: &str) -> Option<String> {
+    const ASKS: &[&str] = &[
+        "categor",
+        "extract",
+        "receipt",
+        "transaction",
+        "please",
+        "analy",
+        "here",
+        "add",
+        "record",
+    ];
+    let words = match words.split_once(':') {
+        Some((head, tail)) if ASKS.iter().any(|a| head.to_lowercase().contains(a)) => tail,
+        _ => words,
+    };
     // ASCII lowercasing keeps byte offsets valid in `words`.
     let lower = words.to_ascii_lowercase();
     let focus = match lower.find(" at ") {
@@ -550,29 +566,33 @@ pub fn clean_merchant(raw: &str) -> String {
     }
 }
 
-/// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`; acronyms stay (`BP`,
-/// `CVS`, `MTA`): two letters, three without a vowel, or known ones.
+/// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`, `ZONE,` is `Zone,`;
+/// acronyms stay (`BP`, `CVS`, `MTA`, `AT&T`): two letters, three without a
+/// vowel, known ones, or words with other symbols.
 fn title_word(w: &str) -> String {
     const ACRONYMS: &[&str] = &[
         "mta", "amc", "hbo", "aws", "ups", "ibm", "atm", "usa", "ikea",
     ];
-    let lower = w.to_ascii_lowercase();
-    let len = w.chars().count();
+    let core = w.trim_end_matches([',', '.', ';', ':', '!']);
+    let tail = &w[core.len()..];
+    let lower = core.to_ascii_lowercase();
+    let len = core.chars().count();
     let acronym = len <= 2
         || (len == 3 && !lower.contains(['a', 'e', 'i', 'o', 'u', 'y']))
         || ACRONYMS.contains(&lower.as_str());
-    if acronym || !w.chars().all(|c| c.is_alphabetic() || c == '\'') {
+    if acronym || !core.chars().all(|c| c.is_alphabetic() || c == '\'') {
         return w.to_string();
     }
-    let mut chars = w.chars();
-    chars
+    let mut chars = core.chars();
+    let titled: String = chars
         .next()
         .map(|f| {
             f.to_uppercase()
                 .chain(chars.flat_map(char::to_lowercase))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    titled + tail
 }
 
 /// The most common currency (the first seen on a tie); USD for none.
@@ -657,12 +677,19 @@ mod tests {
     #[test]
     fn transactions_free_lines_parse() {
         let ts = from_lines(
-            "Here you go:\n2025-10-01 Starbucks 4.50\n- Uber $12 on Oct 2, 2025\nI spent $45.99 at Best Buy",
+            "Here you go:\n2025-10-01 Starbucks 4.50\n- Uber $12 on Oct 2, 2025\nI spent $45.99 at Best Buy\n\
+             Please categorize this: Blue Bottle Coffee $6.50 on 2025-10-09\nShell: fuel $40.00",
         );
         let got: Vec<(&str, Cents)> = ts.iter().map(|t| (t.merchant.as_str(), t.amount)).collect();
         assert_eq!(
             got,
-            vec![("Starbucks", 450), ("Uber", 1200), ("Best Buy", 4599)]
+            vec![
+                ("Starbucks", 450),
+                ("Uber", 1200),
+                ("Best Buy", 4599),
+                ("Blue Bottle Coffee", 650),
+                ("Shell fuel", 4000)
+            ]
         );
         assert_eq!(ts[1].date, NaiveDate::from_ymd_opt(2025, 10, 2));
     }
