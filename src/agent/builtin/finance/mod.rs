@@ -1,9 +1,20 @@
 //! The seeds' finance team: byte-doc, tag-ai, crystal-analytics, ledger-tax,
 //! goalie-goals and blitz-debt. Deterministic: no model, no network.
 //!
-//! They share one transaction shape ([`transactions::Transaction`]) and one way
-//! of finding transactions in a task ([`transactions::from_task`]); amounts are
-//! integer cents ([`money`]).
+//! They share one transaction shape ([`transactions::Transaction`]: `{date,
+//! merchant, amount, currency, description}` plus `category` and `confidence`
+//! once categorized; a positive amount is money spent) and one way of finding
+//! transactions in a task ([`transactions::from_task`]). Amounts are integer
+//! cents ([`money`]) and JSON numbers in artifacts.
+//!
+//! | agent | tool | artifacts |
+//! |---|---|---|
+//! | byte-doc | `extract_receipt` | `receipts` (when from receipt text), `transactions` |
+//! | tag-ai | `categorize` | `transactions` (categorized), `categories` |
+//! | crystal-analytics | `analyze_spending` | `analysis` |
+//! | ledger-tax | `find_deductions` | `deductions` |
+//! | goalie-goals | `track_goals` | `goals` |
+//! | blitz-debt | `plan_debt` | `payoff_plan` |
 
 pub mod blitz;
 pub mod byte_doc;

@@ -3,7 +3,7 @@
 //! artifact, JSON, a CSV statement, receipts or free lines.
 
 use chrono::NaiveDate;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::byte_doc::{self, Receipt};
 use super::dates;
@@ -611,16 +611,6 @@ pub fn main_currency(transactions: &[Transaction]) -> String {
             _ => Some((c, n)),
         });
     best.map_or_else(|| "USD".to_string(), |(c, _)| c.to_string())
-}
-
-/// A JSON object from pairs, for artifacts with a fixed key order in code.
-pub fn object(pairs: Vec<(&str, Value)>) -> Value {
-    Value::Object(
-        pairs
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect::<Map<String, Value>>(),
-    )
 }
 
 #[cfg(test)]
