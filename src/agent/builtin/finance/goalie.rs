@@ -15,6 +15,8 @@ use crate::protocol::{Artifact, DelegationError, NewFact};
 
 pub const TOOL: &str = "track_goals";
 const MAX_GOALS: usize = 50;
+/// Projections further out than a century are not dates worth printing.
+const MAX_PROJECTED_MONTHS: i64 = 1200;
 
 static AS_OF: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b(as of|today is|current date:?)\s+").expect("valid regex"));
@@ -100,7 +102,9 @@ impl Progress {
         };
         Self {
             percent: money::percent(goal.saved, goal.target),
-            projected: months_to_go.map(|m| dates::add_months(as_of, m)),
+            projected: months_to_go
+                .filter(|m| *m <= MAX_PROJECTED_MONTHS)
+                .map(|m| dates::add_months(as_of, m)),
             goal,
             as_of,
             remaining,
@@ -154,6 +158,11 @@ impl Progress {
                 "; at {}/month it takes {m} more months ({})",
                 fmt(g.monthly),
                 dates::month_label(p)
+            )),
+            (Some(_), None) => s.push_str(&format!(
+                "; at {}/month it would take over {} years",
+                fmt(g.monthly),
+                MAX_PROJECTED_MONTHS / 12
             )),
             _ => s.push_str("; nothing is being put aside yet"),
         }
@@ -518,6 +527,22 @@ mod tests {
                 goals[2]["projected_completion"].clone()
             ),
             (json!(24), json!("2027-10"))
+        );
+    }
+
+    #[tokio::test]
+    async fn goalie_says_when_a_pace_never_gets_there() {
+        let out = run("as of 2025-10\nHouse: target $500,000, saved $0, saving $10/month")
+            .await
+            .expect("ok");
+        assert_eq!(
+            out.summary,
+            "House: $0.00 of $500,000.00 (0%); at $10.00/month it would take over 100 years."
+        );
+        let out = run("as of 2025-10\nBike: target $900").await.expect("ok");
+        assert_eq!(
+            out.summary,
+            "Bike: $0.00 of $900.00 (0%); nothing is being put aside yet."
         );
     }
 
