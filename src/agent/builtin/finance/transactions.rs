@@ -1,0 +1,752 @@
+//! The transaction shape the finance agents pass to each other, and the one
+//! place that finds transactions in a task: an earlier step's `transactions`
+//! artifact, JSON, a CSV statement, receipts or free lines.
+
+use chrono::NaiveDate;
+use serde_json::{Value, json};
+
+use super::byte_doc::{self, Receipt};
+use super::dates;
+use super::money::{self, Cents};
+use crate::agent::Task;
+
+/// Bounds on the work done for one task.
+pub const MAX_LINES: usize = 5000;
+pub const MAX_TRANSACTIONS: usize = 5000;
+
+/// One purchase (or, with a negative amount, a refund or deposit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transaction {
+    pub date: Option<NaiveDate>,
+    pub merchant: String,
+    /// Positive is money spent.
+    pub amount: Cents,
+    pub currency: String,
+    pub description: String,
+    pub category: Option<String>,
+    pub confidence: Option<u8>,
+}
+
+impl Transaction {
+    pub fn new(merchant: impl Into<String>, amount: Cents, currency: impl Into<String>) -> Self {
+        Self {
+            date: None,
+            merchant: merchant.into(),
+            amount,
+            currency: currency.into(),
+            description: String::new(),
+            category: None,
+            confidence: None,
+        }
+    }
+
+    /// The shared JSON shape: `{date, merchant, amount, currency, description}`
+    /// plus `category` and `confidence` once categorized.
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "date": self.date.map(|d| d.format("%Y-%m-%d").to_string()),
+            "merchant": self.merchant,
+            "amount": money::to_value(self.amount),
+            "currency": self.currency,
+            "description": self.description,
+        });
+        if let (Some(obj), Some(category)) = (v.as_object_mut(), &self.category) {
+            obj.insert("category".into(), json!(category));
+            obj.insert("confidence".into(), json!(self.confidence.unwrap_or(0)));
+        }
+        v
+    }
+
+    /// Reads the shared shape, tolerating other spellings (`payee`, `total`,
+    /// string amounts, other date formats). None without an amount.
+    pub fn from_json(value: &Value) -> Option<Self> {
+        let obj = value.as_object()?;
+        let text = |keys: &[&str]| {
+            keys.iter().find_map(|k| {
+                obj.get(*k)
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+            })
+        };
+        let amount = ["amount", "total", "value"]
+            .iter()
+            .find_map(|k| obj.get(*k).and_then(money::from_value))?;
+        let description = text(&["description", "memo", "details"])
+            .unwrap_or_default()
+            .to_string();
+        let merchant = text(&["merchant", "payee", "vendor", "name"])
+            .map(str::to_string)
+            .or_else(|| (!description.is_empty()).then(|| clean_merchant(&description)))
+            .unwrap_or_else(|| "Unknown".into());
+        let currency = text(&["currency"])
+            .filter(|c| c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()))
+            .map_or_else(|| "USD".to_string(), str::to_ascii_uppercase);
+        Some(Self {
+            date: text(&["date"]).and_then(dates::parse_date),
+            merchant,
+            amount,
+            currency,
+            description,
+            category: text(&["category"]).map(str::to_string),
+            confidence: obj
+                .get("confidence")
+                .and_then(Value::as_u64)
+                .map(|c| c.min(100) as u8),
+        })
+    }
+
+    /// Lowercased merchant and description, what the keyword rules look at.
+    pub fn search_text(&self) -> String {
+        format!("{} {}", self.merchant, self.description).to_lowercase()
+    }
+
+    pub fn month(&self) -> Option<String> {
+        self.date.map(|d| d.format("%Y-%m").to_string())
+    }
+}
+
+pub fn to_json_array(transactions: &[Transaction]) -> Value {
+    Value::Array(transactions.iter().map(Transaction::to_json).collect())
+}
+
+/// Where `from_task` found the transactions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An earlier step's `transactions` artifact; the step's agent.
+    Handoff(String),
+    Json,
+    Csv,
+    Receipts,
+    Lines,
+}
+
+impl Source {
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Handoff(agent) => format!("{agent}'s results"),
+            Self::Json => "the JSON input".into(),
+            Self::Csv => "the CSV statement".into(),
+            Self::Receipts => "the receipt text".into(),
+            Self::Lines => "the listed transactions".into(),
+        }
+    }
+}
+
+/// What a task holds, with where it came from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extracted {
+    pub source: Option<Source>,
+    pub transactions: Vec<Transaction>,
+    /// The receipts, when the transactions came from receipt text.
+    pub receipts: Vec<Receipt>,
+    /// CSV rows that had no readable amount.
+    pub skipped_rows: usize,
+}
+
+/// The transactions of a task, first found of: (1) the latest intermediate
+/// result with a `transactions` artifact; (2)-(5) as [`from_text`] on the
+/// task's text.
+pub fn from_task(task: &Task) -> Extracted {
+    if let Some((agent, transactions)) = task.intermediate_results().and_then(from_handoff) {
+        return Extracted {
+            source: Some(Source::Handoff(agent)),
+            transactions,
+            ..Extracted::default()
+        };
+    }
+    from_text(task.text())
+}
+
+/// The transactions in a text, first found of: (2) JSON (a transaction array,
+/// an artifact list or an object holding them); (3) a CSV statement with a
+/// header; (4) receipts; (5) free lines like `2025-10-01 Starbucks 4.50`.
+pub fn from_text(text: &str) -> Extracted {
+    if let Some(transactions) = serde_json::from_str::<Value>(text.trim())
+        .ok()
+        .and_then(|v| in_json(&v, 0))
+    {
+        return Extracted {
+            source: Some(Source::Json),
+            transactions,
+            ..Extracted::default()
+        };
+    }
+    if let Some((transactions, skipped_rows)) = from_csv(text) {
+        return Extracted {
+            source: Some(Source::Csv),
+            transactions,
+            skipped_rows,
+            ..Extracted::default()
+        };
+    }
+    let receipts = byte_doc::parse_receipts(text);
+    if !receipts.is_empty() {
+        let transactions = receipts.iter().map(Receipt::to_transaction).collect();
+        return Extracted {
+            source: Some(Source::Receipts),
+            transactions,
+            receipts,
+            ..Extracted::default()
+        };
+    }
+    let transactions = from_lines(text);
+    let source = (!transactions.is_empty()).then_some(Source::Lines);
+    Extracted {
+        source,
+        transactions,
+        ..Extracted::default()
+    }
+}
+
+/// The newest step of a chain (an array, oldest first, or one result) whose
+/// `transactions` artifact holds at least one transaction, with its agent.
+pub fn from_handoff(results: &Value) -> Option<(String, Vec<Transaction>)> {
+    let steps: Vec<&Value> = match results {
+        Value::Array(items) => items.iter().rev().collect(),
+        other => vec![other],
+    };
+    steps.into_iter().find_map(|step| {
+        let artifacts = step.get("artifacts")?.as_array()?;
+        let transactions = artifacts
+            .iter()
+            .rev()
+            .filter(|a| a.get("label").and_then(Value::as_str) == Some("transactions"))
+            .find_map(|a| in_json(a.get("value")?, 0))?;
+        let agent = step
+            .get("agent")
+            .and_then(Value::as_str)
+            .unwrap_or("an earlier step")
+            .to_string();
+        Some((agent, transactions))
+    })
+}
+
+/// Transactions inside a JSON value: an array of them, an artifact list, or an
+/// object with `artifacts`, `transactions` or `value`.
+fn in_json(value: &Value, depth: u8) -> Option<Vec<Transaction>> {
+    if depth > 4 {
+        return None;
+    }
+    match value {
+        Value::Array(items) => {
+            let labelled = items
+                .iter()
+                .find(|i| i.get("label").and_then(Value::as_str) == Some("transactions"));
+            if let Some(artifact) = labelled {
+                return in_json(artifact.get("value")?, depth + 1);
+            }
+            let found: Vec<Transaction> = items
+                .iter()
+                .take(MAX_TRANSACTIONS)
+                .filter_map(Transaction::from_json)
+                .collect();
+            (!found.is_empty()).then_some(found)
+        }
+        Value::Object(obj) => ["transactions", "artifacts", "value"]
+            .iter()
+            .find_map(|k| in_json(obj.get(*k)?, depth + 1))
+            .or_else(|| Transaction::from_json(value).map(|t| vec![t])),
+        _ => None,
+    }
+}
+
+/// Splits a CSV line on `delim`, honouring double quotes (`""` is a quote).
+pub fn split_csv(line: &str, delim: char) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            c if c == delim && !quoted => {
+                fields.push(std::mem::take(&mut field).trim().to_string())
+            }
+            c => field.push(c),
+        }
+    }
+    fields.push(field.trim().to_string());
+    fields
+}
+
+/// The columns of a statement header.
+#[derive(Debug, Default)]
+struct Columns {
+    date: Option<usize>,
+    merchant: Option<usize>,
+    description: Option<usize>,
+    amount: Option<usize>,
+    debit: Option<usize>,
+    credit: Option<usize>,
+    category: Option<usize>,
+    currency: Option<usize>,
+    kind: Option<usize>,
+}
+
+impl Columns {
+    fn from_header(fields: &[String]) -> Option<Self> {
+        let mut c = Columns::default();
+        for (i, raw) in fields.iter().enumerate() {
+            let name = raw.to_lowercase();
+            let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+            let slot = if has(&["date"]) {
+                &mut c.date
+            } else if has(&["merchant", "payee", "vendor", "name"]) {
+                &mut c.merchant
+            } else if has(&["description", "details", "memo", "narrative", "transaction"]) {
+                &mut c.description
+            } else if has(&["debit", "withdrawal", "money out", "paid out", "spent"]) {
+                &mut c.debit
+            } else if has(&["credit", "deposit", "money in", "paid in"]) {
+                &mut c.credit
+            } else if has(&["amount", "value", "total"]) {
+                &mut c.amount
+            } else if has(&["category"]) {
+                &mut c.category
+            } else if has(&["currency"]) {
+                &mut c.currency
+            } else if name == "type" || has(&["dr/cr", "cr/dr"]) {
+                &mut c.kind
+            } else {
+                continue;
+            };
+            slot.get_or_insert(i);
+        }
+        let has_money = c.amount.is_some() || c.debit.is_some();
+        let has_what = c.merchant.is_some() || c.description.is_some();
+        (has_money && (has_what || c.date.is_some())).then_some(c)
+    }
+}
+
+/// A statement with a header line (anywhere in the text, so a request may
+/// start with prose). Columns: date, description/merchant/payee, amount or
+/// debit/credit, optional category, currency and type. Sign rule: a
+/// debit/credit pair or a `type` column says which rows are spending; with a
+/// single amount column, if most rows are negative the file is a bank export
+/// where negative means money out, so signs are flipped; otherwise positive
+/// is spending. Returns the transactions and the count of unreadable rows.
+pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
+    let lines: Vec<&str> = text.lines().take(MAX_LINES).collect();
+    let (start, delim, cols) = lines.iter().enumerate().find_map(|(i, line)| {
+        [',', ';', '\t', '|']
+            .into_iter()
+            .filter(|d| line.contains(*d))
+            .find_map(|d| Columns::from_header(&split_csv(line, d)).map(|c| (i, d, c)))
+    })?;
+    let text_currency = money::detect_currency(text).unwrap_or("USD");
+    let mut rows = Vec::new();
+    let mut skipped = 0;
+    for line in lines.iter().skip(start + 1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !line.contains(delim) {
+            if rows.is_empty() {
+                continue;
+            }
+            break;
+        }
+        let fields = split_csv(line, delim);
+        let get = |col: Option<usize>| {
+            col.and_then(|i| fields.get(i))
+                .map(String::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        let amount = match (get(cols.debit), get(cols.credit), get(cols.amount)) {
+            (Some(d), _, _) if money::parse_amount(d).is_some_and(|a| a != 0) => {
+                money::parse_amount(d).map(|a| (a.abs(), true))
+            }
+            (_, Some(c), _) if money::parse_amount(c).is_some_and(|a| a != 0) => {
+                money::parse_amount(c).map(|a| (-a.abs(), true))
+            }
+            (_, _, Some(a)) => {
+                money::parse_amount(a).map(|a| match get(cols.kind).map(str::to_lowercase) {
+                    Some(k)
+                        if k.contains("credit") || k.starts_with("cr") || k.contains("deposit") =>
+                    {
+                        (-a.abs(), true)
+                    }
+                    Some(k)
+                        if k.contains("debit") || k.starts_with("dr") || k.contains("withdraw") =>
+                    {
+                        (a.abs(), true)
+                    }
+                    _ => (a, false),
+                })
+            }
+            _ => None,
+        };
+        let Some((amount, signed)) = amount else {
+            skipped += 1;
+            continue;
+        };
+        let description = get(cols.description)
+            .or(get(cols.merchant))
+            .unwrap_or_default()
+            .to_string();
+        let merchant = get(cols.merchant)
+            .or(get(cols.description))
+            .map_or_else(|| "Unknown".into(), clean_merchant);
+        let currency = get(cols.currency)
+            .filter(|c| c.len() == 3)
+            .map(str::to_ascii_uppercase)
+            .or_else(|| {
+                get(cols.amount)
+                    .or(get(cols.debit))
+                    .and_then(money::detect_currency)
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| text_currency.to_string());
+        let mut t = Transaction::new(merchant, amount, currency);
+        t.date = get(cols.date).and_then(dates::parse_date);
+        t.description = description;
+        t.category = get(cols.category).map(str::to_string);
+        rows.push((t, signed));
+        if rows.len() >= MAX_TRANSACTIONS {
+            break;
+        }
+    }
+    let unsigned: Vec<Cents> = rows
+        .iter()
+        .filter(|(_, s)| !s)
+        .map(|(t, _)| t.amount)
+        .collect();
+    let negatives = unsigned.iter().filter(|a| **a < 0).count();
+    let bank_style = negatives * 2 > unsigned.len();
+    let transactions: Vec<Transaction> = rows
+        .into_iter()
+        .map(|(mut t, signed)| {
+            if bank_style && !signed {
+                t.amount = -t.amount;
+            }
+            t
+        })
+        .collect();
+    (!transactions.is_empty()).then_some((transactions, skipped))
+}
+
+/// Free lines with an amount: `2025-10-01 Starbucks 4.50`, `Uber $12 on Oct 2,
+/// 2025`, `I spent $45.99 at Starbucks`. The amount is the last figure with
+/// cents or a currency symbol (a bare integer counts when the line has a date).
+pub fn from_lines(text: &str) -> Vec<Transaction> {
+    let currency = money::detect_currency(text).unwrap_or("USD");
+    text.lines()
+        .take(MAX_LINES)
+        .filter_map(|line| {
+            let line = line.trim().trim_start_matches(['-', '*', '•']).trim();
+            let (date, rest) = match dates::find_date(line) {
+                Some((d, r)) => (Some(d), format!("{} {}", &line[..r.start], &line[r.end..])),
+                None => (None, line.to_string()),
+            };
+            let figure = money::figures(&rest).into_iter().rev().find(|f| {
+                let raw = rest.get(f.start..f.end).unwrap_or_default();
+                !f.is_percent && (raw.contains(['.', '$', '€', '£']) || date.is_some())
+            })?;
+            let words = format!("{} {}", rest.get(..figure.start)?, rest.get(figure.end..)?);
+            let merchant = merchant_from_prose(&words)?;
+            let mut t = Transaction::new(
+                merchant,
+                figure.value,
+                money::detect_currency(line).unwrap_or(currency),
+            );
+            t.date = date;
+            t.description = line.to_string();
+            Some(t)
+        })
+        .take(MAX_TRANSACTIONS)
+        .collect()
+}
+
+/// The payee in a line of prose: what follows " at " if anything, else the
+/// words left once filler is removed; after a colon when the colon follows
+/// an instruction (`Categorize this: Starbucks`). None without letters.
+fn merchant_from_prose(words: &str) -> Option<String> {
+    const ASKS: &[&str] = &[
+        "categor",
+        "extract",
+        "receipt",
+        "transaction",
+        "please",
+        "analy",
+        "here",
+        "add",
+        "record",
+    ];
+    let words = match words.split_once(':') {
+        Some((head, tail)) if ASKS.iter().any(|a| head.to_lowercase().contains(a)) => tail,
+        _ => words,
+    };
+    // ASCII lowercasing keeps byte offsets valid in `words`.
+    let lower = words.to_ascii_lowercase();
+    let focus = match lower.find(" at ") {
+        Some(i) => {
+            let after = words.get(i + 4..).unwrap_or_default();
+            let end = [" on ", " for ", " in "]
+                .iter()
+                .filter_map(|w| after.to_ascii_lowercase().find(w))
+                .min();
+            after.get(..end.unwrap_or(after.len())).unwrap_or(after)
+        }
+        None => words,
+    };
+    const FILLER: &[&str] = &[
+        "i", "spent", "paid", "bought", "on", "at", "for", "a", "the", "to",
+    ];
+    let kept: Vec<&str> = focus
+        .split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '–' | '|'))
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '&' && c != '\''))
+        .filter(|w| !w.is_empty() && !FILLER.contains(&w.to_lowercase().as_str()))
+        .collect();
+    let merchant = kept.join(" ");
+    merchant
+        .chars()
+        .any(char::is_alphabetic)
+        .then(|| clean_merchant(&merchant))
+}
+
+/// A merchant name from a bank description: card prefixes and store numbers
+/// removed, ALL CAPS turned into Title Case.
+pub fn clean_merchant(raw: &str) -> String {
+    let mut s = raw.trim().trim_matches('"').trim();
+    const PREFIXES: &[&str] = &[
+        "pos purchase ",
+        "debit purchase ",
+        "visa purchase ",
+        "card purchase ",
+        "purchase ",
+        "pos ",
+        "checkcard ",
+        "sq *",
+        "tst* ",
+        "tst*",
+        "paypal *",
+        "pp*",
+    ];
+    loop {
+        let lower = s.to_ascii_lowercase();
+        match PREFIXES.iter().find(|p| lower.starts_with(*p)) {
+            Some(p) => s = s.get(p.len()..).unwrap_or_default().trim(),
+            None => break,
+        }
+    }
+    let lower = s.to_ascii_lowercase();
+    let cut = [" #", "#", "  ", " - ", ".com"]
+        .iter()
+        .filter_map(|sep| lower.find(sep))
+        .min()
+        .unwrap_or(s.len());
+    let s = s.get(..cut).unwrap_or(s);
+    let mut words: Vec<&str> = s.split_whitespace().collect();
+    while words.len() > 1
+        && words
+            .last()
+            .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit() || c == '*'))
+    {
+        words.pop();
+    }
+    let joined = words.join(" ");
+    let out = if joined.chars().any(char::is_lowercase) {
+        joined
+    } else {
+        words
+            .iter()
+            .map(|w| title_word(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if out.is_empty() {
+        "Unknown".into()
+    } else {
+        out
+    }
+}
+
+/// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`, `ZONE,` is `Zone,`;
+/// acronyms stay (`BP`, `CVS`, `MTA`, `AT&T`): two letters, three without a
+/// vowel, known ones, or words with other symbols.
+fn title_word(w: &str) -> String {
+    const ACRONYMS: &[&str] = &[
+        "mta", "amc", "hbo", "aws", "ups", "ibm", "atm", "usa", "ikea",
+    ];
+    let core = w.trim_end_matches([',', '.', ';', ':', '!']);
+    let tail = &w[core.len()..];
+    let lower = core.to_ascii_lowercase();
+    let len = core.chars().count();
+    let acronym = len <= 2
+        || (len == 3 && !lower.contains(['a', 'e', 'i', 'o', 'u', 'y']))
+        || ACRONYMS.contains(&lower.as_str());
+    if acronym || !core.chars().all(|c| c.is_alphabetic() || c == '\'') {
+        return w.to_string();
+    }
+    let mut chars = core.chars();
+    let titled: String = chars
+        .next()
+        .map(|f| {
+            f.to_uppercase()
+                .chain(chars.flat_map(char::to_lowercase))
+                .collect()
+        })
+        .unwrap_or_default();
+    titled + tail
+}
+
+/// The most common currency (the first seen on a tie); USD for none.
+pub fn main_currency(transactions: &[Transaction]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for t in transactions {
+        match counts.iter_mut().find(|(c, _)| *c == t.currency) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&t.currency, 1)),
+        }
+    }
+    let best = counts
+        .iter()
+        .fold(None, |best: Option<(&str, usize)>, &(c, n)| match best {
+            Some((_, bn)) if bn >= n => best,
+            _ => Some((c, n)),
+        });
+    best.map_or_else(|| "USD".to_string(), |(c, _)| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::HandoffData;
+
+    const STATEMENT: &str = include_str!("../../../../examples/statement.csv");
+
+    #[test]
+    fn transactions_parse_example_statement() {
+        let (ts, skipped) = from_csv(STATEMENT).expect("statement parses");
+        assert_eq!(skipped, 0);
+        assert!(ts.len() >= 20, "{} rows", ts.len());
+        assert!(ts.iter().all(|t| t.date.is_some() && t.currency == "USD"));
+        // A bank export: spending is negative in the file, positive here; pay is a credit.
+        let rent = ts
+            .iter()
+            .find(|t| t.merchant.to_lowercase().contains("rent"))
+            .expect("rent row");
+        assert!(rent.amount > 0);
+        assert!(
+            ts.iter().any(|t| t.amount < 0),
+            "payroll deposits are credits"
+        );
+    }
+
+    #[test]
+    fn transactions_csv_handles_quotes_thousands_and_positive_spending() {
+        let csv = "Here is my card export:\nDate,Payee,Amount,Category\n\
+                   10/01/2025,\"STARBUCKS #1234\",\"$1,234.56\",Coffee\n\
+                   10/02/2025,\"Uber, Inc\",12.00,\n10/03/2025,Broken,abc,\nThanks!";
+        let (ts, skipped) = from_csv(csv).expect("csv");
+        assert_eq!(skipped, 1);
+        assert_eq!(ts.len(), 2);
+        assert_eq!(ts[0].merchant, "Starbucks");
+        assert_eq!(ts[0].amount, 123_456);
+        assert_eq!(ts[0].category.as_deref(), Some("Coffee"));
+        assert_eq!(ts[1].merchant, "Uber, Inc");
+        assert_eq!(ts[1].date, NaiveDate::from_ymd_opt(2025, 10, 2));
+    }
+
+    #[test]
+    fn transactions_csv_debit_credit_columns_set_the_sign() {
+        let csv =
+            "Date;Description;Debit;Credit\n2025-10-01;Grocer;45,10;\n2025-10-02;Salary;;2500,00";
+        let (ts, _) = from_csv(csv).expect("csv");
+        assert_eq!(
+            ts.iter().map(|t| t.amount).collect::<Vec<_>>(),
+            vec![4510, -250_000]
+        );
+    }
+
+    #[test]
+    fn transactions_free_lines_parse() {
+        let ts = from_lines(
+            "Here you go:\n2025-10-01 Starbucks 4.50\n- Uber $12 on Oct 2, 2025\nI spent $45.99 at Best Buy\n\
+             Please categorize this: Blue Bottle Coffee $6.50 on 2025-10-09\nShell: fuel $40.00",
+        );
+        let got: Vec<(&str, Cents)> = ts.iter().map(|t| (t.merchant.as_str(), t.amount)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("Starbucks", 450),
+                ("Uber", 1200),
+                ("Best Buy", 4599),
+                ("Blue Bottle Coffee", 650),
+                ("Shell fuel", 4000)
+            ]
+        );
+        assert_eq!(ts[1].date, NaiveDate::from_ymd_opt(2025, 10, 2));
+    }
+
+    #[test]
+    fn transactions_prefer_the_latest_handoff_artifact() {
+        let mut task = Task::new("Categorize", "2025-10-01 Ignored 1.00");
+        task.handoff = HandoffData {
+            intermediate_results: Some(json!([
+                {"agent": "byte-doc", "status": "success", "artifacts": [
+                    {"type": "json", "label": "transactions", "value": [{"merchant": "Old", "amount": 1.0}]}]},
+                {"agent": "tag-ai", "status": "success", "artifacts": [
+                    {"type": "json", "label": "transactions", "value": [
+                        {"date": "2025-10-09", "merchant": "Starbucks", "amount": 45.99, "currency": "USD",
+                         "description": "Latte", "category": "Dining - Coffee", "confidence": 95}]}]},
+                {"agent": "crystal-analytics", "status": "success", "artifacts": [{"label": "analysis", "value": {}}]}
+            ])),
+            ..HandoffData::default()
+        };
+        let got = from_task(&task);
+        assert_eq!(got.source, Some(Source::Handoff("tag-ai".into())));
+        assert_eq!(got.transactions.len(), 1);
+        assert_eq!(got.transactions[0].amount, 4599);
+        assert_eq!(
+            got.transactions[0].category.as_deref(),
+            Some("Dining - Coffee")
+        );
+        assert_eq!(got.transactions[0].to_json()["amount"], json!(45.99));
+    }
+
+    #[test]
+    fn transactions_read_json_input() {
+        let got = from_text(
+            r#"[{"type":"json","label":"transactions","value":[{"payee":"Shell","amount":"$40.00"}]}]"#,
+        );
+        assert_eq!(got.source, Some(Source::Json));
+        assert_eq!(got.transactions[0].merchant, "Shell");
+        assert_eq!(got.transactions[0].amount, 4000);
+    }
+
+    #[test]
+    fn transactions_garbage_gives_nothing() {
+        for text in [
+            "",
+            "hello there",
+            "{\"a\": 1}",
+            "\u{0}\u{1}💥",
+            "1,2,3\n4,5,6",
+        ] {
+            assert!(from_text(text).transactions.is_empty(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn transactions_clean_merchant_names() {
+        assert_eq!(
+            clean_merchant("POS PURCHASE STARBUCKS #1234 TORONTO"),
+            "Starbucks"
+        );
+        assert_eq!(
+            clean_merchant("SQ *BLUE BOTTLE COFFEE"),
+            "Blue Bottle Coffee"
+        );
+        assert_eq!(
+            clean_merchant("Adobe Creative Cloud"),
+            "Adobe Creative Cloud"
+        );
+        assert_eq!(clean_merchant("  "), "Unknown");
+    }
+}
