@@ -291,6 +291,7 @@ static ELEMENT_RULES: LazyLock<Vec<(Regex, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
+#[rustfmt::skip]
 const STOPWORDS: &[&str] = &[
     "a", "an", "the", "of", "to", "and", "or", "for", "with", "in", "on", "provide", "include",
     "mention", "give", "add", "state", "be", "is", "it", "your", "our", "my",

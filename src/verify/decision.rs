@@ -44,32 +44,20 @@ static NEEDS_ACCESS: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)\b(?:in|from|check|read|look at|search|open)\s+(?:my|the user's|their|our)\s+(?:calendar|files?|inbox|emails?|documents?|drive)\b",
     )
 });
+#[rustfmt::skip]
 const TEMPLATE_ACTIONS: &[&str] = &[
-    "draft",
-    "compose",
-    "send",
-    "email",
-    "reply",
-    "format",
-    "reformat",
-    "rewrite",
-    "polish",
-    "convert",
-    "transform",
-    "parse",
-    "extract",
-    "validate",
-    "normalize",
-    "block",
-    "schedule",
-    "book",
-    "generate",
-    "compile",
-    "summarize",
-    "calculate",
-    "translate",
-    "write",
+    "draft", "compose", "send", "email", "reply", "format", "reformat", "rewrite", "polish",
+    "convert", "transform", "parse", "extract", "validate", "normalize", "block", "schedule",
+    "book", "generate", "compile", "summarize", "calculate", "translate", "write",
 ];
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
 
 /// Scores `task_note`; `history_count` is how many similar tasks were delegated before.
 pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
@@ -82,7 +70,7 @@ pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
         && (tool.is_some() || TEMPLATE_ACTIONS.contains(&spec.goal.action.as_str()));
     match (&creative, tool) {
         (Some(word), _) => write!(why, "not deterministic: '{word}' calls for judgment"),
-        (None, Some(t)) if deterministic => write!(why, "deterministic: a {t} task"),
+        (None, Some(t)) if deterministic => write!(why, "deterministic: {} {t} task", article(t)),
         (None, _) if deterministic => write!(
             why,
             "deterministic: '{}' follows a template",
@@ -119,7 +107,7 @@ pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
     } else {
         write!(
             why,
-            "; repeatable: a standard {} task",
+            "; repeatable: a recurring {} task",
             tool.unwrap_or("tool")
         )
         .ok();

@@ -47,8 +47,9 @@ pub fn checks_for(
         .checks()
         .into_iter()
         .filter(|c| {
-            !explicit.contains(c)
-                && !(single(c) && explicit.iter().any(|e| discriminant(e) == discriminant(c)))
+            let overridden =
+                single(c) && explicit.iter().any(|e| discriminant(e) == discriminant(c));
+            !explicit.contains(c) && !overridden
         })
         .collect();
     out.extend_from_slice(explicit);

@@ -393,6 +393,11 @@ fn split_input(note: &str) -> (String, Option<String>) {
             l.ends_with(close) && (j > i || l.chars().count() > 1)
         }) {
             let block = lines[i..=end].join("\n");
+            // `"Hopper, Grace",grace@x.io,"dev"` is a CSV row, not a quotation.
+            let inner = block.trim().chars().skip(1).collect::<String>();
+            if close != '\'' && inner.trim_end_matches(close).contains(close) {
+                continue;
+            }
             let input = text::unquote(block.trim()).to_string();
             let rest: Vec<&str> = lines[..i]
                 .iter()
@@ -492,6 +497,7 @@ fn csv_block(lines: &[&str], expects_csv: bool) -> Option<(usize, usize)> {
     None
 }
 
+#[rustfmt::skip]
 const ABBREVIATED_WORDS: &[&str] = &[
     "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "st", "approx", "jan", "feb", "mar", "apr",
     "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
@@ -545,72 +551,18 @@ fn split_sentences(line: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------
 // The goal
 
+#[rustfmt::skip]
 const ACTIONS: &[&str] = &[
-    "draft",
-    "write",
-    "compose",
-    "send",
-    "email",
-    "e-mail",
-    "message",
-    "reply",
-    "respond",
-    "forward",
-    "ping",
-    "contact",
-    "notify",
-    "remind",
-    "format",
-    "reformat",
-    "rewrite",
-    "polish",
-    "edit",
-    "proofread",
-    "clean",
-    "convert",
-    "transform",
-    "parse",
-    "extract",
-    "normalize",
-    "map",
-    "block",
-    "schedule",
-    "book",
-    "reserve",
-    "hold",
-    "create",
-    "generate",
-    "prepare",
-    "produce",
-    "compile",
-    "summarize",
-    "summarise",
-    "make",
-    "build",
-    "update",
-    "plan",
-    "brainstorm",
-    "develop",
-    "design",
-    "come",
-    "think",
-    "imagine",
-    "invent",
-    "translate",
-    "calculate",
-    "analyze",
-    "analyse",
-    "research",
-    "find",
-    "review",
-    "start",
-    "set",
-    "add",
-    "organize",
-    "figure",
-    "decide",
+    "draft", "write", "compose", "send", "email", "e-mail", "message", "reply", "respond",
+    "forward", "ping", "contact", "notify", "remind", "format", "reformat", "rewrite", "polish",
+    "edit", "proofread", "clean", "convert", "transform", "parse", "extract", "normalize", "map",
+    "block", "schedule", "book", "reserve", "hold", "create", "generate", "prepare", "produce",
+    "compile", "summarize", "summarise", "make", "build", "update", "plan", "brainstorm", "develop",
+    "design", "come", "think", "imagine", "invent", "translate", "calculate", "analyze", "analyse",
+    "research", "find", "review", "start", "set", "add", "organize", "figure", "decide",
 ];
 /// Verbs whose first argument is the recipient (`Email Alex about …`).
+#[rustfmt::skip]
 const MESSAGE_VERBS: &[&str] = &[
     "email", "e-mail", "message", "ping", "contact", "notify", "remind",
 ];
@@ -770,7 +722,10 @@ pub(crate) fn parse_duration(s: &str) -> Option<u32> {
     } else {
         amount
     };
-    (minutes >= 1.0 && minutes <= 7.0 * 24.0 * 60.0).then_some(minutes.round() as u32)
+    // Up to a week: anything longer is not a calendar block.
+    (1.0..=7.0 * 24.0 * 60.0)
+        .contains(&minutes)
+        .then_some(minutes.round() as u32)
 }
 
 /// `Block calendar for 2 hours from now` → 120 minutes starting `now`.
@@ -786,10 +741,10 @@ fn apply_timing(event: &mut EventFields, clause: &str) {
             event.start = Some(start.to_string());
         }
     }
-    if event.start.is_none() {
-        if let Some(m) = START_IN_CLAUSE.find(clause) {
-            event.start = Some(m.as_str().trim().to_string());
-        }
+    if event.start.is_none()
+        && let Some(m) = START_IN_CLAUSE.find(clause)
+    {
+        event.start = Some(m.as_str().trim().to_string());
     }
 }
 
@@ -1094,14 +1049,9 @@ static REPORT_OBJECT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:report|summary|status update)\b"));
 static DATA_WORDS: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:csv|json|data|records|rows|spreadsheet)\b"));
+#[rustfmt::skip]
 const FORMAT_VERBS: &[&str] = &[
-    "format",
-    "reformat",
-    "rewrite",
-    "polish",
-    "edit",
-    "proofread",
-    "clean",
+    "format", "reformat", "rewrite", "polish", "edit", "proofread", "clean",
 ];
 
 /// Settles the kind and the derived fields once every clause is read.
@@ -1137,14 +1087,15 @@ fn finish(spec: &mut TaskSpec, instructions: &str) {
             spec.constraints.tone = Some(m.as_str().to_ascii_lowercase());
         }
     }
-    if spec.kind == TaskKind::Email && spec.address().is_none() {
-        if let Some(address) = text::emails_in(instructions).into_iter().next() {
-            let recipient = spec.recipient.get_or_insert_with(Recipient::default);
-            if recipient.name.is_none() {
-                recipient.name = text::name_from_email(&address);
-            }
-            recipient.address = Some(address);
+    if spec.kind == TaskKind::Email
+        && spec.address().is_none()
+        && let Some(address) = text::emails_in(instructions).into_iter().next()
+    {
+        let recipient = spec.recipient.get_or_insert_with(Recipient::default);
+        if recipient.name.is_none() {
+            recipient.name = text::name_from_email(&address);
         }
+        recipient.address = Some(address);
     }
     if spec.kind == TaskKind::Data && spec.constraints.key_case.is_some() {
         spec.verification.json_array = true;

@@ -143,6 +143,16 @@ impl KeyCase {
         }
     }
 
+    /// How people write the convention's name: `camelCase`, `snake_case`, ...
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Camel => "camelCase",
+            Self::Snake => "snake_case",
+            Self::Pascal => "PascalCase",
+            Self::Kebab => "kebab-case",
+        }
+    }
+
     /// Converts a header such as `First Name`, `first_name` or `E-mail` to this case.
     pub fn convert(self, key: &str) -> String {
         let words = key_words(key);

@@ -43,43 +43,20 @@ fn lexicon(words: &[&str]) -> Vec<Regex> {
     words.iter().map(|w| re(&format!(r"(?i)\b{w}"))).collect()
 }
 
-static WARM: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    lexicon(&[
-        "thank",
-        "appreciat",
-        "grateful",
-        "glad",
-        "happy to",
-        "hope",
-        "understand",
-        "sorry",
-        "apolog",
-        "patience",
-        "warm",
-        "kind regards",
-        "pleasure",
-        "look forward",
-        "value",
-        "care",
-        "support",
-        "please",
-    ])
-});
-static COLD: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    lexicon(&[
-        r"whatever\b",
-        r"obviously\b",
-        r"as i (?:already )?said\b",
-        r"per my last\b",
-        r"you should have\b",
-        r"not my problem\b",
-        r"deal with it\b",
-        r"no excuses\b",
-        r"just do it\b",
-        r"i don'?t care\b",
-        r"fyi\b",
-    ])
-});
+#[rustfmt::skip]
+const WARM_MARKERS: &[&str] = &[
+    "thank", "appreciat", "grateful", "glad", "happy to", "hope", "understand", "sorry", "apolog",
+    "patience", "warm", "kind regards", "pleasure", "look forward", "value", "care", "support",
+    "please",
+];
+#[rustfmt::skip]
+const COLD_MARKERS: &[&str] = &[
+    r"whatever\b", r"obviously\b", r"as i (?:already )?said\b", r"per my last\b",
+    r"you should have\b", r"not my problem\b", r"deal with it\b", r"no excuses\b", r"just do it\b",
+    r"i don'?t care\b", r"fyi\b",
+];
+static WARM: LazyLock<Vec<Regex>> = LazyLock::new(|| lexicon(WARM_MARKERS));
+static COLD: LazyLock<Vec<Regex>> = LazyLock::new(|| lexicon(COLD_MARKERS));
 const SLANG_EXTRA: &[&str] = &[
     "lol", "omg", "hey", "yo", "dude", "ya", "yeah", "nope", "k", "brb", "sup",
 ];
