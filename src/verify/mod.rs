@@ -1,11 +1,97 @@
-//! Task Notes → checks → verdicts (seeds/001). Stand-in until the verifier lands.
+//! Task Notes → checks → verdicts (seeds/001).
+//!
+//! [`TaskSpec::parse`] reads a Task Note, [`TaskSpec::checks`] derives the
+//! checks, [`verify`] evaluates checks against an agent's output, and
+//! [`decision::score`] says whether a task is worth delegating at all.
 
-use crate::protocol::{Artifact, Check, DelegationError, Verdict};
+pub mod checks;
+pub mod decision;
+pub mod task_note;
+pub mod text;
+pub mod tone;
 
-pub fn checks_for(_task_note: Option<&str>, explicit: &[Check]) -> Result<Vec<Check>, DelegationError> {
-    Ok(explicit.to_vec())
+pub use checks::{check_name, contains_phrase, element_present, patterns, verify};
+pub use decision::DecisionScore;
+pub use task_note::{
+    Constraints, Context, EventFields, Goal, Problem, Recipient, TaskKind, TaskNoteError, TaskSpec,
+    Verification,
+};
+
+use std::mem::discriminant;
+
+use crate::protocol::{Check, DelegationError, ErrorCode};
+
+/// The checks for a delegation: those derived from its Task Note followed by
+/// the explicit ones. An explicit word limit, tone or key case replaces the
+/// note's. A note that cannot be delegated is `INVALID_REQUEST` with every
+/// problem listed; a blank note counts as none.
+pub fn checks_for(
+    task_note: Option<&str>,
+    explicit: &[Check],
+) -> Result<Vec<Check>, DelegationError> {
+    let Some(note) = task_note.filter(|n| !n.trim().is_empty()) else {
+        return Ok(explicit.to_vec());
+    };
+    let spec = TaskSpec::parse(note)
+        .map_err(|e| DelegationError::new(ErrorCode::InvalidRequest, e.to_string()))?;
+    let single = |c: &Check| {
+        matches!(
+            c,
+            Check::MaxWords { .. }
+                | Check::MinWords { .. }
+                | Check::Tone { .. }
+                | Check::KeyCase { .. }
+        )
+    };
+    let mut out: Vec<Check> = spec
+        .checks()
+        .into_iter()
+        .filter(|c| {
+            let overridden =
+                single(c) && explicit.iter().any(|e| discriminant(e) == discriminant(c));
+            !explicit.contains(c) && !overridden
+        })
+        .collect();
+    out.extend_from_slice(explicit);
+    Ok(out)
 }
 
-pub fn verify(_result: &str, _artifacts: &[Artifact], _checks: &[Check]) -> Verdict {
-    Verdict { passed: true, score: 1.0, checks: Vec::new() }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_for_merges_note_and_explicit_checks() {
+        let note = "Draft email to a@b.com about lunch. Max 120 words. Mention Oct 22.";
+        let explicit = [
+            Check::MaxWords { max: 60 },
+            Check::Contains {
+                phrase: "Oct 22".into(),
+            },
+        ];
+        let checks = checks_for(Some(note), &explicit).unwrap();
+        assert_eq!(
+            checks,
+            explicit.to_vec(),
+            "explicit limit replaces the note's, duplicates collapse"
+        );
+        assert_eq!(checks_for(None, &explicit).unwrap(), explicit.to_vec());
+        assert_eq!(checks_for(Some("  "), &[]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn checks_for_refuses_a_bad_note_as_invalid_request() {
+        let err = checks_for(
+            Some("Email Alex about that thing we talked about earlier"),
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
+        assert!(
+            err.message.contains("no recipient email address"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("that thing"), "{}", err.message);
+    }
 }

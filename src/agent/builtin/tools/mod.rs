@@ -1,10 +1,196 @@
-//! seeds/001's deterministic tool agents: email, format, data, calendar, report.
+//! seeds/001's deterministic tool agents: email, format, data, calendar and
+//! report. Each reads a Task Note (the request's `task_note`, else the task's
+//! text), uses its one tool, and answers with a result and JSON artifacts that
+//! the verifier can check. A note they cannot use is `INVALID_REQUEST` with
+//! what is missing.
+
+mod calendar;
+mod data;
+mod email;
+mod format;
+mod report;
 
 use std::sync::Arc;
 
-use crate::agent::Agent;
+pub use calendar::CalendarAgent;
+pub use data::DataAgent;
+pub use email::EmailAgent;
+pub use format::FormatAgent;
+pub use report::ReportAgent;
+
+use crate::agent::{Agent, Task};
+use crate::protocol::{DelegationError, ErrorCode};
+use crate::verify::{Problem, TaskSpec};
 
 /// The tool agent called `name`, if there is one.
-pub fn lookup(_name: &str) -> Option<Arc<dyn Agent>> {
-    None
+pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
+    match name {
+        "email" => Some(Arc::new(EmailAgent)),
+        "format" => Some(Arc::new(FormatAgent)),
+        "data" => Some(Arc::new(DataAgent)),
+        "calendar" => Some(Arc::new(CalendarAgent)),
+        "report" => Some(Arc::new(ReportAgent)),
+        _ => None,
+    }
+}
+
+/// The parsed note and the material to work on. The material is the note's
+/// own input (a quoted text, a CSV block), else the task's input when the
+/// note came separately: as `task_note`, or as the objective when the input
+/// does not itself read like an instruction.
+pub(crate) fn read_task(task: &Task) -> Result<(TaskSpec, Option<String>), DelegationError> {
+    let nonblank = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
+    let (note, extra) = match task.task_note.as_deref().filter(|n| !n.trim().is_empty()) {
+        Some(note) => (note, nonblank(&task.input)),
+        None => {
+            let input_is_note = !TaskSpec::parse_lenient(&task.input)
+                .1
+                .contains(&Problem::NoGoal);
+            if nonblank(&task.input).is_some()
+                && nonblank(&task.objective).is_some()
+                && !input_is_note
+            {
+                (task.objective.as_str(), nonblank(&task.input))
+            } else {
+                (task.text(), None)
+            }
+        }
+    };
+    let spec = TaskSpec::parse(note).map_err(|e| invalid(e.to_string()))?;
+    let input = spec.context.input.clone().or(extra);
+    Ok((spec, input))
+}
+
+pub(crate) fn invalid(message: impl Into<String>) -> DelegationError {
+    DelegationError::new(ErrorCode::InvalidRequest, message)
+}
+
+/// `n task`/`n tasks`.
+pub(crate) fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::agent::{Agent, AgentContext, AgentOutput, Task};
+    use crate::protocol::{DelegationError, Verdict};
+    use crate::verify;
+
+    pub const EMAIL_NOTE: &str = "Draft apology email to alex.chan@company.com about missed project deadline.\nMention new ETA of Oct 22.\nTone: warm-professional.\nLength: max 120 words.\nRequired: apologize, acknowledge impact, provide new timeline.\nSubject hint: \"Apology for delay\"";
+    pub const FORMAT_NOTE: &str = "Format this text to professional business style:\n\"hey can u send me the report thx\"\n\nTarget: formal email greeting.\nPreserve intent, improve clarity.\nNo abbreviations, proper capitalization.";
+    pub const DATA_NOTE: &str = "Transform CSV data to JSON format.\nInput columns: name, email, role.\nOutput structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.";
+    pub const CALENDAR_NOTE: &str = "Block calendar for 2 hours from now.\nEvent title: 'Deep Work Session'\nDescription: 'Focus time - no interruptions'\nStatus: Busy\nReminders: off";
+    pub const REPORT_NOTE: &str = "Format weekly progress report.\nInput: 12 tasks completed, 3 in progress, 2 blocked.\nOutput: Professional summary, bullet points, metrics.\nInclude completion rate calculation.\nMax 300 words.";
+
+    pub fn noted(note: &str) -> Task {
+        let mut task = Task::new("", "");
+        task.task_note = Some(note.to_string());
+        task
+    }
+
+    pub async fn run(
+        agent: &dyn Agent,
+        tool: &str,
+        task: &Task,
+    ) -> Result<AgentOutput, DelegationError> {
+        agent.run(&AgentContext::detached([tool]), task).await
+    }
+
+    /// What the runtime does: checks from the note, then the verdict on the output.
+    pub fn verdict(note: &str, out: &AgentOutput) -> Verdict {
+        let checks = verify::checks_for(Some(note), &[]).unwrap_or_else(|e| panic!("{e}"));
+        verify::verify(&out.result, &out.artifacts, &checks)
+    }
+
+    pub fn artifact<'a>(out: &'a AgentOutput, label: &str) -> &'a serde_json::Value {
+        out.artifacts
+            .iter()
+            .find(|a| a.label.as_deref() == Some(label))
+            .map(|a| &a.value)
+            .unwrap_or_else(|| panic!("no artifact {label}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use crate::agent::AgentContext;
+
+    #[test]
+    fn lookup_knows_the_five_tool_agents() {
+        for slug in ["email", "format", "data", "calendar", "report"] {
+            assert!(lookup(slug).is_some(), "{slug}");
+        }
+        assert!(lookup("nope").is_none());
+        assert_eq!(lookup("email").map(|a| a.seeds().len()), Some(6));
+    }
+
+    #[tokio::test]
+    async fn every_agent_without_its_tool_gets_tool_not_allowed() {
+        for (slug, note) in [
+            ("email", EMAIL_NOTE),
+            ("format", FORMAT_NOTE),
+            ("data", DATA_NOTE),
+            ("calendar", CALENDAR_NOTE),
+            ("report", REPORT_NOTE),
+        ] {
+            let agent = lookup(slug).unwrap();
+            let err = agent
+                .run(&AgentContext::detached(["some_other_tool"]), &noted(note))
+                .await
+                .unwrap_err();
+            assert_eq!(err.code, ErrorCode::ToolNotAllowed, "{slug}");
+        }
+    }
+
+    #[tokio::test]
+    async fn every_agent_refuses_the_bad_note_as_invalid_request() {
+        let tools = [
+            "draft_email",
+            "format_text",
+            "transform_data",
+            "calendar_block",
+            "progress_report",
+        ];
+        for (slug, tool) in ["email", "format", "data", "calendar", "report"]
+            .into_iter()
+            .zip(tools)
+        {
+            let agent = lookup(slug).unwrap();
+            let err = run(
+                agent.as_ref(),
+                tool,
+                &noted("Email Alex about that thing we talked about earlier"),
+            )
+            .await
+            .unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidRequest, "{slug}");
+            assert!(
+                err.message.contains("that thing"),
+                "{slug}: {}",
+                err.message
+            );
+        }
+    }
+
+    #[test]
+    fn objective_is_the_note_when_the_input_is_material() {
+        let task = Task::new(
+            "Format this text to formal style. No abbreviations.",
+            "pls send it thx",
+        );
+        let (spec, input) = read_task(&task).unwrap();
+        assert_eq!(spec.goal.action, "format");
+        assert_eq!(input.as_deref(), Some("pls send it thx"));
+        let task = Task::new(
+            "ignored",
+            "Draft email to a@b.com about lunch. Max 30 words.",
+        );
+        assert_eq!(read_task(&task).unwrap().0.goal.action, "draft");
+    }
 }

@@ -1,0 +1,232 @@
+//! Should a main agent delegate this task? seeds/001's Delegation Decision
+//! Model: deterministic × 0.3 + verifiable × 0.3 + repeatable × 0.2 +
+//! self-contained × 0.2, delegate at 0.6 or more.
+
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::checks::check_name;
+use super::task_note::{Problem, TaskSpec};
+use super::text::re;
+
+pub const THRESHOLD: f64 = 0.6;
+
+/// Similar past delegations from which a task counts as recurring.
+pub const RECURRING_AFTER: usize = 2;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionScore {
+    pub deterministic: bool,
+    pub verifiable: bool,
+    pub repeatable: bool,
+    pub self_contained: bool,
+    pub score: f64,
+    pub delegate: bool,
+    pub reasoning: String,
+}
+
+/// Work whose result depends on judgment rather than on the request.
+static CREATIVE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:brainstorm\w*|creative\w*|ideas?|strateg\w*|vision|invent\w*|imagine|story|stories|poem|slogan|novel|innovat\w*|roadmap|planning|plan for)\b",
+    )
+});
+static RECURRING: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:weekly|daily|monthly|quarterly|recurring|every|standard|template|routine|status)\b",
+    )
+});
+/// Reading the user's own data is something the request cannot carry.
+static NEEDS_ACCESS: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:in|from|check|read|look at|search|open)\s+(?:my|the user's|their|our)\s+(?:calendar|files?|inbox|emails?|documents?|drive)\b",
+    )
+});
+#[rustfmt::skip]
+const TEMPLATE_ACTIONS: &[&str] = &[
+    "draft", "compose", "send", "email", "reply", "format", "reformat", "rewrite", "polish",
+    "convert", "transform", "parse", "extract", "validate", "normalize", "block", "schedule",
+    "book", "generate", "compile", "summarize", "calculate", "translate", "write",
+];
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+/// Scores `task_note`; `history_count` is how many similar tasks were delegated before.
+pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
+    let (spec, problems) = TaskSpec::parse_lenient(task_note);
+    let creative = CREATIVE.find(task_note).map(|m| m.as_str().to_string());
+    let mut why = String::new();
+
+    let tool = spec.kind.slug();
+    let deterministic = creative.is_none()
+        && (tool.is_some() || TEMPLATE_ACTIONS.contains(&spec.goal.action.as_str()));
+    match (&creative, tool) {
+        (Some(word), _) => write!(why, "not deterministic: '{word}' calls for judgment"),
+        (None, Some(t)) if deterministic => write!(why, "deterministic: {} {t} task", article(t)),
+        (None, _) if deterministic => write!(
+            why,
+            "deterministic: '{}' follows a template",
+            spec.goal.action
+        ),
+        _ => write!(why, "not deterministic: no templated action"),
+    }
+    .ok();
+
+    let checks = spec.checks();
+    let verifiable = !checks.is_empty();
+    if verifiable {
+        let names: Vec<String> = checks.iter().map(check_name).collect();
+        write!(
+            why,
+            "; verifiable: {} checks ({})",
+            checks.len(),
+            names.join(", ")
+        )
+        .ok();
+    } else {
+        why.push_str("; not verifiable: no machine-checkable success criteria");
+    }
+
+    let recurring = RECURRING.find(task_note).map(|m| m.as_str().to_string());
+    let repeatable = history_count >= RECURRING_AFTER
+        || (creative.is_none() && (tool.is_some() || recurring.is_some()));
+    if history_count >= RECURRING_AFTER {
+        write!(why, "; repeatable: delegated {history_count} times before").ok();
+    } else if !repeatable {
+        why.push_str("; not repeatable: a one-off");
+    } else if let Some(word) = recurring {
+        write!(why, "; repeatable: '{word}' recurs").ok();
+    } else {
+        write!(
+            why,
+            "; repeatable: a recurring {} task",
+            tool.unwrap_or("tool")
+        )
+        .ok();
+    }
+
+    let gaps: Vec<String> = problems
+        .iter()
+        .filter(|p| !matches!(p, Problem::NoCriteria))
+        .map(ToString::to_string)
+        .chain(
+            NEEDS_ACCESS
+                .find(task_note)
+                .map(|m| format!("needs access to the user's data ('{}')", m.as_str())),
+        )
+        .collect();
+    let self_contained = gaps.is_empty();
+    if self_contained {
+        why.push_str("; self-contained");
+    } else {
+        write!(why, "; not self-contained: {}", gaps.join("; ")).ok();
+    }
+
+    let weight = |yes: bool, w: f64| if yes { w } else { 0.0 };
+    let score = weight(deterministic, 0.3)
+        + weight(verifiable, 0.3)
+        + weight(repeatable, 0.2)
+        + weight(self_contained, 0.2);
+    // Two decimals, so that 0.3 + 0.3 compares as 0.6 at the threshold.
+    let score = (score * 100.0).round() / 100.0;
+    let delegate = score >= THRESHOLD;
+    write!(
+        why,
+        " → {score:.2} {} {THRESHOLD:.2}: {}",
+        if delegate { "≥" } else { "<" },
+        if delegate {
+            "delegate"
+        } else {
+            "handle directly"
+        }
+    )
+    .ok();
+    DecisionScore {
+        deterministic,
+        verifiable,
+        repeatable,
+        self_contained,
+        score,
+        delegate,
+        reasoning: why,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: [&str; 3] = [
+        "Draft apology email to alex.chan@company.com about missed project deadline.\nMention new ETA of Oct 22.\nTone: warm-professional.\nLength: max 120 words.\nRequired: apologize, acknowledge impact, provide new timeline.\nSubject hint: \"Apology for delay\"",
+        "Format this text to professional business style:\n\"hey can u send me the report thx\"\n\nTarget: formal email greeting.\nPreserve intent, improve clarity.\nNo abbreviations, proper capitalization.",
+        "Transform CSV data to JSON format.\nInput columns: name, email, role.\nOutput structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.",
+    ];
+
+    #[test]
+    fn seed_001_good_notes_are_delegated() {
+        for note in GOOD {
+            let d = score(note, 0);
+            assert!(
+                d.deterministic && d.verifiable && d.repeatable && d.self_contained,
+                "{}",
+                d.reasoning
+            );
+            assert_eq!(d.score, 1.0);
+            assert!(d.delegate, "{}", d.reasoning);
+        }
+    }
+
+    #[test]
+    fn vague_email_is_handled_directly() {
+        let d = score("Email Alex about that thing we talked about earlier", 0);
+        assert!(!d.verifiable && !d.self_contained, "{}", d.reasoning);
+        assert_eq!(d.score, 0.5);
+        assert!(!d.delegate);
+        assert!(
+            d.reasoning.contains("earlier conversation"),
+            "{}",
+            d.reasoning
+        );
+        // Doing it often does not make it checkable or self-contained.
+        assert!(!score("Email Alex about that thing we talked about earlier", 10).delegate);
+    }
+
+    #[test]
+    fn creative_and_strategic_work_is_handled_directly() {
+        for note in [
+            "Brainstorm creative names for our new product line",
+            "Develop a strategic plan for next year's market expansion",
+            "Write a short story about our team offsite",
+        ] {
+            let d = score(note, 0);
+            assert!(!d.deterministic && !d.delegate, "{note}: {}", d.reasoning);
+            assert!(d.score < THRESHOLD, "{note}: {}", d.score);
+        }
+    }
+
+    #[test]
+    fn history_makes_a_task_repeatable() {
+        let note = "Compile the list of open invoices. Max 50 words.";
+        let once = score(note, 0);
+        let often = score(note, 5);
+        assert!(!once.repeatable && often.repeatable, "{}", once.reasoning);
+        assert!((often.score - once.score - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tasks_that_need_the_users_data_are_not_self_contained() {
+        let d = score(
+            "Find a free slot in my calendar next week. Max 20 words.",
+            0,
+        );
+        assert!(!d.self_contained, "{}", d.reasoning);
+    }
+}
