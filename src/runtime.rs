@@ -331,7 +331,7 @@ impl Runtime {
             children: Vec::new(),
         });
         let answer = match (&response.error, response.result.is_empty()) {
-            (Some(e), true) => format!("Sorry, I could not finish that: {}", e.message),
+            (Some(e), true) => e.message.clone(),
             _ => response.result.clone(),
         };
         Ok(AskResponse {

@@ -89,7 +89,11 @@ pub fn overall(results: &[StepResult]) -> Status {
     }
 }
 
+/// A step's call. The user's input goes to steps that start from it; later
+/// steps work from the earlier results handed over (seeds/000 mode 2), which
+/// keeps their prompts, and so their token estimates, small.
 fn call(step: &Step, input: &str, earlier: &[&StepResult]) -> Call {
+    let input = if earlier.is_empty() { input } else { "" };
     let mut c = Call::new(step.agent.clone(), step.objective.clone()).input(input);
     if let Some(note) = &step.task_note {
         c = c.task_note(note.clone());
@@ -103,30 +107,26 @@ fn call(step: &Step, input: &str, earlier: &[&StepResult]) -> Call {
     c
 }
 
-/// An even share of the remaining budget for each of `n` parallel calls, never
-/// more than the default per-delegation budget.
-fn share(d: &Delegator, n: usize, default: u32) -> u32 {
-    (d.remaining_tokens() / n.max(1) as u32).clamp(1, default)
+/// An even share of the remaining budget for each of the `n` steps still to
+/// run: the plan as a whole never asks for more than its node has left.
+fn share(d: &Delegator, n: usize) -> u32 {
+    (d.remaining_tokens() / n.max(1) as u32).max(1)
 }
 
 /// Runs a plan. A parallel batch over the fan-out limit is refused before any
 /// call is sent; otherwise every step's response comes back in plan order.
-pub async fn execute(
-    plan: &Plan,
-    d: &Delegator,
-    input: &str,
-    default_tokens: u32,
-) -> Result<Vec<StepResult>, DelegationError> {
+pub async fn execute(plan: &Plan, d: &Delegator, input: &str) -> Result<Vec<StepResult>, DelegationError> {
     let result =
         |step: &Step, response| StepResult { agent: step.agent.clone(), objective: step.objective.clone(), response };
     match plan {
         Plan::Direct { .. } => Ok(Vec::new()),
-        Plan::Single(step) => Ok(vec![result(step, d.delegate(call(step, input, &[])).await)]),
+        Plan::Single(step) => Ok(vec![result(step, d.delegate(call(step, input, &[]).max_tokens(share(d, 1))).await)]),
         Plan::Chain(steps) => {
             let mut done: Vec<StepResult> = Vec::new();
-            for step in steps {
+            for (i, step) in steps.iter().enumerate() {
                 let earlier: Vec<&StepResult> = done.iter().collect();
-                let r = result(step, d.delegate(call(step, input, &earlier)).await);
+                let c = call(step, input, &earlier).max_tokens(share(d, steps.len() - i));
+                let r = result(step, d.delegate(c).await);
                 let stop = !r.succeeded();
                 done.push(r);
                 if stop {
@@ -136,21 +136,16 @@ pub async fn execute(
             Ok(done)
         }
         Plan::Parallel(steps) => {
-            let each = share(d, steps.len(), default_tokens);
+            let each = share(d, steps.len());
             let calls = steps.iter().map(|s| call(s, input, &[]).max_tokens(each)).collect();
             let responses = d.delegate_parallel(calls).await?;
             Ok(steps.iter().zip(responses).map(|(s, r)| result(s, r)).collect())
         }
-        Plan::Workflow(w) => run_workflow(w, d, input, default_tokens).await,
+        Plan::Workflow(w) => run_workflow(w, d, input).await,
     }
 }
 
-async fn run_workflow(
-    w: &Workflow,
-    d: &Delegator,
-    input: &str,
-    default_tokens: u32,
-) -> Result<Vec<StepResult>, DelegationError> {
+async fn run_workflow(w: &Workflow, d: &Delegator, input: &str) -> Result<Vec<StepResult>, DelegationError> {
     let levels = levels(w).ok_or_else(|| DelegationError::invalid(format!("workflow '{}' has a cycle", w.name)))?;
     let mut done: Vec<(String, StepResult)> = Vec::new();
     for level in levels {
@@ -183,7 +178,7 @@ async fn run_workflow(
         let mut queue = runnable.into_iter().peekable();
         while queue.peek().is_some() {
             let batch: Vec<_> = queue.by_ref().take(d.fan_out() as usize).collect();
-            let each = share(d, batch.len(), default_tokens);
+            let each = share(d, w.steps.len() - done.len());
             let calls = batch.iter().map(|(_, _, c)| c.clone().max_tokens(each)).collect();
             let responses = d.delegate_parallel(calls).await?;
             for ((id, step, _), response) in batch.into_iter().zip(responses) {

@@ -224,12 +224,11 @@ fn objective_of(msg: &str) -> String {
 /// The orchestrator agent.
 pub struct PrimeAgent {
     planner: RulePlanner,
-    default_tokens: u32,
 }
 
 impl PrimeAgent {
     pub fn new(config: &Config) -> Result<Self, DelegationError> {
-        Ok(Self { planner: RulePlanner::new(config, "prime-boss")?, default_tokens: config.limits.max_tokens })
+        Ok(Self { planner: RulePlanner::new(config, "prime-boss")? })
     }
 
     pub fn planner(&self) -> &RulePlanner {
@@ -245,6 +244,13 @@ impl PrimeAgent {
         let mut text = String::new();
         let names: Vec<String> = ok.iter().map(|r| name(r)).collect();
         match (status, plan) {
+            (Status::Failed, _)
+                if failed
+                    .iter()
+                    .all(|r| r.response.fallback.as_ref().is_some_and(|f| f.recommended == "clarify_task_note")) =>
+            {
+                text.push_str("I need a bit more detail before the team can do this.\n")
+            }
             (Status::Failed, _) => text.push_str("I couldn't get this done.\n"),
             (_, Plan::Single(_)) => {
                 let _ = write!(text, "I had {} take this. ", names.join(""));
@@ -319,9 +325,18 @@ impl Agent for PrimeAgent {
             return Ok(out);
         }
         ctx.use_tool("delegate")?;
-        let results = execute(&plan, ctx.delegator()?, &task.input, self.default_tokens).await?;
-        let out = self.merge(&plan, &results);
+        let results = execute(&plan, ctx.delegator()?, &task.input).await?;
+        let mut out = self.merge(&plan, &results);
+        let needs_detail =
+            |r: &StepResult| r.response.fallback.as_ref().is_some_and(|f| f.recommended == "clarify_task_note");
         if out.status == Some(Status::Failed) {
+            if results.iter().all(needs_detail) {
+                // Not a failure of the turn: Prime asks the user for what is missing.
+                out.status = Some(Status::Success);
+                out.summary = "asked the user for more detail".into();
+                out.requires_followup = true;
+                return Ok(out);
+            }
             return Err(DelegationError::new(ErrorCode::AgentFailed, out.result));
         }
         Ok(out)

@@ -17,11 +17,11 @@ use crate::protocol::{Artifact, ArtifactKind, Check, CheckResult, Verdict};
 /// Patterns the Task Note parser derives checks from, each with a readable check name.
 pub mod patterns {
     pub const CAPITALIZED: &str = r"^[^\p{L}]*\p{Lu}";
-    pub const GREETING: &str =
-        r"(?i)^\s*(?:dear|hello|hi|good (?:morning|afternoon|evening)|greetings)\b";
+    pub const GREETING: &str = r"(?i)^\s*(?:dear|hello|hi|good (?:morning|afternoon|evening)|greetings)\b";
     pub const BULLETS: &str = r"(?m)^\s*(?:[-*•]|\d+[.)])\s+\S";
     pub const PERCENTAGE: &str = r"\d+(?:\.\d+)?\s?%";
-    pub const ICALENDAR: &str = r"(?s)\ABEGIN:VCALENDAR\r\n.*\r\nBEGIN:VEVENT\r\n.*\r\nEND:VEVENT\r\n(?:.*\r\n)?END:VCALENDAR(?:\r\n)?\z";
+    pub const ICALENDAR: &str =
+        r"(?s)\ABEGIN:VCALENDAR\r\n.*\r\nBEGIN:VEVENT\r\n.*\r\nEND:VEVENT\r\n(?:.*\r\n)?END:VCALENDAR(?:\r\n)?\z";
 
     pub(super) const NAMED: &[(&str, &str)] = &[
         (CAPITALIZED, "starts_capitalized"),
@@ -40,16 +40,8 @@ pub fn verify(result: &str, artifacts: &[Artifact], checks: &[Check]) -> Verdict
         evaluate(check, result, json.as_deref(), &mut results);
     }
     let passed = results.iter().filter(|r| r.passed).count();
-    let score = if results.is_empty() {
-        1.0
-    } else {
-        passed as f64 / results.len() as f64
-    };
-    Verdict {
-        passed: passed == results.len(),
-        score,
-        checks: results,
-    }
+    let score = if results.is_empty() { 1.0 } else { passed as f64 / results.len() as f64 };
+    Verdict { passed: passed == results.len(), score, checks: results }
 }
 
 fn json_output<'a>(result: &str, artifacts: &'a [Artifact]) -> Option<Cow<'a, Value>> {
@@ -73,26 +65,19 @@ pub fn check_name(check: &Check) -> String {
             Some((_, name)) => (*name).into(),
             None => {
                 let slug: String = text::slug(pattern).chars().take(40).collect();
-                if slug.is_empty() {
-                    "regex".into()
-                } else {
-                    format!("regex_{}", slug.trim_end_matches('_'))
-                }
+                if slug.is_empty() { "regex".into() } else { format!("regex_{}", slug.trim_end_matches('_')) }
             }
         },
         Check::JsonSchema { .. } => "json_schema".into(),
         Check::KeyCase { case } => {
-            format!(
-                "keys_{}_case",
-                KeyCase::parse(case).map_or_else(|| text::slug(case), |c| c.name().into())
-            )
+            format!("keys_{}_case", KeyCase::parse(case).map_or_else(|| text::slug(case), |c| c.name().into()))
         }
-        Check::Unique { field } => field.as_deref().map_or("unique_items".into(), |f| {
-            format!("unique_{}", text::slug(f))
-        }),
-        Check::EmailsValid { field } => field.as_deref().map_or("valid_emails".into(), |f| {
-            format!("valid_{}", text::slug(f))
-        }),
+        Check::Unique { field } => {
+            field.as_deref().map_or("unique_items".into(), |f| format!("unique_{}", text::slug(f)))
+        }
+        Check::EmailsValid { field } => {
+            field.as_deref().map_or("valid_emails".into(), |f| format!("valid_{}", text::slug(f)))
+        }
         Check::Tone { tone } => format!("tone_{}", text::slug(tone)),
     }
 }
@@ -100,11 +85,7 @@ pub fn check_name(check: &Check) -> String {
 fn evaluate(check: &Check, result: &str, json: Option<&Value>, out: &mut Vec<CheckResult>) {
     let name = check_name(check);
     let mut push = |name: String, passed: bool, actual: Value| {
-        out.push(CheckResult {
-            name,
-            passed,
-            actual: (!actual.is_null()).then_some(actual),
-        })
+        out.push(CheckResult { name, passed, actual: (!actual.is_null()).then_some(actual) })
     };
     match check {
         Check::MaxWords { max } => {
@@ -126,11 +107,8 @@ fn evaluate(check: &Check, result: &str, json: Option<&Value>, out: &mut Vec<Che
         Check::Required { elements } => {
             for element in elements {
                 let present = element_present(result, element);
-                let actual = if present {
-                    Value::Null
-                } else {
-                    json!(format!("missing: no match for {}", evidence(element)))
-                };
+                let actual =
+                    if present { Value::Null } else { json!(format!("missing: no match for {}", evidence(element))) };
                 push(format!("required_{}", text::slug(element)), present, actual);
             }
         }
@@ -147,12 +125,7 @@ fn evaluate(check: &Check, result: &str, json: Option<&Value>, out: &mut Vec<Che
         }
         Check::KeyCase { case } => {
             let (passed, actual) = match (KeyCase::parse(case), json) {
-                (None, _) => (
-                    false,
-                    json!(format!(
-                        "unknown case '{case}'; use camel, snake, pascal or kebab"
-                    )),
-                ),
+                (None, _) => (false, json!(format!("unknown case '{case}'; use camel, snake, pascal or kebab"))),
                 (_, None) => (false, json!(NO_JSON)),
                 (Some(case), Some(v)) => {
                     let mut bad = BTreeSet::new();
@@ -178,11 +151,7 @@ fn evaluate(check: &Check, result: &str, json: Option<&Value>, out: &mut Vec<Che
         }
         Check::Tone { tone } => {
             let t = tone::score(result, tone);
-            let actual = if t.known {
-                json!((t.score * 100.0).round() / 100.0)
-            } else {
-                json!(t.notes.join("; "))
-            };
+            let actual = if t.known { json!((t.score * 100.0).round() / 100.0) } else { json!(t.notes.join("; ")) };
             push(name, t.passed, actual);
         }
     }
@@ -192,11 +161,7 @@ const NO_JSON: &str = "no JSON output: no JSON artifact and the result is not JS
 const NO_ARRAY: &str = "the JSON output is not an array";
 
 fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(max).collect::<String>())
-    }
+    if s.chars().count() <= max { s.to_string() } else { format!("{}…", s.chars().take(max).collect::<String>()) }
 }
 
 /// Case-insensitive, whitespace-tolerant, and bounded by word edges where the
@@ -208,19 +173,10 @@ fn phrase_regex(phrase: &str) -> Option<Regex> {
         return None;
     }
     let edge = |c: Option<char>| {
-        if c.is_some_and(char::is_alphanumeric) {
-            r"\b"
-        } else {
-            ""
-        }
+        if c.is_some_and(char::is_alphanumeric) { r"\b" } else { "" }
     };
     let t = phrase.trim();
-    let pattern = format!(
-        "(?i){}{}{}",
-        edge(t.chars().next()),
-        words.join(r"\s+"),
-        edge(t.chars().last())
-    );
+    let pattern = format!("(?i){}{}{}", edge(t.chars().next()), words.join(r"\s+"), edge(t.chars().last()));
     Regex::new(&pattern).ok()
 }
 
@@ -247,46 +203,28 @@ const ELEMENTS: &[(&str, &str)] = &[
         r"timeline|\beta\b|new date|deadline|schedule",
         r"\bnew\s+(?:timeline|eta|date|deadline|delivery date|target date|schedule)\b|\b(?:by|on|until|before)\s+DATE|\b(?:eta|timeline|deliver\w*|complete\w*|ready|ship\w*|finish\w*)\b[^.\n]{0,60}DATE",
     ),
-    (
-        r"thank|gratitude|appreciat",
-        r"\bthank|\bgrateful|\bappreciat",
-    ),
+    (r"thank|gratitude|appreciat", r"\bthank|\bgrateful|\bappreciat"),
     (
         r"next step|action item|follow.?up",
         r"\bnext steps?\b|\bgoing forward\b|\bfollow(?:ing)?[ -]?up\b|\b(?:i|we) will\b",
     ),
-    (
-        r"call to action|request|\bask\b",
-        r"\bplease\b|\blet me know\b|\bcould you\b|\bwould you\b|\?",
-    ),
-    (
-        r"greeting|salutation",
-        r"^\s*(?:dear|hello|hi|hey|good (?:morning|afternoon|evening)|greetings)\b",
-    ),
+    (r"call to action|request|\bask\b", r"\bplease\b|\blet me know\b|\bcould you\b|\bwould you\b|\?"),
+    (r"greeting|salutation", r"^\s*(?:dear|hello|hi|hey|good (?:morning|afternoon|evening)|greetings)\b"),
     (
         r"closing|sign.?off|signature",
         r"(?m)^\s*(?:(?:best|kind|warm|many)\s+)?(?:regards|wishes|thanks|sincerely|cheers|best)\b",
     ),
-    (
-        r"summary|overview",
-        r"\bsummary\b|\boverall\b|\bin short\b|\boverview\b",
-    ),
+    (r"summary|overview", r"\bsummary\b|\boverall\b|\bin short\b|\boverview\b"),
     (r"metric|completion rate|percentage", r"\d+(?:\.\d+)?\s?%"),
     (r"bullet", patterns::BULLETS),
-    (
-        r"reassur|prevent|commit",
-        r"\bensure\b|\bprevent|\bnot happen again\b|\bcommit",
-    ),
+    (r"reassur|prevent|commit", r"\bensure\b|\bprevent|\bnot happen again\b|\bcommit"),
 ];
 
 static ELEMENT_RULES: LazyLock<Vec<(Regex, Regex)>> = LazyLock::new(|| {
     ELEMENTS
         .iter()
         .map(|(trigger, evidence)| {
-            (
-                re(&format!("(?i){trigger}")),
-                re(&format!("(?i){}", evidence.replace("DATE", DATE_PATTERN))),
-            )
+            (re(&format!("(?i){trigger}")), re(&format!("(?i){}", evidence.replace("DATE", DATE_PATTERN))))
         })
         .collect()
 });
@@ -309,32 +247,22 @@ fn fallback_words(element: &str) -> Vec<String> {
 
 /// Whether `text` has the required `element`, by the synonym table.
 pub fn element_present(text: &str, element: &str) -> bool {
-    if let Some((_, evidence)) = ELEMENT_RULES
-        .iter()
-        .find(|(trigger, _)| trigger.is_match(element))
-    {
+    if let Some((_, evidence)) = ELEMENT_RULES.iter().find(|(trigger, _)| trigger.is_match(element)) {
         return evidence.is_match(text);
     }
     let words = fallback_words(element);
     let lower = text.to_lowercase();
     !words.is_empty()
         && words.iter().all(|w| {
-            lower.match_indices(w.as_str()).any(|(i, _)| {
-                !lower[..i]
-                    .chars()
-                    .next_back()
-                    .is_some_and(char::is_alphanumeric)
-            })
+            lower
+                .match_indices(w.as_str())
+                .any(|(i, _)| !lower[..i].chars().next_back().is_some_and(char::is_alphanumeric))
         })
 }
 
 /// What counts as evidence for `element`, for failure messages.
 fn evidence(element: &str) -> String {
-    match ELEMENTS
-        .iter()
-        .zip(ELEMENT_RULES.iter())
-        .find(|(_, (trigger, _))| trigger.is_match(element))
-    {
+    match ELEMENTS.iter().zip(ELEMENT_RULES.iter()).find(|(_, (trigger, _))| trigger.is_match(element)) {
         Some(((_, ev), _)) => ev.replace(DATE_PATTERN, "DATE"),
         None => fallback_words(element).join(" + "),
     }
@@ -356,14 +284,7 @@ fn json_schema(schema: &Value, json: Option<&Value>) -> (bool, Value) {
             format!("{}: {e}", if path.is_empty() { "/" } else { &path })
         })
         .collect();
-    (
-        errors.is_empty(),
-        if errors.is_empty() {
-            Value::Null
-        } else {
-            json!(errors)
-        },
-    )
+    (errors.is_empty(), if errors.is_empty() { Value::Null } else { json!(errors) })
 }
 
 fn offending_keys(v: &Value, case: KeyCase, bad: &mut BTreeSet<String>) {
@@ -409,24 +330,17 @@ fn duplicates(items: &[Value], field: Option<&str>) -> Vec<Value> {
 
 fn emails_valid(result: &str, json: Option<&Value>, field: Option<&str>) -> (bool, Value) {
     let values: Vec<Value> = match (field, json) {
-        (Some(f), Some(Value::Array(items))) => {
-            items.iter().filter_map(|i| i.get(f).cloned()).collect()
-        }
+        (Some(f), Some(Value::Array(items))) => items.iter().filter_map(|i| i.get(f).cloned()).collect(),
         (Some(_), _) => return (false, json!(NO_ARRAY)),
         (None, Some(v)) => {
             let mut found = Vec::new();
             mail_values(v, &mut found);
             found
         }
-        (None, None) => text::emails_in(result)
-            .into_iter()
-            .map(Value::String)
-            .collect(),
+        (None, None) => text::emails_in(result).into_iter().map(Value::String).collect(),
     };
-    let invalid: Vec<Value> = values
-        .into_iter()
-        .filter(|v| !v.as_str().is_some_and(|s| text::email_ok(s.trim())))
-        .collect();
+    let invalid: Vec<Value> =
+        values.into_iter().filter(|v| !v.as_str().is_some_and(|s| text::email_ok(s.trim()))).collect();
     (invalid.is_empty(), json!(invalid))
 }
 
@@ -462,18 +376,10 @@ mod tests {
     fn seed_001_email_checks_have_seed_001_names_and_measures() {
         let checks = [
             Check::MaxWords { max: 120 },
-            Check::Contains {
-                phrase: "Oct 22".into(),
-            },
-            Check::Tone {
-                tone: "warm-professional".into(),
-            },
+            Check::Contains { phrase: "Oct 22".into() },
+            Check::Tone { tone: "warm-professional".into() },
             Check::Required {
-                elements: vec![
-                    "apologize".into(),
-                    "acknowledge impact".into(),
-                    "provide new timeline".into(),
-                ],
+                elements: vec!["apologize".into(), "acknowledge impact".into(), "provide new timeline".into()],
             },
         ];
         let v = verify(DRAFT, &[], &checks);
@@ -497,26 +403,15 @@ mod tests {
     fn failures_report_what_was_measured_and_score_is_the_fraction_passed() {
         let checks = [
             Check::MaxWords { max: 5 },
-            Check::Contains {
-                phrase: "Oct 23".into(),
-            },
-            Check::Required {
-                elements: vec!["apologize".into(), "next steps".into()],
-            },
+            Check::Contains { phrase: "Oct 23".into() },
+            Check::Required { elements: vec!["apologize".into(), "next steps".into()] },
         ];
         let v = verify("Sorry, we slipped to Oct 22.", &[], &checks);
         assert!(!v.passed);
-        assert_eq!(
-            v.failed(),
-            ["max_5_words", "contains_oct_23", "required_next_steps"]
-        );
+        assert_eq!(v.failed(), ["max_5_words", "contains_oct_23", "required_next_steps"]);
         assert_eq!(v.score, 0.25);
         assert_eq!(v.checks[0].actual, Some(json!(6)));
-        let missing = v.checks[3]
-            .actual
-            .as_ref()
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let missing = v.checks[3].actual.as_ref().and_then(Value::as_str).unwrap_or_default();
         assert!(missing.starts_with("missing"), "{missing}");
     }
 
@@ -550,36 +445,12 @@ mod tests {
 
     #[test]
     fn invalid_regex_fails_its_check_without_panicking() {
-        let v = verify(
-            "abc",
-            &[],
-            &[Check::Regex {
-                pattern: "(unclosed".into(),
-            }],
-        );
+        let v = verify("abc", &[], &[Check::Regex { pattern: "(unclosed".into() }]);
         assert!(!v.passed);
-        let actual = v.checks[0]
-            .actual
-            .as_ref()
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let actual = v.checks[0].actual.as_ref().and_then(Value::as_str).unwrap_or_default();
         assert!(actual.starts_with("invalid regex"), "{actual}");
-        assert!(
-            verify(
-                "Hello",
-                &[],
-                &[Check::Regex {
-                    pattern: patterns::GREETING.into()
-                }]
-            )
-            .passed
-        );
-        assert_eq!(
-            check_name(&Check::Regex {
-                pattern: "^a+$".into()
-            }),
-            "regex_a"
-        );
+        assert!(verify("Hello", &[], &[Check::Regex { pattern: patterns::GREETING.into() }]).passed);
+        assert_eq!(check_name(&Check::Regex { pattern: "^a+$".into() }), "regex_a");
     }
 
     #[test]
@@ -590,29 +461,13 @@ mod tests {
             {"name": "Bo", "email": " ADA@x.com", "role": "dev"}
         ]);
         let checks = [
-            Check::KeyCase {
-                case: "camelCase".into(),
-            },
-            Check::Unique {
-                field: Some("email".into()),
-            },
-            Check::EmailsValid {
-                field: Some("email".into()),
-            },
-            Check::JsonSchema {
-                schema: json!({"type": "array", "items": {"required": ["role"]}}),
-            },
+            Check::KeyCase { case: "camelCase".into() },
+            Check::Unique { field: Some("email".into()) },
+            Check::EmailsValid { field: Some("email".into()) },
+            Check::JsonSchema { schema: json!({"type": "array", "items": {"required": ["role"]}}) },
         ];
         let v = verify("done", &[Artifact::json("records", records)], &checks);
-        assert_eq!(
-            names(&v),
-            [
-                "keys_camel_case",
-                "unique_email",
-                "valid_email",
-                "json_schema"
-            ]
-        );
+        assert_eq!(names(&v), ["keys_camel_case", "unique_email", "valid_email", "json_schema"]);
         assert_eq!(v.checks[0].actual, Some(json!(["Role"])));
         assert_eq!(v.checks[1].actual, Some(json!([" ADA@x.com"])));
         assert_eq!(v.checks[2].actual, Some(json!(["not-an-email"])));
@@ -622,41 +477,18 @@ mod tests {
 
     #[test]
     fn json_checks_fall_back_to_the_result_and_explain_absence() {
-        let v = verify(
-            r#"[{"a":1},{"a":1}]"#,
-            &[],
-            &[Check::Unique { field: None }],
-        );
+        let v = verify(r#"[{"a":1},{"a":1}]"#, &[], &[Check::Unique { field: None }]);
         assert!(!v.passed);
         assert_eq!(v.checks[0].actual, Some(json!([{"a": 1}])));
-        let v = verify(
-            "plain text",
-            &[],
-            &[Check::KeyCase {
-                case: "camel".into(),
-            }],
-        );
+        let v = verify("plain text", &[], &[Check::KeyCase { case: "camel".into() }]);
         assert_eq!(v.checks[0].actual, Some(json!(NO_JSON)));
-        let v = verify(
-            "[]",
-            &[],
-            &[Check::JsonSchema {
-                schema: json!({"type": 12}),
-            }],
-        );
+        let v = verify("[]", &[], &[Check::JsonSchema { schema: json!({"type": 12}) }]);
         assert!(!v.passed, "an invalid schema fails its check");
     }
 
     #[test]
     fn emails_in_text_are_validated_when_no_field_is_named() {
-        assert!(
-            verify(
-                "write to a@b.com or <EMAIL_2>",
-                &[],
-                &[Check::EmailsValid { field: None }]
-            )
-            .passed
-        );
+        assert!(verify("write to a@b.com or <EMAIL_2>", &[], &[Check::EmailsValid { field: None }]).passed);
         assert!(!verify("write to a@b", &[], &[Check::EmailsValid { field: None }]).passed);
     }
 

@@ -34,9 +34,7 @@ static CREATIVE: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 static RECURRING: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:weekly|daily|monthly|quarterly|recurring|every|standard|template|routine|status)\b",
-    )
+    re(r"(?i)\b(?:weekly|daily|monthly|quarterly|recurring|every|standard|template|routine|status)\b")
 });
 /// Reading the user's own data is something the request cannot carry.
 static NEEDS_ACCESS: LazyLock<Regex> = LazyLock::new(|| {
@@ -52,11 +50,7 @@ const TEMPLATE_ACTIONS: &[&str] = &[
 ];
 
 fn article(word: &str) -> &'static str {
-    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
-        "an"
-    } else {
-        "a"
-    }
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
 }
 
 /// Scores `task_note`; `history_count` is how many similar tasks were delegated before.
@@ -66,16 +60,11 @@ pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
     let mut why = String::new();
 
     let tool = spec.kind.slug();
-    let deterministic = creative.is_none()
-        && (tool.is_some() || TEMPLATE_ACTIONS.contains(&spec.goal.action.as_str()));
+    let deterministic = creative.is_none() && (tool.is_some() || TEMPLATE_ACTIONS.contains(&spec.goal.action.as_str()));
     match (&creative, tool) {
         (Some(word), _) => write!(why, "not deterministic: '{word}' calls for judgment"),
         (None, Some(t)) if deterministic => write!(why, "deterministic: {} {t} task", article(t)),
-        (None, _) if deterministic => write!(
-            why,
-            "deterministic: '{}' follows a template",
-            spec.goal.action
-        ),
+        (None, _) if deterministic => write!(why, "deterministic: '{}' follows a template", spec.goal.action),
         _ => write!(why, "not deterministic: no templated action"),
     }
     .ok();
@@ -84,20 +73,14 @@ pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
     let verifiable = !checks.is_empty();
     if verifiable {
         let names: Vec<String> = checks.iter().map(check_name).collect();
-        write!(
-            why,
-            "; verifiable: {} checks ({})",
-            checks.len(),
-            names.join(", ")
-        )
-        .ok();
+        write!(why, "; verifiable: {} checks ({})", checks.len(), names.join(", ")).ok();
     } else {
         why.push_str("; not verifiable: no machine-checkable success criteria");
     }
 
     let recurring = RECURRING.find(task_note).map(|m| m.as_str().to_string());
-    let repeatable = history_count >= RECURRING_AFTER
-        || (creative.is_none() && (tool.is_some() || recurring.is_some()));
+    let repeatable =
+        history_count >= RECURRING_AFTER || (creative.is_none() && (tool.is_some() || recurring.is_some()));
     if history_count >= RECURRING_AFTER {
         write!(why, "; repeatable: delegated {history_count} times before").ok();
     } else if !repeatable {
@@ -105,23 +88,14 @@ pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
     } else if let Some(word) = recurring {
         write!(why, "; repeatable: '{word}' recurs").ok();
     } else {
-        write!(
-            why,
-            "; repeatable: a recurring {} task",
-            tool.unwrap_or("tool")
-        )
-        .ok();
+        write!(why, "; repeatable: a recurring {} task", tool.unwrap_or("tool")).ok();
     }
 
     let gaps: Vec<String> = problems
         .iter()
         .filter(|p| !matches!(p, Problem::NoCriteria))
         .map(ToString::to_string)
-        .chain(
-            NEEDS_ACCESS
-                .find(task_note)
-                .map(|m| format!("needs access to the user's data ('{}')", m.as_str())),
-        )
+        .chain(NEEDS_ACCESS.find(task_note).map(|m| format!("needs access to the user's data ('{}')", m.as_str())))
         .collect();
     let self_contained = gaps.is_empty();
     if self_contained {
@@ -131,10 +105,8 @@ pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
     }
 
     let weight = |yes: bool, w: f64| if yes { w } else { 0.0 };
-    let score = weight(deterministic, 0.3)
-        + weight(verifiable, 0.3)
-        + weight(repeatable, 0.2)
-        + weight(self_contained, 0.2);
+    let score =
+        weight(deterministic, 0.3) + weight(verifiable, 0.3) + weight(repeatable, 0.2) + weight(self_contained, 0.2);
     // Two decimals, so that 0.3 + 0.3 compares as 0.6 at the threshold.
     let score = (score * 100.0).round() / 100.0;
     let delegate = score >= THRESHOLD;
@@ -142,22 +114,10 @@ pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
         why,
         " → {score:.2} {} {THRESHOLD:.2}: {}",
         if delegate { "≥" } else { "<" },
-        if delegate {
-            "delegate"
-        } else {
-            "handle directly"
-        }
+        if delegate { "delegate" } else { "handle directly" }
     )
     .ok();
-    DecisionScore {
-        deterministic,
-        verifiable,
-        repeatable,
-        self_contained,
-        score,
-        delegate,
-        reasoning: why,
-    }
+    DecisionScore { deterministic, verifiable, repeatable, self_contained, score, delegate, reasoning: why }
 }
 
 #[cfg(test)]
@@ -174,11 +134,7 @@ mod tests {
     fn seed_001_good_notes_are_delegated() {
         for note in GOOD {
             let d = score(note, 0);
-            assert!(
-                d.deterministic && d.verifiable && d.repeatable && d.self_contained,
-                "{}",
-                d.reasoning
-            );
+            assert!(d.deterministic && d.verifiable && d.repeatable && d.self_contained, "{}", d.reasoning);
             assert_eq!(d.score, 1.0);
             assert!(d.delegate, "{}", d.reasoning);
         }
@@ -190,11 +146,7 @@ mod tests {
         assert!(!d.verifiable && !d.self_contained, "{}", d.reasoning);
         assert_eq!(d.score, 0.5);
         assert!(!d.delegate);
-        assert!(
-            d.reasoning.contains("earlier conversation"),
-            "{}",
-            d.reasoning
-        );
+        assert!(d.reasoning.contains("earlier conversation"), "{}", d.reasoning);
         // Doing it often does not make it checkable or self-contained.
         assert!(!score("Email Alex about that thing we talked about earlier", 10).delegate);
     }
@@ -223,10 +175,7 @@ mod tests {
 
     #[test]
     fn tasks_that_need_the_users_data_are_not_self_contained() {
-        let d = score(
-            "Find a free slot in my calendar next week. Max 20 words.",
-            0,
-        );
+        let d = score("Find a free slot in my calendar next week. Max 20 words.", 0);
         assert!(!d.self_contained, "{}", d.reasoning);
     }
 }

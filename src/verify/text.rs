@@ -15,8 +15,7 @@ pub(crate) fn re(pattern: &str) -> Regex {
 pub const DATE_PATTERN: &str = r"(?i:\b(?:(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,2}(?:st|nd|rd|th)?\b(?:,?\s+\d{4})?|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{4})?|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)\b)";
 
 static DATE: LazyLock<Regex> = LazyLock::new(|| re(DATE_PATTERN));
-static EMAIL_LIKE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"<EMAIL_\d+>|[^\s<>()\[\],;:]+@[^\s<>()\[\],;:]+"));
+static EMAIL_LIKE: LazyLock<Regex> = LazyLock::new(|| re(r"<EMAIL_\d+>|[^\s<>()\[\],;:]+@[^\s<>()\[\],;:]+"));
 static EMAIL_TOKEN: LazyLock<Regex> = LazyLock::new(|| re(r"^<EMAIL_\d+>$"));
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -27,9 +26,7 @@ static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
 /// Words are whitespace-separated tokens with at least one letter or digit, so
 /// a dash or a bullet does not count.
 pub fn word_count(text: &str) -> usize {
-    text.split_whitespace()
-        .filter(|w| w.chars().any(char::is_alphanumeric))
-        .count()
+    text.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).count()
 }
 
 /// `Oct 22` → `oct_22`: lowercase, every run of other characters becomes one `_`.
@@ -47,9 +44,7 @@ pub fn slug(s: &str) -> String {
 
 /// The dates mentioned in `text`, in order, as written.
 pub fn dates_in(text: &str) -> Vec<String> {
-    DATE.find_iter(text)
-        .map(|m| m.as_str().trim_end_matches(['.', ',']).to_string())
-        .collect()
+    DATE.find_iter(text).map(|m| m.as_str().trim_end_matches(['.', ',']).to_string()).collect()
 }
 
 /// A plain address, `local@domain.tld`, without display names or comments.
@@ -71,14 +66,7 @@ pub fn email_ok(s: &str) -> bool {
 /// Everything in `text` that looks like an address or its token, trailing
 /// sentence punctuation removed.
 pub fn emails_in(text: &str) -> Vec<String> {
-    EMAIL_LIKE
-        .find_iter(text)
-        .map(|m| {
-            m.as_str()
-                .trim_end_matches(['.', '!', '?', '\'', '"'])
-                .to_string()
-        })
-        .collect()
+    EMAIL_LIKE.find_iter(text).map(|m| m.as_str().trim_end_matches(['.', '!', '?', '\'', '"']).to_string()).collect()
 }
 
 /// `alex.chan@company.com` → `Alex`; a token or a non-alphabetic local part gives none.
@@ -94,10 +82,7 @@ pub fn name_from_email(address: &str) -> Option<String> {
 /// Upper-cases the first character, lower-cases none of the rest.
 pub fn capitalize(s: &str) -> String {
     let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// Strips one layer of straight or typographic quotes and surrounding blanks.
@@ -157,11 +142,9 @@ impl KeyCase {
     pub fn convert(self, key: &str) -> String {
         let words = key_words(key);
         match self {
-            Self::Camel => words
-                .iter()
-                .enumerate()
-                .map(|(i, w)| if i == 0 { w.clone() } else { capitalize(w) })
-                .collect(),
+            Self::Camel => {
+                words.iter().enumerate().map(|(i, w)| if i == 0 { w.clone() } else { capitalize(w) }).collect()
+            }
             Self::Pascal => words.iter().map(|w| capitalize(w)).collect(),
             Self::Snake => words.join("_"),
             Self::Kebab => words.join("-"),
@@ -187,11 +170,7 @@ impl KeyCase {
 /// boundaries. `e-mail` is one word, because people mean `email` by it.
 fn key_words(key: &str) -> Vec<String> {
     let key = key.trim();
-    let key = if key.eq_ignore_ascii_case("e-mail") {
-        "email"
-    } else {
-        key
-    };
+    let key = if key.eq_ignore_ascii_case("e-mail") { "email" } else { key };
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut prev_lower = false;
@@ -266,25 +245,16 @@ pub const ABBREVIATIONS: &[(&str, &str)] = &[
 
 /// The expansion of `word` if it is an informal abbreviation (case-insensitive).
 pub fn expand_abbreviation(word: &str) -> Option<&'static str> {
-    ABBREVIATIONS
-        .iter()
-        .find(|(a, _)| a.eq_ignore_ascii_case(word))
-        .map(|(_, e)| *e)
+    ABBREVIATIONS.iter().find(|(a, _)| a.eq_ignore_ascii_case(word)).map(|(_, e)| *e)
 }
 
 /// The abbreviations of [`ABBREVIATIONS`] that occur in `text` as whole words, in table order.
 pub fn abbreviations_in(text: &str) -> Vec<&'static str> {
     let words: Vec<String> = text
-        .split(|c: char| {
-            c.is_whitespace() || matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '(' | ')' | '"')
-        })
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '(' | ')' | '"'))
         .map(str::to_ascii_lowercase)
         .collect();
-    ABBREVIATIONS
-        .iter()
-        .map(|(a, _)| *a)
-        .filter(|a| words.iter().any(|w| w == a))
-        .collect()
+    ABBREVIATIONS.iter().map(|(a, _)| *a).filter(|a| words.iter().any(|w| w == a)).collect()
 }
 
 #[cfg(test)]
@@ -316,29 +286,16 @@ mod tests {
     #[test]
     fn email_validation_is_strict_but_accepts_tokens() {
         assert!(is_valid_email("alex.chan@company.com"));
-        for bad in [
-            "alex@",
-            "@x.com",
-            "a b@x.com",
-            "a@x",
-            "a..b@x.com",
-            "a@-x.com",
-        ] {
+        for bad in ["alex@", "@x.com", "a b@x.com", "a@x", "a..b@x.com", "a@-x.com"] {
             assert!(!is_valid_email(bad), "{bad}");
         }
         assert!(email_ok("<EMAIL_3>"));
-        assert_eq!(
-            emails_in("to <EMAIL_1> and bob@x.org."),
-            ["<EMAIL_1>", "bob@x.org"]
-        );
+        assert_eq!(emails_in("to <EMAIL_1> and bob@x.org."), ["<EMAIL_1>", "bob@x.org"]);
     }
 
     #[test]
     fn names_come_from_the_local_part() {
-        assert_eq!(
-            name_from_email("alex.chan@company.com").as_deref(),
-            Some("Alex")
-        );
+        assert_eq!(name_from_email("alex.chan@company.com").as_deref(), Some("Alex"));
         assert_eq!(name_from_email("<EMAIL_1>"), None);
         assert_eq!(name_from_email("j7@x.com"), None);
     }
@@ -357,10 +314,7 @@ mod tests {
 
     #[test]
     fn abbreviations_are_found_as_whole_words() {
-        assert_eq!(
-            abbreviations_in("hey can u send me the report thx"),
-            ["u", "thx"]
-        );
+        assert_eq!(abbreviations_in("hey can u send me the report thx"), ["u", "thx"]);
         assert!(abbreviations_in("you are thorough").is_empty());
     }
 }

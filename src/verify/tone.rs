@@ -57,19 +57,14 @@ const COLD_MARKERS: &[&str] = &[
 ];
 static WARM: LazyLock<Vec<Regex>> = LazyLock::new(|| lexicon(WARM_MARKERS));
 static COLD: LazyLock<Vec<Regex>> = LazyLock::new(|| lexicon(COLD_MARKERS));
-const SLANG_EXTRA: &[&str] = &[
-    "lol", "omg", "hey", "yo", "dude", "ya", "yeah", "nope", "k", "brb", "sup",
-];
+const SLANG_EXTRA: &[&str] = &["lol", "omg", "hey", "yo", "dude", "ya", "yeah", "nope", "k", "brb", "sup"];
 static SHOUT: LazyLock<Regex> = LazyLock::new(|| re(r"\b\p{Lu}{5,}\b"));
 static RUNS: LazyLock<Regex> = LazyLock::new(|| re(r"[!?]{2,}"));
-static CONTRACTION: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b\w+(?:n['’]t|['’](?:m|re|ve|ll|d))\b"));
+static CONTRACTION: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b\w+(?:n['’]t|['’](?:m|re|ve|ll|d))\b"));
 static INFORMAL_GREETING: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)^\s*(?:hi|hey|yo|hiya)\b"));
 static GREETING: LazyLock<Regex> = LazyLock::new(|| re(patterns::GREETING));
 static SIGN_OFF: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^(?:(?:best|kind|warm|warmest|many)\s+)?(?:regards|wishes|thanks|thank you|sincerely|cheers|best)\b",
-    )
+    re(r"(?i)^(?:(?:best|kind|warm|warmest|many)\s+)?(?:regards|wishes|thanks|thank you|sincerely|cheers|best)\b")
 });
 static APOLOGY: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\bapolog|\bsorry\b|\bregret"));
 
@@ -91,25 +86,13 @@ struct Markers {
 
 impl Markers {
     fn of(text: &str) -> Self {
-        let words: Vec<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .map(str::to_lowercase)
-            .collect();
+        let words: Vec<String> = text.split(|c: char| !c.is_alphanumeric()).map(str::to_lowercase).collect();
         let slang = words
             .iter()
             .filter(|w| text::expand_abbreviation(w).is_some() || SLANG_EXTRA.contains(&w.as_str()))
             .count();
-        let last_line = text
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        let sentences = text
-            .split(['.', '!', '?', '\n'])
-            .filter(|s| text::word_count(s) > 0)
-            .count()
-            .max(1);
+        let last_line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let sentences = text.split(['.', '!', '?', '\n']).filter(|s| text::word_count(s) > 0).count().max(1);
         Self {
             warm: WARM.iter().filter(|r| r.is_match(text)).count(),
             cold: COLD.iter().filter(|r| r.is_match(text)).count(),
@@ -118,20 +101,14 @@ impl Markers {
             runs: RUNS.find_iter(text).count(),
             emoji: text
                 .chars()
-                .filter(|c| {
-                    ('\u{1F300}'..='\u{1FAFF}').contains(c) || ('\u{2600}'..='\u{27BF}').contains(c)
-                })
+                .filter(|c| ('\u{1F300}'..='\u{1FAFF}').contains(c) || ('\u{2600}'..='\u{27BF}').contains(c))
                 .count(),
             exclamations: text.matches('!').count(),
             contractions: CONTRACTION.find_iter(text).count(),
             greeting: GREETING.is_match(text),
             informal_greeting: INFORMAL_GREETING.is_match(text),
             sign_off: SIGN_OFF.is_match(last_line),
-            capitalized: text
-                .trim_start()
-                .chars()
-                .next()
-                .is_some_and(|c| !c.is_lowercase()),
+            capitalized: text.trim_start().chars().next().is_some_and(|c| !c.is_lowercase()),
             words_per_sentence: text::word_count(text) as f64 / sentences as f64,
         }
     }
@@ -157,9 +134,7 @@ fn part(name: &str, m: &Markers, text: &str) -> Option<f64> {
             0.4 + 0.15 * f(m.warm) - 0.25 * f(m.cold) - 0.1 * f(m.shouted)
         }
         "professional" | "business" | "polite" | "courteous" => professional(m),
-        "formal" => {
-            professional(m) - 0.05 * f(m.contractions) - if m.informal_greeting { 0.2 } else { 0.0 }
-        }
+        "formal" => professional(m) - 0.05 * f(m.contractions) - if m.informal_greeting { 0.2 } else { 0.0 },
         "casual" | "informal" | "relaxed" => {
             0.5 + 0.1 * f(m.contractions + m.exclamations + usize::from(m.informal_greeting))
         }
@@ -199,18 +174,9 @@ pub fn score(text: &str, tone: &str) -> ToneScore {
     if parts.is_empty() {
         notes.push(format!("no tone named (known: {KNOWN})"));
     }
-    let score = if parts.is_empty() {
-        0.0
-    } else {
-        total / parts.len() as f64
-    };
+    let score = if parts.is_empty() { 0.0 } else { total / parts.len() as f64 };
     let known = notes.is_empty();
-    ToneScore {
-        score,
-        passed: known && score >= PASS,
-        known,
-        notes,
-    }
+    ToneScore { score, passed: known && score >= PASS, known, notes }
 }
 
 #[cfg(test)]
@@ -237,10 +203,7 @@ mod tests {
     #[test]
     fn formal_penalizes_contractions_and_hey() {
         let casual = "Hey Sam, I'm sure we'll be fine, don't worry. Thanks!";
-        assert!(
-            score(casual, "formal").score
-                < score("Dear Sam,\n\nWe will be fine.\n\nSincerely,", "formal").score
-        );
+        assert!(score(casual, "formal").score < score("Dear Sam,\n\nWe will be fine.\n\nSincerely,", "formal").score);
         assert!(score(casual, "casual").passed);
     }
 

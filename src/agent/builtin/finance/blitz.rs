@@ -56,18 +56,10 @@ impl Strategy {
     fn order(self, debts: &[Debt]) -> Vec<usize> {
         let mut idx: Vec<usize> = (0..debts.len()).collect();
         match self {
-            Self::Avalanche => idx.sort_by(|&a, &b| {
-                debts[b]
-                    .apr_bp
-                    .cmp(&debts[a].apr_bp)
-                    .then(debts[a].balance.cmp(&debts[b].balance))
-            }),
-            Self::Snowball => idx.sort_by(|&a, &b| {
-                debts[a]
-                    .balance
-                    .cmp(&debts[b].balance)
-                    .then(debts[b].apr_bp.cmp(&debts[a].apr_bp))
-            }),
+            Self::Avalanche => idx
+                .sort_by(|&a, &b| debts[b].apr_bp.cmp(&debts[a].apr_bp).then(debts[a].balance.cmp(&debts[b].balance))),
+            Self::Snowball => idx
+                .sort_by(|&a, &b| debts[a].balance.cmp(&debts[b].balance).then(debts[b].apr_bp.cmp(&debts[a].apr_bp))),
         }
         idx
     }
@@ -99,8 +91,7 @@ pub fn simulate(debts: &[Debt], monthly_payment: Cents, strategy: Strategy) -> P
     let order = strategy.order(debts);
     let mut balances: Vec<Cents> = debts.iter().map(|d| d.balance.max(0)).collect();
     let mut interest: Vec<Cents> = vec![0; debts.len()];
-    let mut paid_month: Vec<Option<u32>> =
-        balances.iter().map(|b| (*b == 0).then_some(0)).collect();
+    let mut paid_month: Vec<Option<u32>> = balances.iter().map(|b| (*b == 0).then_some(0)).collect();
     let (mut total_paid, mut months) = (0, None);
     for month in 1..=MAX_MONTHS {
         if balances.iter().all(|b| *b == 0) {
@@ -143,23 +134,10 @@ pub fn simulate(debts: &[Debt], monthly_payment: Cents, strategy: Strategy) -> P
     let mut payoff_order: Vec<Payoff> = debts
         .iter()
         .enumerate()
-        .filter_map(|(i, d)| {
-            paid_month[i].map(|month| Payoff {
-                name: d.name.clone(),
-                month,
-                interest: interest[i],
-            })
-        })
+        .filter_map(|(i, d)| paid_month[i].map(|month| Payoff { name: d.name.clone(), month, interest: interest[i] }))
         .collect();
     payoff_order.sort_by_key(|p| p.month);
-    Plan {
-        strategy,
-        monthly_payment,
-        months,
-        total_interest: interest.iter().sum(),
-        total_paid,
-        payoff_order,
-    }
+    Plan { strategy, monthly_payment, months, total_interest: interest.iter().sum(), total_paid, payoff_order }
 }
 
 /// Debts, the extra monthly amount and the chosen strategy, read from text.
@@ -174,8 +152,7 @@ pub struct Request {
 }
 
 fn has_percent_or_rate(l: &[Labelled]) -> bool {
-    l.iter()
-        .any(|l| l.figure.is_percent || l.before_has(&["apr", "interest", "rate"]))
+    l.iter().any(|l| l.figure.is_percent || l.before_has(&["apr", "interest", "rate"]))
 }
 
 /// One debt per line: `Visa: $5,000 at 19.99% APR, minimum $150`, `Car loan
@@ -188,42 +165,21 @@ pub fn parse_request(text: &str) -> Request {
     } else {
         Strategy::Avalanche
     };
-    let mut req = Request {
-        debts: Vec::new(),
-        extra: 0,
-        budget: None,
-        strategy,
-        warnings: Vec::new(),
-    };
+    let mut req = Request { debts: Vec::new(), extra: 0, budget: None, strategy, warnings: Vec::new() };
     for line in text.lines().take(1000) {
         let labelled = money::labelled_figures(line);
         let mut amounts = Vec::new();
         let (mut apr, mut minimum, mut balance) = (None, None, None);
         for l in &labelled {
             let v = l.figure.value;
-            if l.before_has(&["extra", "additional", "on top"])
-                || l.after_starts(&["extra", "additional", "more"])
-            {
+            if l.before_has(&["extra", "additional", "on top"]) || l.after_starts(&["extra", "additional", "more"]) {
                 req.extra = req.extra.max(v);
-            } else if l.before_has(&["budget", "afford", "can pay", "total of"])
-                && !l.figure.is_percent
-            {
+            } else if l.before_has(&["budget", "afford", "can pay", "total of"]) && !l.figure.is_percent {
                 req.budget = Some(v);
-            } else if l.figure.is_percent
-                || l.before_has(&["apr", "interest", "rate"])
-                || l.after_starts(&["apr"])
-            {
+            } else if l.figure.is_percent || l.before_has(&["apr", "interest", "rate"]) || l.after_starts(&["apr"]) {
                 apr = apr.or(Some(v));
             } else if l.before_has(&["min", "payment", "pay "])
-                || l.after_starts(&[
-                    "min",
-                    "/month",
-                    "/mo",
-                    "per month",
-                    "a month",
-                    "monthly",
-                    "payment",
-                ])
+                || l.after_starts(&["min", "/month", "/mo", "per month", "a month", "monthly", "payment"])
             {
                 minimum = minimum.or(Some(v));
             } else if l.before_has(&["balance", "owe", "owing", "of"]) {
@@ -239,29 +195,17 @@ pub fn parse_request(text: &str) -> Request {
         if !has_percent_or_rate(&labelled) && minimum.is_none() {
             continue;
         }
-        let name = debt_name(
-            line,
-            labelled.first().map(|l| l.figure.start),
-            req.debts.len() + 1,
-        );
+        let name = debt_name(line, labelled.first().map(|l| l.figure.start), req.debts.len() + 1);
         let apr_bp = apr.unwrap_or_else(|| {
-            req.warnings
-                .push(format!("No interest rate for {name}; assumed 0%."));
+            req.warnings.push(format!("No interest rate for {name}; assumed 0%."));
             0
         });
-        let mut debt = Debt {
-            name,
-            balance,
-            apr_bp: apr_bp.clamp(0, 100_000),
-            minimum: 0,
-        };
+        let mut debt = Debt { name, balance, apr_bp: apr_bp.clamp(0, 100_000), minimum: 0 };
         debt.minimum = match minimum.or_else(|| rest.next()).filter(|m| *m > 0) {
             Some(m) => m,
             None => {
                 // A common card formula: the month's interest plus 1% of the balance.
-                let m = (debt.monthly_interest(balance) + balance / 100)
-                    .max(MIN_PAYMENT_FLOOR)
-                    .min(balance);
+                let m = (debt.monthly_interest(balance) + balance / 100).max(MIN_PAYMENT_FLOOR).min(balance);
                 req.warnings.push(format!(
                     "No minimum payment for {}; assumed {} (interest plus 1% of the balance).",
                     debt.name,
@@ -279,24 +223,16 @@ pub fn parse_request(text: &str) -> Request {
 }
 
 fn debt_name(line: &str, first_figure: Option<usize>, n: usize) -> String {
-    let head = line
-        .get(..first_figure.unwrap_or(line.len()))
-        .unwrap_or(line);
+    let head = line.get(..first_figure.unwrap_or(line.len())).unwrap_or(line);
     let head = head.split(':').next().unwrap_or(head);
-    const FILLER: &[&str] = &[
-        "my", "i", "owe", "balance", "of", "at", "with", "is", "-", "on", "the", "a", "have",
-    ];
+    const FILLER: &[&str] = &["my", "i", "owe", "balance", "of", "at", "with", "is", "-", "on", "the", "a", "have"];
     let words: Vec<&str> = head
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '&'))
         .filter(|w| !w.is_empty() && !FILLER.contains(&w.to_lowercase().as_str()))
         .filter(|w| !(w.len() <= 3 && w.chars().all(|c| c.is_ascii_digit())))
         .collect();
-    if words.is_empty() {
-        format!("Debt {n}")
-    } else {
-        words.join(" ")
-    }
+    if words.is_empty() { format!("Debt {n}") } else { words.join(" ") }
 }
 
 fn plan_json(plan: &Plan) -> Value {
@@ -333,11 +269,7 @@ impl Agent for BlitzDebt {
         if let Some(budget) = req.budget {
             req.extra = budget - minimums;
         }
-        let first_interest: Cents = req
-            .debts
-            .iter()
-            .map(|d| d.monthly_interest(d.balance))
-            .sum();
+        let first_interest: Cents = req.debts.iter().map(|d| d.monthly_interest(d.balance)).sum();
         for d in &req.debts {
             let accrued = d.monthly_interest(d.balance);
             if d.minimum <= accrued {
@@ -401,9 +333,7 @@ impl Agent for BlitzDebt {
         if let Some(message) = impossible {
             let mut out = AgentOutput::new(
                 message.clone(),
-                format!("{message}\n{}", req.warnings.join("\n"))
-                    .trim_end()
-                    .to_string(),
+                format!("{message}\n{}", req.warnings.join("\n")).trim_end().to_string(),
             )
             .with_artifact(Artifact::json("payoff_plan", value))
             .with_confidence(90);
@@ -428,10 +358,7 @@ impl Agent for BlitzDebt {
             0 if other_months == months => {
                 format!("; {} gives the same result", other.strategy.name())
             }
-            0 => format!(
-                "; {} would take {other_months} months with the same interest",
-                other.strategy.name()
-            ),
+            0 => format!("; {} would take {other_months} months with the same interest", other.strategy.name()),
             d => format!(
                 "; {} would take {other_months} months and cost {} {} in interest",
                 other.strategy.name(),
@@ -441,14 +368,12 @@ impl Agent for BlitzDebt {
         };
         summary.push_str(&comparison);
         let mut result = format!("Payoff order ({}):\n", req.strategy.name());
-        result.push_str(&list_lines(chosen.payoff_order.iter().map(|p| {
-            format!(
-                "- month {}: {} paid off ({} interest)",
-                p.month,
-                p.name,
-                fmt(p.interest)
-            )
-        })));
+        result.push_str(&list_lines(
+            chosen
+                .payoff_order
+                .iter()
+                .map(|p| format!("- month {}: {} paid off ({} interest)", p.month, p.name, fmt(p.interest))),
+        ));
         result.push_str(&format!(
             "\nTotal paid {} over {months} months, of which {} interest.",
             fmt(chosen.total_paid),
@@ -477,12 +402,7 @@ mod tests {
     const DEBTS: &str = "Student loan: $900 at 4% APR, minimum $30\nVisa: $3,000 at 24% APR, minimum $90\nI can pay an extra $300/month";
 
     async fn run(input: &str) -> Result<AgentOutput, DelegationError> {
-        BlitzDebt
-            .run(
-                &AgentContext::detached([TOOL]),
-                &Task::new("Plan my debt payoff", input),
-            )
-            .await
+        BlitzDebt.run(&AgentContext::detached([TOOL]), &Task::new("Plan my debt payoff", input)).await
     }
 
     #[test]
@@ -493,18 +413,8 @@ mod tests {
         assert_eq!(
             req.debts,
             vec![
-                Debt {
-                    name: "Car loan".into(),
-                    balance: 1_200_000,
-                    apr_bp: 650,
-                    minimum: 25_000
-                },
-                Debt {
-                    name: "Visa".into(),
-                    balance: 500_000,
-                    apr_bp: 1999,
-                    minimum: 15_000
-                },
+                Debt { name: "Car loan".into(), balance: 1_200_000, apr_bp: 650, minimum: 25_000 },
+                Debt { name: "Visa".into(), balance: 500_000, apr_bp: 1999, minimum: 15_000 },
             ]
         );
         assert_eq!((req.extra, req.strategy), (30_000, Strategy::Avalanche));
@@ -515,12 +425,7 @@ mod tests {
     fn blitz_simulation_pays_off_a_single_debt_exactly() {
         // $1,000 at 12% APR paying $100/month: ten payments leave $58.40, the
         // eleventh is $58.98 with its interest.
-        let debts = [Debt {
-            name: "Card".into(),
-            balance: 100_000,
-            apr_bp: 1200,
-            minimum: 10_000,
-        }];
+        let debts = [Debt { name: "Card".into(), balance: 100_000, apr_bp: 1200, minimum: 10_000 }];
         let plan = simulate(&debts, 10_000, Strategy::Avalanche);
         assert_eq!(plan.months, Some(11));
         assert_eq!(plan.total_interest, 5_898);
@@ -534,10 +439,8 @@ mod tests {
         assert_eq!(v["strategy"], "avalanche");
         assert_eq!(v["payoff_order"][0]["name"], "Visa");
         assert_eq!(v["comparison"]["payoff_order"][0]["name"], "Student loan");
-        let (avalanche, snowball) = (
-            v["total_interest"].as_f64().unwrap_or(0.0),
-            v["comparison"]["total_interest"].as_f64().unwrap_or(0.0),
-        );
+        let (avalanche, snowball) =
+            (v["total_interest"].as_f64().unwrap_or(0.0), v["comparison"]["total_interest"].as_f64().unwrap_or(0.0));
         assert_eq!((avalanche, snowball), (316.21, 423.83));
         assert_eq!(
             out.summary,
@@ -545,17 +448,11 @@ mod tests {
              snowball would take 11 months and cost $107.62 more in interest"
         );
 
-        let out = run(&format!("{DEBTS}\nUse the snowball method"))
-            .await
-            .expect("ok");
+        let out = run(&format!("{DEBTS}\nUse the snowball method")).await.expect("ok");
         assert_eq!(out.artifacts[0].value["strategy"], "snowball");
-        assert_eq!(
-            out.artifacts[0].value["payoff_order"][0]["name"],
-            "Student loan"
-        );
+        assert_eq!(out.artifacts[0].value["payoff_order"][0]["name"], "Student loan");
         assert!(
-            out.summary.contains("avalanche would take")
-                && out.summary.contains("less in interest"),
+            out.summary.contains("avalanche would take") && out.summary.contains("less in interest"),
             "{}",
             out.summary
         );
@@ -563,33 +460,32 @@ mod tests {
 
     #[tokio::test]
     async fn blitz_detects_payments_that_do_not_cover_interest() {
-        let out = run("Card: $20,000 at 29.99% APR, minimum $100")
-            .await
-            .expect("ok");
+        let out = run("Card: $20,000 at 29.99% APR, minimum $100").await.expect("ok");
         assert!(
-            out.summary.starts_with(
-                "Impossible plan: payments of $100.00/month don't cover the $499.83 of interest"
-            ),
+            out.summary.starts_with("Impossible plan: payments of $100.00/month don't cover the $499.83 of interest"),
             "{}",
             out.summary
         );
         assert_eq!(out.artifacts[0].value["feasible"], json!(false));
         assert!(out.requires_followup);
 
-        let out = run("Card: $2,000 at 20% APR, minimum $100\nLoan: $5,000 at 5%, min $200\nMy budget is $250 a month").await.expect("ok");
-        assert!(out.summary.starts_with("Impossible plan: a budget of $250.00/month is below the minimum payments ($300.00/month)"), "{}", out.summary);
+        let out = run("Card: $2,000 at 20% APR, minimum $100\nLoan: $5,000 at 5%, min $200\nMy budget is $250 a month")
+            .await
+            .expect("ok");
+        assert!(
+            out.summary.starts_with(
+                "Impossible plan: a budget of $250.00/month is below the minimum payments ($300.00/month)"
+            ),
+            "{}",
+            out.summary
+        );
     }
 
     #[tokio::test]
     async fn blitz_fails_on_garbage_and_without_its_tool() {
         let err = run("I feel broke").await.expect_err("no debts");
         assert_eq!(err.code, ErrorCode::AgentFailed);
-        let err = BlitzDebt
-            .run(
-                &AgentContext::detached(["track_goals"]),
-                &Task::new("x", DEBTS),
-            )
-            .await;
+        let err = BlitzDebt.run(&AgentContext::detached(["track_goals"]), &Task::new("x", DEBTS)).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
     }
 }

@@ -71,12 +71,7 @@ impl Receipt {
     pub fn to_transaction(&self) -> Transaction {
         let mut t = Transaction::new(self.merchant.clone(), self.total, self.currency.clone());
         t.date = self.date;
-        let names: Vec<&str> = self
-            .items
-            .iter()
-            .take(6)
-            .map(|i| i.description.as_str())
-            .collect();
+        let names: Vec<&str> = self.items.iter().take(6).map(|i| i.description.as_str()).collect();
         t.description = match self.items.len() {
             0 => format!("Receipt from {}", self.merchant),
             n if n > names.len() => format!("{} and {} more", names.join(", "), n - names.len()),
@@ -86,15 +81,8 @@ impl Receipt {
     }
 
     fn headline(&self) -> String {
-        let on = self
-            .date
-            .map(|d| format!(" on {}", d.format("%Y-%m-%d")))
-            .unwrap_or_default();
-        format!(
-            "{} at {}{on}",
-            money::format(self.total, &self.currency),
-            self.merchant
-        )
+        let on = self.date.map(|d| format!(" on {}", d.format("%Y-%m-%d"))).unwrap_or_default();
+        format!("{} at {}{on}", money::format(self.total, &self.currency), self.merchant)
     }
 }
 
@@ -123,19 +111,15 @@ static AMOUNT_LINE: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 static SUBTOTAL: LazyLock<Regex> = LazyLock::new(|| re(r"sub\s*-?\s*total"));
-static TAX: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\b(tax|taxes|gst|hst|pst|qst|vat|tva|iva|mwst)\b"));
+static TAX: LazyLock<Regex> = LazyLock::new(|| re(r"\b(tax|taxes|gst|hst|pst|qst|vat|tva|iva|mwst)\b"));
 static GRAND_TOTAL: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"\b(grand\s+total|total\s+due|amount\s+due|balance\s+due|total\s+to\s+pay|amount\s+to\s+pay|invoice\s+total)\b",
-    )
+    re(r"\b(grand\s+total|total\s+due|amount\s+due|balance\s+due|total\s+to\s+pay|amount\s+to\s+pay|invoice\s+total)\b")
 });
 static TOTAL: LazyLock<Regex> = LazyLock::new(|| re(r"\b(total|montant|summe|importe)\b"));
 static NOT_TOTAL: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b(items?|qty|quantity|count|savings?|saved|discounts?|points|units)\b"));
 static TIP: LazyLock<Regex> = LazyLock::new(|| re(r"\b(tip|tips|gratuity|service charge)\b"));
-static DISCOUNT: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\b(discount|coupon|savings|you saved|promo|rebate)\b"));
+static DISCOUNT: LazyLock<Regex> = LazyLock::new(|| re(r"\b(discount|coupon|savings|you saved|promo|rebate)\b"));
 static PAYMENT: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"\b(visa|mastercard|master card|amex|american express|debit|credit|cash|change|tender|tendered|card|paid|payment|interac|apple pay|google pay|auth|approval|balance)\b",
@@ -156,14 +140,12 @@ static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| {
         r"\b(receipts?|invoice|please|extract|categori[sz]e|here is|here's|here are|attached|below|following|analy[sz]e|deduct\w*|upload(ed)?|scan(ned)?)\b",
     )
 });
-static LABELLED_MERCHANT: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^\s*(merchant|store|vendor|seller|payee|business|sold by|from)\s*:\s*(?P<name>.+)$")
-});
+static LABELLED_MERCHANT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^\s*(merchant|store|vendor|seller|payee|business|sold by|from)\s*:\s*(?P<name>.+)$"));
 static PHONE: LazyLock<Regex> = LazyLock::new(|| re(r"\d{3}[-.\s)]+\d{3}[-.\s]\d{4}"));
 static ADDRESS: LazyLock<Regex> = LazyLock::new(|| re(r"^\d+\s+\w+"));
 static QTY_PREFIX: LazyLock<Regex> = LazyLock::new(|| re(r"^(\d{1,3})\s*(?:[xX×@]\s*|\s)(.*)$"));
-static QTY_SUFFIX: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(.*?)\s+(?:[xX×]\s*(\d{1,3})|(\d{1,3})\s*@.*)$"));
+static QTY_SUFFIX: LazyLock<Regex> = LazyLock::new(|| re(r"^(.*?)\s+(?:[xX×]\s*(\d{1,3})|(\d{1,3})\s*@.*)$"));
 static QTY_LABEL: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\bqty\s*:?\s*(\d{1,3})\b"));
 
 fn classify(label: &str) -> Kind {
@@ -199,9 +181,7 @@ fn amount_line(line: &str) -> Option<(&str, Cents)> {
 
 fn is_separator(line: &str) -> bool {
     let t = line.trim();
-    t.len() >= 3
-        && t.chars()
-            .all(|c| matches!(c, '-' | '=' | '*' | '_' | '~' | '#'))
+    t.len() >= 3 && t.chars().all(|c| matches!(c, '-' | '=' | '*' | '_' | '~' | '#'))
 }
 
 /// A block of lines; `hard` when a line of exactly `---` came before it.
@@ -212,23 +192,14 @@ struct Chunk<'a> {
 
 fn chunks(text: &str) -> Vec<Chunk<'_>> {
     let mut out = Vec::new();
-    let mut current = Chunk {
-        lines: Vec::new(),
-        hard: false,
-    };
+    let mut current = Chunk { lines: Vec::new(), hard: false };
     let mut hard_next = false;
     for line in text.lines().take(transactions::MAX_LINES) {
         let blank = line.trim().is_empty();
         if blank || is_separator(line) {
             hard_next |= line.trim() == "---";
             if !current.lines.is_empty() {
-                out.push(std::mem::replace(
-                    &mut current,
-                    Chunk {
-                        lines: Vec::new(),
-                        hard: false,
-                    },
-                ));
+                out.push(std::mem::replace(&mut current, Chunk { lines: Vec::new(), hard: false }));
             }
             continue;
         }
@@ -290,11 +261,7 @@ fn groups(text: &str) -> Vec<Vec<&str>> {
 /// `2025-10-01 Starbucks 4.50` are not receipts.
 pub fn parse_receipts(text: &str) -> Vec<Receipt> {
     let fallback_currency = money::detect_currency(text).unwrap_or("USD");
-    groups(text)
-        .iter()
-        .filter_map(|g| parse_one(g, fallback_currency))
-        .take(MAX_RECEIPTS)
-        .collect()
+    groups(text).iter().filter_map(|g| parse_one(g, fallback_currency)).take(MAX_RECEIPTS).collect()
 }
 
 fn is_merchant_candidate(line: &str) -> bool {
@@ -312,20 +279,13 @@ fn is_merchant_candidate(line: &str) -> bool {
 }
 
 fn merchant_of(lines: &[&str]) -> Option<String> {
-    if let Some(name) = lines.iter().find_map(|l| {
-        LABELLED_MERCHANT
-            .captures(l)
-            .map(|c| c["name"].trim().to_string())
-    }) {
+    if let Some(name) = lines.iter().find_map(|l| LABELLED_MERCHANT.captures(l).map(|c| c["name"].trim().to_string())) {
         return Some(transactions::clean_merchant(&name));
     }
     let line = lines.iter().take(8).find(|l| is_merchant_candidate(l))?;
-    let line =
-        line.trim_matches(|c: char| !c.is_alphanumeric() && c != '&' && c != '\'' && c != ')');
+    let line = line.trim_matches(|c: char| !c.is_alphanumeric() && c != '&' && c != '\'' && c != ')');
     let lower = line.to_lowercase();
-    let name = lower
-        .strip_prefix("welcome to ")
-        .map_or(line, |_| line.get(11..).unwrap_or(line));
+    let name = lower.strip_prefix("welcome to ").map_or(line, |_| line.get(11..).unwrap_or(line));
     Some(transactions::clean_merchant(name))
 }
 
@@ -337,25 +297,17 @@ fn item_parts(label: &str) -> (u32, String) {
     if let Some(c) = QTY_LABEL.captures(label) {
         qty = c[1].parse().unwrap_or(1);
         desc = QTY_LABEL.replace(label, "").to_string();
-    } else if let Some(c) = QTY_PREFIX
-        .captures(label)
-        .filter(|c| c[2].starts_with(char::is_alphabetic) || c[2].is_empty())
+    } else if let Some(c) =
+        QTY_PREFIX.captures(label).filter(|c| c[2].starts_with(char::is_alphabetic) || c[2].is_empty())
     {
         qty = c[1].parse().unwrap_or(1);
         desc = c[2].to_string();
     } else if let Some(c) = QTY_SUFFIX.captures(label) {
-        qty = c
-            .get(2)
-            .or(c.get(3))
-            .and_then(|m| m.as_str().parse().ok())
-            .unwrap_or(1);
+        qty = c.get(2).or(c.get(3)).and_then(|m| m.as_str().parse().ok()).unwrap_or(1);
         desc = c[1].to_string();
     }
     let desc = desc.split('@').next().unwrap_or_default();
-    let desc = desc
-        .trim_matches(|c: char| !c.is_alphanumeric() && c != ')' && c != '%')
-        .trim()
-        .to_string();
+    let desc = desc.trim_matches(|c: char| !c.is_alphanumeric() && c != ')' && c != '%').trim().to_string();
     (qty.clamp(1, 999), desc)
 }
 
@@ -368,9 +320,7 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
     for line in lines {
         let Some((label, amount)) = amount_line(line) else {
             // A text line may name the item priced on the next line.
-            let is_merchant = merchant
-                .as_deref()
-                .is_some_and(|m| line.to_lowercase().contains(&m.to_lowercase()));
+            let is_merchant = merchant.as_deref().is_some_and(|m| line.to_lowercase().contains(&m.to_lowercase()));
             pending_desc = (!is_merchant && is_merchant_candidate(line)).then_some(*line);
             continue;
         };
@@ -386,24 +336,17 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
                 if !description.chars().any(char::is_alphabetic) {
                     description = pending_desc.map_or_else(|| "Item".to_string(), str::to_string);
                 }
-                items.push(LineItem {
-                    description,
-                    quantity,
-                    amount,
-                });
+                items.push(LineItem { description, quantity, amount });
             }
             Kind::Item => {}
         }
         pending_desc = None;
     }
     // The highest-ranked total wins; among equals the last (a total after the tip).
-    let printed = totals
-        .iter()
-        .copied()
-        .fold(None, |best: Option<(u8, Cents)>, t| match best {
-            Some(b) if b.0 > t.0 => Some(b),
-            _ => Some(t),
-        });
+    let printed = totals.iter().copied().fold(None, |best: Option<(u8, Cents)>, t| match best {
+        Some(b) if b.0 > t.0 => Some(b),
+        _ => Some(t),
+    });
     let is_receipt = printed.is_some() || (merchant.is_some() && !items.is_empty());
     if !is_receipt {
         return None;
@@ -411,13 +354,8 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
     let (total, total_source) = match printed {
         Some((_, t)) => (t, TotalSource::Printed),
         None => {
-            let base = subtotal.unwrap_or_else(|| {
-                items.iter().map(|i: &LineItem| i.amount).sum::<Cents>() + discounts
-            });
-            (
-                base + tax.unwrap_or(0) + tip.unwrap_or(0),
-                TotalSource::Computed,
-            )
+            let base = subtotal.unwrap_or_else(|| items.iter().map(|i: &LineItem| i.amount).sum::<Cents>() + discounts);
+            (base + tax.unwrap_or(0) + tip.unwrap_or(0), TotalSource::Computed)
         }
     };
     let text = lines.join("\n");
@@ -429,9 +367,7 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
     Some(Receipt {
         merchant: merchant.unwrap_or_else(|| "Unknown merchant".into()),
         date,
-        currency: money::detect_currency(&text)
-            .unwrap_or(fallback_currency)
-            .to_string(),
+        currency: money::detect_currency(&text).unwrap_or(fallback_currency).to_string(),
         total,
         total_source,
         subtotal,
@@ -464,10 +400,7 @@ impl Agent for ByteDoc {
         } else {
             receipts_output(&found.receipts, &currency)
         };
-        output = output.with_artifact(Artifact::json(
-            "transactions",
-            transactions::to_json_array(ts),
-        ));
+        output = output.with_artifact(Artifact::json("transactions", transactions::to_json_array(ts)));
         Ok(output)
     }
 }
@@ -476,11 +409,7 @@ fn receipts_output(receipts: &[Receipt], currency: &str) -> AgentOutput {
     let summary = match receipts {
         [one] => format!("Extracted receipt: {}", one.headline()),
         many => {
-            let total: Cents = many
-                .iter()
-                .filter(|r| r.currency == currency)
-                .map(|r| r.total)
-                .sum();
+            let total: Cents = many.iter().filter(|r| r.currency == currency).map(|r| r.total).sum();
             let heads: Vec<String> = many.iter().take(5).map(Receipt::headline).collect();
             format!(
                 "Extracted {} receipts totaling {}: {}",
@@ -498,16 +427,8 @@ fn receipts_output(receipts: &[Receipt], currency: &str) -> AgentOutput {
                 s.push_str(" (no total line; computed from the items)");
             }
             for i in &r.items {
-                let qty = if i.quantity > 1 {
-                    format!("{} x ", i.quantity)
-                } else {
-                    String::new()
-                };
-                s.push_str(&format!(
-                    "\n  - {qty}{} {}",
-                    i.description,
-                    money::format(i.amount, &r.currency)
-                ));
+                let qty = if i.quantity > 1 { format!("{} x ", i.quantity) } else { String::new() };
+                s.push_str(&format!("\n  - {qty}{} {}", i.description, money::format(i.amount, &r.currency)));
             }
             if let Some(tax) = r.tax {
                 s.push_str(&format!("\n  tax {}", money::format(tax, &r.currency)));
@@ -521,20 +442,12 @@ fn receipts_output(receipts: &[Receipt], currency: &str) -> AgentOutput {
             s
         })
         .collect();
-    let certain = receipts
-        .iter()
-        .all(|r| r.total_source == TotalSource::Printed && r.date.is_some());
+    let certain = receipts.iter().all(|r| r.total_source == TotalSource::Printed && r.date.is_some());
     let mut output = AgentOutput::new(summary, details.join("\n"))
-        .with_artifact(Artifact::json(
-            "receipts",
-            Value::Array(receipts.iter().map(Receipt::to_json).collect()),
-        ))
+        .with_artifact(Artifact::json("receipts", Value::Array(receipts.iter().map(Receipt::to_json).collect())))
         .with_confidence(if certain { 95 } else { 75 });
-    let mut merchants: Vec<&str> = receipts
-        .iter()
-        .map(|r| r.merchant.as_str())
-        .filter(|m| *m != "Unknown merchant")
-        .collect();
+    let mut merchants: Vec<&str> =
+        receipts.iter().map(|r| r.merchant.as_str()).filter(|m| *m != "Unknown merchant").collect();
     merchants.dedup();
     for m in merchants.into_iter().take(3) {
         output = output.with_fact(NewFact::new(format!("User shops at {m}")));
@@ -542,33 +455,16 @@ fn receipts_output(receipts: &[Receipt], currency: &str) -> AgentOutput {
     output
 }
 
-fn statement_output(
-    source: &Source,
-    ts: &[Transaction],
-    currency: &str,
-    skipped: usize,
-) -> AgentOutput {
-    let spent: Cents = ts
-        .iter()
-        .filter(|t| t.amount > 0 && t.currency == currency)
-        .map(|t| t.amount)
-        .sum();
-    let received: Cents = ts
-        .iter()
-        .filter(|t| t.amount < 0 && t.currency == currency)
-        .map(|t| -t.amount)
-        .sum();
+fn statement_output(source: &Source, ts: &[Transaction], currency: &str, skipped: usize) -> AgentOutput {
+    let spent: Cents = ts.iter().filter(|t| t.amount > 0 && t.currency == currency).map(|t| t.amount).sum();
+    let received: Cents = ts.iter().filter(|t| t.amount < 0 && t.currency == currency).map(|t| -t.amount).sum();
     let first = ts.iter().filter_map(|t| t.date).min();
     let last = ts.iter().filter_map(|t| t.date).max();
     let span = match (first, last) {
         (Some(a), Some(b)) => format!(" ({} to {})", a.format("%Y-%m-%d"), b.format("%Y-%m-%d")),
         _ => String::new(),
     };
-    let noun = if ts.len() == 1 {
-        "transaction"
-    } else {
-        "transactions"
-    };
+    let noun = if ts.len() == 1 { "transaction" } else { "transactions" };
     let mut summary = format!(
         "Extracted {} {noun} from {}{span}: {} spent",
         ts.len(),
@@ -579,23 +475,13 @@ fn statement_output(
         summary.push_str(&format!(", {} received", money::format(received, currency)));
     }
     let mut result = list_lines(ts.iter().map(|t| {
-        let date = t
-            .date
-            .map(|d| d.format("%Y-%m-%d").to_string())
-            .unwrap_or_else(|| "(no date)".into());
-        format!(
-            "- {date} {} {}",
-            t.merchant,
-            money::format(t.amount, &t.currency)
-        )
+        let date = t.date.map(|d| d.format("%Y-%m-%d").to_string()).unwrap_or_else(|| "(no date)".into());
+        format!("- {date} {} {}", t.merchant, money::format(t.amount, &t.currency))
     }));
     if skipped > 0 {
-        result.push_str(&format!(
-            "\nSkipped {skipped} row(s) without a readable amount."
-        ));
+        result.push_str(&format!("\nSkipped {skipped} row(s) without a readable amount."));
     }
-    let mut output =
-        AgentOutput::new(summary, result).with_confidence(if skipped == 0 { 90 } else { 75 });
+    let mut output = AgentOutput::new(summary, result).with_confidence(if skipped == 0 { 90 } else { 75 });
     // A merchant seen three times or more is a habit worth remembering.
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for t in ts.iter().filter(|t| t.amount > 0) {
@@ -604,15 +490,8 @@ fn statement_output(
             None => counts.push((&t.merchant, 1)),
         }
     }
-    if let Some((m, n)) = counts
-        .iter()
-        .copied()
-        .filter(|(_, n)| *n >= 3)
-        .max_by_key(|(_, n)| *n)
-    {
-        output = output.with_fact(NewFact::new(format!(
-            "User frequently shops at {m} ({n} times in one statement)"
-        )));
+    if let Some((m, n)) = counts.iter().copied().filter(|(_, n)| *n >= 3).max_by_key(|(_, n)| *n) {
+        output = output.with_fact(NewFact::new(format!("User frequently shops at {m} ({n} times in one statement)")));
     }
     output
 }
@@ -627,70 +506,35 @@ mod tests {
     const STATEMENT: &str = include_str!("../../../../examples/statement.csv");
 
     async fn run(input: &str) -> Result<AgentOutput, DelegationError> {
-        ByteDoc
-            .run(
-                &AgentContext::detached([TOOL]),
-                &Task::new("Extract receipt data", input),
-            )
-            .await
+        ByteDoc.run(&AgentContext::detached([TOOL]), &Task::new("Extract receipt data", input)).await
     }
 
     fn artifact<'a>(out: &'a AgentOutput, label: &str) -> &'a Value {
-        &out.artifacts
-            .iter()
-            .find(|a| a.label.as_deref() == Some(label))
-            .expect("artifact")
-            .value
+        &out.artifacts.iter().find(|a| a.label.as_deref() == Some(label)).expect("artifact").value
     }
 
     #[tokio::test]
     async fn byte_doc_extracts_the_example_receipt() {
         let out = run(RECEIPT).await.expect("receipt");
-        assert_eq!(
-            out.summary,
-            "Extracted receipt: $45.99 at Starbucks on 2025-10-09"
-        );
+        assert_eq!(out.summary, "Extracted receipt: $45.99 at Starbucks on 2025-10-09");
         let receipt = &artifact(&out, "receipts")[0];
         assert_eq!(receipt["total"], json!(45.99));
         assert_eq!(receipt["currency"], json!("USD"));
         assert!(receipt["items"].as_array().is_some_and(|i| i.len() >= 3));
         let t = &artifact(&out, "transactions")[0];
-        assert_eq!(
-            (t["merchant"].as_str(), t["amount"].as_f64()),
-            (Some("Starbucks"), Some(45.99))
-        );
-        assert!(
-            out.new_facts
-                .iter()
-                .any(|f| f.fact == "User shops at Starbucks")
-        );
+        assert_eq!((t["merchant"].as_str(), t["amount"].as_f64()), (Some("Starbucks"), Some(45.99)));
+        assert!(out.new_facts.iter().any(|f| f.fact == "User shops at Starbucks"));
     }
 
     #[tokio::test]
     async fn byte_doc_splits_the_example_receipts() {
         let out = run(RECEIPTS).await.expect("receipts");
-        let receipts = artifact(&out, "receipts")
-            .as_array()
-            .expect("array")
-            .clone();
+        let receipts = artifact(&out, "receipts").as_array().expect("array").clone();
         assert_eq!(receipts.len(), 4, "{}", out.result);
-        let merchants: Vec<&str> = receipts
-            .iter()
-            .filter_map(|r| r["merchant"].as_str())
-            .collect();
-        assert_eq!(
-            merchants,
-            vec!["Staples", "Adobe Inc", "The Keg Steakhouse + Bar", "Shell"]
-        );
-        assert!(
-            receipts
-                .iter()
-                .all(|r| r["total_source"] == "printed" && r["date"].is_string())
-        );
-        assert_eq!(
-            artifact(&out, "transactions").as_array().map(Vec::len),
-            Some(4)
-        );
+        let merchants: Vec<&str> = receipts.iter().filter_map(|r| r["merchant"].as_str()).collect();
+        assert_eq!(merchants, vec!["Staples", "Adobe Inc", "The Keg Steakhouse + Bar", "Shell"]);
+        assert!(receipts.iter().all(|r| r["total_source"] == "printed" && r["date"].is_string()));
+        assert_eq!(artifact(&out, "transactions").as_array().map(Vec::len), Some(4));
     }
 
     #[tokio::test]
@@ -699,11 +543,7 @@ mod tests {
         let out = run(text).await.expect("receipt");
         let r = &artifact(&out, "receipts")[0];
         assert_eq!(
-            (
-                r["total"].as_f64(),
-                r["subtotal"].as_f64(),
-                r["tax"].as_f64()
-            ),
+            (r["total"].as_f64(), r["subtotal"].as_f64(), r["tax"].as_f64()),
             (Some(33.9), Some(30.0), Some(3.9))
         );
         assert_eq!(r["items"].as_array().map(Vec::len), Some(2));
@@ -713,39 +553,22 @@ mod tests {
     async fn byte_doc_reads_other_formats_and_currencies() {
         let text = "Please extract this receipt:\n\nMerchant: Café Lumière\nDate: 9 Oct 2025\n2 x Croissant €6,40\nEspresso x2 €5,00\nAmount due: €11,40";
         let out = run(text).await.expect("receipt");
-        assert_eq!(
-            out.summary,
-            "Extracted receipt: €11.40 at Café Lumière on 2025-10-09"
-        );
+        assert_eq!(out.summary, "Extracted receipt: €11.40 at Café Lumière on 2025-10-09");
         let items = artifact(&out, "receipts")[0]["items"].clone();
-        assert_eq!(
-            items[0],
-            json!({"description": "Croissant", "quantity": 2, "amount": 6.4})
-        );
+        assert_eq!(items[0], json!({"description": "Croissant", "quantity": 2, "amount": 6.4}));
         assert_eq!(items[1]["quantity"], json!(2));
 
         let canadian = "TIM HORTONS #2231\nOct 3, 2025\nDouble Double 2.19\nBagel 2.49\nHST 0.61\nTotal C$5.29";
         let out = run(canadian).await.expect("receipt");
-        assert_eq!(
-            out.summary,
-            "Extracted receipt: C$5.29 at Tim Hortons on 2025-10-03"
-        );
+        assert_eq!(out.summary, "Extracted receipt: C$5.29 at Tim Hortons on 2025-10-03");
     }
 
     #[tokio::test]
     async fn byte_doc_computes_a_missing_total_from_items() {
-        let out = run("Bob's Hardware\n10/09/2025\nHammer 15.00\n3 Nails 4.50\nTax 1.95")
-            .await
-            .expect("receipt");
+        let out = run("Bob's Hardware\n10/09/2025\nHammer 15.00\n3 Nails 4.50\nTax 1.95").await.expect("receipt");
         let r = &artifact(&out, "receipts")[0];
-        assert_eq!(
-            (r["total"].as_f64(), r["total_source"].as_str()),
-            (Some(21.45), Some("computed"))
-        );
-        assert_eq!(
-            r["items"][1],
-            json!({"description": "Nails", "quantity": 3, "amount": 4.5})
-        );
+        assert_eq!((r["total"].as_f64(), r["total_source"].as_str()), (Some(21.45), Some("computed")));
+        assert_eq!(r["items"][1], json!({"description": "Nails", "quantity": 3, "amount": 4.5}));
         assert_eq!(out.confidence, Some(75));
     }
 
@@ -753,77 +576,40 @@ mod tests {
     async fn byte_doc_keeps_the_total_after_the_tip() {
         let text = "Luigi's Trattoria\nOct 1, 2025\nPizza 20.00\nTotal 22.60\n\nTip 4.00\nTotal 26.60\n\nThank you!";
         let out = run(text).await.expect("receipt");
-        let r = artifact(&out, "receipts")
-            .as_array()
-            .expect("array")
-            .clone();
+        let r = artifact(&out, "receipts").as_array().expect("array").clone();
         assert_eq!(r.len(), 1);
-        assert_eq!(
-            (r[0]["total"].as_f64(), r[0]["tip"].as_f64()),
-            (Some(26.6), Some(4.0))
-        );
+        assert_eq!((r[0]["total"].as_f64(), r[0]["tip"].as_f64()), (Some(26.6), Some(4.0)));
     }
 
     #[tokio::test]
     async fn byte_doc_splits_blank_line_receipts_with_their_own_totals() {
         let text = "Starbucks\nLatte 5.25\nTotal 5.25\n\nSubway\nSandwich 9.50\nTotal 9.50";
         let out = run(text).await.expect("receipts");
-        assert!(
-            out.summary
-                .starts_with("Extracted 2 receipts totaling $14.75"),
-            "{}",
-            out.summary
-        );
+        assert!(out.summary.starts_with("Extracted 2 receipts totaling $14.75"), "{}", out.summary);
     }
 
     #[tokio::test]
     async fn byte_doc_extracts_a_statement() {
         let out = run(STATEMENT).await.expect("statement");
         assert!(out.summary.starts_with("Extracted "), "{}", out.summary);
-        assert!(
-            out.summary.contains("from the CSV statement"),
-            "{}",
-            out.summary
-        );
-        assert!(
-            out.artifacts
-                .iter()
-                .all(|a| a.label.as_deref() != Some("receipts"))
-        );
-        assert!(
-            artifact(&out, "transactions")
-                .as_array()
-                .is_some_and(|t| t.len() >= 20)
-        );
+        assert!(out.summary.contains("from the CSV statement"), "{}", out.summary);
+        assert!(out.artifacts.iter().all(|a| a.label.as_deref() != Some("receipts")));
+        assert!(artifact(&out, "transactions").as_array().is_some_and(|t| t.len() >= 20));
     }
 
     #[tokio::test]
     async fn byte_doc_fails_clearly_on_garbage() {
-        for text in [
-            "",
-            "Hello, how are you?",
-            "!!!\n---\n???",
-            "\u{0}💥\u{fffd}",
-        ] {
+        for text in ["", "Hello, how are you?", "!!!\n---\n???", "\u{0}💥\u{fffd}"] {
             let err = run(text).await.expect_err("no receipt");
             assert_eq!(err.code, ErrorCode::AgentFailed);
-            assert!(
-                err.message.contains("expected receipt text"),
-                "{}",
-                err.message
-            );
+            assert!(err.message.contains("expected receipt text"), "{}", err.message);
         }
     }
 
     #[tokio::test]
     async fn byte_doc_needs_its_tool() {
-        let err = ByteDoc
-            .run(
-                &AgentContext::detached(["categorize"]),
-                &Task::new("x", RECEIPT),
-            )
-            .await
-            .expect_err("refused");
+        let err =
+            ByteDoc.run(&AgentContext::detached(["categorize"]), &Task::new("x", RECEIPT)).await.expect_err("refused");
         assert_eq!(err.code, ErrorCode::ToolNotAllowed);
     }
 }

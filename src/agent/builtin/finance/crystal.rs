@@ -14,13 +14,7 @@ use crate::protocol::{Artifact, DelegationError, NewFact};
 pub const TOOL: &str = "analyze_spending";
 
 /// Categories people can cut back on without changing where they live.
-const DISCRETIONARY: &[&str] = &[
-    "Dining - Coffee",
-    "Dining - Restaurants",
-    "Entertainment",
-    "Shopping",
-    "Travel",
-];
+const DISCRETIONARY: &[&str] = &["Dining - Coffee", "Dining - Restaurants", "Entertainment", "Shopping", "Travel"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CategoryTotal {
@@ -102,31 +96,22 @@ fn month_key(t: &Transaction) -> Option<(i32, u32)> {
 /// came with them are used; missing ones come from Tag's rules.
 pub fn analyze(transactions: &[Transaction]) -> Analysis {
     let currency = transactions::main_currency(transactions);
-    let mut ts: Vec<Transaction> = transactions
-        .iter()
-        .filter(|t| t.currency == currency)
-        .cloned()
-        .collect();
+    let mut ts: Vec<Transaction> = transactions.iter().filter(|t| t.currency == currency).cloned().collect();
     tag_ai::ensure_categories(&mut ts);
     let spending: Vec<&Transaction> = ts.iter().filter(|t| t.amount > 0).collect();
     let total_spent: Cents = spending.iter().map(|t| t.amount).sum();
     let by_category = tag_ai::totals_by_category(&ts)
         .into_iter()
-        .map(|(category, total, count)| CategoryTotal {
-            category,
-            total,
-            count,
-        })
+        .map(|(category, total, count)| CategoryTotal { category, total, count })
         .collect();
 
     // Months without purchases between the first and last one count as zero;
     // a span over 20 years is a data error and keeps only the months seen.
     let keys: Vec<(i32, u32)> = spending.iter().filter_map(|t| month_key(t)).collect();
     let mut months: Vec<(i32, u32)> = match (keys.iter().min(), keys.iter().max()) {
-        (Some(&first), Some(&last)) if dates::months_between(first, last) <= 240 => (0
-            ..=dates::months_between(first, last))
-            .map(|n| dates::add_months(first, n))
-            .collect(),
+        (Some(&first), Some(&last)) if dates::months_between(first, last) <= 240 => {
+            (0..=dates::months_between(first, last)).map(|n| dates::add_months(first, n)).collect()
+        }
         _ => keys.clone(),
     };
     months.sort_unstable();
@@ -134,11 +119,7 @@ pub fn analyze(transactions: &[Transaction]) -> Analysis {
     let by_month: Vec<(String, Cents)> = months
         .iter()
         .map(|m| {
-            let total = spending
-                .iter()
-                .filter(|t| month_key(t) == Some(*m))
-                .map(|t| t.amount)
-                .sum();
+            let total = spending.iter().filter(|t| month_key(t) == Some(*m)).map(|t| t.amount).sum();
             (dates::month_label(*m), total)
         })
         .collect();
@@ -151,11 +132,7 @@ pub fn analyze(transactions: &[Transaction]) -> Analysis {
             change_pct: (w[0].1 != 0).then(|| money::percent(w[1].1 - w[0].1, w[0].1)),
         })
         .collect();
-    let undated_spent = spending
-        .iter()
-        .filter(|t| t.date.is_none())
-        .map(|t| t.amount)
-        .sum();
+    let undated_spent = spending.iter().filter(|t| t.date.is_none()).map(|t| t.amount).sum();
     let dated_spent = total_spent - undated_spent;
     let mut analysis = Analysis {
         currency,
@@ -170,11 +147,8 @@ pub fn analyze(transactions: &[Transaction]) -> Analysis {
         suggestions: Vec::new(),
         other_currency: transactions.len() - ts.len(),
     };
-    analysis.average_per_month = if analysis.by_month.is_empty() {
-        total_spent
-    } else {
-        analysis.per_month(dated_spent)
-    };
+    analysis.average_per_month =
+        if analysis.by_month.is_empty() { total_spent } else { analysis.per_month(dated_spent) };
     analysis.suggestions = suggestions(&analysis, &ts);
     analysis
 }
@@ -186,11 +160,7 @@ pub fn analyze(transactions: &[Transaction]) -> Analysis {
 fn suggestions(a: &Analysis, ts: &[Transaction]) -> Vec<String> {
     let fmt = |c: Cents| money::format(c, &a.currency);
     let mut out = Vec::new();
-    if let Some(top) = a
-        .by_category
-        .iter()
-        .find(|c| DISCRETIONARY.contains(&c.category.as_str()))
-    {
+    if let Some(top) = a.by_category.iter().find(|c| DISCRETIONARY.contains(&c.category.as_str())) {
         let monthly = a.per_month(top.total);
         let half = monthly / 2;
         out.push(format!(
@@ -202,32 +172,18 @@ fn suggestions(a: &Analysis, ts: &[Transaction]) -> Vec<String> {
             fmt(half * 12)
         ));
     }
-    if let Some(last) = a
-        .month_over_month
-        .last()
-        .filter(|m| m.change_pct.is_some_and(|p| p.abs() >= 10.0))
-    {
+    if let Some(last) = a.month_over_month.last().filter(|m| m.change_pct.is_some_and(|p| p.abs() >= 10.0)) {
         let in_month = |month: &str, cat: &str| -> Cents {
             ts.iter()
-                .filter(|t| {
-                    t.amount > 0
-                        && t.month().as_deref() == Some(month)
-                        && t.category.as_deref() == Some(cat)
-                })
+                .filter(|t| t.amount > 0 && t.month().as_deref() == Some(month) && t.category.as_deref() == Some(cat))
                 .map(|t| t.amount)
                 .sum()
         };
-        let deltas = a.by_category.iter().map(|c| {
-            (
-                c.category.as_str(),
-                in_month(&last.to, &c.category) - in_month(&last.from, &c.category),
-            )
-        });
-        let from_total = a
-            .by_month
+        let deltas = a
+            .by_category
             .iter()
-            .find(|(m, _)| *m == last.from)
-            .map_or(0, |(_, t)| *t);
+            .map(|c| (c.category.as_str(), in_month(&last.to, &c.category) - in_month(&last.from, &c.category)));
+        let from_total = a.by_month.iter().find(|(m, _)| *m == last.from).map_or(0, |(_, t)| *t);
         let (verb, driver) = if last.change > 0 {
             ("rose", deltas.max_by_key(|(_, d)| *d))
         } else {
@@ -245,20 +201,13 @@ fn suggestions(a: &Analysis, ts: &[Transaction]) -> Vec<String> {
             let sign = if delta > 0 { "+" } else { "" };
             s.push_str(&format!(", mostly {cat} ({sign}{})", fmt(delta)));
         }
-        s.push_str(if last.change > 0 {
-            "; check whether that is a one-off."
-        } else {
-            "; keep it up."
-        });
+        s.push_str(if last.change > 0 { "; check whether that is a one-off." } else { "; keep it up." });
         out.push(s);
     }
     let recurring = recurring_charges(ts);
     if !recurring.is_empty() {
         let total: Cents = recurring.iter().map(|(_, amount)| amount).sum();
-        let names: Vec<String> = recurring
-            .iter()
-            .map(|(m, amount)| format!("{m} {}", fmt(*amount)))
-            .collect();
+        let names: Vec<String> = recurring.iter().map(|(m, amount)| format!("{m} {}", fmt(*amount))).collect();
         out.push(format!(
             "{} recurring charges cost {}/month ({}); cancelling one you no longer use saves its full amount every month.",
             recurring.len(),
@@ -266,12 +215,8 @@ fn suggestions(a: &Analysis, ts: &[Transaction]) -> Vec<String> {
             names.join(", ")
         ));
     }
-    let housing: Cents = a
-        .by_category
-        .iter()
-        .filter(|c| c.category == "Rent" || c.category == "Utilities")
-        .map(|c| c.total)
-        .sum();
+    let housing: Cents =
+        a.by_category.iter().filter(|c| c.category == "Rent" || c.category == "Utilities").map(|c| c.total).sum();
     if money::percent(housing, a.total_spent) >= 40.0 {
         out.push(format!(
             "Rent and utilities take {}% of spending ({}/month); they are the largest fixed cost to renegotiate or share.",
@@ -314,18 +259,10 @@ fn suggestions(a: &Analysis, ts: &[Transaction]) -> Vec<String> {
 /// amount (within 10%), in two or more months; housing and food are left out.
 /// Returns each merchant's latest amount.
 fn recurring_charges(ts: &[Transaction]) -> Vec<(String, Cents)> {
-    const NOT_SUBSCRIPTIONS: &[&str] = &[
-        "Rent",
-        "Utilities",
-        "Groceries",
-        "Dining - Coffee",
-        "Dining - Restaurants",
-        "Transport",
-    ];
+    const NOT_SUBSCRIPTIONS: &[&str] =
+        &["Rent", "Utilities", "Groceries", "Dining - Coffee", "Dining - Restaurants", "Transport"];
     let mut merchants: Vec<&str> = Vec::new();
-    for t in ts.iter().filter(|t| {
-        t.amount > 0 && !NOT_SUBSCRIPTIONS.contains(&t.category.as_deref().unwrap_or(""))
-    }) {
+    for t in ts.iter().filter(|t| t.amount > 0 && !NOT_SUBSCRIPTIONS.contains(&t.category.as_deref().unwrap_or(""))) {
         if !merchants.contains(&t.merchant.as_str()) {
             merchants.push(&t.merchant);
         }
@@ -333,17 +270,11 @@ fn recurring_charges(ts: &[Transaction]) -> Vec<(String, Cents)> {
     merchants
         .into_iter()
         .filter_map(|m| {
-            let charges: Vec<&Transaction> = ts
-                .iter()
-                .filter(|t| t.merchant == m && t.amount > 0)
-                .collect();
+            let charges: Vec<&Transaction> = ts.iter().filter(|t| t.merchant == m && t.amount > 0).collect();
             let mut months: Vec<String> = charges.iter().filter_map(|t| t.month()).collect();
             months.sort_unstable();
             months.dedup();
-            let (min, max) = (
-                charges.iter().map(|t| t.amount).min()?,
-                charges.iter().map(|t| t.amount).max()?,
-            );
+            let (min, max) = (charges.iter().map(|t| t.amount).min()?, charges.iter().map(|t| t.amount).max()?);
             let latest = charges.iter().max_by_key(|t| t.date)?.amount;
             (months.len() >= 2 && (max - min) * 10 <= max).then(|| (m.to_string(), latest))
         })
@@ -373,13 +304,7 @@ impl Agent for CrystalAnalytics {
             .by_category
             .iter()
             .take(3)
-            .map(|c| {
-                format!(
-                    "{} ({}%)",
-                    c.category,
-                    money::percent(c.total, a.total_spent)
-                )
-            })
+            .map(|c| format!("{} ({}%)", c.category, money::percent(c.total, a.total_spent)))
             .collect();
         let summary = format!(
             "Analyzed {} transactions{span}: {} spent ({}/month); top: {}",
@@ -406,10 +331,7 @@ impl Agent for CrystalAnalytics {
             }
         }
         for m in &a.month_over_month {
-            let pct = m
-                .change_pct
-                .map(|p| format!(" ({p:+}%)"))
-                .unwrap_or_default();
+            let pct = m.change_pct.map(|p| format!(" ({p:+}%)")).unwrap_or_default();
             result.push_str(&format!("\n{} -> {}: {}{pct}", m.from, m.to, fmt(m.change)));
         }
         if a.undated_spent > 0 {
@@ -419,10 +341,7 @@ impl Agent for CrystalAnalytics {
             ));
         }
         if a.other_currency > 0 {
-            result.push_str(&format!(
-                "\n{} transactions in other currencies were left out.",
-                a.other_currency
-            ));
+            result.push_str(&format!("\n{} transactions in other currencies were left out.", a.other_currency));
         }
         result.push_str("\nSuggestions:");
         for s in &a.suggestions {
@@ -452,23 +371,14 @@ mod tests {
     const STATEMENT: &str = include_str!("../../../../examples/statement.csv");
 
     async fn run(task: Task) -> Result<AgentOutput, DelegationError> {
-        CrystalAnalytics
-            .run(&AgentContext::detached([TOOL]), &task)
-            .await
+        CrystalAnalytics.run(&AgentContext::detached([TOOL]), &task).await
     }
 
     #[tokio::test]
     async fn crystal_analyzes_the_example_statement() {
-        let out = run(Task::new(
-            "Analyze spending by category and month",
-            STATEMENT,
-        ))
-        .await
-        .expect("ok");
+        let out = run(Task::new("Analyze spending by category and month", STATEMENT)).await.expect("ok");
         assert!(
-            out.summary.starts_with(
-                "Analyzed 31 transactions over 3 months: $5,708.55 spent ($1,902.85/month)"
-            ),
+            out.summary.starts_with("Analyzed 31 transactions over 3 months: $5,708.55 spent ($1,902.85/month)"),
             "{}",
             out.summary
         );
@@ -484,21 +394,19 @@ mod tests {
         let suggestions = a["suggestions"].as_array().expect("suggestions");
         assert_eq!(suggestions.len(), 3);
         assert!(
-            suggestions[0].as_str().is_some_and(
-                |s| s.starts_with("Dining - Restaurants is 2.2% of spending ($41.07/month)")
-            ),
-            "{suggestions:?}"
-        );
-        assert!(
-            suggestions[1].as_str().is_some_and(
-                |s| s.contains("Adobe Creative Cloud $59.99") && s.contains("Netflix $15.49")
-            ),
-            "{suggestions:?}"
-        );
-        assert!(
-            suggestions[2]
+            suggestions[0]
                 .as_str()
-                .is_some_and(|s| s.starts_with("Rent and utilities take 80.8%")),
+                .is_some_and(|s| s.starts_with("Dining - Restaurants is 2.2% of spending ($41.07/month)")),
+            "{suggestions:?}"
+        );
+        assert!(
+            suggestions[1]
+                .as_str()
+                .is_some_and(|s| s.contains("Adobe Creative Cloud $59.99") && s.contains("Netflix $15.49")),
+            "{suggestions:?}"
+        );
+        assert!(
+            suggestions[2].as_str().is_some_and(|s| s.starts_with("Rent and utilities take 80.8%")),
             "{suggestions:?}"
         );
     }
@@ -538,18 +446,10 @@ mod tests {
     #[tokio::test]
     async fn crystal_fails_on_garbage_and_without_its_tool() {
         assert_eq!(
-            run(Task::new("analyze my spending", "nothing here"))
-                .await
-                .expect_err("none")
-                .code,
+            run(Task::new("analyze my spending", "nothing here")).await.expect_err("none").code,
             ErrorCode::AgentFailed
         );
-        let err = CrystalAnalytics
-            .run(
-                &AgentContext::detached(["categorize"]),
-                &Task::new("x", STATEMENT),
-            )
-            .await;
+        let err = CrystalAnalytics.run(&AgentContext::detached(["categorize"]), &Task::new("x", STATEMENT)).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
     }
 }

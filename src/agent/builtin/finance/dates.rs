@@ -12,35 +12,21 @@ fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("valid regex")
 }
 
-static ISO: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:T|\b)"));
-static NUMERIC: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"\b(\d{1,2})[-/.](\d{1,2})[-/.](\d{4}|\d{2})\b"));
-static MONTH_FIRST: LazyLock<Regex> = LazyLock::new(|| {
-    regex(&format!(
-        r"(?i)\b{MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"
-    ))
-});
-static DAY_FIRST: LazyLock<Regex> = LazyLock::new(|| {
-    regex(&format!(
-        r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?[\s-]+{MONTH}[\s,-]+(\d{{4}}|\d{{2}})\b"
-    ))
-});
+static ISO: LazyLock<Regex> = LazyLock::new(|| regex(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:T|\b)"));
+static NUMERIC: LazyLock<Regex> = LazyLock::new(|| regex(r"\b(\d{1,2})[-/.](\d{1,2})[-/.](\d{4}|\d{2})\b"));
+static MONTH_FIRST: LazyLock<Regex> =
+    LazyLock::new(|| regex(&format!(r"(?i)\b{MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b")));
+static DAY_FIRST: LazyLock<Regex> =
+    LazyLock::new(|| regex(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?[\s-]+{MONTH}[\s,-]+(\d{{4}}|\d{{2}})\b")));
 static YEAR_MONTH: LazyLock<Regex> = LazyLock::new(|| regex(r"\b(\d{4})[-/](\d{1,2})\b"));
 static MONTH_YEAR_NUM: LazyLock<Regex> = LazyLock::new(|| regex(r"\b(\d{1,2})/(\d{4})\b"));
-static MONTH_YEAR: LazyLock<Regex> =
-    LazyLock::new(|| regex(&format!(r"(?i)\b{MONTH},?\s+(\d{{4}})\b")));
+static MONTH_YEAR: LazyLock<Regex> = LazyLock::new(|| regex(&format!(r"(?i)\b{MONTH},?\s+(\d{{4}})\b")));
 
 /// The number of a month name or abbreviation (`Oct`, `october`).
 pub fn month_number(name: &str) -> Option<u32> {
     let lower = name.to_ascii_lowercase();
-    let names = [
-        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-    ];
-    names
-        .iter()
-        .position(|m| lower.starts_with(m))
-        .and_then(|i| u32::try_from(i + 1).ok())
+    let names = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    names.iter().position(|m| lower.starts_with(m)).and_then(|i| u32::try_from(i + 1).ok())
 }
 
 fn year(raw: &str) -> Option<i32> {
@@ -74,10 +60,7 @@ pub fn find_date(text: &str) -> Option<(NaiveDate, Range<usize>)> {
         let date = NaiveDate::from_ymd_opt(year(&c[3])?, month_number(&c[2])?, num(&c[1])?)?;
         Some((date, c.get(0)?.range()))
     });
-    [iso, numeric, month_first, day_first]
-        .into_iter()
-        .flatten()
-        .min_by_key(|(_, r)| r.start)
+    [iso, numeric, month_first, day_first].into_iter().flatten().min_by_key(|(_, r)| r.start)
 }
 
 /// A date in any form `find_date` knows, or a JSON-ish `2025-10-09T12:00:00Z`.
@@ -97,13 +80,9 @@ pub fn find_month(text: &str) -> Option<((i32, u32), Range<usize>)> {
         let (m, y) = (num(&c[1])?, year(&c[2])?);
         (1..=12).contains(&m).then_some(((y, m), c.get(0)?.range()))
     });
-    let my = MONTH_YEAR
-        .captures_iter(text)
-        .find_map(|c| Some(((year(&c[2])?, month_number(&c[1])?), c.get(0)?.range())));
-    [full, ym, my_num, my]
-        .into_iter()
-        .flatten()
-        .min_by_key(|(_, r)| r.start)
+    let my =
+        MONTH_YEAR.captures_iter(text).find_map(|c| Some(((year(&c[2])?, month_number(&c[1])?), c.get(0)?.range())));
+    [full, ym, my_num, my].into_iter().flatten().min_by_key(|(_, r)| r.start)
 }
 
 /// Months from one (year, month) to another; negative when `to` is earlier.
@@ -114,10 +93,7 @@ pub fn months_between(from: (i32, u32), to: (i32, u32)) -> i64 {
 /// (year, month) plus `n` months.
 pub fn add_months(from: (i32, u32), n: i64) -> (i32, u32) {
     let total = i64::from(from.0) * 12 + i64::from(from.1) - 1 + n;
-    (
-        i32::try_from(total.div_euclid(12)).unwrap_or(i32::MAX),
-        u32::try_from(total.rem_euclid(12) + 1).unwrap_or(1),
-    )
+    (i32::try_from(total.div_euclid(12)).unwrap_or(i32::MAX), u32::try_from(total.rem_euclid(12) + 1).unwrap_or(1))
 }
 
 pub fn month_label((y, m): (i32, u32)) -> String {

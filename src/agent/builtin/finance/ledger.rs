@@ -35,16 +35,20 @@ const MEDICAL_FLOOR_PCT: i64 = 75; // tenths of a percent: 7.5%
 const DEFAULT_HOME_OFFICE_PCT: u8 = 10;
 
 static BUSINESS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(business|client|clients|customer meeting|meeting|conference|work trip|work travel|sales call)\b")
-        .expect("valid regex")
+    Regex::new(
+        r"(?i)\b(business|client|clients|customer meeting|meeting|conference|work trip|work travel|sales call)\b",
+    )
+    .expect("valid regex")
 });
 static HOME_OFFICE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)home[- ]office(?:[^0-9%\n]{0,25}?(\d{1,2})\s*%)?|(\d{1,2})\s*%[^.\n]{0,25}?home[- ]office")
         .expect("valid regex")
 });
 static INCOME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:income|agi|earn(?:ed|s)?|make|salary)\b[^0-9$€£\n]{0,20}((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?\s?k?)")
-        .expect("valid regex")
+    Regex::new(
+        r"(?i)\b(?:income|agi|earn(?:ed|s)?|make|salary)\b[^0-9$€£\n]{0,20}((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?\s?k?)",
+    )
+    .expect("valid regex")
 });
 
 /// What the request says about the taxpayer.
@@ -60,31 +64,15 @@ pub struct TaxContext {
 impl TaxContext {
     /// Reads the objective, the input's prose and the user's facts.
     pub fn from_text(text: &str) -> Self {
-        let home_office_pct = HOME_OFFICE.captures(text).map(|c| {
-            c.get(1)
-                .or(c.get(2))
-                .and_then(|m| m.as_str().parse().ok())
-                .unwrap_or(DEFAULT_HOME_OFFICE_PCT)
-        });
-        let annual_income = INCOME
+        let home_office_pct = HOME_OFFICE
             .captures(text)
-            .and_then(|c| money::parse_amount(&c[1]))
-            .filter(|i| *i > 0);
+            .map(|c| c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse().ok()).unwrap_or(DEFAULT_HOME_OFFICE_PCT));
+        let annual_income = INCOME.captures(text).and_then(|c| money::parse_amount(&c[1])).filter(|i| *i > 0);
         let lower = text.to_lowercase();
-        let business_travel = [
-            "business trip",
-            "business travel",
-            "work trip",
-            "for work",
-            "for business",
-        ]
-        .iter()
-        .any(|w| lower.contains(w));
-        Self {
-            business_travel,
-            home_office_pct,
-            annual_income,
-        }
+        let business_travel = ["business trip", "business travel", "work trip", "for work", "for business"]
+            .iter()
+            .any(|w| lower.contains(w));
+        Self { business_travel, home_office_pct, annual_income }
     }
 }
 
@@ -106,8 +94,7 @@ impl Deduction {
             merchant: t.merchant.clone(),
             category: category.to_string(),
             amount: t.amount,
-            deductible: money::div_round(i128::from(t.amount) * i128::from(share_pct), 100)
-                as Cents,
+            deductible: money::div_round(i128::from(t.amount) * i128::from(share_pct), 100) as Cents,
             share_pct,
             reason: reason.into(),
         }
@@ -146,70 +133,36 @@ impl Deductions {
 /// it, else what the rules say.
 fn category_of(t: &Transaction) -> &'static str {
     let given = t.category.as_deref().unwrap_or_default();
-    tag_ai::categories()
-        .find(|c| c.eq_ignore_ascii_case(given))
-        .unwrap_or_else(|| tag_ai::categorize_transaction(t).0)
+    tag_ai::categories().find(|c| c.eq_ignore_ascii_case(given)).unwrap_or_else(|| tag_ai::categorize_transaction(t).0)
 }
 
 /// Applies the rule set in the module documentation to the purchases in the
 /// most common currency.
 pub fn find_deductions(transactions: &[Transaction], ctx: &TaxContext) -> Deductions {
     let currency = transactions::main_currency(transactions);
-    let mut out = Deductions {
-        currency: currency.clone(),
-        ..Deductions::default()
-    };
+    let mut out = Deductions { currency: currency.clone(), ..Deductions::default() };
     let mut medical: Vec<&Transaction> = Vec::new();
-    for t in transactions
-        .iter()
-        .filter(|t| t.amount > 0 && t.currency == currency)
-    {
+    for t in transactions.iter().filter(|t| t.amount > 0 && t.currency == currency) {
         let category = category_of(t);
         let business = BUSINESS.is_match(&t.search_text());
         let full = |reason: &str| Some(Deduction::new(t, category, 100, reason));
         let (deductible, possible) = match category {
-            "Office Supplies" => (
-                full("office supplies used for work are a deductible business expense"),
-                None,
-            ),
-            "Software" => (
-                full("software and subscriptions used for work are a deductible business expense"),
-                None,
-            ),
-            "Education" => (
-                full("work-related education and training are deductible"),
-                None,
-            ),
-            "Professional Dues" => (
-                full("professional membership dues and licences are deductible"),
-                None,
-            ),
+            "Office Supplies" => (full("office supplies used for work are a deductible business expense"), None),
+            "Software" => (full("software and subscriptions used for work are a deductible business expense"), None),
+            "Education" => (full("work-related education and training are deductible"), None),
+            "Professional Dues" => (full("professional membership dues and licences are deductible"), None),
             "Charity" => (
-                full(
-                    "charitable donation: deductible when you itemize (a tax credit in Canada); keep the receipt",
-                ),
+                full("charitable donation: deductible when you itemize (a tax credit in Canada); keep the receipt"),
                 None,
             ),
             "Travel" if business || ctx.business_travel => {
                 (full("business travel (fares, lodging) is deductible"), None)
             }
-            "Travel" => (
-                None,
-                full("travel is deductible only if the trip was for business"),
-            ),
-            "Transport" if business => (
-                full("transport for business (client visits, meetings) is deductible"),
-                None,
-            ),
-            "Dining - Restaurants" if business => (
-                Some(Deduction::new(
-                    t,
-                    category,
-                    50,
-                    "business meal with a client: 50% deductible",
-                )),
-                None,
-            ),
+            "Travel" => (None, full("travel is deductible only if the trip was for business")),
+            "Transport" if business => (full("transport for business (client visits, meetings) is deductible"), None),
+            "Dining - Restaurants" if business => {
+                (Some(Deduction::new(t, category, 50, "business meal with a client: 50% deductible")), None)
+            }
             "Utilities" | "Rent" => match ctx.home_office_pct {
                 Some(pct) => (
                     Some(Deduction::new(
@@ -255,10 +208,8 @@ pub fn find_deductions(transactions: &[Transaction], ctx: &TaxContext) -> Deduct
                         category: "Health".into(),
                         amount: medical_total,
                         deductible: medical_total - floor,
-                        share_pct: u8::try_from(
-                            money::percent(medical_total - floor, medical_total).round() as i64,
-                        )
-                        .unwrap_or(100),
+                        share_pct: u8::try_from(money::percent(medical_total - floor, medical_total).round() as i64)
+                            .unwrap_or(100),
                         reason: format!(
                             "medical costs above 7.5% of income ({} of {})",
                             money::format(floor, &currency),
@@ -285,10 +236,12 @@ pub fn find_deductions(transactions: &[Transaction], ctx: &TaxContext) -> Deduct
         }
     }
     if let Some(pct) = ctx.home_office_pct {
-        out.assumptions
-            .push(format!("Home office share: {pct}% of rent and utilities."));
+        out.assumptions.push(format!("Home office share: {pct}% of rent and utilities."));
     }
-    out.assumptions.push("Work expenses are deductible for the self-employed and businesses; employees usually cannot deduct them.".into());
+    out.assumptions.push(
+        "Work expenses are deductible for the self-employed and businesses; employees usually cannot deduct them."
+            .into(),
+    );
     out
 }
 
@@ -303,49 +256,26 @@ impl Agent for LedgerTax {
         if found.transactions.is_empty() {
             return Err(failed_no_transactions("review for deductions"));
         }
-        let context_text = format!(
-            "{}\n{}\n{}",
-            task.objective,
-            task.input,
-            task.facts.join("\n")
-        );
+        let context_text = format!("{}\n{}\n{}", task.objective, task.input, task.facts.join("\n"));
         let d = find_deductions(&found.transactions, &TaxContext::from_text(&context_text));
         let fmt = |c: Cents| money::format(c, &d.currency);
         let noun = if d.items.len() == 1 { "item" } else { "items" };
-        let mut summary = format!(
-            "Found {} in deductible expenses ({} {noun})",
-            fmt(d.total()),
-            d.items.len()
-        );
+        let mut summary = format!("Found {} in deductible expenses ({} {noun})", fmt(d.total()), d.items.len());
         if !d.possible.is_empty() {
             let possible: Cents = d.possible.iter().map(|p| p.amount).sum();
-            summary.push_str(&format!(
-                "; {} more ({}) may qualify",
-                d.possible.len(),
-                fmt(possible)
-            ));
+            summary.push_str(&format!("; {} more ({}) may qualify", d.possible.len(), fmt(possible)));
         }
         let describe = |x: &Deduction, amount: Cents| {
-            let date = x
-                .date
-                .map(|d| format!("{} ", d.format("%Y-%m-%d")))
-                .unwrap_or_default();
+            let date = x.date.map(|d| format!("{} ", d.format("%Y-%m-%d"))).unwrap_or_default();
             format!("- {date}{} {}: {}", x.merchant, fmt(amount), x.reason)
         };
         let mut result = format!("Deductible ({}):\n", fmt(d.total()));
-        result.push_str(&list_lines(
-            d.items.iter().map(|x| describe(x, x.deductible)),
-        ));
+        result.push_str(&list_lines(d.items.iter().map(|x| describe(x, x.deductible))));
         if !d.possible.is_empty() {
             result.push_str("\nPossibly deductible:\n");
-            result.push_str(&list_lines(
-                d.possible.iter().map(|x| describe(x, x.amount)),
-            ));
+            result.push_str(&list_lines(d.possible.iter().map(|x| describe(x, x.amount))));
         }
-        result.push_str(&format!(
-            "\n{} personal expenses are not deductible.",
-            d.personal_count
-        ));
+        result.push_str(&format!("\n{} personal expenses are not deductible.", d.personal_count));
         for a in &d.assumptions {
             result.push_str(&format!("\nNote: {a}"));
         }
@@ -357,9 +287,7 @@ impl Agent for LedgerTax {
             "personal_count": d.personal_count,
             "assumptions": d.assumptions,
         });
-        Ok(AgentOutput::new(summary, result)
-            .with_artifact(Artifact::json("deductions", value))
-            .with_confidence(80))
+        Ok(AgentOutput::new(summary, result).with_artifact(Artifact::json("deductions", value)).with_confidence(80))
     }
 }
 
@@ -374,27 +302,15 @@ mod tests {
 
     #[tokio::test]
     async fn ledger_finds_deductions_in_the_example_receipts() {
-        let out = run(Task::new(
-            "Identify deductible expenses",
-            include_str!("../../../../examples/receipts.txt"),
-        ))
-        .await
-        .expect("ok");
-        assert_eq!(
-            out.summary,
-            "Found $244.48 in deductible expenses (2 items)"
-        );
+        let out = run(Task::new("Identify deductible expenses", include_str!("../../../../examples/receipts.txt")))
+            .await
+            .expect("ok");
+        assert_eq!(out.summary, "Found $244.48 in deductible expenses (2 items)");
         let items = &out.artifacts[0].value["items"];
         assert_eq!(items[0]["merchant"], "Staples");
-        assert_eq!(
-            items[0]["reason"],
-            "office supplies used for work are a deductible business expense"
-        );
+        assert_eq!(items[0]["reason"], "office supplies used for work are a deductible business expense");
         assert_eq!(items[1]["merchant"], "Adobe Inc");
-        assert_eq!(
-            items[1]["reason"],
-            "software and subscriptions used for work are a deductible business expense"
-        );
+        assert_eq!(items[1]["reason"], "software and subscriptions used for work are a deductible business expense");
         assert_eq!(out.artifacts[0].value["personal_count"], 2);
     }
 
@@ -402,10 +318,7 @@ mod tests {
     async fn ledger_applies_home_office_business_meal_and_charity_rules() {
         let csv = "date,description,amount\n2025-10-01,Con Edison Electric,100.00\n2025-10-02,Olive Garden client dinner,80.00\n\
                    2025-10-03,Red Cross Donation,50.00\n2025-10-04,Whole Foods,60.00\n2025-10-05,Delta Air Lines,300.00";
-        let task = Task::new(
-            "Identify deductible expenses; I have a home office (20% of my apartment)",
-            csv,
-        );
+        let task = Task::new("Identify deductible expenses; I have a home office (20% of my apartment)", csv);
         let out = run(task).await.expect("ok");
         let v = &out.artifacts[0].value;
         let deductible: Vec<(String, f64)> = v["items"]
@@ -413,53 +326,27 @@ mod tests {
             .expect("items")
             .iter()
             .map(|i| {
-                (
-                    i["reason"].as_str().unwrap_or_default().to_string(),
-                    i["deductible_amount"].as_f64().unwrap_or(0.0),
-                )
+                (i["reason"].as_str().unwrap_or_default().to_string(), i["deductible_amount"].as_f64().unwrap_or(0.0))
             })
             .collect();
-        assert_eq!(
-            deductible[0],
-            ("home-office share (20%) of utilities".to_string(), 20.0)
-        );
-        assert_eq!(
-            deductible[1],
-            (
-                "business meal with a client: 50% deductible".to_string(),
-                40.0
-            )
-        );
+        assert_eq!(deductible[0], ("home-office share (20%) of utilities".to_string(), 20.0));
+        assert_eq!(deductible[1], ("business meal with a client: 50% deductible".to_string(), 40.0));
         assert!(deductible[2].0.starts_with("charitable donation"));
         assert_eq!(v["total_deductible"], json!(110.0));
-        assert_eq!(
-            v["possible"][0]["reason"],
-            "travel is deductible only if the trip was for business"
-        );
-        assert_eq!(
-            out.summary,
-            "Found $110.00 in deductible expenses (3 items); 1 more ($300.00) may qualify"
-        );
+        assert_eq!(v["possible"][0]["reason"], "travel is deductible only if the trip was for business");
+        assert_eq!(out.summary, "Found $110.00 in deductible expenses (3 items); 1 more ($300.00) may qualify");
     }
 
     #[tokio::test]
     async fn ledger_counts_medical_costs_above_the_income_floor() {
         let lines = "2025-03-01 City Hospital $4,000.00\n2025-04-01 CVS Pharmacy $500.00";
-        let out = run(Task::new("Deductions? My income is $50,000", lines))
-            .await
-            .expect("ok");
+        let out = run(Task::new("Deductions? My income is $50,000", lines)).await.expect("ok");
         let item = &out.artifacts[0].value["items"][0];
         assert_eq!(item["deductible_amount"], json!(750.0));
-        assert_eq!(
-            item["reason"],
-            "medical costs above 7.5% of income ($3,750.00 of $50,000.00)"
-        );
+        assert_eq!(item["reason"], "medical costs above 7.5% of income ($3,750.00 of $50,000.00)");
 
         let out = run(Task::new("Deductions?", lines)).await.expect("ok");
-        assert_eq!(
-            out.artifacts[0].value["possible"].as_array().map(Vec::len),
-            Some(2)
-        );
+        assert_eq!(out.artifacts[0].value["possible"].as_array().map(Vec::len), Some(2));
     }
 
     #[tokio::test]
@@ -479,16 +366,8 @@ mod tests {
 
     #[tokio::test]
     async fn ledger_fails_on_garbage_and_without_its_tool() {
-        assert_eq!(
-            run(Task::new("taxes?", "")).await.expect_err("none").code,
-            ErrorCode::AgentFailed
-        );
-        let err = LedgerTax
-            .run(
-                &AgentContext::detached(Vec::<String>::new()),
-                &Task::new("x", "Staples 5.00"),
-            )
-            .await;
+        assert_eq!(run(Task::new("taxes?", "")).await.expect_err("none").code, ErrorCode::AgentFailed);
+        let err = LedgerTax.run(&AgentContext::detached(Vec::<String>::new()), &Task::new("x", "Staples 5.00")).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
     }
 }

@@ -103,11 +103,7 @@ mod tests {
     }
 
     fn run(slug: &str, task: &Task) -> Result<AgentOutput, DelegationError> {
-        let (_, tool) = TEAM
-            .iter()
-            .find(|(s, _)| *s == slug)
-            .copied()
-            .unwrap_or_default();
+        let (_, tool) = TEAM.iter().find(|(s, _)| *s == slug).copied().unwrap_or_default();
         let agent = lookup(slug).ok_or_else(|| failed("unknown agent"))?;
         futures::executor::block_on(agent.run(&AgentContext::detached([tool]), task))
     }
@@ -121,30 +117,15 @@ mod tests {
     #[test]
     fn finance_chain_passes_transactions_from_statement_to_analysis_and_deductions() {
         let statement = include_str!("../../../../examples/statement.csv");
-        let extracted = run(
-            "byte-doc",
-            &Task::new("Extract transactions from the statement", statement),
-        )
-        .expect("byte-doc");
-        let mut task = Task::new(
-            "Categorize extracted transactions",
-            "Please review my spending",
-        );
-        task.handoff = HandoffData {
-            intermediate_results: Some(json!([step("byte-doc", &extracted)])),
-            ..HandoffData::default()
-        };
+        let extracted =
+            run("byte-doc", &Task::new("Extract transactions from the statement", statement)).expect("byte-doc");
+        let mut task = Task::new("Categorize extracted transactions", "Please review my spending");
+        task.handoff =
+            HandoffData { intermediate_results: Some(json!([step("byte-doc", &extracted)])), ..HandoffData::default() };
         let tagged = run("tag-ai", &task).expect("tag-ai");
-        task.handoff.intermediate_results = Some(json!([
-            step("byte-doc", &extracted),
-            step("tag-ai", &tagged)
-        ]));
+        task.handoff.intermediate_results = Some(json!([step("byte-doc", &extracted), step("tag-ai", &tagged)]));
         let analysis = run("crystal-analytics", &task).expect("crystal");
-        assert!(
-            analysis.summary.contains("$5,708.55 spent"),
-            "{}",
-            analysis.summary
-        );
+        assert!(analysis.summary.contains("$5,708.55 spent"), "{}", analysis.summary);
         let deductions = run("ledger-tax", &task).expect("ledger");
         // Adobe x3, Staples, GitHub and the Red Cross donation; rent and utilities need a home office.
         assert_eq!(
@@ -156,18 +137,12 @@ mod tests {
     #[test]
     fn finance_chain_extracts_then_categorizes_a_receipt() {
         let receipt = include_str!("../../../../examples/receipt.txt");
-        let extracted =
-            run("byte-doc", &Task::new("Extract receipt data", receipt)).expect("byte-doc");
+        let extracted = run("byte-doc", &Task::new("Extract receipt data", receipt)).expect("byte-doc");
         let mut task = Task::new("Categorize extracted transactions", receipt);
-        task.handoff = HandoffData {
-            intermediate_results: Some(json!([step("byte-doc", &extracted)])),
-            ..HandoffData::default()
-        };
+        task.handoff =
+            HandoffData { intermediate_results: Some(json!([step("byte-doc", &extracted)])), ..HandoffData::default() };
         let tagged = run("tag-ai", &task).expect("tag-ai");
-        assert_eq!(
-            tagged.summary,
-            "Categorized 1 transaction: Starbucks as Dining - Coffee"
-        );
+        assert_eq!(tagged.summary, "Categorized 1 transaction: Starbucks as Dining - Coffee");
     }
 
     proptest! {

@@ -32,10 +32,7 @@ pub fn parse_amount(raw: &str) -> Option<Cents> {
             negative = !negative;
             s = rest.trim();
         }
-        if let Some(rest) = CODES
-            .iter()
-            .find_map(|c| s.strip_prefix(c.code).or_else(|| s.strip_suffix(c.code)))
-        {
+        if let Some(rest) = CODES.iter().find_map(|c| s.strip_prefix(c.code).or_else(|| s.strip_suffix(c.code))) {
             s = rest.trim();
         }
         if let Some(rest) = SYMBOLS.iter().find_map(|(sym, _)| s.strip_prefix(sym)) {
@@ -49,11 +46,7 @@ pub fn parse_amount(raw: &str) -> Option<Cents> {
         Some(rest) => (rest.trim(), 1000),
         None => (s, 1),
     };
-    if s.is_empty()
-        || !s
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == '.' || c == ',' || c == ' ')
-    {
+    if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',' || c == ' ') {
         return None;
     }
     let s: String = s.chars().filter(|c| *c != ' ').collect();
@@ -70,8 +63,7 @@ fn digits_to_cents(s: &str) -> Option<Cents> {
         Some(i) => {
             let frac = &s[i + 1..];
             let sep = s.as_bytes()[i];
-            let is_decimal = (1..=2).contains(&frac.len())
-                || (sep == b'.' && frac.len() > 2 && !s[..i].contains('.'));
+            let is_decimal = (1..=2).contains(&frac.len()) || (sep == b'.' && frac.len() > 2 && !s[..i].contains('.'));
             if is_decimal { (&s[..i], frac) } else { (s, "") }
         }
         None => (s, ""),
@@ -82,13 +74,10 @@ fn digits_to_cents(s: &str) -> Option<Cents> {
     // Grouped integer parts must use one separator with groups of three.
     let groups: Vec<&str> = int_part.split([',', '.']).collect();
     if groups.len() > 1 {
-        let seps: Vec<char> = int_part
-            .chars()
-            .filter(|c| *c == ',' || *c == '.')
-            .collect();
+        let seps: Vec<char> = int_part.chars().filter(|c| *c == ',' || *c == '.').collect();
         let same_sep = seps.windows(2).all(|w| w[0] == w[1]);
-        let well_grouped = groups.first().is_some_and(|g| (1..=3).contains(&g.len()))
-            && groups.iter().skip(1).all(|g| g.len() == 3);
+        let well_grouped =
+            groups.first().is_some_and(|g| (1..=3).contains(&g.len())) && groups.iter().skip(1).all(|g| g.len() == 3);
         if !same_sep || !well_grouped {
             return None;
         }
@@ -97,19 +86,10 @@ fn digits_to_cents(s: &str) -> Option<Cents> {
     if whole.is_empty() && frac.is_empty() {
         return None;
     }
-    let whole: Cents = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().ok()?
-    };
+    let whole: Cents = if whole.is_empty() { 0 } else { whole.parse().ok()? };
     // Round extra fraction digits half up (`1234.567` is 1234.57).
-    let frac_digits: Vec<i64> = frac
-        .chars()
-        .filter_map(|c| c.to_digit(10))
-        .map(i64::from)
-        .collect();
-    let mut cents =
-        frac_digits.first().copied().unwrap_or(0) * 10 + frac_digits.get(1).copied().unwrap_or(0);
+    let frac_digits: Vec<i64> = frac.chars().filter_map(|c| c.to_digit(10)).map(i64::from).collect();
+    let mut cents = frac_digits.first().copied().unwrap_or(0) * 10 + frac_digits.get(1).copied().unwrap_or(0);
     if frac_digits.get(2).is_some_and(|d| *d >= 5) {
         cents += 1;
     }
@@ -159,38 +139,14 @@ struct CurrencyCode {
 }
 
 const CODES: &[CurrencyCode] = &[
-    CurrencyCode {
-        code: "USD",
-        symbol: "$",
-    },
-    CurrencyCode {
-        code: "CAD",
-        symbol: "C$",
-    },
-    CurrencyCode {
-        code: "AUD",
-        symbol: "A$",
-    },
-    CurrencyCode {
-        code: "NZD",
-        symbol: "NZ$",
-    },
-    CurrencyCode {
-        code: "EUR",
-        symbol: "€",
-    },
-    CurrencyCode {
-        code: "GBP",
-        symbol: "£",
-    },
-    CurrencyCode {
-        code: "CHF",
-        symbol: "",
-    },
-    CurrencyCode {
-        code: "MXN",
-        symbol: "MX$",
-    },
+    CurrencyCode { code: "USD", symbol: "$" },
+    CurrencyCode { code: "CAD", symbol: "C$" },
+    CurrencyCode { code: "AUD", symbol: "A$" },
+    CurrencyCode { code: "NZD", symbol: "NZ$" },
+    CurrencyCode { code: "EUR", symbol: "€" },
+    CurrencyCode { code: "GBP", symbol: "£" },
+    CurrencyCode { code: "CHF", symbol: "" },
+    CurrencyCode { code: "MXN", symbol: "MX$" },
 ];
 
 /// Currency symbols, the prefixed dollars before the bare `$`.
@@ -208,34 +164,23 @@ const SYMBOLS: [(&str, &str); 9] = [
 
 /// The symbol `format` prints for a currency code, if it has one.
 pub fn symbol(currency: &str) -> Option<&'static str> {
-    CODES
-        .iter()
-        .find(|c| c.code.eq_ignore_ascii_case(currency) && !c.symbol.is_empty())
-        .map(|c| c.symbol)
+    CODES.iter().find(|c| c.code.eq_ignore_ascii_case(currency) && !c.symbol.is_empty()).map(|c| c.symbol)
 }
 
 /// The currency a text is written in: an ISO code wins over a symbol, and the
 /// prefixed dollars (`C$`, `CA$`, `A$`) over a bare `$`. None when there is no clue.
 pub fn detect_currency(text: &str) -> Option<&'static str> {
-    static CODE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\b(USD|CAD|AUD|NZD|EUR|GBP|CHF|MXN)\b").expect("valid regex")
-    });
+    static CODE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(USD|CAD|AUD|NZD|EUR|GBP|CHF|MXN)\b").expect("valid regex"));
     if let Some(m) = CODE.find(text) {
         return CODES.iter().find(|c| c.code == m.as_str()).map(|c| c.code);
     }
-    SYMBOLS
-        .iter()
-        .find(|(sym, _)| text.contains(sym))
-        .map(|(_, code)| *code)
+    SYMBOLS.iter().find(|(sym, _)| text.contains(sym)).map(|(_, code)| *code)
 }
 
 /// `part` as a percentage of `whole`, with one decimal.
 pub fn percent(part: Cents, whole: Cents) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        (part as f64 * 1000.0 / whole as f64).round() / 10.0
-    }
+    if whole == 0 { 0.0 } else { (part as f64 * 1000.0 / whole as f64).round() / 10.0 }
 }
 
 /// `numerator / denominator` rounded half away from zero; 0 for a zero denominator.
@@ -270,10 +215,8 @@ pub struct Figure {
 /// glued to letters (`Q4`, `i7`) are not figures.
 pub fn figures(text: &str) -> Vec<Figure> {
     static NUM: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)(?:(?:CA\$|C\$|A\$|NZ\$|US\$|\$|€|£)\s?)?\d[\d,]*(?:\.\d+)?(?:\s?k\b)?(?:\s?%)?",
-        )
-        .expect("valid regex")
+        Regex::new(r"(?i)(?:(?:CA\$|C\$|A\$|NZ\$|US\$|\$|€|£)\s?)?\d[\d,]*(?:\.\d+)?(?:\s?k\b)?(?:\s?%)?")
+            .expect("valid regex")
     });
     NUM.find_iter(text)
         .filter(|m| {
@@ -285,19 +228,9 @@ pub fn figures(text: &str) -> Vec<Figure> {
             let end = m.start() + m.as_str().trim_end().trim_end_matches(',').len();
             if let Some(p) = raw.strip_suffix('%') {
                 let value = parse_amount(p.trim())?;
-                return Some(Figure {
-                    start: m.start(),
-                    end,
-                    value,
-                    is_percent: true,
-                });
+                return Some(Figure { start: m.start(), end, value, is_percent: true });
             }
-            Some(Figure {
-                start: m.start(),
-                end,
-                value: parse_amount(raw)?,
-                is_percent: false,
-            })
+            Some(Figure { start: m.start(), end, value: parse_amount(raw)?, is_percent: false })
         })
         .take(200)
         .collect()
@@ -331,43 +264,21 @@ pub fn labelled_figures(text: &str) -> Vec<Labelled> {
     let found = figures(text);
     let is_boundary = |i: usize| {
         let rest = &text[i..];
-        rest.starts_with(", ")
-            || rest.starts_with([';', '(', ')', '\n'])
-            || rest.starts_with(" and ")
+        rest.starts_with(", ") || rest.starts_with([';', '(', ')', '\n']) || rest.starts_with(" and ")
     };
-    let boundaries: Vec<usize> = text
-        .char_indices()
-        .map(|(i, _)| i)
-        .filter(|i| is_boundary(*i))
-        .collect();
+    let boundaries: Vec<usize> = text.char_indices().map(|(i, _)| i).filter(|i| is_boundary(*i)).collect();
     found
         .iter()
         .enumerate()
         .map(|(n, f)| {
-            let prev_end = n
-                .checked_sub(1)
-                .and_then(|p| found.get(p))
-                .map_or(0, |p| p.end);
-            let start = boundaries
-                .iter()
-                .rev()
-                .find(|b| **b < f.start)
-                .map_or(0, |b| b + 1)
-                .max(prev_end);
+            let prev_end = n.checked_sub(1).and_then(|p| found.get(p)).map_or(0, |p| p.end);
+            let start = boundaries.iter().rev().find(|b| **b < f.start).map_or(0, |b| b + 1).max(prev_end);
             let next_start = found.get(n + 1).map_or(text.len(), |x| x.start);
-            let end = boundaries
-                .iter()
-                .find(|b| **b >= f.end)
-                .copied()
-                .unwrap_or(text.len())
-                .min(next_start);
+            let end = boundaries.iter().find(|b| **b >= f.end).copied().unwrap_or(text.len()).min(next_start);
             Labelled {
                 figure: *f,
                 before: text.get(start..f.start).unwrap_or_default().to_lowercase(),
-                after: text
-                    .get(f.end..end.max(f.end))
-                    .unwrap_or_default()
-                    .to_lowercase(),
+                after: text.get(f.end..end.max(f.end)).unwrap_or_default().to_lowercase(),
             }
         })
         .collect()
@@ -395,16 +306,7 @@ mod tests {
 
     #[test]
     fn money_rejects_garbage() {
-        for bad in [
-            "",
-            "abc",
-            "12.34.56",
-            "1,23,4",
-            "$",
-            "--",
-            "10.09.25",
-            "9".repeat(40).as_str(),
-        ] {
+        for bad in ["", "abc", "12.34.56", "1,23,4", "$", "--", "10.09.25", "9".repeat(40).as_str()] {
             assert_eq!(parse_amount(bad), None, "{bad}");
         }
     }
@@ -431,18 +333,8 @@ mod tests {
     #[test]
     fn money_labels_figures_by_their_clause() {
         let l = labelled_figures("Emergency fund: target $10,000, saved $2,500, saving $500/month");
-        let got: Vec<(&str, &str)> = l
-            .iter()
-            .map(|l| (l.before.as_str(), l.after.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("emergency fund: target ", ""),
-                (" saved ", ""),
-                (" saving ", "/month")
-            ]
-        );
+        let got: Vec<(&str, &str)> = l.iter().map(|l| (l.before.as_str(), l.after.as_str())).collect();
+        assert_eq!(got, vec![("emergency fund: target ", ""), (" saved ", ""), (" saving ", "/month")]);
         assert!(l[2].after_starts(&["/month"]) && l[0].before_has(&["target"]));
     }
 
@@ -450,14 +342,6 @@ mod tests {
     fn money_finds_figures_in_prose() {
         let f = figures("Visa: $5,000 at 19.99% APR, min $150, Q4 bonus 2.5k");
         let values: Vec<(i64, bool)> = f.iter().map(|f| (f.value, f.is_percent)).collect();
-        assert_eq!(
-            values,
-            vec![
-                (500_000, false),
-                (1999, true),
-                (15_000, false),
-                (250_000, false)
-            ]
-        );
+        assert_eq!(values, vec![(500_000, false), (1999, true), (15_000, false), (250_000, false)]);
     }
 }

@@ -26,15 +26,7 @@ const RULES: &[Rule] = &[
     Rule {
         category: "Income",
         brands: &[],
-        words: &[
-            "payroll",
-            "salary",
-            "direct deposit",
-            "paycheck",
-            "paycheque",
-            "dividend",
-            "interest earned",
-        ],
+        words: &["payroll", "salary", "direct deposit", "paycheck", "paycheque", "dividend", "interest earned"],
     },
     Rule {
         category: "Dining - Restaurants",
@@ -124,17 +116,7 @@ const RULES: &[Rule] = &[
             "philz",
             "coffee bean",
         ],
-        words: &[
-            "coffee",
-            "cafe",
-            "café",
-            "espresso",
-            "latte",
-            "cappuccino",
-            "coffeehouse",
-            "roasters",
-            "tea house",
-        ],
+        words: &["coffee", "cafe", "café", "espresso", "latte", "cappuccino", "coffeehouse", "roasters", "tea house"],
     },
     Rule {
         category: "Groceries",
@@ -170,27 +152,12 @@ const RULES: &[Rule] = &[
             "stop & shop",
             "t&t",
         ],
-        words: &[
-            "grocery",
-            "groceries",
-            "supermarket",
-            "market",
-            "farmers market",
-            "produce",
-            "butcher",
-        ],
+        words: &["grocery", "groceries", "supermarket", "market", "farmers market", "produce", "butcher"],
     },
     Rule {
         category: "Rent",
         brands: &[],
-        words: &[
-            "rent",
-            "landlord",
-            "property management",
-            "lease",
-            "apts",
-            "apartments",
-        ],
+        words: &["rent", "landlord", "property management", "lease", "apts", "apartments"],
     },
     Rule {
         category: "Utilities",
@@ -279,27 +246,11 @@ const RULES: &[Rule] = &[
             "office 365",
             "microsoft 365",
         ],
-        words: &[
-            "software",
-            "saas",
-            "web hosting",
-            "hosting",
-            "domain",
-            "cloud storage",
-            "plugin",
-            "license key",
-        ],
+        words: &["software", "saas", "web hosting", "hosting", "domain", "cloud storage", "plugin", "license key"],
     },
     Rule {
         category: "Office Supplies",
-        brands: &[
-            "staples",
-            "office depot",
-            "officemax",
-            "bureau en gros",
-            "uline",
-            "grand & toy",
-        ],
+        brands: &["staples", "office depot", "officemax", "bureau en gros", "uline", "grand & toy"],
         words: &[
             "office supplies",
             "office supply",
@@ -346,21 +297,8 @@ const RULES: &[Rule] = &[
     },
     Rule {
         category: "Professional Dues",
-        brands: &[
-            "ieee",
-            "acm",
-            "aicpa",
-            "cpa canada",
-            "american bar association",
-            "pmi",
-        ],
-        words: &[
-            "membership dues",
-            "dues",
-            "professional association",
-            "professional license",
-            "licensing fee",
-        ],
+        brands: &["ieee", "acm", "aicpa", "cpa canada", "american bar association", "pmi"],
+        words: &["membership dues", "dues", "professional association", "professional license", "licensing fee"],
     },
     Rule {
         category: "Travel",
@@ -485,16 +423,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         category: "Health",
-        brands: &[
-            "cvs",
-            "walgreens",
-            "shoppers drug mart",
-            "rexall",
-            "boots",
-            "goodlife",
-            "planet fitness",
-            "equinox",
-        ],
+        brands: &["cvs", "walgreens", "shoppers drug mart", "rexall", "boots", "goodlife", "planet fitness", "equinox"],
         words: &[
             "pharmacy",
             "drugstore",
@@ -530,14 +459,7 @@ const RULES: &[Rule] = &[
             "food bank",
             "gofundme",
         ],
-        words: &[
-            "donation",
-            "donate",
-            "charity",
-            "charitable",
-            "foundation",
-            "fundraiser",
-        ],
+        words: &["donation", "donate", "charity", "charitable", "foundation", "fundraiser"],
     },
     Rule {
         category: "Shopping",
@@ -607,12 +529,7 @@ fn best_rule(hay: &str) -> Option<(&'static str, bool)> {
         .iter()
         .find(|r| r.brands.iter().any(|b| has_term(hay, b)))
         .map(|r| (r.category, true))
-        .or_else(|| {
-            RULES
-                .iter()
-                .find(|r| r.words.iter().any(|w| has_term(hay, w)))
-                .map(|r| (r.category, false))
-        })
+        .or_else(|| RULES.iter().find(|r| r.words.iter().any(|w| has_term(hay, w))).map(|r| (r.category, false)))
 }
 
 /// The category of a purchase and a confidence: a brand in the merchant name
@@ -644,10 +561,7 @@ pub fn categorize_transaction(t: &Transaction) -> (&'static str, u8) {
 
 /// Fills in the missing categories (what Crystal and Ledger need).
 pub fn ensure_categories(ts: &mut [Transaction]) {
-    for t in ts
-        .iter_mut()
-        .filter(|t| t.category.as_deref().is_none_or(str::is_empty))
-    {
+    for t in ts.iter_mut().filter(|t| t.category.as_deref().is_none_or(str::is_empty)) {
         let (cat, conf) = categorize_transaction(t);
         t.category = Some(cat.to_string());
         t.confidence = Some(conf);
@@ -668,12 +582,7 @@ pub fn categorize_all(ts: &mut [Transaction]) -> Vec<Recategorized> {
     let mut changes = Vec::new();
     for t in ts.iter_mut() {
         let (cat, conf) = categorize_transaction(t);
-        match t
-            .category
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-        {
+        match t.category.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
             Some(given) if given.eq_ignore_ascii_case(cat) => {
                 t.category = Some(cat.to_string());
                 t.confidence = Some(conf.max(90));
@@ -684,11 +593,7 @@ pub fn categorize_all(ts: &mut [Transaction]) -> Vec<Recategorized> {
             }
             given => {
                 if let Some(given) = given {
-                    changes.push(Recategorized {
-                        merchant: t.merchant.clone(),
-                        from: given.to_string(),
-                        to: cat,
-                    });
+                    changes.push(Recategorized { merchant: t.merchant.clone(), from: given.to_string(), to: cat });
                 }
                 t.category = Some(cat.to_string());
                 t.confidence = Some(conf);
@@ -733,10 +638,7 @@ impl Agent for TagAi {
         let currency = transactions::main_currency(&ts);
         let totals = totals_by_category(&ts);
         let spent: Cents = totals.iter().map(|(_, s, _)| s).sum();
-        let uncategorized = ts
-            .iter()
-            .filter(|t| t.category.as_deref() == Some(UNCATEGORIZED))
-            .count();
+        let uncategorized = ts.iter().filter(|t| t.category.as_deref() == Some(UNCATEGORIZED)).count();
         let summary = match ts.as_slice() {
             [t] => format!(
                 "Categorized 1 transaction: {} as {}",
@@ -744,11 +646,8 @@ impl Agent for TagAi {
                 t.category.as_deref().unwrap_or(UNCATEGORIZED)
             ),
             _ => {
-                let top: Vec<String> = totals
-                    .iter()
-                    .take(3)
-                    .map(|(c, s, _)| format!("{c} ({})", money::format(*s, &currency)))
-                    .collect();
+                let top: Vec<String> =
+                    totals.iter().take(3).map(|(c, s, _)| format!("{c} ({})", money::format(*s, &currency))).collect();
                 let mut s = format!(
                     "Categorized {} transactions into {} categories; top: {}",
                     ts.len(),
@@ -780,16 +679,9 @@ impl Agent for TagAi {
             .iter()
             .map(|(c, s, n)| json!({"category": c, "total": money::to_value(*s), "count": n, "share_pct": money::percent(*s, spent)}))
             .collect();
-        let average = ts
-            .iter()
-            .map(|t| u32::from(t.confidence.unwrap_or(0)))
-            .sum::<u32>()
-            / ts.len().max(1) as u32;
+        let average = ts.iter().map(|t| u32::from(t.confidence.unwrap_or(0))).sum::<u32>() / ts.len().max(1) as u32;
         let mut output = AgentOutput::new(summary, result)
-            .with_artifact(Artifact::json(
-                "transactions",
-                transactions::to_json_array(&ts),
-            ))
+            .with_artifact(Artifact::json("transactions", transactions::to_json_array(&ts)))
             .with_artifact(Artifact::json("categories", Value::Array(categories)))
             .with_confidence(u8::try_from(average).unwrap_or(100));
         if ts.len() >= 5
@@ -830,19 +722,10 @@ mod tests {
             ("Red Cross Donation", "", "Charity", 95),
             ("Con Edison Electric", "", "Utilities", 95),
             ("Mystery Co", "", UNCATEGORIZED, 30),
-            (
-                "Square",
-                "Caesar Salad, Sirloin",
-                "Dining - Restaurants",
-                70,
-            ),
+            ("Square", "Caesar Salad, Sirloin", "Dining - Restaurants", 70),
         ];
         for (merchant, description, category, confidence) in cases {
-            assert_eq!(
-                categorize(merchant, description),
-                (category, confidence),
-                "{merchant}"
-            );
+            assert_eq!(categorize(merchant, description), (category, confidence), "{merchant}");
         }
     }
 
@@ -850,24 +733,16 @@ mod tests {
     async fn tag_ai_categorizes_byte_docs_transactions() {
         let mut task = Task::new("Categorize extracted transactions", "");
         task.handoff = HandoffData {
-            intermediate_results: Some(
-                json!([{"agent": "byte-doc", "status": "success", "summary": "", "result": "",
+            intermediate_results: Some(json!([{"agent": "byte-doc", "status": "success", "summary": "", "result": "",
                 "artifacts": [{"type": "json", "label": "transactions", "value": [
-                    {"date": "2025-10-09", "merchant": "Starbucks", "amount": 45.99, "currency": "USD", "description": "Caffe Latte"}]}]}]),
-            ),
+                    {"date": "2025-10-09", "merchant": "Starbucks", "amount": 45.99, "currency": "USD", "description": "Caffe Latte"}]}]}])),
             ..HandoffData::default()
         };
         let out = run(task).await.expect("categorized");
-        assert_eq!(
-            out.summary,
-            "Categorized 1 transaction: Starbucks as Dining - Coffee"
-        );
+        assert_eq!(out.summary, "Categorized 1 transaction: Starbucks as Dining - Coffee");
         assert_eq!(out.confidence, Some(95));
         let t = &out.artifacts[0].value[0];
-        assert_eq!(
-            (t["category"].as_str(), t["confidence"].as_u64()),
-            (Some("Dining - Coffee"), Some(95))
-        );
+        assert_eq!((t["category"].as_str(), t["confidence"].as_u64()), (Some("Dining - Coffee"), Some(95)));
         assert_eq!(
             out.artifacts[1].value,
             json!([{"category": "Dining - Coffee", "total": 45.99, "count": 1, "share_pct": 100.0}])
@@ -876,68 +751,34 @@ mod tests {
 
     #[tokio::test]
     async fn tag_ai_categorizes_the_example_statement() {
-        let out = run(Task::new(
-            "Categorize",
-            include_str!("../../../../examples/statement.csv"),
-        ))
-        .await
-        .expect("ok");
+        let out = run(Task::new("Categorize", include_str!("../../../../examples/statement.csv"))).await.expect("ok");
         let ts = out.artifacts[0].value.as_array().expect("array").clone();
         let category_of = |m: &str| {
-            ts.iter()
-                .find(|t| t["merchant"] == m)
-                .and_then(|t| t["category"].as_str())
-                .unwrap_or_default()
-                .to_string()
+            ts.iter().find(|t| t["merchant"] == m).and_then(|t| t["category"].as_str()).unwrap_or_default().to_string()
         };
         assert_eq!(category_of("Whole Foods Market"), "Groceries");
         assert_eq!(category_of("Netflix"), "Entertainment");
         assert_eq!(category_of("Payroll Deposit Acme Corp"), "Income");
         assert_eq!(category_of("MTA Metrocard"), "Transport");
-        assert!(
-            !ts.iter().any(|t| t["category"] == UNCATEGORIZED),
-            "{}",
-            out.result
-        );
+        assert!(!ts.iter().any(|t| t["category"] == UNCATEGORIZED), "{}", out.result);
         assert_eq!(out.artifacts[1].value[0]["category"], "Rent");
-        assert!(
-            out.new_facts[0]
-                .fact
-                .starts_with("User's largest spending category is Rent")
-        );
+        assert!(out.new_facts[0].fact.starts_with("User's largest spending category is Rent"));
     }
 
     #[tokio::test]
     async fn tag_ai_keeps_given_categories_unless_sure() {
         let csv = "date,merchant,amount,category\n2025-10-01,Starbucks,4.50,Food\n2025-10-02,Mystery Co,9.00,Gifts";
-        let out = run(Task::new("Review categorization accuracy", csv))
-            .await
-            .expect("ok");
+        let out = run(Task::new("Review categorization accuracy", csv)).await.expect("ok");
         let ts = &out.artifacts[0].value;
-        assert_eq!(
-            (ts[0]["category"].as_str(), ts[1]["category"].as_str()),
-            (Some("Dining - Coffee"), Some("Gifts"))
-        );
-        assert!(
-            out.result
-                .contains("Starbucks: 'Food' -> 'Dining - Coffee'"),
-            "{}",
-            out.result
-        );
+        assert_eq!((ts[0]["category"].as_str(), ts[1]["category"].as_str()), (Some("Dining - Coffee"), Some("Gifts")));
+        assert!(out.result.contains("Starbucks: 'Food' -> 'Dining - Coffee'"), "{}", out.result);
     }
 
     #[tokio::test]
     async fn tag_ai_fails_without_transactions_and_without_its_tool() {
-        let err = run(Task::new("Categorize my stuff", ""))
-            .await
-            .expect_err("nothing");
+        let err = run(Task::new("Categorize my stuff", "")).await.expect_err("nothing");
         assert_eq!(err.code, ErrorCode::AgentFailed);
-        let err = TagAi
-            .run(
-                &AgentContext::detached(["extract_receipt"]),
-                &Task::new("x", "Starbucks 4.50"),
-            )
-            .await;
+        let err = TagAi.run(&AgentContext::detached(["extract_receipt"]), &Task::new("x", "Starbucks 4.50")).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
     }
 }

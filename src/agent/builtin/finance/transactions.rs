@@ -62,19 +62,10 @@ impl Transaction {
     pub fn from_json(value: &Value) -> Option<Self> {
         let obj = value.as_object()?;
         let text = |keys: &[&str]| {
-            keys.iter().find_map(|k| {
-                obj.get(*k)
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-            })
+            keys.iter().find_map(|k| obj.get(*k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
         };
-        let amount = ["amount", "total", "value"]
-            .iter()
-            .find_map(|k| obj.get(*k).and_then(money::from_value))?;
-        let description = text(&["description", "memo", "details"])
-            .unwrap_or_default()
-            .to_string();
+        let amount = ["amount", "total", "value"].iter().find_map(|k| obj.get(*k).and_then(money::from_value))?;
+        let description = text(&["description", "memo", "details"]).unwrap_or_default().to_string();
         let merchant = text(&["merchant", "payee", "vendor", "name"])
             .map(str::to_string)
             .or_else(|| (!description.is_empty()).then(|| clean_merchant(&description)))
@@ -89,10 +80,7 @@ impl Transaction {
             currency,
             description,
             category: text(&["category"]).map(str::to_string),
-            confidence: obj
-                .get("confidence")
-                .and_then(Value::as_u64)
-                .map(|c| c.min(100) as u8),
+            confidence: obj.get("confidence").and_then(Value::as_u64).map(|c| c.min(100) as u8),
         })
     }
 
@@ -149,11 +137,7 @@ pub struct Extracted {
 /// task's text.
 pub fn from_task(task: &Task) -> Extracted {
     if let Some((agent, transactions)) = task.intermediate_results().and_then(from_handoff) {
-        return Extracted {
-            source: Some(Source::Handoff(agent)),
-            transactions,
-            ..Extracted::default()
-        };
+        return Extracted { source: Some(Source::Handoff(agent)), transactions, ..Extracted::default() };
     }
     from_text(task.text())
 }
@@ -162,41 +146,20 @@ pub fn from_task(task: &Task) -> Extracted {
 /// an artifact list or an object holding them); (3) a CSV statement with a
 /// header; (4) receipts; (5) free lines like `2025-10-01 Starbucks 4.50`.
 pub fn from_text(text: &str) -> Extracted {
-    if let Some(transactions) = serde_json::from_str::<Value>(text.trim())
-        .ok()
-        .and_then(|v| in_json(&v, 0))
-    {
-        return Extracted {
-            source: Some(Source::Json),
-            transactions,
-            ..Extracted::default()
-        };
+    if let Some(transactions) = serde_json::from_str::<Value>(text.trim()).ok().and_then(|v| in_json(&v, 0)) {
+        return Extracted { source: Some(Source::Json), transactions, ..Extracted::default() };
     }
     if let Some((transactions, skipped_rows)) = from_csv(text) {
-        return Extracted {
-            source: Some(Source::Csv),
-            transactions,
-            skipped_rows,
-            ..Extracted::default()
-        };
+        return Extracted { source: Some(Source::Csv), transactions, skipped_rows, ..Extracted::default() };
     }
     let receipts = byte_doc::parse_receipts(text);
     if !receipts.is_empty() {
         let transactions = receipts.iter().map(Receipt::to_transaction).collect();
-        return Extracted {
-            source: Some(Source::Receipts),
-            transactions,
-            receipts,
-            ..Extracted::default()
-        };
+        return Extracted { source: Some(Source::Receipts), transactions, receipts, ..Extracted::default() };
     }
     let transactions = from_lines(text);
     let source = (!transactions.is_empty()).then_some(Source::Lines);
-    Extracted {
-        source,
-        transactions,
-        ..Extracted::default()
-    }
+    Extracted { source, transactions, ..Extracted::default() }
 }
 
 /// The newest step of a chain (an array, oldest first, or one result) whose
@@ -213,11 +176,7 @@ pub fn from_handoff(results: &Value) -> Option<(String, Vec<Transaction>)> {
             .rev()
             .filter(|a| a.get("label").and_then(Value::as_str) == Some("transactions"))
             .find_map(|a| in_json(a.get("value")?, 0))?;
-        let agent = step
-            .get("agent")
-            .and_then(Value::as_str)
-            .unwrap_or("an earlier step")
-            .to_string();
+        let agent = step.get("agent").and_then(Value::as_str).unwrap_or("an earlier step").to_string();
         Some((agent, transactions))
     })
 }
@@ -230,17 +189,12 @@ fn in_json(value: &Value, depth: u8) -> Option<Vec<Transaction>> {
     }
     match value {
         Value::Array(items) => {
-            let labelled = items
-                .iter()
-                .find(|i| i.get("label").and_then(Value::as_str) == Some("transactions"));
+            let labelled = items.iter().find(|i| i.get("label").and_then(Value::as_str) == Some("transactions"));
             if let Some(artifact) = labelled {
                 return in_json(artifact.get("value")?, depth + 1);
             }
-            let found: Vec<Transaction> = items
-                .iter()
-                .take(MAX_TRANSACTIONS)
-                .filter_map(Transaction::from_json)
-                .collect();
+            let found: Vec<Transaction> =
+                items.iter().take(MAX_TRANSACTIONS).filter_map(Transaction::from_json).collect();
             (!found.is_empty()).then_some(found)
         }
         Value::Object(obj) => ["transactions", "artifacts", "value"]
@@ -264,9 +218,7 @@ pub fn split_csv(line: &str, delim: char) -> Vec<String> {
                 chars.next();
             }
             '"' => quoted = !quoted,
-            c if c == delim && !quoted => {
-                fields.push(std::mem::take(&mut field).trim().to_string())
-            }
+            c if c == delim && !quoted => fields.push(std::mem::take(&mut field).trim().to_string()),
             c => field.push(c),
         }
     }
@@ -352,11 +304,7 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
             break;
         }
         let fields = split_csv(line, delim);
-        let get = |col: Option<usize>| {
-            col.and_then(|i| fields.get(i))
-                .map(String::as_str)
-                .filter(|s| !s.is_empty())
-        };
+        let get = |col: Option<usize>| col.and_then(|i| fields.get(i)).map(String::as_str).filter(|s| !s.is_empty());
         let amount = match (get(cols.debit), get(cols.credit), get(cols.amount)) {
             (Some(d), _, _) if money::parse_amount(d).is_some_and(|a| a != 0) => {
                 money::parse_amount(d).map(|a| (a.abs(), true))
@@ -364,43 +312,23 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
             (_, Some(c), _) if money::parse_amount(c).is_some_and(|a| a != 0) => {
                 money::parse_amount(c).map(|a| (-a.abs(), true))
             }
-            (_, _, Some(a)) => {
-                money::parse_amount(a).map(|a| match get(cols.kind).map(str::to_lowercase) {
-                    Some(k)
-                        if k.contains("credit") || k.starts_with("cr") || k.contains("deposit") =>
-                    {
-                        (-a.abs(), true)
-                    }
-                    Some(k)
-                        if k.contains("debit") || k.starts_with("dr") || k.contains("withdraw") =>
-                    {
-                        (a.abs(), true)
-                    }
-                    _ => (a, false),
-                })
-            }
+            (_, _, Some(a)) => money::parse_amount(a).map(|a| match get(cols.kind).map(str::to_lowercase) {
+                Some(k) if k.contains("credit") || k.starts_with("cr") || k.contains("deposit") => (-a.abs(), true),
+                Some(k) if k.contains("debit") || k.starts_with("dr") || k.contains("withdraw") => (a.abs(), true),
+                _ => (a, false),
+            }),
             _ => None,
         };
         let Some((amount, signed)) = amount else {
             skipped += 1;
             continue;
         };
-        let description = get(cols.description)
-            .or(get(cols.merchant))
-            .unwrap_or_default()
-            .to_string();
-        let merchant = get(cols.merchant)
-            .or(get(cols.description))
-            .map_or_else(|| "Unknown".into(), clean_merchant);
+        let description = get(cols.description).or(get(cols.merchant)).unwrap_or_default().to_string();
+        let merchant = get(cols.merchant).or(get(cols.description)).map_or_else(|| "Unknown".into(), clean_merchant);
         let currency = get(cols.currency)
             .filter(|c| c.len() == 3)
             .map(str::to_ascii_uppercase)
-            .or_else(|| {
-                get(cols.amount)
-                    .or(get(cols.debit))
-                    .and_then(money::detect_currency)
-                    .map(str::to_string)
-            })
+            .or_else(|| get(cols.amount).or(get(cols.debit)).and_then(money::detect_currency).map(str::to_string))
             .unwrap_or_else(|| text_currency.to_string());
         let mut t = Transaction::new(merchant, amount, currency);
         t.date = get(cols.date).and_then(dates::parse_date);
@@ -411,11 +339,7 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
             break;
         }
     }
-    let unsigned: Vec<Cents> = rows
-        .iter()
-        .filter(|(_, s)| !s)
-        .map(|(t, _)| t.amount)
-        .collect();
+    let unsigned: Vec<Cents> = rows.iter().filter(|(_, s)| !s).map(|(t, _)| t.amount).collect();
     let negatives = unsigned.iter().filter(|a| **a < 0).count();
     let bank_style = negatives * 2 > unsigned.len();
     let transactions: Vec<Transaction> = rows
@@ -449,11 +373,7 @@ pub fn from_lines(text: &str) -> Vec<Transaction> {
             })?;
             let words = format!("{} {}", rest.get(..figure.start)?, rest.get(figure.end..)?);
             let merchant = merchant_from_prose(&words)?;
-            let mut t = Transaction::new(
-                merchant,
-                figure.value,
-                money::detect_currency(line).unwrap_or(currency),
-            );
+            let mut t = Transaction::new(merchant, figure.value, money::detect_currency(line).unwrap_or(currency));
             t.date = date;
             t.description = line.to_string();
             Some(t)
@@ -466,17 +386,7 @@ pub fn from_lines(text: &str) -> Vec<Transaction> {
 /// words left once filler is removed; after a colon when the colon follows
 /// an instruction (`Categorize this: Starbucks`). None without letters.
 fn merchant_from_prose(words: &str) -> Option<String> {
-    const ASKS: &[&str] = &[
-        "categor",
-        "extract",
-        "receipt",
-        "transaction",
-        "please",
-        "analy",
-        "here",
-        "add",
-        "record",
-    ];
+    const ASKS: &[&str] = &["categor", "extract", "receipt", "transaction", "please", "analy", "here", "add", "record"];
     let words = match words.split_once(':') {
         Some((head, tail)) if ASKS.iter().any(|a| head.to_lowercase().contains(a)) => tail,
         _ => words,
@@ -486,27 +396,19 @@ fn merchant_from_prose(words: &str) -> Option<String> {
     let focus = match lower.find(" at ") {
         Some(i) => {
             let after = words.get(i + 4..).unwrap_or_default();
-            let end = [" on ", " for ", " in "]
-                .iter()
-                .filter_map(|w| after.to_ascii_lowercase().find(w))
-                .min();
+            let end = [" on ", " for ", " in "].iter().filter_map(|w| after.to_ascii_lowercase().find(w)).min();
             after.get(..end.unwrap_or(after.len())).unwrap_or(after)
         }
         None => words,
     };
-    const FILLER: &[&str] = &[
-        "i", "spent", "paid", "bought", "on", "at", "for", "a", "the", "to",
-    ];
+    const FILLER: &[&str] = &["i", "spent", "paid", "bought", "on", "at", "for", "a", "the", "to"];
     let kept: Vec<&str> = focus
         .split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '–' | '|'))
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '&' && c != '\''))
         .filter(|w| !w.is_empty() && !FILLER.contains(&w.to_lowercase().as_str()))
         .collect();
     let merchant = kept.join(" ");
-    merchant
-        .chars()
-        .any(char::is_alphabetic)
-        .then(|| clean_merchant(&merchant))
+    merchant.chars().any(char::is_alphabetic).then(|| clean_merchant(&merchant))
 }
 
 /// A merchant name from a bank description: card prefixes and store numbers
@@ -535,63 +437,38 @@ pub fn clean_merchant(raw: &str) -> String {
         }
     }
     let lower = s.to_ascii_lowercase();
-    let cut = [" #", "#", "  ", " - ", ".com"]
-        .iter()
-        .filter_map(|sep| lower.find(sep))
-        .min()
-        .unwrap_or(s.len());
+    let cut = [" #", "#", "  ", " - ", ".com"].iter().filter_map(|sep| lower.find(sep)).min().unwrap_or(s.len());
     let s = s.get(..cut).unwrap_or(s);
     let mut words: Vec<&str> = s.split_whitespace().collect();
-    while words.len() > 1
-        && words
-            .last()
-            .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit() || c == '*'))
-    {
+    while words.len() > 1 && words.last().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit() || c == '*')) {
         words.pop();
     }
     let joined = words.join(" ");
     let out = if joined.chars().any(char::is_lowercase) {
         joined
     } else {
-        words
-            .iter()
-            .map(|w| title_word(w))
-            .collect::<Vec<_>>()
-            .join(" ")
+        words.iter().map(|w| title_word(w)).collect::<Vec<_>>().join(" ")
     };
-    if out.is_empty() {
-        "Unknown".into()
-    } else {
-        out
-    }
+    if out.is_empty() { "Unknown".into() } else { out }
 }
 
 /// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`, `ZONE,` is `Zone,`;
 /// acronyms stay (`BP`, `CVS`, `MTA`, `AT&T`): two letters, three without a
 /// vowel, known ones, or words with other symbols.
 fn title_word(w: &str) -> String {
-    const ACRONYMS: &[&str] = &[
-        "mta", "amc", "hbo", "aws", "ups", "ibm", "atm", "usa", "ikea",
-    ];
+    const ACRONYMS: &[&str] = &["mta", "amc", "hbo", "aws", "ups", "ibm", "atm", "usa", "ikea"];
     let core = w.trim_end_matches([',', '.', ';', ':', '!']);
     let tail = &w[core.len()..];
     let lower = core.to_ascii_lowercase();
     let len = core.chars().count();
-    let acronym = len <= 2
-        || (len == 3 && !lower.contains(['a', 'e', 'i', 'o', 'u', 'y']))
-        || ACRONYMS.contains(&lower.as_str());
+    let acronym =
+        len <= 2 || (len == 3 && !lower.contains(['a', 'e', 'i', 'o', 'u', 'y'])) || ACRONYMS.contains(&lower.as_str());
     if acronym || !core.chars().all(|c| c.is_alphabetic() || c == '\'') {
         return w.to_string();
     }
     let mut chars = core.chars();
-    let titled: String = chars
-        .next()
-        .map(|f| {
-            f.to_uppercase()
-                .chain(chars.flat_map(char::to_lowercase))
-                .collect()
-        })
-        .unwrap_or_default();
+    let titled: String =
+        chars.next().map(|f| f.to_uppercase().chain(chars.flat_map(char::to_lowercase)).collect()).unwrap_or_default();
     titled + tail
 }
 
@@ -604,12 +481,10 @@ pub fn main_currency(transactions: &[Transaction]) -> String {
             None => counts.push((&t.currency, 1)),
         }
     }
-    let best = counts
-        .iter()
-        .fold(None, |best: Option<(&str, usize)>, &(c, n)| match best {
-            Some((_, bn)) if bn >= n => best,
-            _ => Some((c, n)),
-        });
+    let best = counts.iter().fold(None, |best: Option<(&str, usize)>, &(c, n)| match best {
+        Some((_, bn)) if bn >= n => best,
+        _ => Some((c, n)),
+    });
     best.map_or_else(|| "USD".to_string(), |(c, _)| c.to_string())
 }
 
@@ -627,15 +502,9 @@ mod tests {
         assert!(ts.len() >= 20, "{} rows", ts.len());
         assert!(ts.iter().all(|t| t.date.is_some() && t.currency == "USD"));
         // A bank export: spending is negative in the file, positive here; pay is a credit.
-        let rent = ts
-            .iter()
-            .find(|t| t.merchant.to_lowercase().contains("rent"))
-            .expect("rent row");
+        let rent = ts.iter().find(|t| t.merchant.to_lowercase().contains("rent")).expect("rent row");
         assert!(rent.amount > 0);
-        assert!(
-            ts.iter().any(|t| t.amount < 0),
-            "payroll deposits are credits"
-        );
+        assert!(ts.iter().any(|t| t.amount < 0), "payroll deposits are credits");
     }
 
     #[test]
@@ -655,13 +524,9 @@ mod tests {
 
     #[test]
     fn transactions_csv_debit_credit_columns_set_the_sign() {
-        let csv =
-            "Date;Description;Debit;Credit\n2025-10-01;Grocer;45,10;\n2025-10-02;Salary;;2500,00";
+        let csv = "Date;Description;Debit;Credit\n2025-10-01;Grocer;45,10;\n2025-10-02;Salary;;2500,00";
         let (ts, _) = from_csv(csv).expect("csv");
-        assert_eq!(
-            ts.iter().map(|t| t.amount).collect::<Vec<_>>(),
-            vec![4510, -250_000]
-        );
+        assert_eq!(ts.iter().map(|t| t.amount).collect::<Vec<_>>(), vec![4510, -250_000]);
     }
 
     #[test]
@@ -703,18 +568,14 @@ mod tests {
         assert_eq!(got.source, Some(Source::Handoff("tag-ai".into())));
         assert_eq!(got.transactions.len(), 1);
         assert_eq!(got.transactions[0].amount, 4599);
-        assert_eq!(
-            got.transactions[0].category.as_deref(),
-            Some("Dining - Coffee")
-        );
+        assert_eq!(got.transactions[0].category.as_deref(), Some("Dining - Coffee"));
         assert_eq!(got.transactions[0].to_json()["amount"], json!(45.99));
     }
 
     #[test]
     fn transactions_read_json_input() {
-        let got = from_text(
-            r#"[{"type":"json","label":"transactions","value":[{"payee":"Shell","amount":"$40.00"}]}]"#,
-        );
+        let got =
+            from_text(r#"[{"type":"json","label":"transactions","value":[{"payee":"Shell","amount":"$40.00"}]}]"#);
         assert_eq!(got.source, Some(Source::Json));
         assert_eq!(got.transactions[0].merchant, "Shell");
         assert_eq!(got.transactions[0].amount, 4000);
@@ -722,31 +583,16 @@ mod tests {
 
     #[test]
     fn transactions_garbage_gives_nothing() {
-        for text in [
-            "",
-            "hello there",
-            "{\"a\": 1}",
-            "\u{0}\u{1}💥",
-            "1,2,3\n4,5,6",
-        ] {
+        for text in ["", "hello there", "{\"a\": 1}", "\u{0}\u{1}💥", "1,2,3\n4,5,6"] {
             assert!(from_text(text).transactions.is_empty(), "{text:?}");
         }
     }
 
     #[test]
     fn transactions_clean_merchant_names() {
-        assert_eq!(
-            clean_merchant("POS PURCHASE STARBUCKS #1234 TORONTO"),
-            "Starbucks"
-        );
-        assert_eq!(
-            clean_merchant("SQ *BLUE BOTTLE COFFEE"),
-            "Blue Bottle Coffee"
-        );
-        assert_eq!(
-            clean_merchant("Adobe Creative Cloud"),
-            "Adobe Creative Cloud"
-        );
+        assert_eq!(clean_merchant("POS PURCHASE STARBUCKS #1234 TORONTO"), "Starbucks");
+        assert_eq!(clean_merchant("SQ *BLUE BOTTLE COFFEE"), "Blue Bottle Coffee");
+        assert_eq!(clean_merchant("Adobe Creative Cloud"), "Adobe Creative Cloud");
         assert_eq!(clean_merchant("  "), "Unknown");
     }
 }

@@ -25,21 +25,15 @@ const DEFAULT_REMINDER_MINUTES: u32 = 15;
 /// When a day is named without a time (`tomorrow`).
 const DEFAULT_HOUR: u32 = 9;
 
-static TIME: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?$"));
-static ISO: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(\d{4})-(\d{2})-(\d{2})(?:[ t](\d{1,2}):(\d{2})(?::(\d{2}))?)?\s*(?:z|utc)?$")
-});
+static TIME: LazyLock<Regex> = LazyLock::new(|| re(r"^(\d{1,2})(?:[:.](\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?$"));
+static ISO: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(\d{4})-(\d{2})-(\d{2})(?:[ t](\d{1,2}):(\d{2})(?::(\d{2}))?)?\s*(?:z|utc)?$"));
 static DAY: LazyLock<Regex> = LazyLock::new(|| re(r"^(today|tomorrow)(?:\s+at\s+(.+))?$"));
-static MONTH_FIRST: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?(?:\s+at\s+(.+))?$")
-});
-static DAY_FIRST: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3})[a-z]*(?:\s+(\d{4}))?(?:\s+at\s+(.+))?$")
-});
-const MONTHS: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-];
+static MONTH_FIRST: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?(?:\s+at\s+(.+))?$"));
+static DAY_FIRST: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3})[a-z]*(?:\s+(\d{4}))?(?:\s+at\s+(.+))?$"));
+const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
 
 fn parse_time(s: &str) -> Option<NaiveTime> {
     match s.trim() {
@@ -76,11 +70,7 @@ fn month_day(month: &str, day: &str, year: Option<&str>, now: DateTime<Utc>) -> 
         None => {
             let today = now.date_naive();
             let this_year = NaiveDate::from_ymd_opt(today.year(), month, day)?;
-            if this_year < today {
-                NaiveDate::from_ymd_opt(today.year() + 1, month, day)
-            } else {
-                Some(this_year)
-            }
+            if this_year < today { NaiveDate::from_ymd_opt(today.year() + 1, month, day) } else { Some(this_year) }
         }
     }
 }
@@ -88,16 +78,10 @@ fn month_day(month: &str, day: &str, year: Option<&str>, now: DateTime<Utc>) -> 
 /// A point in time as notes write it; a bare time falls on `base`.
 fn parse_when(phrase: &str, now: DateTime<Utc>, base: NaiveDate) -> Option<DateTime<Utc>> {
     let mut s = phrase.trim().trim_end_matches('.').to_lowercase();
-    if matches!(
-        s.as_str(),
-        "" | "now" | "from now" | "right now" | "immediately" | "right away" | "asap"
-    ) {
+    if matches!(s.as_str(), "" | "now" | "from now" | "right now" | "immediately" | "right away" | "asap") {
         return Some(now);
     }
-    while let Some(rest) = ["starting ", "beginning ", "from ", "at ", "on "]
-        .iter()
-        .find_map(|p| s.strip_prefix(p))
-    {
+    while let Some(rest) = ["starting ", "beginning ", "from ", "at ", "on "].iter().find_map(|p| s.strip_prefix(p)) {
         s = rest.trim().to_string();
     }
     if let Some(rest) = s.strip_prefix("in ") {
@@ -107,38 +91,20 @@ fn parse_when(phrase: &str, now: DateTime<Utc>, base: NaiveDate) -> Option<DateT
     if let Some(c) = ISO.captures(&s) {
         let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
         let date = NaiveDate::from_ymd_opt(c.get(1)?.as_str().parse().ok()?, n(2)?, n(3)?)?;
-        let time = NaiveTime::from_hms_opt(
-            n(4).unwrap_or(DEFAULT_HOUR),
-            n(5).unwrap_or(0),
-            n(6).unwrap_or(0),
-        )?;
+        let time = NaiveTime::from_hms_opt(n(4).unwrap_or(DEFAULT_HOUR), n(5).unwrap_or(0), n(6).unwrap_or(0))?;
         return Some(date.and_time(time).and_utc());
     }
     if let Some(c) = DAY.captures(&s) {
         let today = now.date_naive();
-        let date = if c.get(1)?.as_str() == "today" {
-            today
-        } else {
-            today.succ_opt()?
-        };
+        let date = if c.get(1)?.as_str() == "today" { today } else { today.succ_opt()? };
         return at(date, c.get(2).map(|m| m.as_str()));
     }
     if let Some(c) = MONTH_FIRST.captures(&s) {
-        let date = month_day(
-            c.get(1)?.as_str(),
-            c.get(2)?.as_str(),
-            c.get(3).map(|m| m.as_str()),
-            now,
-        )?;
+        let date = month_day(c.get(1)?.as_str(), c.get(2)?.as_str(), c.get(3).map(|m| m.as_str()), now)?;
         return at(date, c.get(4).map(|m| m.as_str()));
     }
     if let Some(c) = DAY_FIRST.captures(&s) {
-        let date = month_day(
-            c.get(2)?.as_str(),
-            c.get(1)?.as_str(),
-            c.get(3).map(|m| m.as_str()),
-            now,
-        )?;
+        let date = month_day(c.get(2)?.as_str(), c.get(1)?.as_str(), c.get(3).map(|m| m.as_str()), now)?;
         return at(date, c.get(4).map(|m| m.as_str()));
     }
     parse_time(&s).map(|t| base.and_time(t).and_utc())
@@ -146,11 +112,7 @@ fn parse_when(phrase: &str, now: DateTime<Utc>, base: NaiveDate) -> Option<DateT
 
 /// RFC 5545 §3.3.11 TEXT escaping.
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace(';', "\\;")
-        .replace(',', "\\,")
-        .replace("\r\n", "\\n")
-        .replace('\n', "\\n")
+    s.replace('\\', "\\\\").replace(';', "\\;").replace(',', "\\,").replace("\r\n", "\\n").replace('\n', "\\n")
 }
 
 /// RFC 5545 §3.1: lines longer than 75 octets continue on lines that start
@@ -199,31 +161,16 @@ impl Event {
                 .ok_or_else(|| invalid(format!("cannot read the end time '{phrase}'")))?,
             (None, Some(minutes)) => start + Duration::minutes(i64::from(minutes)),
             (None, None) => {
-                return Err(invalid(
-                    "no duration: say how long, e.g. 'Block calendar for 2 hours from now'",
-                ));
+                return Err(invalid("no duration: say how long, e.g. 'Block calendar for 2 hours from now'"));
             }
         };
         if end <= start {
-            return Err(invalid(format!(
-                "the event would end ({end}) before it starts ({start})"
-            )));
+            return Err(invalid(format!("the event would end ({end}) before it starts ({start})")));
         }
         let object = spec.goal.object.to_lowercase();
-        let generic = [
-            "calendar",
-            "my calendar",
-            "the calendar",
-            "time",
-            "some time",
-            "",
-        ];
+        let generic = ["calendar", "my calendar", "the calendar", "time", "some time", ""];
         let title = e.title.clone().unwrap_or_else(|| {
-            if generic.contains(&object.as_str()) {
-                "Blocked time".into()
-            } else {
-                text::capitalize(&spec.goal.object)
-            }
+            if generic.contains(&object.as_str()) { "Blocked time".into() } else { text::capitalize(&spec.goal.object) }
         });
         let reminders = e.reminders.unwrap_or(false);
         Ok(Self {
@@ -232,16 +179,13 @@ impl Event {
             start,
             end,
             busy: e.busy.unwrap_or(true),
-            reminder_minutes: reminders
-                .then(|| e.reminder_minutes.unwrap_or(DEFAULT_REMINDER_MINUTES)),
+            reminder_minutes: reminders.then(|| e.reminder_minutes.unwrap_or(DEFAULT_REMINDER_MINUTES)),
         })
     }
 
     /// The same block gets the same UID, so sending it twice updates rather than duplicates.
     fn uid(&self) -> String {
-        let digest = Sha256::digest(
-            format!("{}|{}|{}", self.title, stamp(self.start), stamp(self.end)).as_bytes(),
-        );
+        let digest = Sha256::digest(format!("{}|{}|{}", self.title, stamp(self.start), stamp(self.end)).as_bytes());
         format!("{}@switchboard", &hex::encode(digest)[..32])
     }
 
@@ -262,19 +206,13 @@ impl Event {
         if let Some(d) = &self.description {
             lines.push(format!("DESCRIPTION:{}", escape(d)));
         }
-        lines.push(format!(
-            "TRANSP:{}",
-            if self.busy { "OPAQUE" } else { "TRANSPARENT" }
-        ));
+        lines.push(format!("TRANSP:{}", if self.busy { "OPAQUE" } else { "TRANSPARENT" }));
         lines.push("STATUS:CONFIRMED".into());
         if let Some(minutes) = self.reminder_minutes {
             lines.extend([
                 "BEGIN:VALARM".to_string(),
                 "ACTION:DISPLAY".into(),
-                format!(
-                    "DESCRIPTION:{}",
-                    escape(&format!("Reminder: {}", self.title))
-                ),
+                format!("DESCRIPTION:{}", escape(&format!("Reminder: {}", self.title))),
                 format!("TRIGGER:-PT{minutes}M"),
                 "END:VALARM".into(),
             ]);
@@ -330,28 +268,16 @@ mod tests {
     #[tokio::test]
     async fn seed_001_calendar_note_blocks_two_busy_hours_from_now() {
         let before = Utc::now().timestamp();
-        let out = run(&CalendarAgent, "calendar_block", &noted(CALENDAR_NOTE))
-            .await
-            .unwrap();
+        let out = run(&CalendarAgent, "calendar_block", &noted(CALENDAR_NOTE)).await.unwrap();
         let after = Utc::now().timestamp();
         let v = verdict(CALENDAR_NOTE, &out);
         assert!(v.passed, "{v:#?}\n{}", out.result);
         let names: Vec<&str> = v.checks.iter().map(|c| c.name.as_str()).collect();
-        assert!(
-            names.contains(&"is_icalendar") && names.contains(&"not_contains_begin_valarm"),
-            "{names:?}"
-        );
+        assert!(names.contains(&"is_icalendar") && names.contains(&"not_contains_begin_valarm"), "{names:?}");
 
         let ics = &out.result;
-        assert!(
-            !ics.replace("\r\n", "").contains('\n'),
-            "only CRLF line endings"
-        );
-        for line in [
-            "SUMMARY:Deep Work Session",
-            "DESCRIPTION:Focus time - no interruptions",
-            "TRANSP:OPAQUE",
-        ] {
+        assert!(!ics.replace("\r\n", "").contains('\n'), "only CRLF line endings");
+        for line in ["SUMMARY:Deep Work Session", "DESCRIPTION:Focus time - no interruptions", "TRANSP:OPAQUE"] {
             assert!(ics.contains(&format!("{line}\r\n")), "{line} in {ics}");
         }
         for field in ["UID:", "DTSTAMP:", "DTSTART:", "DTEND:"] {
@@ -359,23 +285,12 @@ mod tests {
         }
         let e = artifact(&out, "event");
         assert_eq!(
-            (
-                e["duration_minutes"].as_i64(),
-                e["busy"].as_bool(),
-                e["reminders"].as_bool()
-            ),
+            (e["duration_minutes"].as_i64(), e["busy"].as_bool(), e["reminders"].as_bool()),
             (Some(120), Some(true), Some(false))
         );
-        let start = DateTime::parse_from_rfc3339(e["start"].as_str().unwrap())
-            .unwrap()
-            .timestamp();
-        let end = DateTime::parse_from_rfc3339(e["end"].as_str().unwrap())
-            .unwrap()
-            .timestamp();
-        assert!(
-            (before..=after).contains(&start),
-            "{before} <= {start} <= {after}"
-        );
+        let start = DateTime::parse_from_rfc3339(e["start"].as_str().unwrap()).unwrap().timestamp();
+        let end = DateTime::parse_from_rfc3339(e["end"].as_str().unwrap()).unwrap().timestamp();
+        assert!((before..=after).contains(&start), "{before} <= {start} <= {after}");
         assert_eq!(end - start, 2 * 3600);
         let dtstart = DateTime::from_timestamp(start, 0).unwrap();
         assert!(ics.contains(&format!("DTSTART:{}\r\n", stamp(dtstart))));
@@ -383,87 +298,41 @@ mod tests {
 
     #[tokio::test]
     async fn explicit_start_and_reminders_are_honoured() {
-        let note = "Schedule a focus session for 90 minutes tomorrow at 9am. Title: Review. Reminders: 10 minutes before";
-        let out = run(&CalendarAgent, "calendar_block", &noted(note))
-            .await
-            .unwrap();
+        let note =
+            "Schedule a focus session for 90 minutes tomorrow at 9am. Title: Review. Reminders: 10 minutes before";
+        let out = run(&CalendarAgent, "calendar_block", &noted(note)).await.unwrap();
         let tomorrow = Utc::now().date_naive().succ_opt().unwrap();
-        assert!(
-            out.result.contains(&format!(
-                "DTSTART:{}T090000Z\r\n",
-                tomorrow.format("%Y%m%d")
-            )),
-            "{}",
-            out.result
-        );
-        assert!(
-            out.result
-                .contains(&format!("DTEND:{}T103000Z\r\n", tomorrow.format("%Y%m%d")))
-        );
-        assert!(
-            out.result.contains("BEGIN:VALARM\r\nACTION:DISPLAY\r\n")
-                && out.result.contains("TRIGGER:-PT10M\r\n")
-        );
+        assert!(out.result.contains(&format!("DTSTART:{}T090000Z\r\n", tomorrow.format("%Y%m%d"))), "{}", out.result);
+        assert!(out.result.contains(&format!("DTEND:{}T103000Z\r\n", tomorrow.format("%Y%m%d"))));
+        assert!(out.result.contains("BEGIN:VALARM\r\nACTION:DISPLAY\r\n") && out.result.contains("TRIGGER:-PT10M\r\n"));
         assert!(verdict(note, &out).passed);
 
-        let note = "Block calendar on 2025-10-22 14:00. Duration: 1.5 hours. Title: Planning, Q4; offsite. Status: free";
-        let out = run(&CalendarAgent, "calendar_block", &noted(note))
-            .await
-            .unwrap();
+        let note =
+            "Block calendar on 2025-10-22 14:00. Duration: 1.5 hours. Title: Planning, Q4; offsite. Status: free";
+        let out = run(&CalendarAgent, "calendar_block", &noted(note)).await.unwrap();
         for line in [
             "DTSTART:20251022T140000Z",
             "DTEND:20251022T153000Z",
             "SUMMARY:Planning\\, Q4\\; offsite",
             "TRANSP:TRANSPARENT",
         ] {
-            assert!(
-                out.result.contains(&format!("{line}\r\n")),
-                "{line} in {}",
-                out.result
-            );
+            assert!(out.result.contains(&format!("{line}\r\n")), "{line} in {}", out.result);
         }
     }
 
     #[test]
     fn start_phrases_are_read_against_now() {
-        let now = DateTime::parse_from_rfc3339("2025-10-18T21:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
+        let now = DateTime::parse_from_rfc3339("2025-10-18T21:00:00Z").unwrap().with_timezone(&Utc);
         let base = now.date_naive();
         let when = |s: &str| parse_when(s, now, base).map(|t| t.to_rfc3339());
-        assert_eq!(
-            when("from now").as_deref(),
-            Some("2025-10-18T21:00:00+00:00")
-        );
-        assert_eq!(
-            when("in 30 minutes").as_deref(),
-            Some("2025-10-18T21:30:00+00:00")
-        );
-        assert_eq!(
-            when("tomorrow at 9am").as_deref(),
-            Some("2025-10-19T09:00:00+00:00")
-        );
-        assert_eq!(
-            when("Oct 22 at 2:30pm").as_deref(),
-            Some("2025-10-22T14:30:00+00:00")
-        );
-        assert_eq!(
-            when("22nd October").as_deref(),
-            Some("2025-10-22T09:00:00+00:00")
-        );
-        assert_eq!(
-            when("Jan 5").as_deref(),
-            Some("2026-01-05T09:00:00+00:00"),
-            "a past date means next year"
-        );
-        assert_eq!(
-            when("at 12am").as_deref(),
-            Some("2025-10-18T00:00:00+00:00")
-        );
-        assert_eq!(
-            when("2025-10-22T14:00Z").as_deref(),
-            Some("2025-10-22T14:00:00+00:00")
-        );
+        assert_eq!(when("from now").as_deref(), Some("2025-10-18T21:00:00+00:00"));
+        assert_eq!(when("in 30 minutes").as_deref(), Some("2025-10-18T21:30:00+00:00"));
+        assert_eq!(when("tomorrow at 9am").as_deref(), Some("2025-10-19T09:00:00+00:00"));
+        assert_eq!(when("Oct 22 at 2:30pm").as_deref(), Some("2025-10-22T14:30:00+00:00"));
+        assert_eq!(when("22nd October").as_deref(), Some("2025-10-22T09:00:00+00:00"));
+        assert_eq!(when("Jan 5").as_deref(), Some("2026-01-05T09:00:00+00:00"), "a past date means next year");
+        assert_eq!(when("at 12am").as_deref(), Some("2025-10-18T00:00:00+00:00"));
+        assert_eq!(when("2025-10-22T14:00Z").as_deref(), Some("2025-10-22T14:00:00+00:00"));
         for bad in ["whenever", "25:00", "13pm", "Feb 30"] {
             assert_eq!(when(bad), None, "{bad}");
         }
@@ -481,14 +350,9 @@ mod tests {
     async fn missing_duration_or_unreadable_start_is_an_invalid_request() {
         for (note, why) in [
             ("Block calendar tomorrow at 9am. Title: X", "no duration"),
-            (
-                "Block calendar for 1 hour starting whenever. Title: X",
-                "cannot read the start time",
-            ),
+            ("Block calendar for 1 hour starting whenever. Title: X", "cannot read the start time"),
         ] {
-            let err = run(&CalendarAgent, "calendar_block", &noted(note))
-                .await
-                .unwrap_err();
+            let err = run(&CalendarAgent, "calendar_block", &noted(note)).await.unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidRequest);
             assert!(err.message.contains(why), "{}", err.message);
         }

@@ -29,11 +29,7 @@ fn parse_csv(input: &str, delimiter: char) -> Vec<Vec<String>> {
     let mut was_quoted = false;
     let mut chars = input.chars().peekable();
     let finish_field = |field: &mut String, was_quoted: &mut bool, row: &mut Vec<String>| {
-        let value = if *was_quoted {
-            field.clone()
-        } else {
-            field.trim().to_string()
-        };
+        let value = if *was_quoted { field.clone() } else { field.trim().to_string() };
         row.push(value);
         field.clear();
         *was_quoted = false;
@@ -64,18 +60,13 @@ fn parse_csv(input: &str, delimiter: char) -> Vec<Vec<String>> {
         finish_field(&mut field, &mut was_quoted, &mut row);
         rows.push(row);
     }
-    rows.into_iter()
-        .filter(|r| r.iter().any(|f| !f.trim().is_empty()))
-        .collect()
+    rows.into_iter().filter(|r| r.iter().any(|f| !f.trim().is_empty())).collect()
 }
 
 /// The most frequent of `,`, `;` and tab on the first line.
 fn delimiter(input: &str) -> char {
     let first = input.lines().next().unwrap_or("");
-    [',', ';', '\t']
-        .into_iter()
-        .max_by_key(|d| first.matches(*d).count())
-        .unwrap_or(',')
+    [',', ';', '\t'].into_iter().max_by_key(|d| first.matches(*d).count()).unwrap_or(',')
 }
 
 /// `First Name` and `first_name` name the same column.
@@ -92,45 +83,26 @@ struct Transformed {
     malformed: Vec<Value>,
 }
 
-fn transform(
-    input: &str,
-    columns: &[String],
-    case: KeyCase,
-) -> Result<Transformed, DelegationError> {
+fn transform(input: &str, columns: &[String], case: KeyCase) -> Result<Transformed, DelegationError> {
     let mut rows = parse_csv(input, delimiter(input));
     if rows.is_empty() {
-        return Err(invalid(
-            "no CSV rows: put the data after the instructions or in the request's input",
-        ));
+        return Err(invalid("no CSV rows: put the data after the instructions or in the request's input"));
     }
     // Declared columns and a first row that does not repeat them (and reads
     // like data) means the rows come without a header.
     let first = &rows[0];
-    let repeats_columns =
-        first.len() == columns.len() && first.iter().zip(columns).all(|(a, b)| same_column(a, b));
+    let repeats_columns = first.len() == columns.len() && first.iter().zip(columns).all(|(a, b)| same_column(a, b));
     let headerless = !columns.is_empty()
         && !repeats_columns
-        && first
-            .iter()
-            .any(|f| f.contains('@') || f.chars().any(|c| c.is_ascii_digit()));
-    let header: Vec<String> = if headerless {
-        columns.to_vec()
-    } else {
-        rows.remove(0)
-    };
+        && first.iter().any(|f| f.contains('@') || f.chars().any(|c| c.is_ascii_digit()));
+    let header: Vec<String> = if headerless { columns.to_vec() } else { rows.remove(0) };
     if rows.is_empty() {
         return Err(invalid("the CSV has a header but no rows"));
     }
     let keys: Vec<String> = header
         .iter()
         .enumerate()
-        .map(|(i, h)| {
-            if h.trim().is_empty() {
-                format!("column{}", i + 1)
-            } else {
-                case.convert(h)
-            }
-        })
+        .map(|(i, h)| if h.trim().is_empty() { format!("column{}", i + 1) } else { case.convert(h) })
         .collect();
     let email_key = keys.iter().position(|k| k.to_lowercase().contains("mail"));
 
@@ -146,36 +118,25 @@ fn transform(
     for (i, fields) in rows.iter().enumerate() {
         let row = i + 1;
         if fields.len() != keys.len() {
-            out.malformed
-                .push(json!({"row": row, "expected": keys.len(), "found": fields.len()}));
+            out.malformed.push(json!({"row": row, "expected": keys.len(), "found": fields.len()}));
             continue;
         }
         if let Some(e) = email_key
             && !text::email_ok(&fields[e])
         {
-            out.invalid_emails
-                .push(json!({"row": row, "value": fields[e]}));
+            out.invalid_emails.push(json!({"row": row, "value": fields[e]}));
         }
         let identity = match email_key {
             Some(e) => fields[e].to_lowercase(),
-            None => fields
-                .iter()
-                .map(|f| f.to_lowercase())
-                .collect::<Vec<_>>()
-                .join("\u{1f}"),
+            None => fields.iter().map(|f| f.to_lowercase()).collect::<Vec<_>>().join("\u{1f}"),
         };
         if let Some(&first) = seen.get(&identity) {
             let value = email_key.map_or_else(|| json!(fields), |e| json!(fields[e]));
-            out.duplicates
-                .push(json!({"row": row, "duplicate_of": first, "value": value}));
+            out.duplicates.push(json!({"row": row, "duplicate_of": first, "value": value}));
             continue;
         }
         seen.insert(identity, row);
-        let record: Map<String, Value> = keys
-            .iter()
-            .cloned()
-            .zip(fields.iter().map(|f| json!(f)))
-            .collect();
+        let record: Map<String, Value> = keys.iter().cloned().zip(fields.iter().map(|f| json!(f))).collect();
         out.records.push(Value::Object(record));
     }
     Ok(out)
@@ -191,12 +152,8 @@ impl Agent for DataAgent {
         })?;
         let case = spec.constraints.key_case.unwrap_or(KeyCase::Camel);
         let t = transform(&input, &spec.context.columns, case)?;
-        let result = serde_json::to_string_pretty(&t.records).map_err(|e| {
-            DelegationError::new(
-                ErrorCode::AgentFailed,
-                format!("could not serialize records: {e}"),
-            )
-        })?;
+        let result = serde_json::to_string_pretty(&t.records)
+            .map_err(|e| DelegationError::new(ErrorCode::AgentFailed, format!("could not serialize records: {e}")))?;
         let summary = format!(
             "Transformed {} into {} with {} keys: {} removed, {}, {}",
             plural(t.rows as u64, "row"),
@@ -232,21 +189,11 @@ mod tests {
     #[tokio::test]
     async fn seed_001_data_note_passes_its_checks() {
         let note = format!("{DATA_NOTE}\n{CSV}");
-        let out = run(&DataAgent, "transform_data", &noted(&note))
-            .await
-            .unwrap();
+        let out = run(&DataAgent, "transform_data", &noted(&note)).await.unwrap();
         let v = verdict(&note, &out);
         assert!(v.passed, "{v:#?}\n{}", out.result);
         let names: Vec<&str> = v.checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "keys_camel_case",
-                "json_schema",
-                "valid_email",
-                "unique_email"
-            ]
-        );
+        assert_eq!(names, ["keys_camel_case", "json_schema", "valid_email", "unique_email"]);
         let records = artifact(&out, "records");
         assert_eq!(
             records,
@@ -256,15 +203,9 @@ mod tests {
             ])
         );
         let validation = artifact(&out, "validation");
-        assert_eq!(
-            validation["duplicates"],
-            json!([{"row": 3, "duplicate_of": 1, "value": "ADA@example.com"}])
-        );
+        assert_eq!(validation["duplicates"], json!([{"row": 3, "duplicate_of": 1, "value": "ADA@example.com"}]));
         assert_eq!(validation["rows"], 3);
-        assert_eq!(
-            serde_json::from_str::<Value>(&out.result).unwrap(),
-            *records
-        );
+        assert_eq!(serde_json::from_str::<Value>(&out.result).unwrap(), *records);
     }
 
     #[tokio::test]
@@ -272,36 +213,18 @@ mod tests {
         let mut task = noted(DATA_NOTE);
         task.input = "Name,E-mail,Role\nBo,bo@x,dev\nCy,<EMAIL_1>,ops".into();
         let out = run(&DataAgent, "transform_data", &task).await.unwrap();
-        assert_eq!(
-            artifact(&out, "records")[0],
-            json!({"name": "Bo", "email": "bo@x", "role": "dev"})
-        );
-        assert_eq!(
-            artifact(&out, "validation")["invalid_emails"],
-            json!([{"row": 1, "value": "bo@x"}])
-        );
+        assert_eq!(artifact(&out, "records")[0], json!({"name": "Bo", "email": "bo@x", "role": "dev"}));
+        assert_eq!(artifact(&out, "validation")["invalid_emails"], json!([{"row": 1, "value": "bo@x"}]));
         let v = verdict(DATA_NOTE, &out);
         assert_eq!(v.failed(), ["valid_email"]);
-        assert_eq!(
-            v.checks
-                .iter()
-                .find(|c| c.name == "valid_email")
-                .unwrap()
-                .actual,
-            Some(json!(["bo@x"]))
-        );
+        assert_eq!(v.checks.iter().find(|c| c.name == "valid_email").unwrap().actual, Some(json!(["bo@x"])));
     }
 
     #[tokio::test]
     async fn headerless_rows_take_the_declared_columns_and_key_case() {
         let note = "Convert this CSV to JSON. Columns: Full Name, Work Email. Output: array of objects with snake_case keys.\nAda,ada@x.io\nBob,bob@x.io";
-        let out = run(&DataAgent, "transform_data", &noted(note))
-            .await
-            .unwrap();
-        assert_eq!(
-            artifact(&out, "records")[1],
-            json!({"full_name": "Bob", "work_email": "bob@x.io"})
-        );
+        let out = run(&DataAgent, "transform_data", &noted(note)).await.unwrap();
+        assert_eq!(artifact(&out, "records")[1], json!({"full_name": "Bob", "work_email": "bob@x.io"}));
         assert!(verdict(note, &out).passed);
     }
 
@@ -310,13 +233,8 @@ mod tests {
         let mut task = noted(DATA_NOTE);
         task.input = "name,email,role\nAda,ada@x.io\nBob,bob@x.io,dev".into();
         let out = run(&DataAgent, "transform_data", &task).await.unwrap();
-        assert_eq!(
-            artifact(&out, "validation")["malformed_rows"],
-            json!([{"row": 1, "expected": 3, "found": 2}])
-        );
-        let err = run(&DataAgent, "transform_data", &noted(DATA_NOTE))
-            .await
-            .unwrap_err();
+        assert_eq!(artifact(&out, "validation")["malformed_rows"], json!([{"row": 1, "expected": 3, "found": 2}]));
+        let err = run(&DataAgent, "transform_data", &noted(DATA_NOTE)).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
         task.input = "name,email,role".into();
         let err = run(&DataAgent, "transform_data", &task).await.unwrap_err();
@@ -325,14 +243,8 @@ mod tests {
 
     #[test]
     fn csv_parser_handles_quotes_and_other_delimiters() {
-        assert_eq!(
-            parse_csv("a,\"b \"\"x\"\", c\"\r\n1,2\n", ','),
-            [vec!["a", "b \"x\", c"], vec!["1", "2"]]
-        );
+        assert_eq!(parse_csv("a,\"b \"\"x\"\", c\"\r\n1,2\n", ','), [vec!["a", "b \"x\", c"], vec!["1", "2"]]);
         assert_eq!(delimiter("a;b;c\n1;2;3"), ';');
-        assert_eq!(
-            parse_csv("a;b\n\n1;2", ';'),
-            [vec!["a", "b"], vec!["1", "2"]]
-        );
+        assert_eq!(parse_csv("a;b\n\n1;2", ';'), [vec!["a", "b"], vec!["1", "2"]]);
     }
 }

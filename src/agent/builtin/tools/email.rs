@@ -36,56 +36,17 @@ struct Variant {
 }
 
 const VARIANTS: [Variant; 6] = [
-    Variant {
-        greeting: 0,
-        phrasing: 0,
-        context_first: false,
-        length: Length::Standard,
-        sign_off: "Warm regards,",
-    },
-    Variant {
-        greeting: 1,
-        phrasing: 1,
-        context_first: true,
-        length: Length::Detailed,
-        sign_off: "Kind regards,",
-    },
-    Variant {
-        greeting: 2,
-        phrasing: 2,
-        context_first: false,
-        length: Length::Concise,
-        sign_off: "Best regards,",
-    },
-    Variant {
-        greeting: 0,
-        phrasing: 1,
-        context_first: true,
-        length: Length::Standard,
-        sign_off: "Best regards,",
-    },
-    Variant {
-        greeting: 1,
-        phrasing: 2,
-        context_first: false,
-        length: Length::Detailed,
-        sign_off: "Warm regards,",
-    },
-    Variant {
-        greeting: 2,
-        phrasing: 0,
-        context_first: false,
-        length: Length::Concise,
-        sign_off: "Kind regards,",
-    },
+    Variant { greeting: 0, phrasing: 0, context_first: false, length: Length::Standard, sign_off: "Warm regards," },
+    Variant { greeting: 1, phrasing: 1, context_first: true, length: Length::Detailed, sign_off: "Kind regards," },
+    Variant { greeting: 2, phrasing: 2, context_first: false, length: Length::Concise, sign_off: "Best regards," },
+    Variant { greeting: 0, phrasing: 1, context_first: true, length: Length::Standard, sign_off: "Best regards," },
+    Variant { greeting: 1, phrasing: 2, context_first: false, length: Length::Detailed, sign_off: "Warm regards," },
+    Variant { greeting: 2, phrasing: 0, context_first: false, length: Length::Concise, sign_off: "Kind regards," },
 ];
 
 /// With a name, without one.
-const GREETINGS: [(&str, &str); 3] = [
-    ("Hi {name},", "Hi there,"),
-    ("Dear {name},", "Hello,"),
-    ("Hello {name},", "Hello,"),
-];
+const GREETINGS: [(&str, &str); 3] =
+    [("Hi {name},", "Hi there,"), ("Dear {name},", "Hello,"), ("Hello {name},", "Hello,")];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -131,27 +92,15 @@ const APOLOGY: Phrases = Phrases {
 };
 
 const THANKS: Phrases = Phrases {
-    opening: [
-        "Thank you for {topic}.",
-        "I wanted to say thank you for {topic}.",
-        "Many thanks for {topic}.",
-    ],
+    opening: ["Thank you for {topic}.", "I wanted to say thank you for {topic}.", "Many thanks for {topic}."],
     impact: [
         "It made a real difference to the team.",
         "It had a real impact on our progress.",
         "It helped us more than you know.",
     ],
-    timeline: [
-        "The next date to keep in mind is {eta}.",
-        "Our next milestone is {eta}.",
-        "Next up is {eta}.",
-    ],
+    timeline: ["The next date to keep in mind is {eta}.", "Our next milestone is {eta}.", "Next up is {eta}."],
     detail: "Your help did not go unnoticed, and I wanted you to hear that directly.",
-    closing: [
-        "I look forward to working with you again.",
-        "It is a pleasure working with you.",
-        "Thanks again.",
-    ],
+    closing: ["I look forward to working with you again.", "It is a pleasure working with you.", "Thanks again."],
     subject: "Thank you for {topic}",
 };
 
@@ -182,34 +131,13 @@ const UPDATE: Phrases = Phrases {
 
 /// Sentences that supply a required element the draft does not yet have.
 const FILL_INS: &[(&[&str], &str)] = &[
-    (
-        &["apolog", "sorry", "regret"],
-        "I apologize for the inconvenience.",
-    ),
-    (
-        &["impact", "inconvenien", "disrupt"],
-        "I understand the impact this has on you.",
-    ),
-    (
-        &["timeline", "eta", "date", "deadline", "schedule"],
-        "I will share a new timeline shortly.",
-    ),
-    (
-        &["thank", "gratitude", "appreciat"],
-        "Thank you for your time.",
-    ),
-    (
-        &["next step", "follow"],
-        "As a next step, I will follow up with the details.",
-    ),
-    (
-        &["call to action", "request", "ask"],
-        "Please let me know if you have any questions.",
-    ),
-    (
-        &["reassur", "prevent", "commit"],
-        "We are taking steps to prevent this from happening again.",
-    ),
+    (&["apolog", "sorry", "regret"], "I apologize for the inconvenience."),
+    (&["impact", "inconvenien", "disrupt"], "I understand the impact this has on you."),
+    (&["timeline", "eta", "date", "deadline", "schedule"], "I will share a new timeline shortly."),
+    (&["thank", "gratitude", "appreciat"], "Thank you for your time."),
+    (&["next step", "follow"], "As a next step, I will follow up with the details."),
+    (&["call to action", "request", "ask"], "Please let me know if you have any questions."),
+    (&["reassur", "prevent", "commit"], "We are taking steps to prevent this from happening again."),
 ];
 
 const OFFER: &str = "I am happy to walk you through the details if that would help.";
@@ -219,31 +147,17 @@ const UPDATES: &str = "I will keep you updated on progress until then, and I am 
 fn with_article(topic: &str) -> String {
     let t = topic.trim().trim_end_matches(['.', '!']);
     let first = t.split_whitespace().next().unwrap_or("").to_lowercase();
-    let determiners = [
-        "the", "a", "an", "my", "our", "your", "this", "that", "these", "those", "his", "her",
-        "their",
-    ];
-    if determiners.contains(&first.as_str()) {
-        t.to_string()
-    } else {
-        format!("the {t}")
-    }
+    let determiners = ["the", "a", "an", "my", "our", "your", "this", "that", "these", "those", "his", "her", "their"];
+    if determiners.contains(&first.as_str()) { t.to_string() } else { format!("the {t}") }
 }
 
 fn kind_of(spec: &TaskSpec) -> Kind {
-    let about = format!(
-        "{} {} {}",
-        spec.goal.object,
-        spec.topic.as_deref().unwrap_or(""),
-        spec.constraints.required.join(" ")
-    )
-    .to_lowercase();
+    let about =
+        format!("{} {} {}", spec.goal.object, spec.topic.as_deref().unwrap_or(""), spec.constraints.required.join(" "))
+            .to_lowercase();
     if ["apolog", "sorry"].iter().any(|w| about.contains(w)) {
         Kind::Apology
-    } else if ["thank", "gratitude", "appreciation"]
-        .iter()
-        .any(|w| about.contains(w))
-    {
+    } else if ["thank", "gratitude", "appreciation"].iter().any(|w| about.contains(w)) {
         Kind::Thanks
     } else {
         Kind::Update
@@ -251,10 +165,7 @@ fn kind_of(spec: &TaskSpec) -> Kind {
 }
 
 fn variant_index(seed: u64) -> usize {
-    SEEDS
-        .iter()
-        .position(|s| *s == seed)
-        .unwrap_or((seed % SEEDS.len() as u64) as usize)
+    SEEDS.iter().position(|s| *s == seed).unwrap_or((seed % SEEDS.len() as u64) as usize)
 }
 
 struct Draft {
@@ -285,20 +196,10 @@ fn compose(spec: &TaskSpec, seed: u64) -> Draft {
         Some(name) => GREETINGS[greeting].0.replace("{name}", name),
         None => GREETINGS[greeting].1.to_string(),
     };
-    let topic = spec
-        .topic
-        .as_deref()
-        .map_or_else(|| "this matter".to_string(), with_article);
+    let topic = spec.topic.as_deref().map_or_else(|| "this matter".to_string(), with_article);
     let eta = spec.context.eta.clone();
-    let fill = |s: &str, topic: &str| {
-        s.replace("{topic}", topic)
-            .replace("{eta}", eta.as_deref().unwrap_or(""))
-    };
-    let required = |words: &[&str]| {
-        c.required
-            .iter()
-            .any(|r| words.iter().any(|w| r.to_lowercase().contains(w)))
-    };
+    let fill = |s: &str, topic: &str| s.replace("{topic}", topic).replace("{eta}", eta.as_deref().unwrap_or(""));
+    let required = |words: &[&str]| c.required.iter().any(|r| words.iter().any(|w| r.to_lowercase().contains(w)));
 
     let mut first = Vec::new();
     if v.context_first && spec.topic.is_some() {
@@ -322,8 +223,7 @@ fn compose(spec: &TaskSpec, seed: u64) -> Draft {
     if v.length != Length::Concise && kind != Kind::Thanks {
         second.push(if eta.is_some() { UPDATES } else { OFFER }.to_string());
     }
-    let so_far =
-        |first: &[String], second: &[String]| format!("{} {}", first.join(" "), second.join(" "));
+    let so_far = |first: &[String], second: &[String]| format!("{} {}", first.join(" "), second.join(" "));
     for phrase in &c.must_mention {
         if !contains_phrase(&so_far(&first, &second), phrase) {
             // Notes drop the article (`Mention the Friday demo` → `Friday demo`); put it back.
@@ -344,35 +244,19 @@ fn compose(spec: &TaskSpec, seed: u64) -> Draft {
         let sentence = FILL_INS
             .iter()
             .find(|(words, _)| words.iter().any(|w| lower.contains(w)))
-            .map_or_else(
-                || format!("I also wanted to cover {element}."),
-                |(_, s)| s.to_string(),
-            );
+            .map_or_else(|| format!("I also wanted to cover {element}."), |(_, s)| s.to_string());
         second.push(sentence);
     }
 
     let closing = p.closing[v.phrasing].to_string();
-    let paragraphs = [
-        greeting,
-        first.join(" "),
-        second.join(" "),
-        closing,
-        v.sign_off.to_string(),
-    ];
-    let body = paragraphs
-        .into_iter()
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n\n");
+    let paragraphs = [greeting, first.join(" "), second.join(" "), closing, v.sign_off.to_string()];
+    let body = paragraphs.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n\n");
     let subject = match (&c.subject_hint, &spec.topic) {
         (Some(hint), _) => hint.clone(),
         (None, Some(_)) => text::capitalize(&fill(p.subject, &topic)),
-        (None, None) => text::capitalize(
-            p.subject
-                .trim_end_matches(" {topic}")
-                .trim_end_matches(" for")
-                .trim_end_matches(" on"),
-        ),
+        (None, None) => {
+            text::capitalize(p.subject.trim_end_matches(" {topic}").trim_end_matches(" for").trim_end_matches(" on"))
+        }
     };
     Draft { subject, body }
 }
@@ -388,11 +272,7 @@ impl Agent for EmailAgent {
         let seed = task.seed.unwrap_or(SEEDS[0]);
         let draft = compose(&spec, seed);
         let words = text::word_count(&draft.body);
-        let tone = spec
-            .constraints
-            .tone
-            .clone()
-            .unwrap_or_else(|| "professional".into());
+        let tone = spec.constraints.tone.clone().unwrap_or_else(|| "professional".into());
         let artifact = json!({
             "subject": draft.subject,
             "body": draft.body,
@@ -401,17 +281,10 @@ impl Agent for EmailAgent {
             "word_count": words,
             "seed": seed,
         });
-        let object = if spec.goal.object.is_empty() {
-            "email"
-        } else {
-            spec.goal.object.as_str()
-        };
-        Ok(AgentOutput::new(
-            format!("Drafted {object} to {to} ({words} words, seed {seed})"),
-            draft.body,
-        )
-        .with_artifact(Artifact::json("email_draft", artifact))
-        .with_confidence(85))
+        let object = if spec.goal.object.is_empty() { "email" } else { spec.goal.object.as_str() };
+        Ok(AgentOutput::new(format!("Drafted {object} to {to} ({words} words, seed {seed})"), draft.body)
+            .with_artifact(Artifact::json("email_draft", artifact))
+            .with_confidence(85))
     }
 
     fn seeds(&self) -> &[u64] {
@@ -431,9 +304,7 @@ mod tests {
     async fn draft(note: &str, seed: Option<u64>) -> AgentOutput {
         let mut task = noted(note);
         task.seed = seed;
-        run(&EmailAgent, "draft_email", &task)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        run(&EmailAgent, "draft_email", &task).await.unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[tokio::test]
@@ -443,12 +314,7 @@ mod tests {
         assert!(v.passed, "{v:#?}\n{}", out.result);
         assert_eq!(v.score, 1.0);
         let names: Vec<&str> = v.checks.iter().map(|c| c.name.as_str()).collect();
-        for name in [
-            "max_120_words",
-            "contains_oct_22",
-            "tone_warm_professional",
-            "required_apologize",
-        ] {
+        for name in ["max_120_words", "contains_oct_22", "tone_warm_professional", "required_apologize"] {
             assert!(names.contains(&name), "{names:?}");
         }
         let a = artifact(&out, "email_draft");
@@ -465,16 +331,8 @@ mod tests {
         for seed in SEEDS {
             let out = draft(EMAIL_NOTE, Some(seed)).await;
             let v = verdict(EMAIL_NOTE, &out);
-            let failed: Vec<&str> = v
-                .failed()
-                .into_iter()
-                .filter(|n| !n.starts_with("max_"))
-                .collect();
-            assert!(
-                failed.is_empty(),
-                "seed {seed} failed {failed:?}:\n{}",
-                out.result
-            );
+            let failed: Vec<&str> = v.failed().into_iter().filter(|n| !n.starts_with("max_")).collect();
+            assert!(failed.is_empty(), "seed {seed} failed {failed:?}:\n{}", out.result);
         }
     }
 
@@ -497,17 +355,10 @@ mod tests {
         let mut outcomes = Vec::new();
         for seed in SEEDS {
             let v = verdict(&note, &draft(&note, Some(seed)).await);
-            outcomes.push((
-                seed,
-                v.passed,
-                v.failed().into_iter().map(String::from).collect::<Vec<_>>(),
-            ));
+            outcomes.push((seed, v.passed, v.failed().into_iter().map(String::from).collect::<Vec<_>>()));
         }
         // The default order fails twice on length, then the concise variant fits.
-        assert!(
-            !outcomes[0].1 && outcomes[0].2 == ["max_60_words"],
-            "{outcomes:?}"
-        );
+        assert!(!outcomes[0].1 && outcomes[0].2 == ["max_60_words"], "{outcomes:?}");
         assert!(!outcomes[1].1, "{outcomes:?}");
         assert!(outcomes[2].1, "{outcomes:?}");
     }
@@ -530,42 +381,22 @@ mod tests {
         let v = verdict(note, &out);
         assert!(v.passed, "{v:#?}\n{}", out.result);
         assert!(out.result.starts_with("Hi Sam,"));
-        assert_eq!(
-            artifact(&out, "email_draft")["subject"],
-            "Thank you for the quick code review"
-        );
+        assert_eq!(artifact(&out, "email_draft")["subject"], "Thank you for the quick code review");
         let note = "Send a status email to <EMAIL_2> about the Q3 migration. New deadline: Nov 3. Tone: formal. Max 100 words.";
         let out = draft(note, Some(SEEDS[2])).await;
-        assert!(
-            out.result.starts_with("Hello,") && out.result.contains("Nov 3"),
-            "{}",
-            out.result
-        );
+        assert!(out.result.starts_with("Hello,") && out.result.contains("Nov 3"), "{}", out.result);
         assert!(verdict(note, &out).passed, "{}", out.result);
     }
 
     #[tokio::test]
     async fn bad_or_addressless_notes_are_invalid_requests() {
-        let err = run(
-            &EmailAgent,
-            "draft_email",
-            &noted("Email Alex about that thing we talked about earlier"),
-        )
-        .await
-        .unwrap_err();
+        let err = run(&EmailAgent, "draft_email", &noted("Email Alex about that thing we talked about earlier"))
+            .await
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
-        assert!(
-            err.message.contains("no recipient email address"),
-            "{}",
-            err.message
-        );
-        let err = run(
-            &EmailAgent,
-            "draft_email",
-            &noted("Format weekly progress report. Max 50 words."),
-        )
-        .await
-        .unwrap_err();
+        assert!(err.message.contains("no recipient email address"), "{}", err.message);
+        let err =
+            run(&EmailAgent, "draft_email", &noted("Format weekly progress report. Max 50 words.")).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
     }
 
@@ -575,10 +406,7 @@ mod tests {
             "Draft apology email to alex.chan@company.com about the delay. Mention new ETA Oct 22. Max 120 words.",
             "",
         );
-        let out = EmailAgent
-            .run(&AgentContext::detached(["draft_email"]), &task)
-            .await
-            .unwrap();
+        let out = EmailAgent.run(&AgentContext::detached(["draft_email"]), &task).await.unwrap();
         assert!(out.result.contains("Oct 22"));
     }
 }

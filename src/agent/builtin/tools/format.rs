@@ -22,9 +22,8 @@ static GREETING: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)^(?:hey|hi|hiya|hello|yo|dear|good (?:morning|afternoon|evening))\b(?:\s+there)?\s*[,!:-]?\s*(?:(\p{Lu}\p{Ll}+)\s*[,!:-]\s*)?",
     )
 });
-static THANKS: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)[\s,.!-]*\b(thx|thnx|thanx|thanks|thank you|ty|tks|cheers)\b[\s.!]*$")
-});
+static THANKS: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)[\s,.!-]*\b(thx|thnx|thanx|thanks|thank you|ty|tks|cheers)\b[\s.!]*$"));
 static SENTENCE_END: LazyLock<Regex> = LazyLock::new(|| re(r"[.!?]+(?:\s+|$)"));
 #[rustfmt::skip]
 const QUESTION_STARTS: &[&str] = &[
@@ -81,10 +80,7 @@ fn rewrite(input: &str, want_greeting: bool) -> Rewrite {
             };
             match replacement {
                 Some(full) => {
-                    if !changes
-                        .iter()
-                        .any(|(from, _)| from.eq_ignore_ascii_case(core))
-                    {
+                    if !changes.iter().any(|(from, _)| from.eq_ignore_ascii_case(core)) {
                         changes.push((core.to_string(), full.clone()));
                     }
                     format!("{lead}{full}{trail}")
@@ -99,10 +95,7 @@ fn rewrite(input: &str, want_greeting: bool) -> Rewrite {
     let mut last = 0;
     let mut pieces: Vec<(String, Option<char>)> = Vec::new();
     for m in SENTENCE_END.find_iter(&s) {
-        pieces.push((
-            s[last..m.start()].to_string(),
-            m.as_str().trim().chars().next(),
-        ));
+        pieces.push((s[last..m.start()].to_string(), m.as_str().trim().chars().next()));
         last = m.end();
     }
     pieces.push((s[last..].to_string(), None));
@@ -125,10 +118,7 @@ fn rewrite(input: &str, want_greeting: bool) -> Rewrite {
         paragraphs.push("Thank you.".to_string());
         changes.push((word, "Thank you.".to_string()));
     }
-    Rewrite {
-        text: paragraphs.join("\n\n"),
-        changes,
-    }
+    Rewrite { text: paragraphs.join("\n\n"), changes }
 }
 
 /// One sentence: polite request form (`can you fix it pls` → `Could you
@@ -137,15 +127,10 @@ fn polish(body: &str, ended: Option<char>) -> String {
     let lower = body.to_lowercase();
     let first = lower.split_whitespace().next().unwrap_or("");
     let question = ended == Some('?') || QUESTION_STARTS.contains(&first);
-    let request = ["can you ", "could you "]
-        .into_iter()
-        .find(|p| lower.starts_with(p));
+    let request = ["can you ", "could you "].into_iter().find(|p| lower.starts_with(p));
     let out = match request.and_then(|p| body.get(p.len()..)) {
         Some(rest) => {
-            let rest: Vec<&str> = rest
-                .split_whitespace()
-                .filter(|w| !w.eq_ignore_ascii_case("please"))
-                .collect();
+            let rest: Vec<&str> = rest.split_whitespace().filter(|w| !w.eq_ignore_ascii_case("please")).collect();
             format!("could you please {}", rest.join(" "))
         }
         None if IMPERATIVES.contains(&first) && !lower.contains("please") => {
@@ -163,7 +148,9 @@ impl Agent for FormatAgent {
         ctx.use_tool("format_text")?;
         let (spec, input) = read_task(task)?;
         let input = input.filter(|i| !i.trim().is_empty()).ok_or_else(|| {
-            invalid("no text to format: quote it after the instructions, e.g. 'Format this text to business style: \"…\"'")
+            invalid(
+                "no text to format: quote it after the instructions, e.g. 'Format this text to business style: \"…\"'",
+            )
         })?;
         let out = rewrite(&input, spec.constraints.greeting);
         if out.text.is_empty() {
@@ -175,19 +162,10 @@ impl Agent for FormatAgent {
             .clone()
             .or_else(|| spec.constraints.style_target.clone())
             .unwrap_or_else(|| "professional business style".into());
-        let changes: Vec<_> = out
-            .changes
-            .iter()
-            .map(|(from, to)| json!({"from": from, "to": to}))
-            .collect();
-        let artifact =
-            json!({"text": out.text, "original": input, "style": style, "changes": changes});
+        let changes: Vec<_> = out.changes.iter().map(|(from, to)| json!({"from": from, "to": to})).collect();
+        let artifact = json!({"text": out.text, "original": input, "style": style, "changes": changes});
         Ok(AgentOutput::new(
-            format!(
-                "Rewrote {} words in {style} ({} expansions)",
-                text::word_count(&input),
-                changes.len()
-            ),
+            format!("Rewrote {} words in {style} ({} expansions)", text::word_count(&input), changes.len()),
             out.text,
         )
         .with_artifact(Artifact::json("formatted", artifact))
@@ -203,23 +181,12 @@ mod tests {
 
     #[tokio::test]
     async fn seed_001_format_note_passes_its_checks() {
-        let out = run(&FormatAgent, "format_text", &noted(FORMAT_NOTE))
-            .await
-            .unwrap();
-        assert_eq!(
-            out.result,
-            "Hello,\n\nCould you please send me the report?\n\nThank you."
-        );
+        let out = run(&FormatAgent, "format_text", &noted(FORMAT_NOTE)).await.unwrap();
+        assert_eq!(out.result, "Hello,\n\nCould you please send me the report?\n\nThank you.");
         let v = verdict(FORMAT_NOTE, &out);
         assert!(v.passed, "{v:#?}");
         let names: Vec<&str> = v.checks.iter().map(|c| c.name.as_str()).collect();
-        for name in [
-            "not_contains_u",
-            "not_contains_thx",
-            "starts_capitalized",
-            "has_greeting",
-            "tone_professional",
-        ] {
+        for name in ["not_contains_u", "not_contains_thx", "starts_capitalized", "has_greeting", "tone_professional"] {
             assert!(names.contains(&name), "{names:?}");
         }
         let a = artifact(&out, "formatted");
@@ -229,41 +196,25 @@ mod tests {
 
     #[test]
     fn abbreviations_capitals_and_punctuation_are_fixed() {
-        let r = rewrite(
-            "pls send ur notes asap. i think the files r late!!! thx",
-            false,
-        );
-        assert_eq!(
-            r.text,
-            "Please send your notes as soon as possible. I think the files are late.\n\nThank you."
-        );
+        let r = rewrite("pls send ur notes asap. i think the files r late!!! thx", false);
+        assert_eq!(r.text, "Please send your notes as soon as possible. I think the files are late.\n\nThank you.");
         let r = rewrite("Hey Sam, can u review the doc? it is urgent", false);
-        assert_eq!(
-            r.text,
-            "Dear Sam,\n\nCould you please review the doc? It is urgent."
-        );
+        assert_eq!(r.text, "Dear Sam,\n\nCould you please review the doc? It is urgent.");
         assert_eq!(rewrite("thanks", false).text, "Thanks.");
     }
 
     #[tokio::test]
     async fn input_can_come_with_the_objective() {
-        let task = Task::new(
-            "Format this text to professional business style. No abbreviations.",
-            "can u fix it pls",
-        );
+        let task = Task::new("Format this text to professional business style. No abbreviations.", "can u fix it pls");
         let out = run(&FormatAgent, "format_text", &task).await.unwrap();
         assert_eq!(out.result, "Could you please fix it?");
     }
 
     #[tokio::test]
     async fn missing_text_is_an_invalid_request() {
-        let err = run(
-            &FormatAgent,
-            "format_text",
-            &noted("Format the text to professional style. No abbreviations."),
-        )
-        .await
-        .unwrap_err();
+        let err = run(&FormatAgent, "format_text", &noted("Format the text to professional style. No abbreviations."))
+            .await
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
         assert!(err.message.contains("no text to format"), "{}", err.message);
     }

@@ -43,13 +43,8 @@ pub(crate) fn read_task(task: &Task) -> Result<(TaskSpec, Option<String>), Deleg
     let (note, extra) = match task.task_note.as_deref().filter(|n| !n.trim().is_empty()) {
         Some(note) => (note, nonblank(&task.input)),
         None => {
-            let input_is_note = !TaskSpec::parse_lenient(&task.input)
-                .1
-                .contains(&Problem::NoGoal);
-            if nonblank(&task.input).is_some()
-                && nonblank(&task.objective).is_some()
-                && !input_is_note
-            {
+            let input_is_note = !TaskSpec::parse_lenient(&task.input).1.contains(&Problem::NoGoal);
+            if nonblank(&task.input).is_some() && nonblank(&task.objective).is_some() && !input_is_note {
                 (task.objective.as_str(), nonblank(&task.input))
             } else {
                 (task.text(), None)
@@ -67,11 +62,7 @@ pub(crate) fn invalid(message: impl Into<String>) -> DelegationError {
 
 /// `n task`/`n tasks`.
 pub(crate) fn plural(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("{n} {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+    if n == 1 { format!("{n} {noun}") } else { format!("{n} {noun}s") }
 }
 
 #[cfg(test)]
@@ -92,11 +83,7 @@ pub(crate) mod testing {
         task
     }
 
-    pub async fn run(
-        agent: &dyn Agent,
-        tool: &str,
-        task: &Task,
-    ) -> Result<AgentOutput, DelegationError> {
+    pub async fn run(agent: &dyn Agent, tool: &str, task: &Task) -> Result<AgentOutput, DelegationError> {
         agent.run(&AgentContext::detached([tool]), task).await
     }
 
@@ -140,57 +127,31 @@ mod tests {
             ("report", REPORT_NOTE),
         ] {
             let agent = lookup(slug).unwrap();
-            let err = agent
-                .run(&AgentContext::detached(["some_other_tool"]), &noted(note))
-                .await
-                .unwrap_err();
+            let err = agent.run(&AgentContext::detached(["some_other_tool"]), &noted(note)).await.unwrap_err();
             assert_eq!(err.code, ErrorCode::ToolNotAllowed, "{slug}");
         }
     }
 
     #[tokio::test]
     async fn every_agent_refuses_the_bad_note_as_invalid_request() {
-        let tools = [
-            "draft_email",
-            "format_text",
-            "transform_data",
-            "calendar_block",
-            "progress_report",
-        ];
-        for (slug, tool) in ["email", "format", "data", "calendar", "report"]
-            .into_iter()
-            .zip(tools)
-        {
+        let tools = ["draft_email", "format_text", "transform_data", "calendar_block", "progress_report"];
+        for (slug, tool) in ["email", "format", "data", "calendar", "report"].into_iter().zip(tools) {
             let agent = lookup(slug).unwrap();
-            let err = run(
-                agent.as_ref(),
-                tool,
-                &noted("Email Alex about that thing we talked about earlier"),
-            )
-            .await
-            .unwrap_err();
+            let err = run(agent.as_ref(), tool, &noted("Email Alex about that thing we talked about earlier"))
+                .await
+                .unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidRequest, "{slug}");
-            assert!(
-                err.message.contains("that thing"),
-                "{slug}: {}",
-                err.message
-            );
+            assert!(err.message.contains("that thing"), "{slug}: {}", err.message);
         }
     }
 
     #[test]
     fn objective_is_the_note_when_the_input_is_material() {
-        let task = Task::new(
-            "Format this text to formal style. No abbreviations.",
-            "pls send it thx",
-        );
+        let task = Task::new("Format this text to formal style. No abbreviations.", "pls send it thx");
         let (spec, input) = read_task(&task).unwrap();
         assert_eq!(spec.goal.action, "format");
         assert_eq!(input.as_deref(), Some("pls send it thx"));
-        let task = Task::new(
-            "ignored",
-            "Draft email to a@b.com about lunch. Max 30 words.",
-        );
+        let task = Task::new("ignored", "Draft email to a@b.com about lunch. Max 30 words.");
         assert_eq!(read_task(&task).unwrap().0.goal.action, "draft");
     }
 }

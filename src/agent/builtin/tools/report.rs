@@ -30,24 +30,16 @@ impl Tally {
         for (label, n) in counts {
             let l = label.as_str();
             let bucket = match () {
-                _ if ["complet", "done", "finish", "closed", "shipped", "resolved"]
-                    .iter()
-                    .any(|w| l.contains(w)) =>
-                {
+                _ if ["complet", "done", "finish", "closed", "shipped", "resolved"].iter().any(|w| l.contains(w)) => {
                     &mut t.completed
                 }
-                _ if ["progress", "ongoing", "wip", "active", "started"]
-                    .iter()
-                    .any(|w| l.contains(w))
+                _ if ["progress", "ongoing", "wip", "active", "started"].iter().any(|w| l.contains(w))
                     && !l.contains("not started") =>
                 {
                     &mut t.in_progress
                 }
                 _ if ["block", "stuck", "on hold"].iter().any(|w| l.contains(w)) => &mut t.blocked,
-                _ if ["not started", "todo", "to do", "pending", "backlog", "open"]
-                    .iter()
-                    .any(|w| l.contains(w)) =>
-                {
+                _ if ["not started", "todo", "to do", "pending", "backlog", "open"].iter().any(|w| l.contains(w)) => {
                     &mut t.not_started
                 }
                 _ => {
@@ -70,37 +62,23 @@ impl Tally {
 }
 
 fn percent(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        (part as f64 * 1000.0 / total as f64).round() / 10.0
-    }
+    if total == 0 { 0.0 } else { (part as f64 * 1000.0 / total as f64).round() / 10.0 }
 }
 
 /// `weekly progress report` → (`Weekly Progress Report`, `this week`).
 fn title_and_period(spec: &TaskSpec) -> (String, &'static str) {
     let object = spec.goal.object.to_lowercase();
-    let object = ["my ", "our ", "the ", "a "]
-        .iter()
-        .fold(object.as_str(), |o, p| o.strip_prefix(p).unwrap_or(o));
+    let object = ["my ", "our ", "the ", "a "].iter().fold(object.as_str(), |o, p| o.strip_prefix(p).unwrap_or(o));
     let title = if object.contains("report") || object.contains("summary") {
-        object
-            .split_whitespace()
-            .map(capitalize)
-            .collect::<Vec<_>>()
-            .join(" ")
+        object.split_whitespace().map(capitalize).collect::<Vec<_>>().join(" ")
     } else {
         "Progress Report".to_string()
     };
-    let period = [
-        ("daily", "today"),
-        ("weekly", "this week"),
-        ("monthly", "this month"),
-        ("quarterly", "this quarter"),
-    ]
-    .into_iter()
-    .find(|(w, _)| object.contains(w))
-    .map_or("this period", |(_, p)| p);
+    let period =
+        [("daily", "today"), ("weekly", "this week"), ("monthly", "this month"), ("quarterly", "this quarter")]
+            .into_iter()
+            .find(|(w, _)| object.contains(w))
+            .map_or("this period", |(_, p)| p);
     (title, period)
 }
 
@@ -119,71 +97,41 @@ fn compose(spec: &TaskSpec, t: &Tally) -> String {
     if t.not_started > 0 {
         open.push(format!("{} not started", t.not_started));
     }
-    let with = if open.is_empty() {
-        String::new()
-    } else {
-        format!(", with {}", open.join(" and "))
-    };
+    let with = if open.is_empty() { String::new() } else { format!(", with {}", open.join(" and ")) };
     let summary = format!(
         "Summary: {} of {} completed {period}, a {rate:.1}% completion rate{with}.",
         t.completed,
         plural(total, "task")
     );
 
-    let mut status = vec![
-        "Status:".to_string(),
-        format!("- Completed: {}", plural(t.completed, "task")),
-    ];
-    for (label, n) in [
-        ("In progress", t.in_progress),
-        ("Blocked", t.blocked),
-        ("Not started", t.not_started),
-    ] {
+    let mut status = vec!["Status:".to_string(), format!("- Completed: {}", plural(t.completed, "task"))];
+    for (label, n) in [("In progress", t.in_progress), ("Blocked", t.blocked), ("Not started", t.not_started)] {
         if n > 0 {
             status.push(format!("- {label}: {}", plural(n, "task")));
         }
     }
-    status.extend(
-        t.other
-            .iter()
-            .map(|(label, n)| format!("- {}: {}", capitalize(label), plural(*n, "task"))),
-    );
+    status.extend(t.other.iter().map(|(label, n)| format!("- {}: {}", capitalize(label), plural(*n, "task"))));
 
     let remaining = total - t.completed;
     let mut metrics = vec![
         "Metrics:".to_string(),
         format!("- Total tasks: {total}"),
         format!("- Completion rate: {rate:.1}% ({} of {total})", t.completed),
-        format!(
-            "- Open tasks: {remaining} ({:.1}%)",
-            percent(remaining, total)
-        ),
+        format!("- Open tasks: {remaining} ({:.1}%)", percent(remaining, total)),
     ];
     if t.blocked > 0 {
-        metrics.push(format!(
-            "- Blocked share: {:.1}%",
-            percent(t.blocked, total)
-        ));
+        metrics.push(format!("- Blocked share: {:.1}%", percent(t.blocked, total)));
     }
 
     let mut next = vec!["Next steps:".to_string()];
     if t.blocked > 0 {
-        next.push(format!(
-            "- Unblock the {} first.",
-            plural(t.blocked, "blocked task")
-        ));
+        next.push(format!("- Unblock the {} first.", plural(t.blocked, "blocked task")));
     }
     if t.in_progress > 0 {
-        next.push(format!(
-            "- Finish the {} in progress.",
-            plural(t.in_progress, "task")
-        ));
+        next.push(format!("- Finish the {} in progress.", plural(t.in_progress, "task")));
     }
     if t.not_started > 0 {
-        next.push(format!(
-            "- Schedule the {} not yet started.",
-            plural(t.not_started, "task")
-        ));
+        next.push(format!("- Schedule the {} not yet started.", plural(t.not_started, "task")));
     }
     if next.len() == 1 {
         next.push("- Keep the current pace.".to_string());
@@ -197,12 +145,7 @@ fn compose(spec: &TaskSpec, t: &Tally) -> String {
         (metrics.join("\n"), false),
         (next.join("\n"), true),
     ];
-    let render = |s: &[(String, bool)]| {
-        s.iter()
-            .map(|(t, _)| t.as_str())
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    };
+    let render = |s: &[(String, bool)]| s.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>().join("\n\n");
     if let Some(max) = spec.constraints.max_words {
         for drop in [4, 2] {
             if text::word_count(&render(&sections)) > max {
@@ -219,9 +162,7 @@ impl Agent for ReportAgent {
         ctx.use_tool("progress_report")?;
         let (spec, _) = read_task(task)?;
         if spec.context.counts.is_empty() {
-            return Err(invalid(
-                "no task counts: add e.g. 'Input: 12 tasks completed, 3 in progress, 2 blocked'",
-            ));
+            return Err(invalid("no task counts: add e.g. 'Input: 12 tasks completed, 3 in progress, 2 blocked'"));
         }
         let t = Tally::of(&spec.context.counts);
         let total = t.total();
@@ -230,8 +171,7 @@ impl Agent for ReportAgent {
         }
         let report = compose(&spec, &t);
         let rate = percent(t.completed, total);
-        let other: Map<String, Value> =
-            t.other.iter().map(|(l, n)| (l.clone(), json!(n))).collect();
+        let other: Map<String, Value> = t.other.iter().map(|(l, n)| (l.clone(), json!(n))).collect();
         let metrics = json!({
             "total": total,
             "completed": t.completed,
@@ -244,10 +184,7 @@ impl Agent for ReportAgent {
             "word_count": text::word_count(&report),
         });
         Ok(AgentOutput::new(
-            format!(
-                "Progress report: {} of {total} tasks completed ({rate:.1}%)",
-                t.completed
-            ),
+            format!("Progress report: {} of {total} tasks completed ({rate:.1}%)", t.completed),
             report,
         )
         .with_artifact(Artifact::json("metrics", metrics))
@@ -263,46 +200,26 @@ mod tests {
 
     #[tokio::test]
     async fn seed_001_report_note_computes_the_completion_rate() {
-        let out = run(&ReportAgent, "progress_report", &noted(REPORT_NOTE))
-            .await
-            .unwrap();
+        let out = run(&ReportAgent, "progress_report", &noted(REPORT_NOTE)).await.unwrap();
         let v = verdict(REPORT_NOTE, &out);
         assert!(v.passed, "{v:#?}\n{}", out.result);
         let names: Vec<&str> = v.checks.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "has_bullet_points",
-                "has_percentage",
-                "max_300_words",
-                "contains_completion_rate"
-            ]
-        );
+        assert_eq!(names, ["has_bullet_points", "has_percentage", "max_300_words", "contains_completion_rate"]);
         let m = artifact(&out, "metrics");
-        assert_eq!(
-            (m["total"].as_u64(), m["completed"].as_u64()),
-            (Some(17), Some(12))
-        );
+        assert_eq!((m["total"].as_u64(), m["completed"].as_u64()), (Some(17), Some(12)));
         assert_eq!(m["completion_rate"], json!(70.6));
         assert!(out.result.starts_with("Weekly Progress Report\n\nSummary: 12 of 17 tasks completed this week, a 70.6% completion rate, with 3 in progress and 2 blocked."), "{}", out.result);
         assert!(
-            out.result.contains("- Blocked: 2 tasks")
-                && out.result.contains("- Unblock the 2 blocked tasks first.")
+            out.result.contains("- Blocked: 2 tasks") && out.result.contains("- Unblock the 2 blocked tasks first.")
         );
     }
 
     #[tokio::test]
     async fn tight_limit_drops_optional_sections_not_the_metrics() {
         let note = REPORT_NOTE.replace("Max 300 words", "Max 45 words");
-        let out = run(&ReportAgent, "progress_report", &noted(&note))
-            .await
-            .unwrap();
+        let out = run(&ReportAgent, "progress_report", &noted(&note)).await.unwrap();
         assert!(text::word_count(&out.result) <= 45, "{}", out.result);
-        assert!(
-            !out.result.contains("Next steps") && !out.result.contains("Status:"),
-            "{}",
-            out.result
-        );
+        assert!(!out.result.contains("Next steps") && !out.result.contains("Status:"), "{}", out.result);
         assert!(out.result.contains("Completion rate: 70.6% (12 of 17)"));
         assert!(verdict(&note, &out).passed);
     }
@@ -310,15 +227,8 @@ mod tests {
     #[tokio::test]
     async fn other_labels_and_counts_after_the_label_are_kept() {
         let note = "Generate monthly status report. Input: completed: 4, not started: 1, in review: 2. Max 200 words.";
-        let out = run(&ReportAgent, "progress_report", &noted(note))
-            .await
-            .unwrap();
-        assert!(
-            out.result
-                .contains("4 of 7 tasks completed this month, a 57.1% completion rate"),
-            "{}",
-            out.result
-        );
+        let out = run(&ReportAgent, "progress_report", &noted(note)).await.unwrap();
+        assert!(out.result.contains("4 of 7 tasks completed this month, a 57.1% completion rate"), "{}", out.result);
         assert!(out.result.contains("- In review: 2 tasks"));
         assert_eq!(artifact(&out, "metrics")["other"], json!({"in review": 2}));
     }
@@ -329,9 +239,7 @@ mod tests {
             "Generate weekly progress report. Max 100 words.",
             "Generate weekly report. Input: 0 completed, 0 blocked.",
         ] {
-            let err = run(&ReportAgent, "progress_report", &noted(note))
-                .await
-                .unwrap_err();
+            let err = run(&ReportAgent, "progress_report", &noted(note)).await.unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidRequest, "{note}");
         }
     }
