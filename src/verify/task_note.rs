@@ -588,12 +588,14 @@ fn starts_with_action(clause: &str) -> bool {
 
 fn strip_article(s: &str) -> String {
     let t = s.trim().trim_end_matches(':').trim();
-    for a in ["a ", "an ", "the "] {
-        if t.len() > a.len() && t[..a.len()].eq_ignore_ascii_case(a) {
-            return t[a.len()..].trim().to_string();
-        }
-    }
-    t.to_string()
+    ["a ", "an ", "the "]
+        .iter()
+        .find_map(|a| {
+            let (head, rest) = (t.get(..a.len())?, t.get(a.len()..)?);
+            (head.eq_ignore_ascii_case(a) && !rest.trim().is_empty()).then(|| rest.trim())
+        })
+        .unwrap_or(t)
+        .to_string()
 }
 
 fn apply_goal(spec: &mut TaskSpec, clause: &str) {
@@ -821,15 +823,28 @@ const RULES: &[(&str, Apply)] = &[
     (r"subject(?:\s+(?:hint|line))?\s*:\s*(.+)$", |s, c| {
         s.constraints.subject_hint = Some(text::unquote(cap(c, 1)).to_string())
     }),
+    // A name next to a redacted address (`<EMAIL_1>`) is the only name there is.
+    (
+        r"(?:recipient(?:'s)?\s+name|addressee|greet(?:ing)?\s+name)\s*:\s*(.+)$",
+        |s, c| {
+            s.recipient.get_or_insert_with(Recipient::default).name =
+                Some(text::unquote(cap(c, 1)).to_string());
+        },
+    ),
     (r"(?:recipient|to)\s*:\s*(.+)$", |s, c| {
         let raw = cap(c, 1);
-        let address = text::emails_in(raw).into_iter().next();
-        let name = if address.is_some() {
-            address.as_deref().and_then(text::name_from_email)
-        } else {
-            Some(raw.into())
-        };
-        s.recipient = Some(Recipient { address, name });
+        let r = s.recipient.get_or_insert_with(Recipient::default);
+        match text::emails_in(raw).into_iter().next() {
+            Some(address) => {
+                let shown = raw.split(['<', '(']).next().map(str::trim);
+                let shown = shown.filter(|n| !n.is_empty() && !n.contains('@'));
+                r.name = shown
+                    .map(String::from)
+                    .or_else(|| text::name_from_email(&address));
+                r.address = Some(address);
+            }
+            None => r.name = Some(raw.to_string()),
+        }
     }),
     (
         r"(?:new\s+)?(?:eta|deadline|due date|due)\s*:\s*(.+)$",
@@ -1454,6 +1469,15 @@ mod tests {
             split_sentences("Email alex.chan@company.com now."),
             ["Email alex.chan@company.com now"]
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsing_any_text_never_panics(note in "\\PC{0,300}") {
+            let (spec, problems) = TaskSpec::parse_lenient(&note);
+            let _ = spec.checks();
+            proptest::prop_assert_eq!(TaskSpec::parse(&note).is_ok(), problems.is_empty());
+        }
     }
 
     #[test]
