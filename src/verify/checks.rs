@@ -492,6 +492,33 @@ mod tests {
         assert!(!verify("write to a@b", &[], &[Check::EmailsValid { field: None }]).passed);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_check_on_any_output_yields_a_verdict(
+            result in "\\PC{0,80}",
+            pattern in "\\PC{0,12}",
+            phrase in "\\PC{0,12}",
+            n in 0usize..50,
+        ) {
+            let checks = [
+                Check::MaxWords { max: n },
+                Check::Regex { pattern: pattern.clone() },
+                Check::Contains { phrase: phrase.clone() },
+                Check::NotContains { phrase: phrase.clone() },
+                Check::Required { elements: vec![phrase.clone(), pattern.clone()] },
+                Check::Tone { tone: phrase.clone() },
+                Check::KeyCase { case: pattern.clone() },
+                Check::Unique { field: Some(phrase.clone()) },
+                Check::EmailsValid { field: None },
+                Check::JsonSchema { schema: json!({"type": "array", "maxItems": n}) },
+            ];
+            let v = verify(&result, &[], &checks);
+            proptest::prop_assert!(v.checks.len() >= checks.len());
+            proptest::prop_assert!((0.0..=1.0).contains(&v.score));
+            proptest::prop_assert!(v.checks.iter().all(|c| !c.name.is_empty()));
+        }
+    }
+
     #[test]
     fn no_checks_pass_with_full_score() {
         let v = verify("anything", &[], &[]);

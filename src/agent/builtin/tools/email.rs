@@ -370,6 +370,8 @@ mod tests {
         assert_eq!(artifact(&out, "email_draft")["to"], "<EMAIL_1>");
         assert!(out.result.starts_with("Hi there,"), "{}", out.result);
         assert!(verdict(&note, &out).passed);
+        let named = "Draft apology email to <EMAIL_1> about the outage. Recipient name: Sam. Max 120 words.";
+        assert!(draft(named, None).await.result.starts_with("Hi Sam,"));
         let named = "Draft apology email to Alex Chan <EMAIL_1> about the outage. Max 120 words.";
         assert!(draft(named, None).await.result.starts_with("Hi Alex Chan,"));
     }

@@ -155,3 +155,71 @@ mod tests {
         assert_eq!(read_task(&task).unwrap().0.goal.action, "draft");
     }
 }
+
+#[cfg(test)]
+mod robustness {
+    use proptest::prelude::*;
+
+    use super::testing::*;
+    use super::*;
+
+    /// Pieces of notes, well-formed and not, including the edges each agent reads.
+    const FRAGMENTS: &[&str] = &[
+        EMAIL_NOTE,
+        FORMAT_NOTE,
+        DATA_NOTE,
+        CALENDAR_NOTE,
+        REPORT_NOTE,
+        "Draft apology email to é@x.com about ü",
+        "Draft email to <EMAIL_7> about aé",
+        "Max 0 words",
+        "Length: 90-10 words",
+        "Block calendar for 99999 hours from now",
+        "Block calendar for 1 hour starting Feb 30",
+        "End: 1am",
+        "Start: 2025-02-29 25:61",
+        "Duration: 0.1 minutes",
+        "Reminders: on",
+        "Input: 18446744073709551615 completed, 18446744073709551615 blocked",
+        "Input: 0 completed",
+        "Title: ''",
+        "Required: ,,, and",
+        "Tone: ",
+        "Mention \"\"",
+        "\"",
+        "'",
+        "```",
+        "```csv\nname,email\n\"x",
+        "Data:",
+        "a,b\n1,2",
+        "name,email,role\n,,\n\"\",\"\",\"\"",
+        "Fórmat thís tëxt: \"hèy ü thx\"",
+        "Transform CSV data to JSON format. Output: array with kebab-case keys.",
+        "Email Alex about that thing we talked about earlier",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn agents_never_panic_and_fail_only_with_codes(
+            parts in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..5),
+            noise in "\\PC{0,30}",
+        ) {
+            let note = format!("{}\n{noise}", parts.join("\n"));
+            let tools = ["draft_email", "format_text", "transform_data", "calendar_block", "progress_report"];
+            for (slug, tool) in ["email", "format", "data", "calendar", "report"].into_iter().zip(tools) {
+                let agent = lookup(slug).unwrap();
+                let mut task = noted(&note);
+                task.input = noise.clone();
+                task.seed = Some(noise.len() as u64);
+                match futures::executor::block_on(run(agent.as_ref(), tool, &task)) {
+                    Ok(out) => prop_assert!(!out.result.is_empty(), "{slug} returned nothing for {note:?}"),
+                    Err(e) => prop_assert!(
+                        matches!(e.code, ErrorCode::InvalidRequest | ErrorCode::AgentFailed),
+                        "{slug}: {e}"
+                    ),
+                }
+            }
+        }
+    }
+}

@@ -47,17 +47,22 @@ impl Tally {
                     continue;
                 }
             };
-            *bucket += n;
+            *bucket = bucket.saturating_add(*n);
         }
         t
     }
 
+    /// Saturating, so that absurd counts give an absurd report rather than a panic.
     fn total(&self) -> u64 {
-        self.completed
-            + self.in_progress
-            + self.blocked
-            + self.not_started
-            + self.other.iter().map(|o| o.1).sum::<u64>()
+        [
+            self.completed,
+            self.in_progress,
+            self.blocked,
+            self.not_started,
+        ]
+        .into_iter()
+        .chain(self.other.iter().map(|o| o.1))
+        .fold(0, u64::saturating_add)
     }
 }
 
