@@ -6,7 +6,6 @@
 //! `cargo bench --bench overhead` (set BENCH_N to change the sample count).
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;

@@ -62,7 +62,7 @@ impl Default for Limits {
             deadline_margin_ms: 50,
             max_tokens: request::DEFAULT_MAX_TOKENS,
             max_tokens_ceiling: 200_000,
-            ask_max_tokens: 6_000,
+            ask_max_tokens: 16_000,
             max_input_bytes: 256 * 1024,
         }
     }

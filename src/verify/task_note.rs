@@ -158,7 +158,9 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Empty => f.write_str("the note is empty"),
-            Self::NoGoal => f.write_str("no clear goal: start with an action and its object, e.g. 'Draft apology email to …'"),
+            Self::NoGoal => {
+                f.write_str("no clear goal: start with an action and its object, e.g. 'Draft apology email to …'")
+            }
             Self::VagueGoal(what) => write!(f, "vague goal: '{what}' does not say what it is about"),
             Self::NoRecipientAddress { name: Some(name) } => {
                 write!(f, "no recipient email address (only the name '{name}')")
@@ -197,11 +199,7 @@ impl TaskSpec {
     /// Parses a note, refusing one that is not self-contained and checkable.
     pub fn parse(note: &str) -> Result<TaskSpec, TaskNoteError> {
         let (spec, problems) = Self::parse_lenient(note);
-        if problems.is_empty() {
-            Ok(spec)
-        } else {
-            Err(TaskNoteError { problems })
-        }
+        if problems.is_empty() { Ok(spec) } else { Err(TaskNoteError { problems }) }
     }
 
     /// Parses what can be parsed and lists the problems instead of failing,
@@ -214,10 +212,7 @@ impl TaskSpec {
         let (instructions, input) = split_input(note);
         spec.context.input = input;
         spec.context.dates = text::dates_in(&instructions);
-        spec.context.eta = ETA
-            .captures(&instructions)
-            .and_then(|c| c.get(1))
-            .map(|m| m.as_str().to_string());
+        spec.context.eta = ETA.captures(&instructions).and_then(|c| c.get(1)).map(|m| m.as_str().to_string());
 
         let clauses: Vec<String> = instructions.lines().flat_map(split_sentences).collect();
         let goal_at = clauses.iter().position(|c| starts_with_action(c));
@@ -238,11 +233,7 @@ impl TaskSpec {
     pub fn checks(&self) -> Vec<Check> {
         let c = &self.constraints;
         let mut out = Vec::new();
-        let mut regex = |pattern: &str| {
-            out.push(Check::Regex {
-                pattern: pattern.to_string(),
-            })
-        };
+        let mut regex = |pattern: &str| out.push(Check::Regex { pattern: pattern.to_string() });
         if self.kind == TaskKind::Calendar {
             regex(patterns::ICALENDAR);
         }
@@ -287,50 +278,29 @@ impl TaskSpec {
                 None => {}
             }
         }
-        out.extend(
-            contains
-                .into_iter()
-                .map(|phrase| Check::Contains { phrase }),
-        );
-        out.extend(
-            not_contains
-                .into_iter()
-                .map(|phrase| Check::NotContains { phrase }),
-        );
+        out.extend(contains.into_iter().map(|phrase| Check::Contains { phrase }));
+        out.extend(not_contains.into_iter().map(|phrase| Check::NotContains { phrase }));
         if let Some(tone) = &c.tone {
             out.push(Check::Tone { tone: tone.clone() });
         }
         if !c.required.is_empty() {
-            out.push(Check::Required {
-                elements: c.required.clone(),
-            });
+            out.push(Check::Required { elements: c.required.clone() });
         }
         if let Some(case) = c.key_case {
-            out.push(Check::KeyCase {
-                case: case.name().into(),
-            });
+            out.push(Check::KeyCase { case: case.name().into() });
         }
         if self.verification.json_array {
             let case = c.key_case.unwrap_or(KeyCase::Camel);
-            let required: Vec<String> = self
-                .context
-                .columns
-                .iter()
-                .map(|col| case.convert(col))
-                .collect();
+            let required: Vec<String> = self.context.columns.iter().map(|col| case.convert(col)).collect();
             let mut items = json!({"type": "object"});
             if !required.is_empty() {
                 items["required"] = json!(required);
             }
-            out.push(Check::JsonSchema {
-                schema: json!({"type": "array", "minItems": 1, "items": items}),
-            });
+            out.push(Check::JsonSchema { schema: json!({"type": "array", "minItems": 1, "items": items}) });
         }
         let email_field = self.email_column();
         if self.verification.emails_valid {
-            out.push(Check::EmailsValid {
-                field: email_field.clone(),
-            });
+            out.push(Check::EmailsValid { field: email_field.clone() });
         }
         if self.verification.unique {
             out.push(Check::Unique { field: email_field });
@@ -341,11 +311,7 @@ impl TaskSpec {
     /// The output key of the email column, if the note names one.
     pub fn email_column(&self) -> Option<String> {
         let case = self.constraints.key_case.unwrap_or(KeyCase::Camel);
-        self.context
-            .columns
-            .iter()
-            .find(|c| c.to_ascii_lowercase().contains("mail"))
-            .map(|c| case.convert(c))
+        self.context.columns.iter().find(|c| c.to_ascii_lowercase().contains("mail")).map(|c| case.convert(c))
     }
 
     /// The recipient's address, if one was given.
@@ -358,10 +324,8 @@ impl TaskSpec {
 // Input extraction and clause splitting
 
 static FENCED: LazyLock<Regex> = LazyLock::new(|| re(r"(?s)```[A-Za-z]*[ \t]*\r?\n(.*?)```"));
-static INPUT_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^\s*(?:input|data|csv|text|content|rows)\s*:\s*$"));
-static INLINE_QUOTE: LazyLock<Regex> =
-    LazyLock::new(|| re(r#"^(.+?):\s*(?:"([^"]+)"|“([^”]+)”)(.*)$"#));
+static INPUT_HEADER: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)^\s*(?:input|data|csv|text|content|rows)\s*:\s*$"));
+static INLINE_QUOTE: LazyLock<Regex> = LazyLock::new(|| re(r#"^(.+?):\s*(?:"([^"]+)"|“([^”]+)”)(.*)$"#));
 static KEY_PREFIX: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*[A-Za-z][\w \-]{0,30}:\s"));
 
 /// Separates the material to work on from the instructions.
@@ -399,11 +363,7 @@ fn split_input(note: &str) -> (String, Option<String>) {
                 continue;
             }
             let input = text::unquote(block.trim()).to_string();
-            let rest: Vec<&str> = lines[..i]
-                .iter()
-                .chain(&lines[end + 1..])
-                .copied()
-                .collect();
+            let rest: Vec<&str> = lines[..i].iter().chain(&lines[end + 1..]).copied().collect();
             return (rest.join("\n"), Some(input));
         }
     }
@@ -413,12 +373,7 @@ fn split_input(note: &str) -> (String, Option<String>) {
         if let Some(c) = INLINE_QUOTE.captures(line.trim()) {
             let prefix = c.get(1).map_or("", |m| m.as_str());
             if starts_with_action(prefix) || prefix.split_whitespace().count() >= 4 {
-                let input = c
-                    .get(2)
-                    .or(c.get(3))
-                    .map_or("", |m| m.as_str())
-                    .trim()
-                    .to_string();
+                let input = c.get(2).or(c.get(3)).map_or("", |m| m.as_str()).trim().to_string();
                 let mut rest: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
                 rest[i] = format!("{prefix}:{}", c.get(4).map_or("", |m| m.as_str()));
                 return (rest.join("\n"), Some(input));
@@ -426,18 +381,9 @@ fn split_input(note: &str) -> (String, Option<String>) {
         }
     }
     let lower = note.to_ascii_lowercase();
-    if let Some((start, end)) = csv_block(&lines, lower.contains("csv") || lower.contains("column"))
-    {
-        let input = lines[start..end]
-            .iter()
-            .map(|l| l.trim())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let rest: Vec<&str> = lines[..start]
-            .iter()
-            .chain(&lines[end..])
-            .copied()
-            .collect();
+    if let Some((start, end)) = csv_block(&lines, lower.contains("csv") || lower.contains("column")) {
+        let input = lines[start..end].iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
+        let rest: Vec<&str> = lines[..start].iter().chain(&lines[end..]).copied().collect();
         return (rest.join("\n"), Some(input));
     }
     (note.to_string(), None)
@@ -473,12 +419,8 @@ fn csv_block(lines: &[&str], expects_csv: bool) -> Option<(usize, usize)> {
             .count()
     };
     let min_rows = if expects_csv { 1 } else { 2 };
-    let data_like = |rows: &[&str]| {
-        expects_csv
-            || rows
-                .iter()
-                .any(|l| l.contains('@') || l.contains(|c: char| c.is_ascii_digit()))
-    };
+    let data_like =
+        |rows: &[&str]| expects_csv || rows.iter().any(|l| l.contains('@') || l.contains(|c: char| c.is_ascii_digit()));
     let mut i = 0;
     while i < lines.len() {
         let n = csv_commas(lines[i]);
@@ -486,9 +428,7 @@ fn csv_block(lines: &[&str], expects_csv: bool) -> Option<(usize, usize)> {
             i += 1;
             continue;
         }
-        let end = (i..lines.len())
-            .find(|&j| csv_commas(lines[j]) != n)
-            .unwrap_or(lines.len());
+        let end = (i..lines.len()).find(|&j| csv_commas(lines[j]) != n).unwrap_or(lines.len());
         if end - i >= min_rows && data_like(&lines[i..end]) {
             return Some((i, end));
         }
@@ -515,24 +455,16 @@ fn split_sentences(line: &str) -> Vec<String> {
         let prev = i.checked_sub(1).map(|j| chars[j]);
         let next = chars.get(i + 1).copied();
         match quote {
-            Some(q) if c == q && (q != '\'' || next.is_none_or(|n| !n.is_alphanumeric())) => {
-                quote = None
-            }
+            Some(q) if c == q && (q != '\'' || next.is_none_or(|n| !n.is_alphanumeric())) => quote = None,
             Some(_) => {}
             None => match c {
                 '"' => quote = Some('"'),
                 '“' => quote = Some('”'),
                 '‘' => quote = Some('’'),
-                '\'' if prev.is_none_or(|p| p.is_whitespace() || matches!(p, ':' | '(')) => {
-                    quote = Some('\'')
-                }
+                '\'' if prev.is_none_or(|p| p.is_whitespace() || matches!(p, ':' | '(')) => quote = Some('\''),
                 '.' | '!' | '?' if next.is_none_or(char::is_whitespace) => {
                     let body = &cur[..cur.len() - 1];
-                    let last = body
-                        .rsplit(|ch: char| ch.is_whitespace())
-                        .next()
-                        .unwrap_or("")
-                        .to_ascii_lowercase();
+                    let last = body.rsplit(|ch: char| ch.is_whitespace()).next().unwrap_or("").to_ascii_lowercase();
                     if c != '.' || !ABBREVIATED_WORDS.contains(&last.as_str()) {
                         out.push(std::mem::take(&mut cur));
                     }
@@ -569,14 +501,12 @@ const MESSAGE_VERBS: &[&str] = &[
 const CALENDAR_VERBS: &[&str] = &["block", "schedule", "book", "reserve", "hold"];
 
 static GOAL: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)^(?:please\s+)?([a-z][a-z-]*)\b\s*(.*)$"));
-static PREPOSITION: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\s+(to|about|regarding|concerning|re:|for)\s+"));
+static PREPOSITION: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\s+(to|about|regarding|concerning|re:|for)\s+"));
 static MESSAGE_OBJECT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:e-?mail|message|note|letter|reply|memo|dm)s?\b"));
 static CALENDAR_OBJECT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:calendar|focus|session|meeting|event|time slot|appointment)\b"));
-static PERSON: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*){0,2}$"));
+static PERSON: LazyLock<Regex> = LazyLock::new(|| re(r"^\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*){0,2}$"));
 
 /// `Draft …` is a goal; `Start: 9am` is a field that happens to start with a verb.
 fn starts_with_action(clause: &str) -> bool {
@@ -603,11 +533,7 @@ fn apply_goal(spec: &mut TaskSpec, clause: &str) {
         return;
     };
     let verb = c.get(1).map_or("", |m| m.as_str()).to_ascii_lowercase();
-    let rest = c
-        .get(2)
-        .map_or("", |m| m.as_str())
-        .trim()
-        .trim_end_matches(':');
+    let rest = c.get(2).map_or("", |m| m.as_str()).trim().trim_end_matches(':');
     let message_verb = MESSAGE_VERBS.contains(&verb.as_str());
 
     // Walk the prepositions in order: the first segment is the object (or,
@@ -631,14 +557,7 @@ fn apply_goal(spec: &mut TaskSpec, clause: &str) {
 
     let first = segments.first().map_or("", |s| s.1).trim();
     let (object, mut to) = if message_verb {
-        (
-            if verb == "message" {
-                "message".to_string()
-            } else {
-                "email".to_string()
-            },
-            Some(first.to_string()),
-        )
+        (if verb == "message" { "message".to_string() } else { "email".to_string() }, Some(first.to_string()))
     } else {
         (strip_article(first), None)
     };
@@ -658,23 +577,11 @@ fn apply_goal(spec: &mut TaskSpec, clause: &str) {
         || (MESSAGE_OBJECT.is_match(&object) && !FORMAT_VERBS.contains(&verb.as_str()));
     if let Some(to) = to.filter(|t| !t.is_empty()) {
         if let Some(address) = text::emails_in(&to).into_iter().next() {
-            let name = to
-                .split(['<', '('])
-                .next()
-                .map(str::trim)
-                .filter(|n| !n.is_empty() && *n != address);
-            let name = name
-                .map(str::to_string)
-                .or_else(|| text::name_from_email(&address));
-            spec.recipient = Some(Recipient {
-                address: Some(address),
-                name,
-            });
+            let name = to.split(['<', '(']).next().map(str::trim).filter(|n| !n.is_empty() && *n != address);
+            let name = name.map(str::to_string).or_else(|| text::name_from_email(&address));
+            spec.recipient = Some(Recipient { address: Some(address), name });
         } else if message_like && PERSON.is_match(&to) {
-            spec.recipient = Some(Recipient {
-                address: None,
-                name: Some(to),
-            });
+            spec.recipient = Some(Recipient { address: None, name: Some(to) });
         } else {
             spec.goal.target = Some(to);
         }
@@ -719,15 +626,9 @@ pub(crate) fn parse_duration(s: &str) -> Option<u32> {
         digits => digits.parse().ok()?,
     };
     let unit = c.get(2)?.as_str().to_ascii_lowercase();
-    let minutes = if unit.starts_with('h') {
-        amount * 60.0
-    } else {
-        amount
-    };
+    let minutes = if unit.starts_with('h') { amount * 60.0 } else { amount };
     // Up to a week: anything longer is not a calendar block.
-    (1.0..=7.0 * 24.0 * 60.0)
-        .contains(&minutes)
-        .then_some(minutes.round() as u32)
+    (1.0..=7.0 * 24.0 * 60.0).contains(&minutes).then_some(minutes.round() as u32)
 }
 
 /// `Block calendar for 2 hours from now` → 120 minutes starting `now`.
@@ -799,38 +700,25 @@ const RULES: &[(&str, Apply)] = &[
         s.constraints.min_words = num(c, 1);
         s.constraints.max_words = num(c, 2);
     }),
-    (
-        r"(?:max(?:imum)?\.?|at most|no more than|up to|under|within|fewer than|less than)\s*(\d+)\s*words?\b",
-        |s, c| s.constraints.max_words = num(c, 1),
-    ),
-    (
-        r"(\d+)\s*words?\s*(?:max(?:imum)?|or (?:less|fewer)|at most)\b",
-        |s, c| s.constraints.max_words = num(c, 1),
-    ),
-    (
-        r"(?:min(?:imum)?\.?|at least|no fewer than)\s*(\d+)\s*words?\b",
-        |s, c| s.constraints.min_words = num(c, 1),
-    ),
+    (r"(?:max(?:imum)?\.?|at most|no more than|up to|under|within|fewer than|less than)\s*(\d+)\s*words?\b", |s, c| {
+        s.constraints.max_words = num(c, 1)
+    }),
+    (r"(\d+)\s*words?\s*(?:max(?:imum)?|or (?:less|fewer)|at most)\b", |s, c| s.constraints.max_words = num(c, 1)),
+    (r"(?:min(?:imum)?\.?|at least|no fewer than)\s*(\d+)\s*words?\b", |s, c| s.constraints.min_words = num(c, 1)),
     (r"tone\s*:\s*(.+)$", |s, c| set_tone(s, cap(c, 1))),
-    (
-        r"(?:use\s+an?\s+|keep (?:it|the tone)\s+|be\s+)?([a-z]+(?:(?:\s+and\s+|[ -])[a-z]+)?)\s+tone$",
-        |s, c| set_tone(s, cap(c, 1)),
-    ),
-    (
-        r"(?:required(?:\s+elements)?|must (?:include|contain|cover)|include all of|elements)\s*:\s*(.+)$",
-        |s, c| s.constraints.required.extend(list(cap(c, 1))),
-    ),
+    (r"(?:use\s+an?\s+|keep (?:it|the tone)\s+|be\s+)?([a-z]+(?:(?:\s+and\s+|[ -])[a-z]+)?)\s+tone$", |s, c| {
+        set_tone(s, cap(c, 1))
+    }),
+    (r"(?:required(?:\s+elements)?|must (?:include|contain|cover)|include all of|elements)\s*:\s*(.+)$", |s, c| {
+        s.constraints.required.extend(list(cap(c, 1)))
+    }),
     (r"subject(?:\s+(?:hint|line))?\s*:\s*(.+)$", |s, c| {
         s.constraints.subject_hint = Some(text::unquote(cap(c, 1)).to_string())
     }),
     // A name next to a redacted address (`<EMAIL_1>`) is the only name there is.
-    (
-        r"(?:recipient(?:'s)?\s+name|addressee|greet(?:ing)?\s+name)\s*:\s*(.+)$",
-        |s, c| {
-            s.recipient.get_or_insert_with(Recipient::default).name =
-                Some(text::unquote(cap(c, 1)).to_string());
-        },
-    ),
+    (r"(?:recipient(?:'s)?\s+name|addressee|greet(?:ing)?\s+name)\s*:\s*(.+)$", |s, c| {
+        s.recipient.get_or_insert_with(Recipient::default).name = Some(text::unquote(cap(c, 1)).to_string());
+    }),
     (r"(?:recipient|to)\s*:\s*(.+)$", |s, c| {
         let raw = cap(c, 1);
         let r = s.recipient.get_or_insert_with(Recipient::default);
@@ -838,29 +726,17 @@ const RULES: &[(&str, Apply)] = &[
             Some(address) => {
                 let shown = raw.split(['<', '(']).next().map(str::trim);
                 let shown = shown.filter(|n| !n.is_empty() && !n.contains('@'));
-                r.name = shown
-                    .map(String::from)
-                    .or_else(|| text::name_from_email(&address));
+                r.name = shown.map(String::from).or_else(|| text::name_from_email(&address));
                 r.address = Some(address);
             }
             None => r.name = Some(raw.to_string()),
         }
     }),
-    (
-        r"(?:new\s+)?(?:eta|deadline|due date|due)\s*:\s*(.+)$",
-        |s, c| s.context.eta = Some(cap(c, 1).to_string()),
-    ),
-    (r"include\s+(?:the\s+|a\s+)?completion[ -]rate\b", |s, _| {
-        s.verification.completion_rate = true
+    (r"(?:new\s+)?(?:eta|deadline|due date|due)\s*:\s*(.+)$", |s, c| s.context.eta = Some(cap(c, 1).to_string())),
+    (r"include\s+(?:the\s+|a\s+)?completion[ -]rate\b", |s, _| s.verification.completion_rate = true),
+    (r"(?:do not|don't|never|avoid)\s+(?:mention(?:ing)?|include|including|use|using|say(?:ing)?)\s+(.+)$", |s, c| {
+        s.constraints.must_not_mention.push(strip_article(text::unquote(cap(c, 1))))
     }),
-    (
-        r"(?:do not|don't|never|avoid)\s+(?:mention(?:ing)?|include|including|use|using|say(?:ing)?)\s+(.+)$",
-        |s, c| {
-            s.constraints
-                .must_not_mention
-                .push(strip_article(text::unquote(cap(c, 1))))
-        },
-    ),
     (r"(?:mention|include|reference|state)\s+(.+)$", |s, c| {
         let phrase = text::unquote(cap(c, 1));
         match text::dates_in(phrase).into_iter().next() {
@@ -873,112 +749,69 @@ const RULES: &[(&str, Apply)] = &[
             None => s.constraints.must_mention.push(strip_article(phrase)),
         }
     }),
-    (
-        r"output(?:\s+(?:structure|format|shape))?\s*:\s*(.+)$",
-        |s, c| {
-            let out = cap(c, 1);
-            let lower = out.to_ascii_lowercase();
-            if let Some(case) = CASE_WORD
-                .captures(out)
-                .and_then(|m| KeyCase::parse(cap(&m, 1)))
-            {
-                s.constraints.key_case = Some(case);
-            }
-            s.verification.json_array |=
-                lower.contains("array") || lower.contains("list of objects");
-            s.constraints.bullet_points |= lower.contains("bullet");
-            s.constraints.output = Some(out.to_string());
-        },
-    ),
-    (
-        r"(?:validate|validation|verify|check|ensure)\b\s*:?\s*(.+)$",
-        |s, c| validate(s, cap(c, 1)),
-    ),
-    (r"(no duplicates?|unique\b.*|all e-?mails?\b.*)$", |s, c| {
-        validate(s, cap(c, 1))
+    (r"output(?:\s+(?:structure|format|shape))?\s*:\s*(.+)$", |s, c| {
+        let out = cap(c, 1);
+        let lower = out.to_ascii_lowercase();
+        if let Some(case) = CASE_WORD.captures(out).and_then(|m| KeyCase::parse(cap(&m, 1))) {
+            s.constraints.key_case = Some(case);
+        }
+        s.verification.json_array |= lower.contains("array") || lower.contains("list of objects");
+        s.constraints.bullet_points |= lower.contains("bullet");
+        s.constraints.output = Some(out.to_string());
     }),
-    (
-        r"(?:input\s+)?(?:columns?|fields|headers?)\s*:\s*(.+)$",
-        |s, c| s.context.columns = list(cap(c, 1)),
-    ),
-    (
-        r"(?:input|data|stats|counts|numbers)\s*:\s*(.+)$",
-        |s, c| {
-            let raw = cap(c, 1);
-            match counts(raw) {
-                Some(counts) => s.context.counts = counts,
-                None => s.context.input = Some(text::unquote(raw).to_string()),
-            }
-        },
-    ),
+    (r"(?:validate|validation|verify|check|ensure)\b\s*:?\s*(.+)$", |s, c| validate(s, cap(c, 1))),
+    (r"(no duplicates?|unique\b.*|all e-?mails?\b.*)$", |s, c| validate(s, cap(c, 1))),
+    (r"(?:input\s+)?(?:columns?|fields|headers?)\s*:\s*(.+)$", |s, c| s.context.columns = list(cap(c, 1))),
+    (r"(?:input|data|stats|counts|numbers)\s*:\s*(.+)$", |s, c| {
+        let raw = cap(c, 1);
+        match counts(raw) {
+            Some(counts) => s.context.counts = counts,
+            None => s.context.input = Some(text::unquote(raw).to_string()),
+        }
+    }),
     (r"(?:target|style)\s*:\s*(.+)$", |s, c| {
         let target = text::unquote(cap(c, 1));
         s.constraints.greeting |= target.to_ascii_lowercase().contains("greeting");
         s.constraints.style_target = Some(target.to_string());
     }),
-    (
-        r"(?:event\s+)?(?:title|name|summary)\s*:\s*(.+)$",
-        |s, c| s.context.event.title = Some(text::unquote(cap(c, 1)).to_string()),
-    ),
-    (
-        r"(?:event\s+)?(?:description|details)\s*:\s*(.+)$",
-        |s, c| s.context.event.description = Some(text::unquote(cap(c, 1)).to_string()),
-    ),
+    (r"(?:event\s+)?(?:title|name|summary)\s*:\s*(.+)$", |s, c| {
+        s.context.event.title = Some(text::unquote(cap(c, 1)).to_string())
+    }),
+    (r"(?:event\s+)?(?:description|details)\s*:\s*(.+)$", |s, c| {
+        s.context.event.description = Some(text::unquote(cap(c, 1)).to_string())
+    }),
     (r"(?:status|show as|availability)\s*:\s*(.+)$", |s, c| {
         let v = cap(c, 1).to_ascii_lowercase();
-        s.context.event.busy = if [
-            "busy",
-            "opaque",
-            "unavailable",
-            "out of office",
-            "do not disturb",
-            "dnd",
-        ]
-        .iter()
-        .any(|w| v.contains(w))
-        {
-            Some(true)
-        } else if ["free", "available", "transparent"]
+        s.context.event.busy = if ["busy", "opaque", "unavailable", "out of office", "do not disturb", "dnd"]
             .iter()
             .any(|w| v.contains(w))
         {
+            Some(true)
+        } else if ["free", "available", "transparent"].iter().any(|w| v.contains(w)) {
             Some(false)
         } else {
             s.constraints.notes.push(format!("status: {v}"));
             None
         };
     }),
-    (
-        r"(?:reminders?|alerts?|notifications?)\s*:\s*(.+)$",
-        |s, c| {
-            let v = cap(c, 1).to_ascii_lowercase();
-            let off = ["off", "none", "no", "false", "disabled", "0"]
-                .iter()
-                .any(|w| v == *w || v.starts_with(&format!("{w} ")));
-            s.context.event.reminders = Some(!off);
-            if !off {
-                s.context.event.reminder_minutes = parse_duration(&v);
-            }
-        },
-    ),
-    (
-        r"(?:start|starts|starting|start time|when|time)\s*:\s*(.+)$",
-        |s, c| s.context.event.start = Some(cap(c, 1).to_string()),
-    ),
-    (r"(?:end|ends|end time|until)\s*:\s*(.+)$", |s, c| {
-        s.context.event.end = Some(cap(c, 1).to_string())
+    (r"(?:reminders?|alerts?|notifications?)\s*:\s*(.+)$", |s, c| {
+        let v = cap(c, 1).to_ascii_lowercase();
+        let off =
+            ["off", "none", "no", "false", "disabled", "0"].iter().any(|w| v == *w || v.starts_with(&format!("{w} ")));
+        s.context.event.reminders = Some(!off);
+        if !off {
+            s.context.event.reminder_minutes = parse_duration(&v);
+        }
     }),
-    (r"duration\s*:\s*(.+)$", |s, c| {
-        s.context.event.duration_minutes = parse_duration(cap(c, 1))
+    (r"(?:start|starts|starting|start time|when|time)\s*:\s*(.+)$", |s, c| {
+        s.context.event.start = Some(cap(c, 1).to_string())
     }),
+    (r"(?:end|ends|end time|until)\s*:\s*(.+)$", |s, c| s.context.event.end = Some(cap(c, 1).to_string())),
+    (r"duration\s*:\s*(.+)$", |s, c| s.context.event.duration_minutes = parse_duration(cap(c, 1))),
     (
         r"((?:no abbreviations?|proper capitali[sz]ation|capitali[sz]e|preserve|improve|keep it|use proper|be clear|be concise).*)$",
         |s, c| {
-            for piece in cap(c, 1)
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-            {
+            for piece in cap(c, 1).split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 let p = piece.to_ascii_lowercase();
                 if p.starts_with("no abbreviation") {
                     s.constraints.no_abbreviations = true;
@@ -1004,26 +837,19 @@ static COMPILED: LazyLock<Vec<(Regex, Apply)>> = LazyLock::new(|| {
         .collect()
 });
 
-static CASE_WORD: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b(camel|snake|pascal|kebab)[ _-]?case\b"));
+static CASE_WORD: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(camel|snake|pascal|kebab)[ _-]?case\b"));
 static ETA: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
         r"(?i)\b(?:eta|deadline|due(?:\s+date)?|timeline|deliver(?:y|ed)?(?:\s+date)?|launch(?:\s+date)?)\b[^.\n]{{0,20}}?({DATE_PATTERN})"
     ))
 });
 static COUNT: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^(\d+)\s+(?:(?:tasks?|items?|issues?|tickets?|stories)\s+)?(?:(?:are|were|is)\s+)?([a-z][a-z -]*)$",
-    )
+    re(r"(?i)^(\d+)\s+(?:(?:tasks?|items?|issues?|tickets?|stories)\s+)?(?:(?:are|were|is)\s+)?([a-z][a-z -]*)$")
 });
-static COUNT_AFTER: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^([a-z][a-z -]*?)\s*[:=]\s*(\d+)$"));
+static COUNT_AFTER: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)^([a-z][a-z -]*?)\s*[:=]\s*(\d+)$"));
 
 fn apply_rules(spec: &mut TaskSpec, clause: &str) {
-    match COMPILED
-        .iter()
-        .find_map(|(re, apply)| re.captures(clause).map(|c| (c, apply)))
-    {
+    match COMPILED.iter().find_map(|(re, apply)| re.captures(clause).map(|c| (c, apply))) {
         Some((c, apply)) => apply(spec, &c),
         None => spec.constraints.notes.push(clause.to_string()),
     }
@@ -1049,9 +875,7 @@ fn counts(s: &str) -> Option<Vec<(String, u64)>> {
             if let Some(c) = COUNT.captures(p) {
                 Some((cap(&c, 2).to_ascii_lowercase(), num(&c, 1)?))
             } else {
-                COUNT_AFTER
-                    .captures(p)
-                    .and_then(|c| Some((cap(&c, 1).to_ascii_lowercase(), num(&c, 2)?)))
+                COUNT_AFTER.captures(p).and_then(|c| Some((cap(&c, 1).to_ascii_lowercase(), num(&c, 2)?)))
             }
         })
         .collect();
@@ -1060,10 +884,8 @@ fn counts(s: &str) -> Option<Vec<(String, u64)>> {
 
 static TONE_WORD: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(professional|formal|friendly|casual|warm|neutral|concise)\b"));
-static REPORT_OBJECT: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b(?:report|summary|status update)\b"));
-static DATA_WORDS: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b(?:csv|json|data|records|rows|spreadsheet)\b"));
+static REPORT_OBJECT: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(?:report|summary|status update)\b"));
+static DATA_WORDS: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(?:csv|json|data|records|rows|spreadsheet)\b"));
 #[rustfmt::skip]
 const FORMAT_VERBS: &[&str] = &[
     "format", "reformat", "rewrite", "polish", "edit", "proofread", "clean",
@@ -1071,11 +893,7 @@ const FORMAT_VERBS: &[&str] = &[
 
 /// Settles the kind and the derived fields once every clause is read.
 fn finish(spec: &mut TaskSpec, instructions: &str) {
-    let goal_text = format!(
-        "{} {}",
-        spec.goal.object,
-        spec.goal.target.as_deref().unwrap_or("")
-    );
+    let goal_text = format!("{} {}", spec.goal.object, spec.goal.target.as_deref().unwrap_or(""));
     if spec.kind == TaskKind::Other {
         spec.kind = if !spec.context.event.is_empty() {
             TaskKind::Calendar
@@ -1083,9 +901,7 @@ fn finish(spec: &mut TaskSpec, instructions: &str) {
             TaskKind::Report
         } else if !spec.context.columns.is_empty() || DATA_WORDS.is_match(&goal_text) {
             TaskKind::Data
-        } else if FORMAT_VERBS.contains(&spec.goal.action.as_str())
-            || spec.constraints.style_target.is_some()
-        {
+        } else if FORMAT_VERBS.contains(&spec.goal.action.as_str()) || spec.constraints.style_target.is_some() {
             TaskKind::Format
         } else {
             TaskKind::Other
@@ -1093,11 +909,7 @@ fn finish(spec: &mut TaskSpec, instructions: &str) {
     }
     if spec.constraints.tone.is_none() {
         let object = (spec.kind == TaskKind::Format).then_some(spec.goal.object.as_str());
-        let style = [
-            spec.goal.target.as_deref(),
-            spec.constraints.style_target.as_deref(),
-            object,
-        ];
+        let style = [spec.goal.target.as_deref(), spec.constraints.style_target.as_deref(), object];
         if let Some(m) = style.into_iter().flatten().find_map(|t| TONE_WORD.find(t)) {
             spec.constraints.tone = Some(m.as_str().to_ascii_lowercase());
         }
@@ -1154,9 +966,7 @@ fn problems(spec: &TaskSpec, goal_clause: Option<&str>, instructions: &str) -> V
         }
     }
     if spec.kind == TaskKind::Email && spec.address().is_none() {
-        out.push(Problem::NoRecipientAddress {
-            name: spec.recipient.as_ref().and_then(|r| r.name.clone()),
-        });
+        out.push(Problem::NoRecipientAddress { name: spec.recipient.as_ref().and_then(|r| r.name.clone()) });
     }
     if let Some(m) = CONVERSATION.iter().find_map(|r| r.find(instructions)) {
         out.push(Problem::RefersToConversation(m.as_str().to_string()));
@@ -1189,10 +999,7 @@ mod tests {
     fn email_note_yields_goal_recipient_topic_constraints_and_context() {
         let spec = TaskSpec::parse(EMAIL_NOTE).unwrap();
         assert_eq!(spec.kind, TaskKind::Email);
-        assert_eq!(
-            (spec.goal.action.as_str(), spec.goal.object.as_str()),
-            ("draft", "apology email")
-        );
+        assert_eq!((spec.goal.action.as_str(), spec.goal.object.as_str()), ("draft", "apology email"));
         let r = spec.recipient.clone().unwrap();
         assert_eq!(r.address.as_deref(), Some("alex.chan@company.com"));
         assert_eq!(r.name.as_deref(), Some("Alex"));
@@ -1201,10 +1008,7 @@ mod tests {
         assert_eq!(c.max_words, Some(120));
         assert_eq!(c.must_mention, ["Oct 22"]);
         assert_eq!(c.tone.as_deref(), Some("warm-professional"));
-        assert_eq!(
-            c.required,
-            ["apologize", "acknowledge impact", "provide new timeline"]
-        );
+        assert_eq!(c.required, ["apologize", "acknowledge impact", "provide new timeline"]);
         assert_eq!(c.subject_hint.as_deref(), Some("Apology for delay"));
         assert_eq!(spec.context.eta.as_deref(), Some("Oct 22"));
         assert_eq!(spec.context.dates, ["Oct 22"]);
@@ -1217,18 +1021,10 @@ mod tests {
             checks,
             vec![
                 Check::MaxWords { max: 120 },
-                Check::Contains {
-                    phrase: "Oct 22".into()
-                },
-                Check::Tone {
-                    tone: "warm-professional".into()
-                },
+                Check::Contains { phrase: "Oct 22".into() },
+                Check::Tone { tone: "warm-professional".into() },
                 Check::Required {
-                    elements: vec![
-                        "apologize".into(),
-                        "acknowledge impact".into(),
-                        "provide new timeline".into()
-                    ]
+                    elements: vec!["apologize".into(), "acknowledge impact".into(), "provide new timeline".into()]
                 },
             ]
         );
@@ -1249,45 +1045,34 @@ mod tests {
 
     #[test]
     fn bad_task_note_lists_what_is_missing() {
-        let err =
-            TaskSpec::parse("Email Alex about that thing we talked about earlier.").unwrap_err();
+        let err = TaskSpec::parse("Email Alex about that thing we talked about earlier.").unwrap_err();
         assert_eq!(
             err.problems,
             vec![
                 Problem::VagueGoal("that thing".into()),
-                Problem::NoRecipientAddress {
-                    name: Some("Alex".into())
-                },
+                Problem::NoRecipientAddress { name: Some("Alex".into()) },
                 Problem::RefersToConversation("we talked about earlier".into()),
                 Problem::NoCriteria,
             ]
         );
         let msg = err.to_string();
-        for part in [
-            "no recipient email address",
-            "'that thing'",
-            "earlier conversation",
-            "no constraints or success criteria",
-        ] {
+        for part in
+            ["no recipient email address", "'that thing'", "earlier conversation", "no constraints or success criteria"]
+        {
             assert!(msg.contains(part), "{msg}");
         }
     }
 
     #[test]
     fn empty_and_goalless_notes_are_refused() {
-        assert_eq!(
-            TaskSpec::parse("  ").unwrap_err().problems,
-            [Problem::Empty]
-        );
+        assert_eq!(TaskSpec::parse("  ").unwrap_err().problems, [Problem::Empty]);
         let err = TaskSpec::parse("Max 50 words.").unwrap_err();
         assert!(err.problems.contains(&Problem::NoGoal), "{err}");
     }
 
     #[test]
     fn redacted_address_counts_as_recipient() {
-        let spec =
-            TaskSpec::parse("Draft apology email to <EMAIL_1> about the delay. Max 80 words.")
-                .unwrap();
+        let spec = TaskSpec::parse("Draft apology email to <EMAIL_1> about the delay. Max 80 words.").unwrap();
         assert_eq!(spec.address(), Some("<EMAIL_1>"));
         assert_eq!(spec.recipient.unwrap().name, None);
     }
@@ -1296,32 +1081,15 @@ mod tests {
     fn format_note_takes_quoted_input_and_style_rules() {
         let spec = TaskSpec::parse(FORMAT_NOTE).unwrap();
         assert_eq!(spec.kind, TaskKind::Format);
-        assert_eq!(
-            spec.context.input.as_deref(),
-            Some("hey can u send me the report thx")
-        );
-        assert_eq!(
-            spec.goal.target.as_deref(),
-            Some("professional business style")
-        );
-        assert!(
-            spec.constraints.no_abbreviations
-                && spec.constraints.capitalization
-                && spec.constraints.greeting
-        );
+        assert_eq!(spec.context.input.as_deref(), Some("hey can u send me the report thx"));
+        assert_eq!(spec.goal.target.as_deref(), Some("professional business style"));
+        assert!(spec.constraints.no_abbreviations && spec.constraints.capitalization && spec.constraints.greeting);
         assert_eq!(spec.constraints.tone.as_deref(), Some("professional"));
-        assert_eq!(
-            spec.constraints.notes,
-            ["Preserve intent", "improve clarity"]
-        );
+        assert_eq!(spec.constraints.notes, ["Preserve intent", "improve clarity"]);
         let checks = spec.checks();
         assert!(checks.contains(&Check::NotContains { phrase: "u".into() }));
-        assert!(checks.contains(&Check::NotContains {
-            phrase: "thx".into()
-        }));
-        assert!(checks.contains(&Check::Regex {
-            pattern: patterns::GREETING.into()
-        }));
+        assert!(checks.contains(&Check::NotContains { phrase: "thx".into() }));
+        assert!(checks.contains(&Check::Regex { pattern: patterns::GREETING.into() }));
     }
 
     #[test]
@@ -1334,50 +1102,35 @@ mod tests {
             assert_eq!(spec.kind, TaskKind::Format);
             assert_eq!(spec.context.input.as_deref(), Some("pls fix ur bug asap"));
             assert_eq!(spec.constraints.tone.as_deref(), Some("formal"));
-            let not_contains: Vec<_> = spec
-                .checks()
-                .into_iter()
-                .filter(|c| matches!(c, Check::NotContains { .. }))
-                .collect();
+            let not_contains: Vec<_> =
+                spec.checks().into_iter().filter(|c| matches!(c, Check::NotContains { .. })).collect();
             assert_eq!(not_contains.len(), 3, "{not_contains:?}");
         }
     }
 
     #[test]
     fn comma_separated_instructions_are_not_csv() {
-        let spec = TaskSpec::parse("Rewrite this text: \"hi\"\nPreserve intent, improve clarity\nNo abbreviations, proper capitalization")
-            .unwrap();
+        let spec = TaskSpec::parse(
+            "Rewrite this text: \"hi\"\nPreserve intent, improve clarity\nNo abbreviations, proper capitalization",
+        )
+        .unwrap();
         assert_eq!(spec.context.input.as_deref(), Some("hi"));
         assert!(spec.constraints.capitalization && spec.constraints.no_abbreviations);
     }
 
     #[test]
     fn data_note_yields_columns_case_and_validation() {
-        let note =
-            format!("{DATA_NOTE}\nname,email,role\nAda, ada@x.com, admin\nBob,bob@x.com,dev");
+        let note = format!("{DATA_NOTE}\nname,email,role\nAda, ada@x.com, admin\nBob,bob@x.com,dev");
         let spec = TaskSpec::parse(&note).unwrap();
         assert_eq!(spec.kind, TaskKind::Data);
         assert_eq!(spec.context.columns, ["name", "email", "role"]);
         assert_eq!(spec.constraints.key_case, Some(KeyCase::Camel));
-        assert!(
-            spec.verification.json_array
-                && spec.verification.emails_valid
-                && spec.verification.unique
-        );
-        assert_eq!(
-            spec.context.input.as_deref(),
-            Some("name,email,role\nAda, ada@x.com, admin\nBob,bob@x.com,dev")
-        );
+        assert!(spec.verification.json_array && spec.verification.emails_valid && spec.verification.unique);
+        assert_eq!(spec.context.input.as_deref(), Some("name,email,role\nAda, ada@x.com, admin\nBob,bob@x.com,dev"));
         let checks = spec.checks();
-        assert!(checks.contains(&Check::KeyCase {
-            case: "camel".into()
-        }));
-        assert!(checks.contains(&Check::EmailsValid {
-            field: Some("email".into())
-        }));
-        assert!(checks.contains(&Check::Unique {
-            field: Some("email".into())
-        }));
+        assert!(checks.contains(&Check::KeyCase { case: "camel".into() }));
+        assert!(checks.contains(&Check::EmailsValid { field: Some("email".into()) }));
+        assert!(checks.contains(&Check::Unique { field: Some("email".into()) }));
         assert!(checks.iter().any(|c| matches!(c, Check::JsonSchema { schema } if schema["items"]["required"] == json!(["name", "email", "role"]))));
     }
 
@@ -1389,34 +1142,20 @@ mod tests {
         assert_eq!(e.duration_minutes, Some(120));
         assert_eq!(e.start.as_deref(), Some("from now"));
         assert_eq!(e.title.as_deref(), Some("Deep Work Session"));
-        assert_eq!(
-            e.description.as_deref(),
-            Some("Focus time - no interruptions")
-        );
+        assert_eq!(e.description.as_deref(), Some("Focus time - no interruptions"));
         assert_eq!((e.busy, e.reminders), (Some(true), Some(false)));
         let checks = spec.checks();
-        assert!(checks.contains(&Check::Contains {
-            phrase: "Deep Work Session".into()
-        }));
-        assert!(checks.contains(&Check::NotContains {
-            phrase: "BEGIN:VALARM".into()
-        }));
+        assert!(checks.contains(&Check::Contains { phrase: "Deep Work Session".into() }));
+        assert!(checks.contains(&Check::NotContains { phrase: "BEGIN:VALARM".into() }));
     }
 
     #[test]
     fn explicit_start_times_are_kept_for_the_agent() {
-        let spec = TaskSpec::parse(
-            "Schedule a focus session for 90 minutes tomorrow at 9am. Title: Review",
-        )
-        .unwrap();
+        let spec = TaskSpec::parse("Schedule a focus session for 90 minutes tomorrow at 9am. Title: Review").unwrap();
         assert_eq!(spec.context.event.duration_minutes, Some(90));
         assert_eq!(spec.context.event.start.as_deref(), Some("tomorrow at 9am"));
-        let spec =
-            TaskSpec::parse("Block calendar on 2025-10-22 14:00. Duration: 1.5 hours").unwrap();
-        assert_eq!(
-            spec.context.event.start.as_deref(),
-            Some("2025-10-22 14:00")
-        );
+        let spec = TaskSpec::parse("Block calendar on 2025-10-22 14:00. Duration: 1.5 hours").unwrap();
+        assert_eq!(spec.context.event.start.as_deref(), Some("2025-10-22 14:00"));
         assert_eq!(spec.context.event.duration_minutes, Some(90));
     }
 
@@ -1426,17 +1165,11 @@ mod tests {
         assert_eq!(spec.kind, TaskKind::Report);
         assert_eq!(
             spec.context.counts,
-            [
-                ("completed".to_string(), 12),
-                ("in progress".to_string(), 3),
-                ("blocked".to_string(), 2)
-            ]
+            [("completed".to_string(), 12), ("in progress".to_string(), 3), ("blocked".to_string(), 2)]
         );
         assert!(spec.verification.completion_rate && spec.constraints.bullet_points);
         assert_eq!(spec.constraints.max_words, Some(300));
-        assert!(spec.checks().contains(&Check::Contains {
-            phrase: "completion rate".into()
-        }));
+        assert!(spec.checks().contains(&Check::Contains { phrase: "completion rate".into() }));
     }
 
     #[test]
@@ -1449,13 +1182,8 @@ mod tests {
             ("60 words max", None, Some(60)),
             ("At least 20 words", Some(20), None),
         ] {
-            let spec =
-                TaskSpec::parse(&format!("Draft email to a@b.com about lunch. {clause}.")).unwrap();
-            assert_eq!(
-                (spec.constraints.min_words, spec.constraints.max_words),
-                (min, max),
-                "{clause}"
-            );
+            let spec = TaskSpec::parse(&format!("Draft email to a@b.com about lunch. {clause}.")).unwrap();
+            assert_eq!((spec.constraints.min_words, spec.constraints.max_words), (min, max), "{clause}");
         }
     }
 
@@ -1465,10 +1193,7 @@ mod tests {
             split_sentences("Mention Oct. 22. Subject: \"A. B.\" Then go"),
             ["Mention Oct. 22", "Subject: \"A. B.\" Then go"]
         );
-        assert_eq!(
-            split_sentences("Email alex.chan@company.com now."),
-            ["Email alex.chan@company.com now"]
-        );
+        assert_eq!(split_sentences("Email alex.chan@company.com now."), ["Email alex.chan@company.com now"]);
     }
 
     proptest::proptest! {
@@ -1482,9 +1207,7 @@ mod tests {
 
     #[test]
     fn unknown_clauses_are_kept_as_notes() {
-        let spec =
-            TaskSpec::parse("Draft email to a@b.com about lunch. Max 40 words. Sound upbeat.")
-                .unwrap();
+        let spec = TaskSpec::parse("Draft email to a@b.com about lunch. Max 40 words. Sound upbeat.").unwrap();
         assert_eq!(spec.constraints.notes, ["Sound upbeat"]);
     }
 }

@@ -54,15 +54,10 @@ impl Tally {
 
     /// Saturating, so that absurd counts give an absurd report rather than a panic.
     fn total(&self) -> u64 {
-        [
-            self.completed,
-            self.in_progress,
-            self.blocked,
-            self.not_started,
-        ]
-        .into_iter()
-        .chain(self.other.iter().map(|o| o.1))
-        .fold(0, u64::saturating_add)
+        [self.completed, self.in_progress, self.blocked, self.not_started]
+            .into_iter()
+            .chain(self.other.iter().map(|o| o.1))
+            .fold(0, u64::saturating_add)
     }
 }
 
