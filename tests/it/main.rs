@@ -1,6 +1,7 @@
 //! Switchboard's one integration-test binary.
 
 mod budget;
+mod cli;
 mod modes;
 mod protocol;
 mod rails;

@@ -1,0 +1,192 @@
+//! The `switchboard` binary: the issue's scenarios, exit codes and bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("SWITCHBOARD_CONFIG").env_remove("SWITCHBOARD_USER").env_remove("RUST_LOG");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
+}
+
+fn children(tree: &Value) -> Vec<String> {
+    tree["children"].as_array().unwrap().iter().map(|c| c["agent"].as_str().unwrap().to_string()).collect()
+}
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples").join(name).display().to_string()
+}
+
+#[test]
+fn upload_a_receipt_and_categorize_it_chains_byte_then_tag() {
+    let o = run(&["ask", "--json", "--file", &example("receipt.txt"), "Upload this receipt and categorize it"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["tree"]["agent"], "prime-boss");
+    assert_eq!(children(&v["tree"]), ["byte-doc", "tag-ai"]);
+    let answer = v["answer"].as_str().unwrap();
+    for needle in ["Starbucks", "$45.99", "Dining - Coffee", "Byte", "Tag"] {
+        assert!(answer.contains(needle), "{needle} missing from: {answer}");
+    }
+    assert!(v["session_id"].as_str().unwrap().len() == 36);
+    for child in v["tree"]["children"].as_array().unwrap() {
+        for key in ["objective", "status", "duration_ms", "children"] {
+            assert!(child.get(key).is_some(), "{key} missing in {child}");
+        }
+        assert_eq!(child["status"], "success");
+    }
+}
+
+#[test]
+fn receipts_and_tax_deductions_chain_byte_then_ledger() {
+    let o =
+        run(&["ask", "--json", "--file", &example("receipts.txt"), "Analyze my receipts and suggest tax deductions"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(children(&v["tree"]), ["byte-doc", "ledger-tax"]);
+    assert!(v["answer"].as_str().unwrap().contains("deductible"), "{}", v["answer"]);
+}
+
+#[test]
+fn analyzing_spending_fans_out_to_crystal_tag_and_ledger_in_parallel() {
+    let o =
+        run(&["ask", "--json", "--file", &example("statement.csv"), "Analyze my spending and suggest improvements"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let mut kids = children(&v["tree"]);
+    kids.sort();
+    assert_eq!(kids, ["crystal-analytics", "ledger-tax", "tag-ai"]);
+    let answer = v["answer"].as_str().unwrap();
+    assert!(answer.contains("(parallel)"), "{answer}");
+    assert!(answer.contains("Crystal") && answer.contains("Ledger"), "{answer}");
+}
+
+#[test]
+fn a_greeting_and_a_general_question_are_answered_directly() {
+    for message in ["Hello!", "What is an emergency fund?"] {
+        let o = run(&["ask", "--json", message]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = json(&o);
+        assert!(children(&v["tree"]).is_empty(), "{message} was delegated: {v}");
+        assert!(!v["answer"].as_str().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn the_seed_email_task_note_gets_a_short_draft_mentioning_the_new_eta() {
+    let note = "Draft apology email to alex.chan@company.com about missed project deadline. \
+        Mention new ETA of Oct 22. Tone: warm-professional. Length: max 120 words. \
+        Required: apologize, acknowledge impact, provide new timeline.";
+    let o = run(&["ask", "--json", note]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(children(&v["tree"]), ["email"]);
+    let answer = v["answer"].as_str().unwrap();
+    // "I had Email take this. <summary>\n\n<draft>"
+    let draft = answer.split_once("\n\n").map(|(_, d)| d).unwrap_or_default();
+    let words = draft.split_whitespace().count();
+    assert!((20..=120).contains(&words), "{words} words: {draft}");
+    assert!(draft.contains("Oct 22"), "{draft}");
+
+    // The same note sent directly shows the verifier's verdict.
+    let o = run(&["delegate", "--json", "--to", "email", "--objective", "Draft apology email", "--task-note", note]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = json(&o);
+    assert_eq!(r["verifier"]["passed"], true, "{r}");
+    let names: Vec<&str> =
+        r["verifier"]["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"max_120_words") && names.contains(&"contains_oct_22"), "{names:?}");
+    assert_eq!(r["execution"]["attempts"], 1);
+}
+
+#[test]
+fn exit_codes_say_refused_failed_or_usage() {
+    // refused by a rail: 3
+    let o = run(&["delegate", "--from", "byte-doc", "--to", "tag-ai", "--depth", "1", "--objective", "Categorize"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("DEPTH_LIMIT"), "{}", stderr(&o));
+    let o = run(&["delegate", "--from", "tag-ai", "--to", "ledger-tax", "--objective", "x"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("DELEGATION_NOT_ALLOWED"));
+    // the agent failed: 4
+    let o = run(&["delegate", "--to", "byte-doc", "--objective", "Extract receipt data", "--input", "no receipt here"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("AGENT_FAILED"));
+    // usage: 2
+    for args in [
+        vec!["delegate", "--to", "Not A Slug", "--objective", "x"],
+        vec!["delegate", "--to", "ghost", "--objective", "x"],
+        vec!["delegate", "--to", "email", "--objective", "x", "--max-tokens", "-5"],
+        vec!["ask", "--user", "bad user", "hi"],
+        vec!["ask", "--file", "/nonexistent/file", "hi"],
+        vec!["frobnicate"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).is_empty(), "{args:?} must say why");
+    }
+    // a successful delegation: 0
+    let o = run(&[
+        "delegate",
+        "--to",
+        "format",
+        "--objective",
+        "Format this text to professional business style. No abbreviations.",
+        "--input",
+        "hey can u send me the report thx",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn a_bad_config_file_is_a_usage_error_that_names_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("team.toml");
+    std::fs::write(&path, "[limits]\nfan_out = \"three\"\n").unwrap();
+    let o = run(&["--config", path.to_str().unwrap(), "agents"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("fan_out"), "{}", stderr(&o));
+    let o = run(&["agents", "--config", "/nonexistent.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
+}
+
+#[test]
+fn agents_lists_the_team_with_breaker_state() {
+    let o = run(&["agents", "--json"]);
+    assert!(o.status.success());
+    let v = json(&o);
+    let slugs: Vec<&str> = v.as_array().unwrap().iter().map(|a| a["slug"].as_str().unwrap()).collect();
+    assert_eq!(slugs.len(), 12);
+    assert!(slugs.contains(&"prime-boss") && slugs.contains(&"blitz-debt") && slugs.contains(&"calendar"));
+    assert!(v.as_array().unwrap().iter().all(|a| a["breaker"] == "closed"));
+}
+
+#[test]
+fn demo_runs_every_scenario() {
+    let o = run(&["demo", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let scenarios = v.as_array().unwrap();
+    assert_eq!(scenarios.len(), 7);
+    assert!(scenarios.iter().all(|s| s["status"] == "success"), "{v:#}");
+}
