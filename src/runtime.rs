@@ -33,7 +33,7 @@ use crate::protocol::{
 };
 use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, BreakerState, Breakers, Next, RetryPlan};
-use crate::route::{Member, Registry, discover};
+use crate::route::{DomainTable, Member, Registry, discover};
 use crate::store::{AuditRecord, DelegationRecord, Fact, MemoryStore, Message, Store, now_ms};
 use crate::{tokens, verify};
 
@@ -52,6 +52,7 @@ pub struct Runtime {
 struct Inner {
     config: Config,
     registry: Registry,
+    domains: DomainTable,
     store: Arc<dyn Store>,
     trees: Arc<Trees>,
     breakers: Breakers,
@@ -116,6 +117,7 @@ impl RuntimeBuilder {
                 breakers: Breakers::new(self.breaker),
                 redactor: Redactor::new(),
                 events: Events::default(),
+                domains: DomainTable::from_config(&config),
                 registry,
                 config,
             }),
@@ -438,7 +440,21 @@ impl Runtime {
             Some(origin.spec.clone())
         };
 
-        // route: explicit target, or discovered among the origin's allowed targets
+        // route: explicit target, a domain's member, or discovered among the
+        // origin's allowed targets
+        if req.target_employee.is_auto()
+            && let Some(domain) = req.target_domain.clone()
+        {
+            let origin_domain = origin_spec.as_ref().and_then(|o| o.domain.clone());
+            let picked = inner.domains.pick(
+                &domain,
+                &req.origin_employee,
+                origin_domain.as_deref(),
+                |a| inner.registry.get(a).map_or(0, Member::busy),
+                |a| inner.breakers.state(a) != BreakerState::Open,
+            );
+            req.target_employee = rail!(picked);
+        }
         if req.target_employee.is_auto() {
             let text = format!("{} {}", req.objective, req.input);
             let allowed = inner.registry.members().map(|m| &*m.spec).filter(|s| {
@@ -618,6 +634,7 @@ impl Runtime {
     /// Runs an admitted delegation to its end and records it.
     async fn run(&self, adm: Admitted, edge: bool, started: Instant, started_ms: i64) -> DelegationResponse {
         let inner = &*self.inner;
+        let _in_flight = adm.member.enter();
         let req = &adm.req;
         let redacted_objective = inner.redactor.redact(&req.objective, &mut adm.node.tree.vault());
         inner.events.emit(|| Event::Started {
@@ -767,6 +784,7 @@ impl Runtime {
         let breaker = inner.breakers.get(&spec.slug);
         let jitter = req.request_id.0.as_u64_pair().0;
         let mut seed_idx = 0usize;
+        let mut attempt_timeout = spec.limits.attempt_timeout_ms.map(Duration::from_millis);
 
         for attempt in 1..=plan.max_attempts {
             task.attempt = attempt;
@@ -794,7 +812,7 @@ impl Runtime {
             let result = match breaker.acquire() {
                 Err(e) => Err(e),
                 Ok(permit) => {
-                    let r = self.attempt(adm, &task, adm.deadline_ms).await;
+                    let r = self.attempt(adm, &task, attempt_timeout).await;
                     match &r {
                         Ok(_) => permit.success(),
                         Err(e) if counts_against_breaker(e.code) => permit.failure(),
@@ -850,7 +868,11 @@ impl Runtime {
                     let remaining = node.deadline.saturating_duration_since(Instant::now());
                     let next = plan.next(e.code.class(), attempt, remaining, jitter);
                     out.result = Err(e);
-                    let Next::Retry { delay, next_seed, .. } = next else { break };
+                    let Next::Retry { delay, next_seed, longer_timeout } = next else { break };
+                    if longer_timeout {
+                        // seeds/001: a timeout retries the same seed with more time
+                        attempt_timeout = attempt_timeout.map(|t| t.saturating_mul(2));
+                    }
                     if next_seed && !seeds.is_empty() {
                         seed_idx = (seed_idx + 1) % seeds.len();
                     }
@@ -880,8 +902,24 @@ impl Runtime {
 
     /// One attempt: the agent runs until it answers, the deadline passes
     /// (its work is dropped and cancelled) or the caller cancels.
-    async fn attempt(&self, adm: &Admitted, task: &Task, deadline_ms: u64) -> Result<AgentOutput, DelegationError> {
+    async fn attempt(
+        &self,
+        adm: &Admitted,
+        task: &Task,
+        timeout: Option<Duration>,
+    ) -> Result<AgentOutput, DelegationError> {
         let node = &adm.node;
+        // The attempt's own timeout, when the agent has one, ends it early
+        // enough for a retry; the delegation's deadline ends everything.
+        let attempt_end = timeout.map_or(node.deadline, |t| (Instant::now() + t).min(node.deadline));
+        let timed_out = || {
+            if attempt_end < node.deadline {
+                let ms = timeout.unwrap_or_default().as_millis();
+                DelegationError::new(ErrorCode::DeadlineExceeded, format!("Attempt timeout after {ms}ms"))
+            } else {
+                deadline::timeout_error(Duration::from_millis(adm.deadline_ms))
+            }
+        };
         let cancel = node.cancel.child_token();
         let ctx = AgentContext::new(
             Some(Delegator::new(self.clone(), node.clone())),
@@ -892,7 +930,7 @@ impl Runtime {
         );
         let result = tokio::select! {
             r = adm.member.agent.run(&ctx, task) => r,
-            _ = tokio::time::sleep_until(node.deadline) => Err(deadline::timeout_error(Duration::from_millis(deadline_ms))),
+            _ = tokio::time::sleep_until(attempt_end) => Err(timed_out()),
             _ = node.cancel.cancelled() => Err(DelegationError::from_code(ErrorCode::Cancelled)),
         };
         cancel.cancel();

@@ -23,6 +23,34 @@ pub struct Config {
     pub prime: PrimeConfig,
     #[serde(default)]
     pub workflows: Vec<Workflow>,
+    /// Domain routing (seeds/004): members, alternatives and load balancing.
+    #[serde(default)]
+    pub domains: Vec<DomainSpec>,
+}
+
+/// A domain's routing entry. Members default to the agents whose `domain` is
+/// this name; several members are replicas that share the load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomainSpec {
+    pub name: String,
+    #[serde(default)]
+    pub agents: Vec<AgentSlug>,
+    /// Domains to ask instead when the caller itself belongs to this one.
+    #[serde(default)]
+    pub alternatives: Vec<String>,
+    #[serde(default)]
+    pub balance: Balance,
+}
+
+/// How a domain's members share the work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Balance {
+    #[default]
+    RoundRobin,
+    LeastBusy,
 }
 
 /// Runtime-wide limits (DESIGN §3). A request may lower them for its subtree.
@@ -132,6 +160,10 @@ pub struct AgentLimits {
     /// Attempts per delegation, overriding the priority's default.
     #[serde(default)]
     pub max_attempts: Option<u32>,
+    /// Time for one attempt; a timed-out attempt is retried with twice as
+    /// long, inside the delegation's deadline. None: an attempt may use it all.
+    #[serde(default)]
+    pub attempt_timeout_ms: Option<u64>,
 }
 
 /// Where an agent's work is done.
@@ -308,6 +340,29 @@ impl Config {
                     if r.agents.is_empty() || r.objectives.len() != r.agents.len() {
                         return bad(format!("route '{}' needs one objective per agent", r.name));
                     }
+                }
+            }
+        }
+        let mut domain_names = BTreeSet::new();
+        for d in &self.domains {
+            if !domain_names.insert(d.name.as_str()) {
+                return bad(format!("domain '{}' is declared twice", d.name));
+            }
+            for a in &d.agents {
+                if !known(a.as_str()) {
+                    return bad(format!("domain '{}' names unknown agent '{a}'", d.name));
+                }
+            }
+        }
+        for d in &self.domains {
+            for alt in &d.alternatives {
+                let exists = domain_names.contains(alt.as_str())
+                    || self.agents.iter().any(|a| a.domain.as_deref() == Some(alt.as_str()));
+                if !exists || alt == &d.name {
+                    return bad(format!(
+                        "domain '{}' lists '{alt}' as an alternative, which is not another domain",
+                        d.name
+                    ));
                 }
             }
         }

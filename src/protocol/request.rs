@@ -22,7 +22,8 @@ pub struct DelegationRequest {
     // Identity
     pub request_id: RequestId,
     pub origin_employee: AgentSlug,
-    /// The target's slug, or `auto` to let the runtime discover it.
+    /// The target's slug, or `auto` to let the runtime discover it (by
+    /// `target_domain` when set, else by keywords and capabilities).
     pub target_employee: AgentSlug,
     pub user_id: UserId,
 
@@ -79,6 +80,9 @@ pub struct DelegationRequest {
     /// caller's own effective tools ∩ the target's `tools_allowed`. None: no extra cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// With `target_employee: "auto"`: route to a member of this domain (seeds/004).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_domain: Option<String>,
 }
 
 fn current_version() -> String {
@@ -119,6 +123,7 @@ impl DelegationRequest {
             idempotency_key: None,
             mode: Mode::Persist,
             tools: None,
+            target_domain: None,
         }
     }
 

@@ -2,7 +2,9 @@
 //! by keywords and capabilities (seeds/001 "Tool Agent Discovery").
 
 pub mod discovery;
+pub mod domains;
 pub mod registry;
 
 pub use discovery::{Candidate, discover};
+pub use domains::DomainTable;
 pub use registry::{Member, Registry};

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::agent::{Agent, builtin};
 use crate::config::{AgentSpec, Backend, Config};
@@ -13,6 +14,29 @@ use crate::protocol::{AgentSlug, DelegationError};
 pub struct Member {
     pub spec: Arc<AgentSpec>,
     pub agent: Arc<dyn Agent>,
+    /// Delegations to this agent in flight (for least-busy balancing).
+    pub in_flight: Arc<AtomicU32>,
+}
+
+impl Member {
+    pub fn busy(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Counts one delegation in flight until the guard drops.
+    pub fn enter(&self) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self.in_flight.clone())
+    }
+}
+
+/// One delegation in flight; counted down on drop.
+pub struct InFlight(Arc<AtomicU32>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// All members, in declaration order.
@@ -33,7 +57,8 @@ impl Registry {
                 None => implementation(spec, config)?,
             };
             reg.order.push(spec.slug.clone());
-            reg.members.insert(spec.slug.clone(), Member { spec: Arc::new(spec.clone()), agent });
+            reg.members
+                .insert(spec.slug.clone(), Member { spec: Arc::new(spec.clone()), agent, in_flight: Arc::default() });
         }
         for slug in overrides.keys() {
             if !reg.members.contains_key(slug) {

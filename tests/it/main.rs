@@ -5,4 +5,5 @@ mod cli;
 mod modes;
 mod protocol;
 mod rails;
+mod resilience;
 mod support;

@@ -1,0 +1,111 @@
+//! PII: agents see typed tokens, the caller gets its values back, look-alikes
+//! are left alone, and no raw value reaches the audit log or the tree.
+
+use std::sync::{Arc, Mutex};
+
+use switchboard::AgentOutput;
+use switchboard::delegator::Call;
+
+use crate::support::*;
+
+const RAW: &[&str] = &[
+    "alex.chan@company.com",
+    "(415) 555-2671",
+    "4111 1111 1111 1111",
+    "GB82 WEST 1234 5698 7654 32",
+    "123-45-6789",
+    "192.168.10.24",
+    "2001:db8::1",
+];
+
+fn message() -> String {
+    format!(
+        "Contact {} or {}. Card {}, IBAN {}, SSN {}, server {} / {}. \
+         Not PII: card-like 4111 1111 1111 1112, order 2025-10-22, price $1,234.56, version 1.2.3.4.5",
+        RAW[0], RAW[1], RAW[2], RAW[3], RAW[4], RAW[5], RAW[6]
+    )
+}
+
+#[tokio::test]
+async fn agents_see_tokens_and_the_caller_gets_the_values_back() {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let rt = builder(&[("a", &["b"], &[]), ("b", &["c"], &[]), ("c", &[], &[])])
+        .agent(
+            "b",
+            agent(move |ctx, task| {
+                let s1 = s1.clone();
+                async move {
+                    s1.lock().unwrap().push(format!("{} | {}", task.objective, task.input));
+                    // hand the input on: the grandchild must see the same tokens
+                    let r = ctx.delegator()?.delegate(Call::to("c", "forward")?.input(task.input.clone())).await;
+                    Ok(AgentOutput::new("echoed", format!("{} || {}", task.input, r.result)))
+                }
+            }),
+        )
+        .agent(
+            "c",
+            agent(move |_ctx, task| {
+                let s2 = s2.clone();
+                async move {
+                    s2.lock().unwrap().push(task.input.clone());
+                    Ok(AgentOutput::new("c", task.input))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    let mut req = nested_request("a", "b", &format!("write to {}", RAW[0]));
+    req.input = message();
+    let r = rt.delegate(&operator(), req.clone()).await;
+    assert!(r.is_success(), "{r:?}");
+
+    let seen = seen.lock().unwrap().join("\n");
+    for raw in RAW {
+        assert!(!seen.contains(raw), "agent saw raw {raw}: {seen}");
+    }
+    for token in ["<EMAIL_1>", "<PHONE_1>", "<CARD_1>", "<IBAN_1>", "<SSN_1>", "<IP_1>", "<IP_2>"] {
+        assert!(seen.contains(token), "{token} missing: {seen}");
+    }
+    for lookalike in ["4111 1111 1111 1112", "2025-10-22", "$1,234.56", "1.2.3.4.5"] {
+        assert!(seen.contains(lookalike), "look-alike {lookalike} was redacted: {seen}");
+    }
+    // the caller supplied these values: it gets them back, in both hops' output
+    assert_eq!(r.result.matches(RAW[2]).count(), 2, "{}", r.result);
+    assert!(!r.result.contains("<CARD_1>"));
+
+    let audit = serde_json::to_string(&rt.store().audit_log().await.unwrap()).unwrap();
+    let tree = serde_json::to_string(&rt.tree(req.request_id).await.unwrap()).unwrap();
+    for raw in RAW {
+        assert!(!audit.contains(raw), "audit holds raw {raw}");
+        assert!(!tree.contains(raw), "tree holds raw {raw}");
+    }
+    assert!(audit.contains("write to <EMAIL_1>"), "{audit}");
+}
+
+#[tokio::test]
+async fn an_agent_trusted_with_pii_sees_the_real_values() {
+    let seen = Arc::new(Mutex::new(String::new()));
+    let s = seen.clone();
+    let mut cfg = config(&[("a", &["b"], &[]), ("b", &[], &[])]);
+    cfg.agents[1].pii_access = true;
+    let rt = switchboard::Runtime::builder()
+        .config(cfg)
+        .agent("a", echo(counter()))
+        .agent(
+            "b",
+            agent(move |_ctx, task| {
+                let s = s.clone();
+                async move {
+                    *s.lock().unwrap() = task.input.clone();
+                    Ok(AgentOutput::new("ok", "ok"))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    let mut req = request("a", "b", "send it");
+    req.input = format!("mail {}", RAW[0]);
+    assert!(rt.delegate(&operator(), req).await.is_success());
+    assert_eq!(*seen.lock().unwrap(), format!("mail {}", RAW[0]));
+}
