@@ -1,0 +1,456 @@
+//! Finding PII. Each rule proposes candidates with a regex and validates them
+//! in code (check digits, number plans, neighbours): the regex crate has no
+//! look-around, and check digits are not regular anyway.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::checksums::{card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
+use super::vault::{ends_with_token, starts_with_token};
+use super::{Finding, PiiKind};
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("static pattern")
+}
+
+// `[0-9]` rather than `\d`: `\d` is Unicode and would match other scripts'
+// digits, which no check digit below understands.
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,}")
+});
+static CARD: LazyLock<Regex> =
+    LazyLock::new(|| re(r"[0-9]{4,6}(?:[ -][0-9]{3,6}){1,4}|[0-9]{13,19}"));
+static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}"));
+static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}"));
+static SSN_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\s{0,3}(?:#|no\.?|number)?\s{0,3}[:=#-]?\s{0,3}([0-9]{9})",
+    )
+});
+static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}"));
+static IPV6: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:\.[0-9]{1,3}){0,3}"));
+static PHONE_INTL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\+[0-9]{1,3}(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,7}"));
+static PHONE_NANP: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?:\+?1[ .-]?)?(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .-])[2-9][0-9]{2}[ .-][0-9]{4}")
+});
+static PHONE_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:phone|tel|telephone|mobile|mob|cell|fax|call|whatsapp)(?:\s{0,3}(?:no\.?|number|#))?\s{0,3}[:=#.]?\s{0,3}(1?[2-9][0-9]{2}[2-9][0-9]{6})",
+    )
+});
+/// A dotted quad right after one of these is a version, not an address.
+static VERSION_LABEL: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)\b(?:version|ver|v|release|rel|build|firmware|fw)\.?\s{0,3}[:=]?\s{0,3}$")
+});
+
+/// Compiles every pattern now rather than on the first message.
+pub(super) fn warm_up() {
+    for re in [
+        &EMAIL,
+        &CARD,
+        &IBAN,
+        &SSN,
+        &SSN_LABELLED,
+        &IPV4,
+        &IPV6,
+        &PHONE_INTL,
+        &PHONE_NANP,
+        &PHONE_LABELLED,
+        &VERSION_LABEL,
+    ] {
+        LazyLock::force(re);
+    }
+}
+
+/// All findings, sorted and non-overlapping. Besides what the rules accept,
+/// every other occurrence of an accepted raw value is reported too (say the
+/// same card glued into `ref4111111111111111`): once a value is known to be
+/// PII, no copy of it should get through.
+pub(super) fn find(text: &str) -> Vec<Finding> {
+    let mut chosen = detect(text);
+    if !chosen.0.is_empty() {
+        sweep(text, &mut chosen);
+    }
+    chosen.0.into_values().collect()
+}
+
+pub(super) fn contains(text: &str) -> bool {
+    !detect(text).0.is_empty()
+}
+
+/// Non-overlapping findings keyed by start.
+#[derive(Default)]
+struct Chosen(BTreeMap<usize, Finding>);
+
+impl Chosen {
+    /// Adds `f` unless it overlaps something already chosen.
+    fn insert(&mut self, f: Finding) -> bool {
+        // Chosen spans are disjoint, so only the last one starting before
+        // `f.end` can reach into `f`.
+        let clash = self
+            .0
+            .range(..f.end)
+            .next_back()
+            .is_some_and(|(_, g)| g.end > f.start);
+        if clash || f.start >= f.end {
+            return false;
+        }
+        self.0.insert(f.start, f);
+        true
+    }
+}
+
+/// When rules overlap, the one whose checksum held wins over structure-only
+/// rules, and anything wins over phone (the loosest rule); then the longer
+/// match.
+fn strength(kind: PiiKind) -> u8 {
+    match kind {
+        PiiKind::Card | PiiKind::Iban => 3,
+        PiiKind::Phone => 1,
+        _ => 2,
+    }
+}
+
+fn detect(text: &str) -> Chosen {
+    let (mut digit, mut at, mut colon) = (false, false, false);
+    for b in text.bytes() {
+        match b {
+            b'0'..=b'9' => digit = true,
+            b'@' => at = true,
+            b':' => colon = true,
+            _ => {}
+        }
+    }
+    let mut chosen = Chosen::default();
+    if !digit && !at {
+        // Every rule but email needs a digit (IPv6 too: see `ipv6_ok`).
+        return chosen;
+    }
+    let mut found = Vec::new();
+    if at {
+        for m in EMAIL.find_iter(text) {
+            if let Some(start) = email_start(text, m.start(), m.end()) {
+                found.push(Finding {
+                    kind: PiiKind::Email,
+                    start,
+                    end: m.end(),
+                });
+            }
+        }
+    }
+    if digit {
+        scan(&CARD, text, PiiKind::Card, &mut found, |s, e| {
+            cuts(text, s, e, b" -").find(|&e| card_ok(text, s, e))
+        });
+        scan(&IBAN, text, PiiKind::Iban, &mut found, |s, e| {
+            cuts(text, s, e, b" ").find(|&e| iban_span_ok(text, s, e))
+        });
+        scan(&SSN, text, PiiKind::Ssn, &mut found, |s, e| {
+            ssn_span_ok(text, s, e).then_some(e)
+        });
+        labelled(&SSN_LABELLED, text, PiiKind::Ssn, &mut found, |s, e| {
+            ssn_span_ok(text, s, e)
+        });
+        scan(&IPV4, text, PiiKind::Ip, &mut found, |s, e| {
+            ipv4_ok(text, s, e).then_some(e)
+        });
+        if colon {
+            scan(&IPV6, text, PiiKind::Ip, &mut found, |s, e| {
+                // A sentence may put a colon right after an address.
+                let trimmed = text
+                    .get(s..e)
+                    .is_some_and(|t| t.ends_with(':') && !t.ends_with("::"));
+                [e, e - usize::from(trimmed)]
+                    .into_iter()
+                    .find(|&e| ipv6_ok(text, s, e))
+            });
+        }
+        scan(&PHONE_INTL, text, PiiKind::Phone, &mut found, |s, e| {
+            cuts(text, s, e, b" .-").find(|&e| intl_phone_ok(text, s, e))
+        });
+        scan(&PHONE_NANP, text, PiiKind::Phone, &mut found, |s, e| {
+            stands_alone(PiiKind::Phone, text, s, e).then_some(e)
+        });
+        labelled(&PHONE_LABELLED, text, PiiKind::Phone, &mut found, |s, e| {
+            stands_alone(PiiKind::Phone, text, s, e)
+        });
+    }
+    found.sort_by_key(|f| (Reverse(strength(f.kind)), Reverse(f.end - f.start), f.start));
+    for f in found {
+        chosen.insert(f);
+    }
+    chosen
+}
+
+/// Runs a bounded-length pattern over `text`; `accept` returns where an
+/// accepted value ends (it may cut the match short). After a rejection the
+/// search resumes one character on, so a value overlapping a rejected
+/// look-alike is still seen; patterns are short, so this stays linear.
+fn scan(
+    re: &Regex,
+    text: &str,
+    kind: PiiKind,
+    out: &mut Vec<Finding>,
+    accept: impl Fn(usize, usize) -> Option<usize>,
+) {
+    let mut pos = 0;
+    while let Some(m) = re.find_at(text, pos) {
+        match accept(m.start(), m.end()) {
+            Some(end) if end > m.start() => {
+                out.push(Finding {
+                    kind,
+                    start: m.start(),
+                    end,
+                });
+                pos = end;
+            }
+            _ => pos = next_char(text, m.start()),
+        }
+    }
+}
+
+/// A pattern whose first group is the value and the rest its label.
+fn labelled(
+    re: &Regex,
+    text: &str,
+    kind: PiiKind,
+    out: &mut Vec<Finding>,
+    accept: impl Fn(usize, usize) -> bool,
+) {
+    for caps in re.captures_iter(text) {
+        if let Some(g) = caps.get(1).filter(|g| accept(g.start(), g.end())) {
+            out.push(Finding {
+                kind,
+                start: g.start(),
+                end: g.end(),
+            });
+        }
+    }
+}
+
+fn next_char(text: &str, i: usize) -> usize {
+    text.get(i..)
+        .and_then(|t| t.chars().next())
+        .map_or(text.len(), |c| i + c.len_utf8())
+}
+
+/// The match end, then each separator inside the match, longest first: a
+/// greedy match may have swallowed a following number (`4111 … 1111 2025`).
+fn cuts<'a>(
+    text: &'a str,
+    start: usize,
+    end: usize,
+    seps: &'a [u8],
+) -> impl Iterator<Item = usize> + 'a {
+    let bytes = text.as_bytes();
+    std::iter::once(end).chain(
+        (start + 1..end)
+            .rev()
+            .filter(move |&i| bytes.get(i).is_some_and(|b| seps.contains(b))),
+    )
+}
+
+fn is_currency(c: char) -> bool {
+    matches!(
+        c,
+        '$' | '€' | '£' | '¥' | '₹' | '¢' | '₩' | '₽' | '₺' | '₪' | '฿'
+    )
+}
+
+/// A neighbour that makes the match part of something bigger: a word, an
+/// address, an amount.
+fn binds(c: char) -> bool {
+    c.is_alphanumeric() || c == '@' || is_currency(c)
+}
+
+/// A neighbour that joins the match to whatever is across it (`1.2.3.4.5`,
+/// `ORD-415-555-2671`). For addresses `/` is not one: `10.0.0.0/8`,
+/// `http://10.0.0.1/`.
+fn joins(kind: PiiKind, c: char) -> bool {
+    matches!(c, '.' | '-' | '_') || (c == '/' && kind != PiiKind::Ip)
+}
+
+/// Whether `start..end` is a value on its own rather than part of a longer
+/// word or number. Our own tokens count as words here, so that redacting
+/// redacted text sees the same neighbours the first pass saw.
+fn stands_alone(kind: PiiKind, text: &str, start: usize, end: usize) -> bool {
+    let (Some(head), Some(tail)) = (text.get(..start), text.get(end..)) else {
+        return false;
+    };
+    let mut before = head.chars();
+    let left_ok = match before.next_back() {
+        None => true,
+        Some(c) if binds(c) || ends_with_token(head) => false,
+        Some(c) if joins(kind, c) => {
+            let rest = before.as_str();
+            !(rest.chars().next_back().is_some_and(char::is_alphanumeric) || ends_with_token(rest))
+        }
+        Some(_) => true,
+    };
+    let mut after = tail.chars();
+    let right_ok = match after.next() {
+        None => true,
+        Some(c) if binds(c) || starts_with_token(tail) => false,
+        Some(c) if joins(kind, c) => {
+            let rest = after.as_str();
+            !(rest.chars().next().is_some_and(char::is_alphanumeric) || starts_with_token(rest))
+        }
+        Some(_) => true,
+    };
+    left_ok && right_ok
+}
+
+/// Where the email in `start..end` begins, if it is one. `user@localhost`
+/// never gets here: the pattern wants a dotted domain with a letter TLD,
+/// which keeps `@handles`, `user@host` and `a@1.2` out.
+fn email_start(text: &str, start: usize, end: usize) -> Option<usize> {
+    let span = text.get(start..end)?;
+    let trimmed = span.trim_start_matches('.');
+    let start = start + (span.len() - trimmed.len());
+    let local_ok = !trimmed.starts_with('@');
+    (local_ok && end - start <= 254 && stands_alone(PiiKind::Email, text, start, end))
+        .then_some(start)
+}
+
+fn card_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let (mut digits, mut n, mut sep) = ([0u8; 19], 0, None);
+    for b in span.bytes() {
+        if b.is_ascii_digit() {
+            let Some(slot) = digits.get_mut(n) else {
+                return false;
+            };
+            *slot = b - b'0';
+            n += 1;
+        } else if *sep.get_or_insert(b) != b {
+            return false; // `4111 1111-1111 1111`
+        }
+    }
+    let digits = &digits[..n];
+    n >= 13
+        && luhn_ok(digits)
+        && card_issuer_ok(digits)
+        && stands_alone(PiiKind::Card, text, start, end)
+}
+
+/// Compact, or in groups of four with single spaces (the last may be shorter).
+fn iban_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let mut groups = span.split(' ');
+    let last_ok = groups
+        .next_back()
+        .is_some_and(|g| (1..=4).contains(&g.len()));
+    let spacing_ok = !span.contains(' ') || (last_ok && groups.all(|g| g.len() == 4));
+    let compact: String = span.chars().filter(|&c| c != ' ').collect();
+    spacing_ok && iban_ok(&compact) && stands_alone(PiiKind::Iban, text, start, end)
+}
+
+/// `AAA-GG-SSSS`, `AAA GG SSSS` (one separator throughout) or, after a label,
+/// `AAAGGSSSS`.
+fn ssn_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let parts = match span.len() {
+        9 => [span.get(..3), span.get(3..5), span.get(5..)],
+        11 if span.get(3..4) == span.get(6..7) => [span.get(..3), span.get(4..6), span.get(7..)],
+        _ => return false,
+    };
+    let [Some(area), Some(group), Some(serial)] = parts.map(|p| p.and_then(number)) else {
+        return false;
+    };
+    ssn_ok(area, group, serial) && stands_alone(PiiKind::Ssn, text, start, end)
+}
+
+fn ipv4_ok(text: &str, start: usize, end: usize) -> bool {
+    // std refuses octets over 255 and leading zeros (`010.1.1.1` may be octal).
+    text.get(start..end)
+        .is_some_and(|s| s.parse::<Ipv4Addr>().is_ok())
+        && stands_alone(PiiKind::Ip, text, start, end)
+        && !text
+            .get(..start)
+            .is_some_and(|head| VERSION_LABEL.is_match(last_bytes(head, 24)))
+}
+
+/// Beyond what std accepts: at least four hex digits and one decimal digit,
+/// so that `std::io`, `a::b`, `[1::2]` slices and `::1` stay out (loopback
+/// and friends are not personal anyway).
+fn ipv6_ok(text: &str, start: usize, end: usize) -> bool {
+    text.get(start..end).is_some_and(|s| {
+        s.parse::<Ipv6Addr>().is_ok()
+            && s.bytes().filter(u8::is_ascii_hexdigit).count() >= 4
+            && s.bytes().any(|b| b.is_ascii_digit())
+    }) && stands_alone(PiiKind::Ip, text, start, end)
+}
+
+/// E.164: 10–15 digits after `+`, no country code 0, and exactly 11 for the
+/// North American plan (`+1`).
+fn intl_phone_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let n = span.bytes().filter(u8::is_ascii_digit).count();
+    (10..=15).contains(&n)
+        && !span.starts_with("+0")
+        && (!span.starts_with("+1") || n == 11)
+        && stands_alone(PiiKind::Phone, text, start, end)
+}
+
+/// The last `n` bytes or a little fewer, cut on a character boundary.
+fn last_bytes(text: &str, n: usize) -> &str {
+    let mut i = text.len().saturating_sub(n);
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    text.get(i..).unwrap_or("")
+}
+
+/// Adds every other occurrence of the raw values already chosen.
+fn sweep(text: &str, chosen: &mut Chosen) {
+    let mut raws: Vec<(&str, PiiKind)> = chosen
+        .0
+        .values()
+        .filter_map(|f| Some((text.get(f.start..f.end)?, f.kind)))
+        .collect();
+    // Longest first, so that the alternation prefers `a@b.com` to `a@b.co`.
+    raws.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+    raws.dedup_by(|a, b| a.0 == b.0);
+    // One alternation per chunk keeps this linear in the text for the usual
+    // handful of values and bounded for texts full of them.
+    for chunk in raws.chunks(64) {
+        let pattern = chunk
+            .iter()
+            .map(|(raw, _)| regex::escape(raw))
+            .collect::<Vec<_>>()
+            .join("|");
+        // Escaped literals well under the size limit always compile.
+        let Ok(re) = Regex::new(&pattern) else {
+            continue;
+        };
+        let mut pos = 0;
+        while let Some(m) = re.find_at(text, pos) {
+            // The longest value here may clash with a finding a shorter one
+            // (its prefix) clears.
+            let start = m.start();
+            let rest = text.get(start..).unwrap_or_default();
+            let added = chunk
+                .iter()
+                .filter(|(raw, _)| rest.starts_with(raw))
+                .find_map(|&(raw, kind)| {
+                    let end = start + raw.len();
+                    chosen.insert(Finding { kind, start, end }).then_some(end)
+                });
+            pos = added.unwrap_or_else(|| next_char(text, start));
+        }
+    }
+}
