@@ -536,7 +536,7 @@ fn corpus_recall_and_false_positives() {
 }
 
 /// Text rich in near-PII: real values, fragments, separators, tokens.
-fn pii_soup() -> impl Strategy<Value = String> {
+pub(super) fn pii_soup() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         Just("a@x.com".to_owned()),
         Just("4111 1111 1111 1111".to_owned()),
@@ -568,7 +568,7 @@ fn config() -> Config {
     }
 }
 
-fn check_text(text: &str) -> Result<(), TestCaseError> {
+pub(super) fn check_text(text: &str) -> Result<(), TestCaseError> {
     let r = Redactor::new();
     let mut vault = Vault::new();
     let found = r.find(text);

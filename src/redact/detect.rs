@@ -145,41 +145,38 @@ fn detect(text: &str) -> Chosen {
         }
     }
     if digit {
-        scan(&CARD, text, PiiKind::Card, &mut found, |s, e| {
-            cuts(text, s, e, b" -").find(|&e| card_ok(text, s, e))
-        });
-        scan(&IBAN, text, PiiKind::Iban, &mut found, |s, e| {
-            cuts(text, s, e, b" ").find(|&e| iban_span_ok(text, s, e))
-        });
-        scan(&SSN, text, PiiKind::Ssn, &mut found, |s, e| {
-            ssn_span_ok(text, s, e).then_some(e)
-        });
-        labelled(&SSN_LABELLED, text, PiiKind::Ssn, &mut found, |s, e| {
-            ssn_span_ok(text, s, e)
-        });
-        scan(&IPV4, text, PiiKind::Ip, &mut found, |s, e| {
-            ipv4_ok(text, s, e).then_some(e)
-        });
+        scan(&CARD, b" -", text, PiiKind::Card, &mut found, card_ok);
+        scan(&IBAN, b" ", text, PiiKind::Iban, &mut found, iban_span_ok);
+        scan(&SSN, b"", text, PiiKind::Ssn, &mut found, ssn_span_ok);
+        labelled(&SSN_LABELLED, text, PiiKind::Ssn, &mut found, ssn_span_ok);
+        scan(&IPV4, b"", text, PiiKind::Ip, &mut found, ipv4_ok);
         if colon {
-            scan(&IPV6, text, PiiKind::Ip, &mut found, |s, e| {
-                // A sentence may put a colon right after an address.
-                let trimmed = text
-                    .get(s..e)
-                    .is_some_and(|t| t.ends_with(':') && !t.ends_with("::"));
-                [e, e - usize::from(trimmed)]
-                    .into_iter()
-                    .find(|&e| ipv6_ok(text, s, e))
-            });
+            // `:` and `.`: the match may run on into what follows (`…::1:a@x.com`).
+            scan(&IPV6, b":.", text, PiiKind::Ip, &mut found, ipv6_ok);
         }
-        scan(&PHONE_INTL, text, PiiKind::Phone, &mut found, |s, e| {
-            cuts(text, s, e, b" .-").find(|&e| intl_phone_ok(text, s, e))
-        });
-        scan(&PHONE_NANP, text, PiiKind::Phone, &mut found, |s, e| {
-            stands_alone(PiiKind::Phone, text, s, e).then_some(e)
-        });
-        labelled(&PHONE_LABELLED, text, PiiKind::Phone, &mut found, |s, e| {
-            stands_alone(PiiKind::Phone, text, s, e)
-        });
+        scan(
+            &PHONE_INTL,
+            b" .-",
+            text,
+            PiiKind::Phone,
+            &mut found,
+            intl_phone_ok,
+        );
+        scan(
+            &PHONE_NANP,
+            b"",
+            text,
+            PiiKind::Phone,
+            &mut found,
+            nanp_phone_ok,
+        );
+        labelled(
+            &PHONE_LABELLED,
+            text,
+            PiiKind::Phone,
+            &mut found,
+            nanp_phone_ok,
+        );
     }
     found.sort_by_key(|f| (Reverse(strength(f.kind)), Reverse(f.end - f.start), f.start));
     for f in found {
@@ -188,29 +185,31 @@ fn detect(text: &str) -> Chosen {
     chosen
 }
 
-/// Runs a bounded-length pattern over `text`; `accept` returns where an
-/// accepted value ends (it may cut the match short). After a rejection the
-/// search resumes one character on, so a value overlapping a rejected
-/// look-alike is still seen; patterns are short, so this stays linear.
+/// Runs a bounded-length pattern over `text` and keeps every valid value
+/// that starts where a match starts and ends where it ends or at one of its
+/// `seps` (a greedy match may have swallowed a following number: `4111 …
+/// 1111 2025`). Every start is tried, inside earlier matches too: the shorter
+/// value there may be the one that survives overlap resolution (`…::1 415-…`
+/// where `1 415-…` loses to the address). Patterns are short, so this stays
+/// linear.
 fn scan(
     re: &Regex,
+    seps: &[u8],
     text: &str,
     kind: PiiKind,
     out: &mut Vec<Finding>,
-    accept: impl Fn(usize, usize) -> Option<usize>,
+    valid: fn(&str, usize, usize) -> bool,
 ) {
     let mut pos = 0;
     while let Some(m) = re.find_at(text, pos) {
-        match accept(m.start(), m.end()) {
-            Some(end) if end > m.start() => {
-                out.push(Finding {
-                    kind,
-                    start: m.start(),
-                    end,
-                });
-                pos = end;
-            }
-            _ => pos = next_char(text, m.start()),
+        let start = m.start();
+        let ends = cuts(text, start, m.end(), seps).filter(|&end| valid(text, start, end));
+        out.extend(ends.map(|end| Finding { kind, start, end }));
+        // Skip, without the regex, the starts whose left neighbour already
+        // rules them out: in a long run of digits that is all of them.
+        pos = next_char(text, start);
+        while pos < text.len() && !text.get(..pos).is_some_and(|head| left_free(kind, head)) {
+            pos = next_char(text, pos);
         }
     }
 }
@@ -221,10 +220,17 @@ fn labelled(
     text: &str,
     kind: PiiKind,
     out: &mut Vec<Finding>,
-    accept: impl Fn(usize, usize) -> bool,
+    valid: fn(&str, usize, usize) -> bool,
 ) {
     for caps in re.captures_iter(text) {
-        if let Some(g) = caps.get(1).filter(|g| accept(g.start(), g.end())) {
+        // `\b` lets a label follow one of our tokens, which stands for a word.
+        let after_token = caps
+            .get(0)
+            .is_some_and(|m| ends_with_token(&text[..m.start()]));
+        if let Some(g) = caps
+            .get(1)
+            .filter(|g| !after_token && valid(text, g.start(), g.end()))
+        {
             out.push(Finding {
                 kind,
                 start: g.start(),
@@ -283,8 +289,13 @@ fn stands_alone(kind: PiiKind, text: &str, start: usize, end: usize) -> bool {
     let (Some(head), Some(tail)) = (text.get(..start), text.get(end..)) else {
         return false;
     };
+    left_free(kind, head) && right_free(kind, tail)
+}
+
+/// Whether a value may start right after `head`.
+fn left_free(kind: PiiKind, head: &str) -> bool {
     let mut before = head.chars();
-    let left_ok = match before.next_back() {
+    match before.next_back() {
         None => true,
         Some(c) if binds(c) || ends_with_token(head) => false,
         Some(c) if joins(kind, c) => {
@@ -292,9 +303,13 @@ fn stands_alone(kind: PiiKind, text: &str, start: usize, end: usize) -> bool {
             !(rest.chars().next_back().is_some_and(char::is_alphanumeric) || ends_with_token(rest))
         }
         Some(_) => true,
-    };
+    }
+}
+
+/// Whether a value may end right before `tail`.
+fn right_free(kind: PiiKind, tail: &str) -> bool {
     let mut after = tail.chars();
-    let right_ok = match after.next() {
+    match after.next() {
         None => true,
         Some(c) if binds(c) || starts_with_token(tail) => false,
         Some(c) if joins(kind, c) => {
@@ -302,8 +317,7 @@ fn stands_alone(kind: PiiKind, text: &str, start: usize, end: usize) -> bool {
             !(rest.chars().next().is_some_and(char::is_alphanumeric) || starts_with_token(rest))
         }
         Some(_) => true,
-    };
-    left_ok && right_ok
+    }
 }
 
 /// Where the email in `start..end` begins, if it is one. `user@localhost`
@@ -339,6 +353,19 @@ fn card_ok(text: &str, start: usize, end: usize) -> bool {
         && luhn_ok(digits)
         && card_issuer_ok(digits)
         && stands_alone(PiiKind::Card, text, start, end)
+        && !after_iban_head(text.get(..start).unwrap_or_default())
+}
+
+/// `ES67 4564 8739 2787 0717 9008`: groups after an IBAN's country and check
+/// digits are its account number, whether or not the IBAN's checksum holds.
+fn after_iban_head(head: &str) -> bool {
+    let h = head.as_bytes();
+    let n = h.len();
+    n >= 5
+        && h[n - 5..n - 3].iter().all(u8::is_ascii_uppercase)
+        && h[n - 3..n - 1].iter().all(u8::is_ascii_digit)
+        && h[n - 1] == b' '
+        && !(n > 5 && h[n - 6].is_ascii_alphanumeric())
 }
 
 /// Compact, or in groups of four with single spaces (the last may be shorter).
@@ -391,6 +418,21 @@ fn ipv6_ok(text: &str, start: usize, end: usize) -> bool {
             && s.bytes().filter(u8::is_ascii_hexdigit).count() >= 4
             && s.bytes().any(|b| b.is_ascii_digit())
     }) && stands_alone(PiiKind::Ip, text, start, end)
+        && outside_colon_chain(text, start, end)
+}
+
+/// Not one stretch of a longer `a:b:c:…` chain, though a colon may separate
+/// the address from a label or end a sentence (`IP:2001:db8::1`).
+fn outside_colon_chain(text: &str, start: usize, end: usize) -> bool {
+    let chained = |c: char| c == ':' || c.is_ascii_hexdigit();
+    let head = text.get(..start).and_then(|h| h.strip_suffix(':'));
+    let tail = text.get(end..).and_then(|t| t.strip_prefix(':'));
+    !head.is_some_and(|h| h.ends_with(chained) || ends_with_token(h))
+        && !tail.is_some_and(|t| t.starts_with(chained) || starts_with_token(t))
+}
+
+fn nanp_phone_ok(text: &str, start: usize, end: usize) -> bool {
+    stands_alone(PiiKind::Phone, text, start, end)
 }
 
 /// E.164: 10–15 digits after `+`, no country code 0, and exactly 11 for the

@@ -391,3 +391,33 @@ fn huge_and_odd_inputs_do_not_panic() {
     assert_eq!(vault.restore(&out), many);
     assert_eq!(vault.len(), 10_000);
 }
+
+#[test]
+fn account_number_of_an_invalid_iban_is_not_a_card() {
+    assert_none(&["ES67 4564 8739 2787 0717 9008"]);
+    assert_one(
+        PiiKind::Card,
+        &[("VISA 4564 8739 2787 0717", "4564 8739 2787 0717")],
+    );
+}
+
+#[test]
+fn stretches_of_long_colon_chains_are_not_ipv6() {
+    assert_none(&[
+        "a1:a1:a1:a1:a1:a1:a1:a1:a1",
+        "1:2:3:4:5:6:7:8:9",
+        "2001:db8::1:2:3:4:5:6:7",
+    ]);
+    assert_one(
+        PiiKind::Ip,
+        &[
+            ("IP:2001:db8::1", "2001:db8::1"),
+            ("2001:db8::1:.", "2001:db8::1"),
+        ],
+    );
+}
+
+#[test]
+fn a_shorter_reading_survives_when_the_longer_one_overlaps() {
+    assert_eq!(redact("2001:db8::1 415-555-2671"), "<IP_1> <PHONE_1>");
+}
