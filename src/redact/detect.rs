@@ -17,20 +17,19 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static pattern")
 }
 
-// `[0-9]` rather than `\d`: `\d` is Unicode and would match other scripts'
-// digits, which no check digit below understands.
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
     re(r"[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,}")
 });
+// `[0-9]` rather than `\d`: `\d` is Unicode and would match other scripts'
+// digits, which no check digit below understands.
 static CARD: LazyLock<Regex> =
     LazyLock::new(|| re(r"[0-9]{4,6}(?:[ -][0-9]{3,6}){1,4}|[0-9]{13,19}"));
 static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}"));
 static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}"));
-static SSN_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\s{0,3}(?:#|no\.?|number)?\s{0,3}[:=#-]?\s{0,3}([0-9]{9})",
-    )
-});
+// A label, then a few words without digits (`SSN:`, `call me at`), then the
+// bare number; the digits in our tokens keep a label from reaching past one.
+static SSN_LABELLED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:ssn|social security)\b[^0-9\n]{0,24}?([0-9]{9})"));
 static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}"));
 static IPV6: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:\.[0-9]{1,3}){0,3}"));
@@ -41,7 +40,7 @@ static PHONE_NANP: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PHONE_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)\b(?:phone|tel|telephone|mobile|mob|cell|fax|call|whatsapp)(?:\s{0,3}(?:no\.?|number|#))?\s{0,3}[:=#.]?\s{0,3}(1?[2-9][0-9]{2}[2-9][0-9]{6})",
+        r"(?i)\b(?:phone|tel|telephone|mobile|mob|cell|fax|call|whatsapp)\b[^0-9\n]{0,16}?(1?[2-9][0-9]{2}[2-9][0-9]{6})",
     )
 });
 /// A dotted quad right after one of these is a version, not an address.
@@ -49,21 +48,33 @@ static VERSION_LABEL: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?i)\b(?:version|ver|v|release|rel|build|firmware|fw)\.?\s{0,3}[:=]?\s{0,3}$")
 });
 
+type Validate = fn(&str, usize, usize) -> bool;
+
+/// Candidates, where a match may be cut short, kind, validation.
+static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 7] = [
+    (&CARD, b" -", PiiKind::Card, card_ok),
+    (&IBAN, b" ", PiiKind::Iban, iban_span_ok),
+    (&SSN, b"", PiiKind::Ssn, ssn_span_ok),
+    (&IPV4, b"", PiiKind::Ip, ipv4_ok),
+    // The match may run on into what follows (`…::1:a@x.com`).
+    (&IPV6, b":.", PiiKind::Ip, ipv6_ok),
+    (&PHONE_INTL, b" .-", PiiKind::Phone, intl_phone_ok),
+    (&PHONE_NANP, b"", PiiKind::Phone, nanp_phone_ok),
+];
+
+/// Patterns whose first group is the value and the rest its label.
+static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 2] = [
+    (&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok),
+    (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok),
+];
+
 /// Compiles every pattern now rather than on the first message.
 pub(super) fn warm_up() {
-    for re in [
-        &EMAIL,
-        &CARD,
-        &IBAN,
-        &SSN,
-        &SSN_LABELLED,
-        &IPV4,
-        &IPV6,
-        &PHONE_INTL,
-        &PHONE_NANP,
-        &PHONE_LABELLED,
-        &VERSION_LABEL,
-    ] {
+    let rules = RULES.iter().map(|r| r.0);
+    for re in rules
+        .chain(LABELLED.iter().map(|r| r.0))
+        .chain([&EMAIL, &VERSION_LABEL])
+    {
         LazyLock::force(re);
     }
 }
@@ -118,15 +129,8 @@ fn strength(kind: PiiKind) -> u8 {
 }
 
 fn detect(text: &str) -> Chosen {
-    let (mut digit, mut at, mut colon) = (false, false, false);
-    for b in text.bytes() {
-        match b {
-            b'0'..=b'9' => digit = true,
-            b'@' => at = true,
-            b':' => colon = true,
-            _ => {}
-        }
-    }
+    let digit = text.bytes().any(|b| b.is_ascii_digit());
+    let at = text.contains('@');
     let mut chosen = Chosen::default();
     if !digit && !at {
         // Every rule but email needs a digit (IPv6 too: see `ipv6_ok`).
@@ -135,48 +139,16 @@ fn detect(text: &str) -> Chosen {
     let mut found = Vec::new();
     if at {
         for m in EMAIL.find_iter(text) {
-            if let Some(start) = email_start(text, m.start(), m.end()) {
-                found.push(Finding {
-                    kind: PiiKind::Email,
-                    start,
-                    end: m.end(),
-                });
-            }
+            emails(text, m.start(), m.end(), &mut found);
         }
     }
     if digit {
-        scan(&CARD, b" -", text, PiiKind::Card, &mut found, card_ok);
-        scan(&IBAN, b" ", text, PiiKind::Iban, &mut found, iban_span_ok);
-        scan(&SSN, b"", text, PiiKind::Ssn, &mut found, ssn_span_ok);
-        labelled(&SSN_LABELLED, text, PiiKind::Ssn, &mut found, ssn_span_ok);
-        scan(&IPV4, b"", text, PiiKind::Ip, &mut found, ipv4_ok);
-        if colon {
-            // `:` and `.`: the match may run on into what follows (`…::1:a@x.com`).
-            scan(&IPV6, b":.", text, PiiKind::Ip, &mut found, ipv6_ok);
+        for &(re, seps, kind, valid) in &RULES {
+            scan(re, seps, text, kind, &mut found, valid);
         }
-        scan(
-            &PHONE_INTL,
-            b" .-",
-            text,
-            PiiKind::Phone,
-            &mut found,
-            intl_phone_ok,
-        );
-        scan(
-            &PHONE_NANP,
-            b"",
-            text,
-            PiiKind::Phone,
-            &mut found,
-            nanp_phone_ok,
-        );
-        labelled(
-            &PHONE_LABELLED,
-            text,
-            PiiKind::Phone,
-            &mut found,
-            nanp_phone_ok,
-        );
+        for &(re, kind, valid) in &LABELLED {
+            labelled(re, text, kind, &mut found, valid);
+        }
     }
     found.sort_by_key(|f| (Reverse(strength(f.kind)), Reverse(f.end - f.start), f.start));
     for f in found {
@@ -198,7 +170,7 @@ fn scan(
     text: &str,
     kind: PiiKind,
     out: &mut Vec<Finding>,
-    valid: fn(&str, usize, usize) -> bool,
+    valid: Validate,
 ) {
     let mut pos = 0;
     while let Some(m) = re.find_at(text, pos) {
@@ -214,14 +186,7 @@ fn scan(
     }
 }
 
-/// A pattern whose first group is the value and the rest its label.
-fn labelled(
-    re: &Regex,
-    text: &str,
-    kind: PiiKind,
-    out: &mut Vec<Finding>,
-    valid: fn(&str, usize, usize) -> bool,
-) {
+fn labelled(re: &Regex, text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid: Validate) {
     for caps in re.captures_iter(text) {
         // `\b` lets a label follow one of our tokens, which stands for a word.
         let after_token = caps
@@ -320,16 +285,31 @@ fn right_free(kind: PiiKind, tail: &str) -> bool {
     }
 }
 
-/// Where the email in `start..end` begins, if it is one. `user@localhost`
-/// never gets here: the pattern wants a dotted domain with a letter TLD,
-/// which keeps `@handles`, `user@host` and `a@1.2` out.
-fn email_start(text: &str, start: usize, end: usize) -> Option<usize> {
-    let span = text.get(start..end)?;
-    let trimmed = span.trim_start_matches('.');
-    let start = start + (span.len() - trimmed.len());
-    let local_ok = !trimmed.starts_with('@');
-    (local_ok && end - start <= 254 && stands_alone(PiiKind::Email, text, start, end))
-        .then_some(start)
+/// Every reading of the email match `start..end`: from the start of the
+/// local part, or from just after punctuation in it, since the longest
+/// reading may lose to an overlapping value (`4111111111111111..a@x.com`).
+/// `user@localhost` never gets here: the pattern wants a dotted domain with a
+/// letter TLD, which also keeps `@handles` and `a@1.2` out.
+fn emails(text: &str, start: usize, end: usize, out: &mut Vec<Finding>) {
+    let Some(local) = text.get(start..end).and_then(|s| s.split('@').next()) else {
+        return;
+    };
+    let after_punctuation = local
+        .char_indices()
+        .filter(|&(_, c)| matches!(c, '.' | '_' | '%' | '+' | '-'))
+        .map(|(i, c)| start + i + c.len_utf8());
+    for from in std::iter::once(start).chain(after_punctuation) {
+        let ok = end - from <= 254
+            && text.get(from..).is_some_and(|t| !t.starts_with(['.', '@']))
+            && stands_alone(PiiKind::Email, text, from, end);
+        if ok {
+            out.push(Finding {
+                kind: PiiKind::Email,
+                start: from,
+                end,
+            });
+        }
+    }
 }
 
 fn card_ok(text: &str, start: usize, end: usize) -> bool {

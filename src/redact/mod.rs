@@ -8,17 +8,22 @@
 //! | kind    | accepted                                                       |
 //! |---------|----------------------------------------------------------------|
 //! | `EMAIL` | `local@domain.tld`, dotted domain with a letter TLD (so not `user@localhost`), ≤ 254 bytes |
-//! | `PHONE` | `+` and 10–15 digits (E.164; `+1` needs 11), single spaces, dots, dashes, `(0)` groups; North American `(415) 555-2671`, `415-555-2671`, `415.555.2671`, `415 555 2671` (area and exchange 2–9); bare `4155552671` only after a label (`phone`, `tel`, `call`, …) |
+//! | `PHONE` | `+` and 10–15 digits (E.164; `+1` needs 11), single spaces, dots, dashes, `(0)` groups; North American `(415) 555-2671`, `415-555-2671`, `415.555.2671`, `415 555 2671` (area and exchange 2–9); bare `4155552671` only a few words after a label (`phone`, `tel`, `call me at`, …) |
 //! | `CARD`  | 13–19 digits, bare or in groups split by one kind of single separator (space or dash), Luhn-valid, with an issuer prefix and length (Visa, Mastercard, Amex, Discover, UnionPay, Diners, JCB, Mir, Maestro) |
 //! | `IBAN`  | upper-case country, check digits, BBAN; compact or groups of four; the country's length; mod 97 == 1 |
-//! | `SSN`   | `AAA-GG-SSSS` or `AAA GG SSSS`; bare nine digits only after `SSN`/`social security`; area not 000, 666, 9xx; group not 00; serial not 0000 |
-//! | `IP`    | IPv4 (std parsing: octets ≤ 255, no leading zeros; not after `version`, `v`, `build`…), IPv6 (std parsing, ≥ 4 hex digits and a decimal digit, so not `::1` nor `std::io`) |
+//! | `SSN`   | `AAA-GG-SSSS` or `AAA GG SSSS`; bare nine digits only a few words after `SSN`/`social security`; area not 000, 666, 9xx; group not 00; serial not 0000 |
+//! | `IP`    | IPv4 (std parsing: octets ≤ 255, no leading zeros; not after `version`, `v`, `build`…), IPv6 (std parsing, ≥ 4 hex digits and a decimal digit, so not `::1` nor `std::io`; not a stretch of a longer `a:b:…` chain) |
 //!
 //! A value must stand alone: a letter, digit, `@` or currency sign right next
 //! to it, or a `.`/`-`/`_` joining it to one (`1.2.3.4.5`, `ORD-415-555-2671`),
 //! makes it part of something else. When rules overlap, checksummed kinds win
 //! over structural ones and those over phone. Once a value is found, its
 //! other occurrences in the same text are redacted as well.
+//!
+//! Where text is ambiguous the rules err towards redacting: `415-555-2671`
+//! is a phone even when it is an order number, `1.2.3.4` an address unless
+//! labelled as a version. Not covered: national formats outside North
+//! America (`020 7946 0958`), lower-case IBANs, unlabelled bare numbers.
 //!
 //! The same raw text always maps to the same token within a vault; no
 //! normalisation happens (`4111 1111 1111 1111` and `4111111111111111` get two

@@ -167,6 +167,7 @@ fn phones_in_international_and_north_american_formats_are_found() {
             ("1-415-555-2671", "1-415-555-2671"),
             ("phone: 4155552671", "4155552671"),
             ("Tel 14155552671", "14155552671"),
+            ("call me at 4155552671", "4155552671"),
             ("+44 20 7946 0958 2025", "+44 20 7946 0958"),
         ],
     );
@@ -181,6 +182,7 @@ fn phone_look_alikes_are_left_alone() {
         "ORD4155552671",
         "ORD-415-555-2671",
         "order 4155552671",
+        "Tell Bob 4155552671",
         "415-555-2671-99",
         "555-2671",
         "+1 555 2671",
@@ -263,6 +265,7 @@ fn ssns_follow_the_ssa_rules() {
             ("123 45 6789", "123 45 6789"),
             ("SSN: 123456789", "123456789"),
             ("Social Security Number #123456789", "123456789"),
+            ("my social security number is 123456789", "123456789"),
         ],
     );
     assert_none(&[

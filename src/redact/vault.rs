@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::sync::{Arc, LazyLock};
 
 use regex::Regex;
@@ -147,11 +147,8 @@ impl Vault {
                 slot.last
             }
         };
-        out.push('<');
-        out.push_str(kind.prefix());
-        out.push('_');
-        out.push_str(&n.to_string());
-        out.push('>');
+        // Writing to a String cannot fail.
+        let _ = write!(out, "<{}_{n}>", kind.prefix());
     }
 }
 
