@@ -1,0 +1,237 @@
+//! Check digits and number plans that tell real identifiers from look-alikes.
+
+/// Luhn (mod 10) over decimal digit values, check digit last.
+pub(super) fn luhn_ok(digits: &[u8]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            let d = u32::from(d);
+            match i % 2 {
+                0 => d,
+                _ if d > 4 => d * 2 - 9,
+                _ => d * 2,
+            }
+        })
+        .sum();
+    !digits.is_empty() && sum.is_multiple_of(10)
+}
+
+/// Bit set of allowed card lengths.
+const fn lengths(lo: u32, hi: u32) -> u32 {
+    (u32::MAX >> (31 - hi)) & !((1 << lo) - 1)
+}
+
+const VISA_LENGTHS: u32 = 1 << 13 | 1 << 16 | 1 << 19;
+
+/// Issuer ranges: (first, last, digits the range covers, allowed lengths).
+/// A Luhn-valid number outside these is more likely an order or account
+/// number than a card, so it is left alone.
+const CARD_RANGES: &[(u32, u32, usize, u32)] = &[
+    (4, 4, 1, VISA_LENGTHS),              // Visa
+    (51, 55, 2, lengths(16, 16)),         // Mastercard
+    (2221, 2720, 4, lengths(16, 16)),     // Mastercard 2-series
+    (34, 34, 2, lengths(15, 15)),         // American Express
+    (37, 37, 2, lengths(15, 15)),         // American Express
+    (6011, 6011, 4, lengths(16, 19)),     // Discover
+    (644, 649, 3, lengths(16, 19)),       // Discover
+    (65, 65, 2, lengths(16, 19)),         // Discover
+    (622126, 622925, 6, lengths(16, 19)), // Discover co-branded UnionPay
+    (62, 62, 2, lengths(16, 19)),         // UnionPay
+    (300, 305, 3, lengths(14, 19)),       // Diners Club
+    (36, 36, 2, lengths(14, 19)),         // Diners Club
+    (38, 39, 2, lengths(16, 19)),         // Diners Club
+    (3528, 3589, 4, lengths(16, 19)),     // JCB
+    (2200, 2204, 4, lengths(16, 19)),     // Mir
+    (5018, 5018, 4, lengths(13, 19)),     // Maestro
+    (5020, 5020, 4, lengths(13, 19)),     // Maestro
+    (5038, 5038, 4, lengths(13, 19)),     // Maestro
+    (5893, 5893, 4, lengths(13, 19)),     // Maestro
+    (6304, 6304, 4, lengths(13, 19)),     // Maestro
+    (6759, 6759, 4, lengths(13, 19)),     // Maestro
+    (6761, 6763, 4, lengths(13, 19)),     // Maestro
+];
+
+/// Whether the digits start with a known issuer prefix and have a length that
+/// issuer uses.
+pub(super) fn card_issuer_ok(digits: &[u8]) -> bool {
+    let len = digits.len();
+    CARD_RANGES.iter().any(|&(lo, hi, width, lens)| {
+        let prefix = digits
+            .get(..width)
+            .map(|p| p.iter().fold(0u32, |acc, &d| acc * 10 + u32::from(d)));
+        len < 32 && lens & (1 << len) != 0 && prefix.is_some_and(|p| (lo..=hi).contains(&p))
+    })
+}
+
+/// IBAN length per country (SWIFT IBAN registry).
+const IBAN_LENGTHS: &[(&str, usize)] = &[
+    ("AD", 24),
+    ("AE", 23),
+    ("AL", 28),
+    ("AT", 20),
+    ("AZ", 28),
+    ("BA", 20),
+    ("BE", 16),
+    ("BG", 22),
+    ("BH", 22),
+    ("BR", 29),
+    ("BY", 28),
+    ("CH", 21),
+    ("CR", 22),
+    ("CY", 28),
+    ("CZ", 24),
+    ("DE", 22),
+    ("DK", 18),
+    ("DO", 28),
+    ("EE", 20),
+    ("EG", 29),
+    ("ES", 24),
+    ("FI", 18),
+    ("FO", 18),
+    ("FR", 27),
+    ("GB", 22),
+    ("GE", 22),
+    ("GI", 23),
+    ("GL", 18),
+    ("GR", 27),
+    ("GT", 28),
+    ("HR", 21),
+    ("HU", 28),
+    ("IE", 22),
+    ("IL", 23),
+    ("IQ", 23),
+    ("IS", 26),
+    ("IT", 27),
+    ("JO", 30),
+    ("KW", 30),
+    ("KZ", 20),
+    ("LB", 28),
+    ("LC", 32),
+    ("LI", 21),
+    ("LT", 20),
+    ("LU", 20),
+    ("LV", 21),
+    ("MC", 27),
+    ("MD", 24),
+    ("ME", 22),
+    ("MK", 19),
+    ("MR", 27),
+    ("MT", 31),
+    ("MU", 30),
+    ("NL", 18),
+    ("NO", 15),
+    ("PK", 24),
+    ("PL", 28),
+    ("PS", 29),
+    ("PT", 25),
+    ("QA", 29),
+    ("RO", 24),
+    ("RS", 22),
+    ("SA", 24),
+    ("SC", 31),
+    ("SE", 24),
+    ("SI", 19),
+    ("SK", 24),
+    ("SM", 27),
+    ("ST", 25),
+    ("SV", 28),
+    ("TL", 23),
+    ("TN", 24),
+    ("TR", 26),
+    ("UA", 29),
+    ("VA", 22),
+    ("VG", 24),
+    ("XK", 20),
+];
+
+pub(super) fn iban_length(country: &str) -> Option<usize> {
+    IBAN_LENGTHS
+        .iter()
+        .find(|(c, _)| *c == country)
+        .map(|&(_, len)| len)
+}
+
+/// ISO 13616: right length for the country and ISO 7064 mod 97-10 == 1.
+/// `iban` is the compact form (no spaces), upper case.
+pub(super) fn iban_ok(iban: &str) -> bool {
+    let valid_chars = iban
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase());
+    if !valid_chars || iban.get(..2).and_then(iban_length) != Some(iban.len()) {
+        return false;
+    }
+    let (head, tail) = iban.split_at(4);
+    tail.bytes().chain(head.bytes()).fold(0u32, |rem, b| {
+        let v = u32::from(if b.is_ascii_digit() {
+            b - b'0'
+        } else {
+            b - b'A' + 10
+        });
+        let rem = if v >= 10 { rem * 100 } else { rem * 10 };
+        (rem + v) % 97
+    }) == 1
+}
+
+/// SSA rules: no area 000, 666 or 900–999, no group 00, no serial 0000.
+pub(super) fn ssn_ok(area: u32, group: u32, serial: u32) -> bool {
+    !matches!(area, 0 | 666 | 900..) && group != 0 && serial != 0
+}
+
+/// Value of a run of ASCII digits (`None` if anything else, or too long).
+pub(super) fn number(digits: &str) -> Option<u32> {
+    (!digits.is_empty() && digits.len() <= 9 && digits.bytes().all(|b| b.is_ascii_digit())).then(
+        || {
+            digits
+                .bytes()
+                .fold(0, |acc, b| acc * 10 + u32::from(b - b'0'))
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digits(s: &str) -> Vec<u8> {
+        s.bytes().map(|b| b - b'0').collect()
+    }
+
+    #[test]
+    fn luhn_accepts_test_cards_and_rejects_one_off() {
+        assert!(luhn_ok(&digits("4111111111111111")));
+        assert!(luhn_ok(&digits("378282246310005")));
+        assert!(!luhn_ok(&digits("4111111111111112")));
+        assert!(!luhn_ok(&[]));
+    }
+
+    #[test]
+    fn issuer_ranges_need_matching_length() {
+        assert!(card_issuer_ok(&digits("4111111111111111")));
+        assert!(card_issuer_ok(&digits("2221000000000009")));
+        assert!(card_issuer_ok(&digits("378282246310005")));
+        assert!(!card_issuer_ok(&digits("3782822463100050"))); // Amex is 15 long
+        assert!(!card_issuer_ok(&digits("9780306406157"))); // an ISBN
+    }
+
+    #[test]
+    fn iban_mod97_and_length() {
+        assert!(iban_ok("DE89370400440532013000"));
+        assert!(iban_ok("GB82WEST12345698765432"));
+        assert!(!iban_ok("DE88370400440532013000"));
+        assert!(!iban_ok("DE8937040044053201300"));
+        assert!(!iban_ok("ZZ89370400440532013000"));
+        assert!(!iban_ok(""));
+    }
+
+    #[test]
+    fn ssn_rules() {
+        assert!(ssn_ok(123, 45, 6789));
+        assert!(!ssn_ok(0, 45, 6789));
+        assert!(!ssn_ok(666, 45, 6789));
+        assert!(!ssn_ok(912, 45, 6789));
+        assert!(!ssn_ok(123, 0, 6789));
+        assert!(!ssn_ok(123, 45, 0));
+    }
+}

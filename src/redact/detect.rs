@@ -1,0 +1,478 @@
+//! Finding PII. Each rule proposes candidates with a regex and validates them
+//! in code (check digits, number plans, neighbours): the regex crate has no
+//! look-around, and check digits are not regular anyway.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::checksums::{card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
+use super::vault::{ends_with_token, starts_with_token};
+use super::{Finding, PiiKind};
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("static pattern")
+}
+
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,}")
+});
+// `[0-9]` rather than `\d`: `\d` is Unicode and would match other scripts'
+// digits, which no check digit below understands.
+static CARD: LazyLock<Regex> =
+    LazyLock::new(|| re(r"[0-9]{4,6}(?:[ -][0-9]{3,6}){1,4}|[0-9]{13,19}"));
+static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}"));
+static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}"));
+// A label, then a few words without digits (`SSN:`, `call me at`), then the
+// bare number; the digits in our tokens keep a label from reaching past one.
+static SSN_LABELLED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:ssn|social security)\b[^0-9\n]{0,24}?([0-9]{9})"));
+static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}"));
+static IPV6: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:\.[0-9]{1,3}){0,3}"));
+static PHONE_INTL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\+[0-9]{1,3}(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,7}"));
+static PHONE_NANP: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?:\+?1[ .-]?)?(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .-])[2-9][0-9]{2}[ .-][0-9]{4}")
+});
+static PHONE_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:phone|tel|telephone|mobile|mob|cell|fax|call|whatsapp)\b[^0-9\n]{0,16}?(1?[2-9][0-9]{2}[2-9][0-9]{6})",
+    )
+});
+/// A dotted quad right after one of these is a version, not an address.
+static VERSION_LABEL: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)\b(?:version|ver|v|release|rel|build|firmware|fw)\.?\s{0,3}[:=]?\s{0,3}$")
+});
+
+type Validate = fn(&str, usize, usize) -> bool;
+
+/// Candidates, where a match may be cut short, kind, validation.
+static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 7] = [
+    (&CARD, b" -", PiiKind::Card, card_ok),
+    (&IBAN, b" ", PiiKind::Iban, iban_span_ok),
+    (&SSN, b"", PiiKind::Ssn, ssn_span_ok),
+    (&IPV4, b"", PiiKind::Ip, ipv4_ok),
+    // The match may run on into what follows (`…::1:a@x.com`).
+    (&IPV6, b":.", PiiKind::Ip, ipv6_ok),
+    (&PHONE_INTL, b" .-", PiiKind::Phone, intl_phone_ok),
+    (&PHONE_NANP, b"", PiiKind::Phone, nanp_phone_ok),
+];
+
+/// Patterns whose first group is the value and the rest its label.
+static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 2] = [
+    (&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok),
+    (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok),
+];
+
+/// Compiles every pattern now rather than on the first message.
+pub(super) fn warm_up() {
+    let rules = RULES.iter().map(|r| r.0);
+    for re in rules
+        .chain(LABELLED.iter().map(|r| r.0))
+        .chain([&EMAIL, &VERSION_LABEL])
+    {
+        LazyLock::force(re);
+    }
+}
+
+/// All findings, sorted and non-overlapping. Besides what the rules accept,
+/// every other occurrence of an accepted raw value is reported too (say the
+/// same card glued into `ref4111111111111111`): once a value is known to be
+/// PII, no copy of it should get through.
+pub(super) fn find(text: &str) -> Vec<Finding> {
+    let mut chosen = detect(text);
+    if !chosen.0.is_empty() {
+        sweep(text, &mut chosen);
+    }
+    chosen.0.into_values().collect()
+}
+
+pub(super) fn contains(text: &str) -> bool {
+    !detect(text).0.is_empty()
+}
+
+/// Non-overlapping findings keyed by start.
+#[derive(Default)]
+struct Chosen(BTreeMap<usize, Finding>);
+
+impl Chosen {
+    /// Adds `f` unless it overlaps something already chosen.
+    fn insert(&mut self, f: Finding) -> bool {
+        // Chosen spans are disjoint, so only the last one starting before
+        // `f.end` can reach into `f`.
+        let clash = self
+            .0
+            .range(..f.end)
+            .next_back()
+            .is_some_and(|(_, g)| g.end > f.start);
+        if clash || f.start >= f.end {
+            return false;
+        }
+        self.0.insert(f.start, f);
+        true
+    }
+}
+
+/// When rules overlap, the one whose checksum held wins over structure-only
+/// rules, and anything wins over phone (the loosest rule); then the longer
+/// match.
+fn strength(kind: PiiKind) -> u8 {
+    match kind {
+        PiiKind::Card | PiiKind::Iban => 3,
+        PiiKind::Phone => 1,
+        _ => 2,
+    }
+}
+
+fn detect(text: &str) -> Chosen {
+    let digit = text.bytes().any(|b| b.is_ascii_digit());
+    let at = text.contains('@');
+    let mut chosen = Chosen::default();
+    if !digit && !at {
+        // Every rule but email needs a digit (IPv6 too: see `ipv6_ok`).
+        return chosen;
+    }
+    let mut found = Vec::new();
+    if at {
+        for m in EMAIL.find_iter(text) {
+            emails(text, m.start(), m.end(), &mut found);
+        }
+    }
+    if digit {
+        for &(re, seps, kind, valid) in &RULES {
+            scan(re, seps, text, kind, &mut found, valid);
+        }
+        for &(re, kind, valid) in &LABELLED {
+            labelled(re, text, kind, &mut found, valid);
+        }
+    }
+    found.sort_by_key(|f| (Reverse(strength(f.kind)), Reverse(f.end - f.start), f.start));
+    for f in found {
+        chosen.insert(f);
+    }
+    chosen
+}
+
+/// Runs a bounded-length pattern over `text` and keeps every valid value
+/// that starts where a match starts and ends where it ends or at one of its
+/// `seps` (a greedy match may have swallowed a following number: `4111 …
+/// 1111 2025`). Every start is tried, inside earlier matches too: the shorter
+/// value there may be the one that survives overlap resolution (`…::1 415-…`
+/// where `1 415-…` loses to the address). Patterns are short, so this stays
+/// linear.
+fn scan(
+    re: &Regex,
+    seps: &[u8],
+    text: &str,
+    kind: PiiKind,
+    out: &mut Vec<Finding>,
+    valid: Validate,
+) {
+    let mut pos = 0;
+    while let Some(m) = re.find_at(text, pos) {
+        let start = m.start();
+        let ends = cuts(text, start, m.end(), seps).filter(|&end| valid(text, start, end));
+        out.extend(ends.map(|end| Finding { kind, start, end }));
+        // Skip, without the regex, the starts whose left neighbour already
+        // rules them out: in a long run of digits that is all of them.
+        pos = next_char(text, start);
+        while pos < text.len() && !text.get(..pos).is_some_and(|head| left_free(kind, head)) {
+            pos = next_char(text, pos);
+        }
+    }
+}
+
+fn labelled(re: &Regex, text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid: Validate) {
+    for caps in re.captures_iter(text) {
+        // `\b` lets a label follow one of our tokens, which stands for a word.
+        let after_token = caps
+            .get(0)
+            .is_some_and(|m| ends_with_token(&text[..m.start()]));
+        if let Some(g) = caps
+            .get(1)
+            .filter(|g| !after_token && valid(text, g.start(), g.end()))
+        {
+            out.push(Finding {
+                kind,
+                start: g.start(),
+                end: g.end(),
+            });
+        }
+    }
+}
+
+fn next_char(text: &str, i: usize) -> usize {
+    text.get(i..)
+        .and_then(|t| t.chars().next())
+        .map_or(text.len(), |c| i + c.len_utf8())
+}
+
+/// The match end, then each separator inside the match, longest first: a
+/// greedy match may have swallowed a following number (`4111 … 1111 2025`).
+fn cuts<'a>(
+    text: &'a str,
+    start: usize,
+    end: usize,
+    seps: &'a [u8],
+) -> impl Iterator<Item = usize> + 'a {
+    let bytes = text.as_bytes();
+    std::iter::once(end).chain(
+        (start + 1..end)
+            .rev()
+            .filter(move |&i| bytes.get(i).is_some_and(|b| seps.contains(b))),
+    )
+}
+
+fn is_currency(c: char) -> bool {
+    matches!(
+        c,
+        '$' | '€' | '£' | '¥' | '₹' | '¢' | '₩' | '₽' | '₺' | '₪' | '฿'
+    )
+}
+
+/// A neighbour that makes the match part of something bigger: a word, an
+/// address, an amount.
+fn binds(c: char) -> bool {
+    c.is_alphanumeric() || c == '@' || is_currency(c)
+}
+
+/// A neighbour that joins the match to whatever is across it (`1.2.3.4.5`,
+/// `ORD-415-555-2671`). For addresses `/` is not one: `10.0.0.0/8`,
+/// `http://10.0.0.1/`.
+fn joins(kind: PiiKind, c: char) -> bool {
+    matches!(c, '.' | '-' | '_') || (c == '/' && kind != PiiKind::Ip)
+}
+
+/// Whether `start..end` is a value on its own rather than part of a longer
+/// word or number. Our own tokens count as words here, so that redacting
+/// redacted text sees the same neighbours the first pass saw.
+fn stands_alone(kind: PiiKind, text: &str, start: usize, end: usize) -> bool {
+    let (Some(head), Some(tail)) = (text.get(..start), text.get(end..)) else {
+        return false;
+    };
+    left_free(kind, head) && right_free(kind, tail)
+}
+
+/// Whether a value may start right after `head`.
+fn left_free(kind: PiiKind, head: &str) -> bool {
+    let mut before = head.chars();
+    match before.next_back() {
+        None => true,
+        Some(c) if binds(c) || ends_with_token(head) => false,
+        Some(c) if joins(kind, c) => {
+            let rest = before.as_str();
+            !(rest.chars().next_back().is_some_and(char::is_alphanumeric) || ends_with_token(rest))
+        }
+        Some(_) => true,
+    }
+}
+
+/// Whether a value may end right before `tail`.
+fn right_free(kind: PiiKind, tail: &str) -> bool {
+    let mut after = tail.chars();
+    match after.next() {
+        None => true,
+        Some(c) if binds(c) || starts_with_token(tail) => false,
+        Some(c) if joins(kind, c) => {
+            let rest = after.as_str();
+            !(rest.chars().next().is_some_and(char::is_alphanumeric) || starts_with_token(rest))
+        }
+        Some(_) => true,
+    }
+}
+
+/// Every reading of the email match `start..end`: from the start of the
+/// local part, or from just after punctuation in it, since the longest
+/// reading may lose to an overlapping value (`4111111111111111..a@x.com`).
+/// `user@localhost` never gets here: the pattern wants a dotted domain with a
+/// letter TLD, which also keeps `@handles` and `a@1.2` out.
+fn emails(text: &str, start: usize, end: usize, out: &mut Vec<Finding>) {
+    let Some(local) = text.get(start..end).and_then(|s| s.split('@').next()) else {
+        return;
+    };
+    let after_punctuation = local
+        .char_indices()
+        .filter(|&(_, c)| matches!(c, '.' | '_' | '%' | '+' | '-'))
+        .map(|(i, c)| start + i + c.len_utf8());
+    for from in std::iter::once(start).chain(after_punctuation) {
+        let ok = end - from <= 254
+            && text.get(from..).is_some_and(|t| !t.starts_with(['.', '@']))
+            && stands_alone(PiiKind::Email, text, from, end);
+        if ok {
+            out.push(Finding {
+                kind: PiiKind::Email,
+                start: from,
+                end,
+            });
+        }
+    }
+}
+
+fn card_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let (mut digits, mut n, mut sep) = ([0u8; 19], 0, None);
+    for b in span.bytes() {
+        if b.is_ascii_digit() {
+            let Some(slot) = digits.get_mut(n) else {
+                return false;
+            };
+            *slot = b - b'0';
+            n += 1;
+        } else if *sep.get_or_insert(b) != b {
+            return false; // `4111 1111-1111 1111`
+        }
+    }
+    let digits = &digits[..n];
+    n >= 13
+        && luhn_ok(digits)
+        && card_issuer_ok(digits)
+        && stands_alone(PiiKind::Card, text, start, end)
+        && !after_iban_head(text.get(..start).unwrap_or_default())
+}
+
+/// `ES67 4564 8739 2787 0717 9008`: groups after an IBAN's country and check
+/// digits are its account number, whether or not the IBAN's checksum holds.
+fn after_iban_head(head: &str) -> bool {
+    let h = head.as_bytes();
+    let n = h.len();
+    n >= 5
+        && h[n - 5..n - 3].iter().all(u8::is_ascii_uppercase)
+        && h[n - 3..n - 1].iter().all(u8::is_ascii_digit)
+        && h[n - 1] == b' '
+        && !(n > 5 && h[n - 6].is_ascii_alphanumeric())
+}
+
+/// Compact, or in groups of four with single spaces (the last may be shorter).
+fn iban_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let mut groups = span.split(' ');
+    let last_ok = groups
+        .next_back()
+        .is_some_and(|g| (1..=4).contains(&g.len()));
+    let spacing_ok = !span.contains(' ') || (last_ok && groups.all(|g| g.len() == 4));
+    let compact: String = span.chars().filter(|&c| c != ' ').collect();
+    spacing_ok && iban_ok(&compact) && stands_alone(PiiKind::Iban, text, start, end)
+}
+
+/// `AAA-GG-SSSS`, `AAA GG SSSS` (one separator throughout) or, after a label,
+/// `AAAGGSSSS`.
+fn ssn_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let parts = match span.len() {
+        9 => [span.get(..3), span.get(3..5), span.get(5..)],
+        11 if span.get(3..4) == span.get(6..7) => [span.get(..3), span.get(4..6), span.get(7..)],
+        _ => return false,
+    };
+    let [Some(area), Some(group), Some(serial)] = parts.map(|p| p.and_then(number)) else {
+        return false;
+    };
+    ssn_ok(area, group, serial) && stands_alone(PiiKind::Ssn, text, start, end)
+}
+
+fn ipv4_ok(text: &str, start: usize, end: usize) -> bool {
+    // std refuses octets over 255 and leading zeros (`010.1.1.1` may be octal).
+    text.get(start..end)
+        .is_some_and(|s| s.parse::<Ipv4Addr>().is_ok())
+        && stands_alone(PiiKind::Ip, text, start, end)
+        && !text
+            .get(..start)
+            .is_some_and(|head| VERSION_LABEL.is_match(last_bytes(head, 24)))
+}
+
+/// Beyond what std accepts: at least four hex digits and one decimal digit,
+/// so that `std::io`, `a::b`, `[1::2]` slices and `::1` stay out (loopback
+/// and friends are not personal anyway).
+fn ipv6_ok(text: &str, start: usize, end: usize) -> bool {
+    text.get(start..end).is_some_and(|s| {
+        s.parse::<Ipv6Addr>().is_ok()
+            && s.bytes().filter(u8::is_ascii_hexdigit).count() >= 4
+            && s.bytes().any(|b| b.is_ascii_digit())
+    }) && stands_alone(PiiKind::Ip, text, start, end)
+        && outside_colon_chain(text, start, end)
+}
+
+/// Not one stretch of a longer `a:b:c:…` chain, though a colon may separate
+/// the address from a label or end a sentence (`IP:2001:db8::1`).
+fn outside_colon_chain(text: &str, start: usize, end: usize) -> bool {
+    let chained = |c: char| c == ':' || c.is_ascii_hexdigit();
+    let head = text.get(..start).and_then(|h| h.strip_suffix(':'));
+    let tail = text.get(end..).and_then(|t| t.strip_prefix(':'));
+    !head.is_some_and(|h| h.ends_with(chained) || ends_with_token(h))
+        && !tail.is_some_and(|t| t.starts_with(chained) || starts_with_token(t))
+}
+
+fn nanp_phone_ok(text: &str, start: usize, end: usize) -> bool {
+    stands_alone(PiiKind::Phone, text, start, end)
+}
+
+/// E.164: 10–15 digits after `+`, no country code 0, and exactly 11 for the
+/// North American plan (`+1`).
+fn intl_phone_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let n = span.bytes().filter(u8::is_ascii_digit).count();
+    (10..=15).contains(&n)
+        && !span.starts_with("+0")
+        && (!span.starts_with("+1") || n == 11)
+        && stands_alone(PiiKind::Phone, text, start, end)
+}
+
+/// The last `n` bytes or a little fewer, cut on a character boundary.
+fn last_bytes(text: &str, n: usize) -> &str {
+    let mut i = text.len().saturating_sub(n);
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    text.get(i..).unwrap_or("")
+}
+
+/// Adds every other occurrence of the raw values already chosen.
+fn sweep(text: &str, chosen: &mut Chosen) {
+    let mut raws: Vec<(&str, PiiKind)> = chosen
+        .0
+        .values()
+        .filter_map(|f| Some((text.get(f.start..f.end)?, f.kind)))
+        .collect();
+    // Longest first, so that the alternation prefers `a@b.com` to `a@b.co`.
+    raws.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
+    raws.dedup_by(|a, b| a.0 == b.0);
+    // One alternation per chunk keeps this linear in the text for the usual
+    // handful of values and bounded for texts full of them.
+    for chunk in raws.chunks(64) {
+        let pattern = chunk
+            .iter()
+            .map(|(raw, _)| regex::escape(raw))
+            .collect::<Vec<_>>()
+            .join("|");
+        // Escaped literals well under the size limit always compile.
+        let Ok(re) = Regex::new(&pattern) else {
+            continue;
+        };
+        let mut pos = 0;
+        while let Some(m) = re.find_at(text, pos) {
+            // The longest value here may clash with a finding a shorter one
+            // (its prefix) clears.
+            let start = m.start();
+            let rest = text.get(start..).unwrap_or_default();
+            let added = chunk
+                .iter()
+                .filter(|(raw, _)| rest.starts_with(raw))
+                .find_map(|&(raw, kind)| {
+                    let end = start + raw.len();
+                    chosen.insert(Finding { kind, start, end }).then_some(end)
+                });
+            pos = added.unwrap_or_else(|| next_char(text, start));
+        }
+    }
+}

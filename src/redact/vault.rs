@@ -1,0 +1,161 @@
+//! The per-conversation map between tokens and the raw values they stand for.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fmt::{self, Write as _};
+use std::sync::{Arc, LazyLock};
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::{PiiKind, for_each_string};
+
+/// Anything shaped like a token; [`parse_token`] decides whether it is one.
+static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP)_[0-9]{1,20}>").expect("static pattern")
+});
+
+/// `<EMAIL_12>` → (Email, 12). Leading zeros are refused so that every number
+/// has exactly one spelling, or `<EMAIL_01>` typed by a user would restore.
+pub(super) fn parse_token(token: &str) -> Option<(PiiKind, u64)> {
+    let (prefix, n) = token
+        .strip_prefix('<')?
+        .strip_suffix('>')?
+        .rsplit_once('_')?;
+    let kind = PiiKind::ALL.into_iter().find(|k| k.prefix() == prefix)?;
+    if n.starts_with('0') || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((kind, n.parse().ok()?))
+}
+
+/// Whether `text` ends (or starts) with something [`parse_token`] accepts.
+/// Only the last (first) few bytes are looked at: tokens are short.
+pub(super) fn ends_with_token(text: &str) -> bool {
+    text.ends_with('>')
+        && text
+            .char_indices()
+            .rev()
+            .take(32)
+            .find(|&(_, c)| c == '<')
+            .is_some_and(|(i, _)| parse_token(&text[i..]).is_some())
+}
+
+pub(super) fn starts_with_token(text: &str) -> bool {
+    text.starts_with('<')
+        && text
+            .char_indices()
+            .take(32)
+            .find(|&(_, c)| c == '>')
+            .is_some_and(|(i, _)| parse_token(&text[..=i]).is_some())
+}
+
+/// Token ↔ raw value for one conversation. The same raw value always gets the
+/// same token; numbers count up per kind. `Debug` shows only the count, so a
+/// vault can sit in structs that get logged.
+#[derive(Clone, Default)]
+pub struct Vault {
+    slots: [Slot; PiiKind::ALL.len()],
+}
+
+#[derive(Clone, Default)]
+struct Slot {
+    by_raw: HashMap<Arc<str>, u64>,
+    by_number: HashMap<u64, Arc<str>>,
+    last: u64,
+    /// Numbers of token-shaped text that arrived in the input: never handed
+    /// out, so that restoring cannot turn a user's literal `<EMAIL_1>` into
+    /// someone's address.
+    reserved: HashSet<u64>,
+}
+
+impl Vault {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of raw values held.
+    pub fn len(&self) -> usize {
+        self.slots.iter().map(|s| s.by_number.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The raw value behind `token`, if this vault issued it.
+    pub fn get(&self, token: &str) -> Option<&str> {
+        let (kind, n) = parse_token(token)?;
+        self.slots[kind.index()].by_number.get(&n).map(|raw| &**raw)
+    }
+
+    /// Puts raw values back in place of the tokens this vault issued; any
+    /// other text, token-shaped or not, is left as it is.
+    pub fn restore(&self, text: &str) -> String {
+        self.restore_cow(text).into_owned()
+    }
+
+    /// [`Vault::restore`] on every string value (object keys are left alone,
+    /// as redaction leaves them alone).
+    pub fn restore_json(&self, value: &mut Value) {
+        for_each_string(value, |s| {
+            if let Cow::Owned(restored) = self.restore_cow(s) {
+                *s = restored;
+            }
+        });
+    }
+
+    fn restore_cow<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.is_empty() || !text.contains('<') {
+            return Cow::Borrowed(text);
+        }
+        TOKEN.replace_all(text, |caps: &regex::Captures<'_>| {
+            let token = &caps[0];
+            self.get(token).unwrap_or(token).to_owned()
+        })
+    }
+
+    /// Marks token-shaped text this vault did not issue as taken.
+    pub(super) fn reserve_literals(&mut self, text: &str) {
+        if !text.contains('<') {
+            return;
+        }
+        for m in TOKEN.find_iter(text) {
+            if let Some((kind, n)) = parse_token(m.as_str()) {
+                let slot = &mut self.slots[kind.index()];
+                if !slot.by_number.contains_key(&n) {
+                    slot.reserved.insert(n);
+                }
+            }
+        }
+    }
+
+    /// Appends the token for `raw` to `out`, issuing a new one if needed.
+    pub(super) fn push_token(&mut self, kind: PiiKind, raw: &str, out: &mut String) {
+        let slot = &mut self.slots[kind.index()];
+        let n = match slot.by_raw.get(raw) {
+            Some(&n) => n,
+            None => {
+                // u64 cannot run out in practice; saturating keeps this total.
+                slot.last = slot.last.saturating_add(1);
+                while slot.reserved.contains(&slot.last) {
+                    slot.last = slot.last.saturating_add(1);
+                }
+                let raw: Arc<str> = raw.into();
+                slot.by_raw.insert(raw.clone(), slot.last);
+                slot.by_number.insert(slot.last, raw);
+                slot.last
+            }
+        };
+        // Writing to a String cannot fail.
+        let _ = write!(out, "<{}_{n}>", kind.prefix());
+    }
+}
+
+impl fmt::Debug for Vault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Vault")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
