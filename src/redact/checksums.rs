@@ -58,9 +58,7 @@ const CARD_RANGES: &[(u32, u32, usize, u32)] = &[
 pub(super) fn card_issuer_ok(digits: &[u8]) -> bool {
     let len = digits.len();
     CARD_RANGES.iter().any(|&(lo, hi, width, lens)| {
-        let prefix = digits
-            .get(..width)
-            .map(|p| p.iter().fold(0u32, |acc, &d| acc * 10 + u32::from(d)));
+        let prefix = digits.get(..width).map(|p| p.iter().fold(0u32, |acc, &d| acc * 10 + u32::from(d)));
         len < 32 && lens & (1 << len) != 0 && prefix.is_some_and(|p| (lo..=hi).contains(&p))
     })
 }
@@ -147,28 +145,19 @@ const IBAN_LENGTHS: &[(&str, usize)] = &[
 ];
 
 pub(super) fn iban_length(country: &str) -> Option<usize> {
-    IBAN_LENGTHS
-        .iter()
-        .find(|(c, _)| *c == country)
-        .map(|&(_, len)| len)
+    IBAN_LENGTHS.iter().find(|(c, _)| *c == country).map(|&(_, len)| len)
 }
 
 /// ISO 13616: right length for the country and ISO 7064 mod 97-10 == 1.
 /// `iban` is the compact form (no spaces), upper case.
 pub(super) fn iban_ok(iban: &str) -> bool {
-    let valid_chars = iban
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase());
+    let valid_chars = iban.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase());
     if !valid_chars || iban.get(..2).and_then(iban_length) != Some(iban.len()) {
         return false;
     }
     let (head, tail) = iban.split_at(4);
     tail.bytes().chain(head.bytes()).fold(0u32, |rem, b| {
-        let v = u32::from(if b.is_ascii_digit() {
-            b - b'0'
-        } else {
-            b - b'A' + 10
-        });
+        let v = u32::from(if b.is_ascii_digit() { b - b'0' } else { b - b'A' + 10 });
         let rem = if v >= 10 { rem * 100 } else { rem * 10 };
         (rem + v) % 97
     }) == 1
@@ -181,13 +170,8 @@ pub(super) fn ssn_ok(area: u32, group: u32, serial: u32) -> bool {
 
 /// Value of a run of ASCII digits (`None` if anything else, or too long).
 pub(super) fn number(digits: &str) -> Option<u32> {
-    (!digits.is_empty() && digits.len() <= 9 && digits.bytes().all(|b| b.is_ascii_digit())).then(
-        || {
-            digits
-                .bytes()
-                .fold(0, |acc, b| acc * 10 + u32::from(b - b'0'))
-        },
-    )
+    (!digits.is_empty() && digits.len() <= 9 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.bytes().fold(0, |acc, b| acc * 10 + u32::from(b - b'0')))
 }
 
 #[cfg(test)]

@@ -32,9 +32,7 @@ impl Rng {
     }
 
     fn digits(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| char::from(b'0' + self.below(10) as u8))
-            .collect()
+        (0..n).map(|_| char::from(b'0' + self.below(10) as u8)).collect()
     }
 
     fn chance(&mut self, percent: u64) -> bool {
@@ -49,11 +47,7 @@ fn luhn_check_digit(payload: &str) -> char {
         .enumerate()
         .map(|(i, b)| {
             let d = u32::from(b - b'0');
-            if i % 2 == 0 {
-                if d > 4 { d * 2 - 9 } else { d * 2 }
-            } else {
-                d
-            }
+            if i % 2 == 0 { if d > 4 { d * 2 - 9 } else { d * 2 } } else { d }
         })
         .sum();
     char::from(b'0' + ((10 - sum % 10) % 10) as u8)
@@ -76,25 +70,9 @@ fn grouped(s: &str, sizes: &[usize], sep: &str) -> String {
 }
 
 fn email(rng: &mut Rng) -> (String, String) {
-    const NAMES: &[&str] = &[
-        "jo",
-        "anna",
-        "m.smith",
-        "li_wei",
-        "o'neil",
-        "ops",
-        "x",
-        "Zoë",
-        "first.last",
-    ];
-    const DOMAINS: &[&str] = &[
-        "example.com",
-        "mail.co.uk",
-        "corp-mail.de",
-        "ü-mail.fr",
-        "a.io",
-        "sub.dept.example.org",
-    ];
+    const NAMES: &[&str] = &["jo", "anna", "m.smith", "li_wei", "o'neil", "ops", "x", "Zoë", "first.last"];
+    const DOMAINS: &[&str] =
+        &["example.com", "mail.co.uk", "corp-mail.de", "ü-mail.fr", "a.io", "sub.dept.example.org"];
     let mut local = rng.pick(NAMES).replace('\'', "");
     if rng.chance(40) {
         let n = rng.range(1, 4) as usize;
@@ -136,20 +114,13 @@ fn phone(rng: &mut Rng) -> (String, String) {
         6 => format!("1-{area}-{exchange}-{line}"),
         7 => format!("+1 ({area}) {exchange}-{line}"),
         8 => {
-            return (
-                format!("{area}{exchange}{line}"),
-                format!("phone: {area}{exchange}{line}"),
-            );
+            return (format!("{area}{exchange}{line}"), format!("phone: {area}{exchange}{line}"));
         }
         _ => {
             let &(cc, len, groups) = rng.pick(INTL);
             let national = format!("{}{}", rng.range(1, 9), rng.digits(len - 1));
             let sep = *rng.pick(&["", " ", " ", "-"]);
-            let national = if sep.is_empty() {
-                national
-            } else {
-                grouped(&national, groups, sep)
-            };
+            let national = if sep.is_empty() { national } else { grouped(&national, groups, sep) };
             format!("+{cc}{}{national}", if sep.is_empty() { "" } else { " " })
         }
     };
@@ -189,9 +160,8 @@ fn card(rng: &mut Rng) -> (String, String) {
     (raw.clone(), raw)
 }
 
-const IBAN_COUNTRIES: &[&str] = &[
-    "DE", "GB", "FR", "ES", "IT", "NL", "BE", "AT", "CH", "PL", "SE", "NO", "IE", "PT", "DK", "FI",
-];
+const IBAN_COUNTRIES: &[&str] =
+    &["DE", "GB", "FR", "ES", "IT", "NL", "BE", "AT", "CH", "PL", "SE", "NO", "IE", "PT", "DK", "FI"];
 
 fn iban_parts(rng: &mut Rng) -> (String, String) {
     let country = *rng.pick(IBAN_COUNTRIES);
@@ -203,11 +173,7 @@ fn iban_parts(rng: &mut Rng) -> (String, String) {
     bban.push_str(&rng.digits(len - 4 - bban.len()));
     let rearranged = format!("{bban}{country}00");
     let rem = rearranged.bytes().fold(0u32, |rem, b| {
-        let v = u32::from(if b.is_ascii_digit() {
-            b - b'0'
-        } else {
-            b - b'A' + 10
-        });
+        let v = u32::from(if b.is_ascii_digit() { b - b'0' } else { b - b'A' + 10 });
         (if v >= 10 { rem * 100 } else { rem * 10 } + v) % 97
     });
     (format!("{country}{:02}", 98 - rem), bban)
@@ -220,11 +186,7 @@ fn space_in_fours(s: &str) -> String {
 fn iban(rng: &mut Rng) -> (String, String) {
     let (head, bban) = iban_parts(rng);
     let compact = format!("{head}{bban}");
-    let raw = if rng.chance(50) {
-        space_in_fours(&compact)
-    } else {
-        compact
-    };
+    let raw = if rng.chance(50) { space_in_fours(&compact) } else { compact };
     (raw.clone(), raw)
 }
 
@@ -242,10 +204,7 @@ fn ssn(rng: &mut Rng) -> (String, String) {
             (raw.clone(), format!("SSN: {raw}"))
         }
         n => {
-            let raw = format!(
-                "{area:03}{sep}{group:02}{sep}{serial:04}",
-                sep = if n == 1 { '-' } else { ' ' }
-            );
+            let raw = format!("{area:03}{sep}{group:02}{sep}{serial:04}", sep = if n == 1 { '-' } else { ' ' });
             (raw.clone(), raw)
         }
     }
@@ -253,14 +212,9 @@ fn ssn(rng: &mut Rng) -> (String, String) {
 
 fn ip(rng: &mut Rng) -> (String, String) {
     let raw = match rng.below(4) {
-        0 | 1 => (0..4)
-            .map(|_| rng.below(256).to_string())
-            .collect::<Vec<_>>()
-            .join("."),
+        0 | 1 => (0..4).map(|_| rng.below(256).to_string()).collect::<Vec<_>>().join("."),
         2 => {
-            let groups: Vec<String> = (0..8)
-                .map(|_| format!("{:x}", rng.below(0x10000)))
-                .collect();
+            let groups: Vec<String> = (0..8).map(|_| format!("{:x}", rng.below(0x10000))).collect();
             let (from, to) = (rng.range(1, 4) as usize, rng.range(5, 7) as usize);
             if rng.chance(50) {
                 format!("{}::{}", groups[..from].join(":"), groups[to..].join(":"))
@@ -268,11 +222,7 @@ fn ip(rng: &mut Rng) -> (String, String) {
                 groups.join(":")
             }
         }
-        _ => format!(
-            "2001:db8:{:x}::{:x}",
-            rng.below(0x10000),
-            rng.range(1, 0xffff)
-        ),
+        _ => format!("2001:db8:{:x}::{:x}", rng.below(0x10000), rng.range(1, 0xffff)),
     };
     (raw.clone(), raw)
 }
@@ -292,13 +242,8 @@ const VALID_SENTENCES: &[&str] = &[
     "Old: x. New: {}. Done",
 ];
 
-const LOOK_ALIKE_SENTENCES: &[&str] = &[
-    "Reference {} attached.",
-    "see {}",
-    "{}",
-    "Item ({}) shipped.",
-    "Note: {}, ok?",
-];
+const LOOK_ALIKE_SENTENCES: &[&str] =
+    &["Reference {} attached.", "see {}", "{}", "Item ({}) shipped.", "Note: {}, ok?"];
 
 fn look_alike(rng: &mut Rng) -> String {
     let d = |rng: &mut Rng, n| rng.digits(n);
@@ -310,11 +255,7 @@ fn look_alike(rng: &mut Rng) -> String {
             let bad = (good + rng.range(1, 9) as u32) % 10;
             let number = format!("{payload}{bad}");
             let sep = *rng.pick(&["", " ", "-"]);
-            if sep.is_empty() {
-                number
-            } else {
-                grouped(&number, &[4, 4, 4], sep)
-            }
+            if sep.is_empty() { number } else { grouped(&number, &[4, 4, 4], sep) }
         }
         // IBANs with a wrong check digit.
         1 => {
@@ -322,11 +263,7 @@ fn look_alike(rng: &mut Rng) -> String {
             let check: u64 = head[2..].parse().unwrap_or(2);
             let wrong = (check - 2 + rng.range(1, 96)) % 97 + 2;
             let iban = format!("{}{wrong:02}{bban}", &head[..2]);
-            if rng.chance(50) {
-                space_in_fours(&iban)
-            } else {
-                iban
-            }
+            if rng.chance(50) { space_in_fours(&iban) } else { iban }
         }
         // SSNs with a forbidden area, group or serial.
         2 => {
@@ -337,11 +274,7 @@ fn look_alike(rng: &mut Rng) -> String {
                 1 => (rng.range(1, 99), 0),
                 _ => (rng.range(1, 99), rng.range(1, 9999)),
             };
-            let area = if group == 0 || serial == 0 {
-                rng.range(1, 665)
-            } else {
-                area
-            };
+            let area = if group == 0 || serial == 0 { rng.range(1, 665) } else { area };
             format!("{area:03}-{group:02}-{serial:04}")
         }
         3 => {
@@ -395,12 +328,7 @@ fn look_alike(rng: &mut Rng) -> String {
             0 => format!("ORD-{}-{}", rng.range(2000, 2030), d(rng, 5)),
             1 => format!("order #A{}", d(rng, 8)),
             2 => format!("INV{}{}", rng.range(2, 9), d(rng, 9)),
-            3 => format!(
-                "PO-{}-{}-{}",
-                rng.range(200, 999),
-                rng.range(200, 999),
-                d(rng, 4)
-            ),
+            3 => format!("PO-{}-{}-{}", rng.range(200, 999), rng.range(200, 999), d(rng, 4)),
             _ => {
                 let n = rng.range(6, 9) as usize;
                 format!("#{}", d(rng, n))
@@ -408,24 +336,15 @@ fn look_alike(rng: &mut Rng) -> String {
         },
         8 => {
             let body = format!("978{}{}", rng.below(2), d(rng, 8));
-            let sum: u32 = body
-                .bytes()
-                .enumerate()
-                .map(|(i, b)| u32::from(b - b'0') * if i % 2 == 0 { 1 } else { 3 })
-                .sum();
+            let sum: u32 =
+                body.bytes().enumerate().map(|(i, b)| u32::from(b - b'0') * if i % 2 == 0 { 1 } else { 3 }).sum();
             let isbn = format!("{body}{}", (10 - sum % 10) % 10);
-            if rng.chance(50) {
-                format!("ISBN {}", grouped(&isbn, &[3, 1, 2, 6], "-"))
-            } else {
-                isbn
-            }
+            if rng.chance(50) { format!("ISBN {}", grouped(&isbn, &[3, 1, 2, 6], "-")) } else { isbn }
         }
         9 => match rng.below(4) {
             0 => format!(
                 "1Z{}{}",
-                (0..6)
-                    .map(|_| char::from(b'A' + rng.below(26) as u8))
-                    .collect::<String>(),
+                (0..6).map(|_| char::from(b'A' + rng.below(26) as u8)).collect::<String>(),
                 d(rng, 10)
             ),
             1 => d(rng, 12),
@@ -442,40 +361,19 @@ fn look_alike(rng: &mut Rng) -> String {
                 _ => format!("{a}-{e}-{}", d(rng, 3)),
             }
         }
-        11 => format!(
-            "{}.{}.{}.{}",
-            rng.range(256, 999),
-            rng.below(256),
-            rng.below(256),
-            rng.below(256)
-        ),
+        11 => format!("{}.{}.{}.{}", rng.range(256, 999), rng.below(256), rng.below(256), rng.below(256)),
         12 => match rng.below(3) {
-            0 => (0..6)
-                .map(|_| format!("{:02X}", rng.below(256)))
-                .collect::<Vec<_>>()
-                .join(":"),
-            1 => format!(
-                "ratio {}:{}:{}",
-                rng.below(10),
-                rng.below(10),
-                rng.below(10)
-            ),
+            0 => (0..6).map(|_| format!("{:02X}", rng.below(256))).collect::<Vec<_>>().join(":"),
+            1 => format!("ratio {}:{}:{}", rng.below(10), rng.below(10), rng.below(10)),
             _ => format!("std::io::{}", rng.pick(&["Result", "Error", "stdin"])),
         },
-        _ => format!(
-            "{}@localhost and @{}",
-            rng.pick(&["root", "admin"]),
-            rng.pick(&["handle", "team"])
-        ),
+        _ => format!("{}@localhost and @{}", rng.pick(&["root", "admin"]), rng.pick(&["handle", "team"])),
     }
 }
 
 fn fill(template: &str, value: &str) -> (String, usize) {
     let at = template.find("{}").unwrap_or(0);
-    (
-        format!("{}{value}{}", &template[..at], &template[at + 2..]),
-        at,
-    )
+    (format!("{}{value}{}", &template[..at], &template[at + 2..]), at)
 }
 
 #[test]
@@ -498,11 +396,7 @@ fn corpus_recall_and_false_positives() {
         let template = *rng.pick(VALID_SENTENCES);
         let (sentence, at) = fill(template, &embedded);
         let start = at + embedded.len() - raw.len();
-        let expected = Finding {
-            kind,
-            start,
-            end: start + raw.len(),
-        };
+        let expected = Finding { kind, start, end: start + raw.len() };
         valid += 1;
         if r.find(&sentence).contains(&expected) {
             hits += 1;
@@ -528,16 +422,10 @@ fn corpus_recall_and_false_positives() {
         fp_rate * 100.0,
         false_positives.len()
     );
-    let by_kind: Vec<String> = PiiKind::ALL
-        .iter()
-        .map(|k| format!("{k} {}", missed_by_kind[k.index()]))
-        .collect();
+    let by_kind: Vec<String> = PiiKind::ALL.iter().map(|k| format!("{k} {}", missed_by_kind[k.index()])).collect();
     println!("missed per kind (of 500 each): {}", by_kind.join(", "));
     println!("missed: {:?}", &misses[..misses.len().min(20)]);
-    println!(
-        "false positives: {:?}",
-        &false_positives[..false_positives.len().min(20)]
-    );
+    println!("false positives: {:?}", &false_positives[..false_positives.len().min(20)]);
     assert!(recall >= 0.99, "recall {recall}");
     assert!(fp_rate <= 0.01, "false positives {fp_rate}");
 }
@@ -567,12 +455,7 @@ fn pii_soup() -> impl Strategy<Value = String> {
 }
 
 fn config() -> Config {
-    Config {
-        cases: 400,
-        rng_seed: RngSeed::Fixed(0x2ed_ac7),
-        failure_persistence: None,
-        ..Config::default()
-    }
+    Config { cases: 400, rng_seed: RngSeed::Fixed(0x2ed_ac7), failure_persistence: None, ..Config::default() }
 }
 
 fn check_text(text: &str) -> Result<(), TestCaseError> {
@@ -586,12 +469,7 @@ fn check_text(text: &str) -> Result<(), TestCaseError> {
     prop_assert_eq!(&vault.restore(&redacted), text);
     for f in &found {
         let raw = text.get(f.start..f.end);
-        prop_assert!(
-            raw.is_some_and(|raw| !redacted.contains(raw)),
-            "{:?} in {:?}",
-            raw,
-            redacted
-        );
+        prop_assert!(raw.is_some_and(|raw| !redacted.contains(raw)), "{:?} in {:?}", raw, redacted);
     }
     prop_assert_eq!(&r.redact(&redacted, &mut vault), &redacted);
     prop_assert_eq!(&r.redact(&redacted, &mut Vault::new()), &redacted);

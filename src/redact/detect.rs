@@ -17,13 +17,11 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static pattern")
 }
 
-static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,}")
-});
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,}"));
 // `[0-9]` rather than `\d`: `\d` is Unicode and would match other scripts'
 // digits, which no check digit below understands.
-static CARD: LazyLock<Regex> =
-    LazyLock::new(|| re(r"[0-9]{4,6}(?:[ -][0-9]{3,6}){1,4}|[0-9]{13,19}"));
+static CARD: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{4,6}(?:[ -][0-9]{3,6}){1,4}|[0-9]{13,19}"));
 static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}"));
 static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}"));
 // A label, then a few words without digits (`SSN:`, `call me at`), then the
@@ -33,20 +31,17 @@ static SSN_LABELLED: LazyLock<Regex> =
 static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}"));
 static IPV6: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:\.[0-9]{1,3}){0,3}"));
-static PHONE_INTL: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\+[0-9]{1,3}(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,7}"));
-static PHONE_NANP: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?:\+?1[ .-]?)?(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .-])[2-9][0-9]{2}[ .-][0-9]{4}")
-});
+static PHONE_INTL: LazyLock<Regex> = LazyLock::new(|| re(r"\+[0-9]{1,3}(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,7}"));
+static PHONE_NANP: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:\+?1[ .-]?)?(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .-])[2-9][0-9]{2}[ .-][0-9]{4}"));
 static PHONE_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?i)\b(?:phone|tel|telephone|mobile|mob|cell|fax|call|whatsapp)\b[^0-9\n]{0,16}?(1?[2-9][0-9]{2}[2-9][0-9]{6})",
     )
 });
 /// A dotted quad right after one of these is a version, not an address.
-static VERSION_LABEL: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:version|ver|v|release|rel|build|firmware|fw)\.?\s{0,3}[:=]?\s{0,3}$")
-});
+static VERSION_LABEL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:version|ver|v|release|rel|build|firmware|fw)\.?\s{0,3}[:=]?\s{0,3}$"));
 
 type Validate = fn(&str, usize, usize) -> bool;
 
@@ -63,18 +58,13 @@ static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 7] = [
 ];
 
 /// Patterns whose first group is the value and the rest its label.
-static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 2] = [
-    (&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok),
-    (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok),
-];
+static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 2] =
+    [(&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok), (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok)];
 
 /// Compiles every pattern now rather than on the first message.
 pub(super) fn warm_up() {
     let rules = RULES.iter().map(|r| r.0);
-    for re in rules
-        .chain(LABELLED.iter().map(|r| r.0))
-        .chain([&EMAIL, &VERSION_LABEL])
-    {
+    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([&EMAIL, &VERSION_LABEL]) {
         LazyLock::force(re);
     }
 }
@@ -104,11 +94,7 @@ impl Chosen {
     fn insert(&mut self, f: Finding) -> bool {
         // Chosen spans are disjoint, so only the last one starting before
         // `f.end` can reach into `f`.
-        let clash = self
-            .0
-            .range(..f.end)
-            .next_back()
-            .is_some_and(|(_, g)| g.end > f.start);
+        let clash = self.0.range(..f.end).next_back().is_some_and(|(_, g)| g.end > f.start);
         if clash || f.start >= f.end {
             return false;
         }
@@ -164,14 +150,7 @@ fn detect(text: &str) -> Chosen {
 /// value there may be the one that survives overlap resolution (`…::1 415-…`
 /// where `1 415-…` loses to the address). Patterns are short, so this stays
 /// linear.
-fn scan(
-    re: &Regex,
-    seps: &[u8],
-    text: &str,
-    kind: PiiKind,
-    out: &mut Vec<Finding>,
-    valid: Validate,
-) {
+fn scan(re: &Regex, seps: &[u8], text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid: Validate) {
     let mut pos = 0;
     while let Some(m) = re.find_at(text, pos) {
         let start = m.start();
@@ -189,49 +168,26 @@ fn scan(
 fn labelled(re: &Regex, text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid: Validate) {
     for caps in re.captures_iter(text) {
         // `\b` lets a label follow one of our tokens, which stands for a word.
-        let after_token = caps
-            .get(0)
-            .is_some_and(|m| ends_with_token(&text[..m.start()]));
-        if let Some(g) = caps
-            .get(1)
-            .filter(|g| !after_token && valid(text, g.start(), g.end()))
-        {
-            out.push(Finding {
-                kind,
-                start: g.start(),
-                end: g.end(),
-            });
+        let after_token = caps.get(0).is_some_and(|m| ends_with_token(&text[..m.start()]));
+        if let Some(g) = caps.get(1).filter(|g| !after_token && valid(text, g.start(), g.end())) {
+            out.push(Finding { kind, start: g.start(), end: g.end() });
         }
     }
 }
 
 fn next_char(text: &str, i: usize) -> usize {
-    text.get(i..)
-        .and_then(|t| t.chars().next())
-        .map_or(text.len(), |c| i + c.len_utf8())
+    text.get(i..).and_then(|t| t.chars().next()).map_or(text.len(), |c| i + c.len_utf8())
 }
 
 /// The match end, then each separator inside the match, longest first: a
 /// greedy match may have swallowed a following number (`4111 … 1111 2025`).
-fn cuts<'a>(
-    text: &'a str,
-    start: usize,
-    end: usize,
-    seps: &'a [u8],
-) -> impl Iterator<Item = usize> + 'a {
+fn cuts<'a>(text: &'a str, start: usize, end: usize, seps: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
     let bytes = text.as_bytes();
-    std::iter::once(end).chain(
-        (start + 1..end)
-            .rev()
-            .filter(move |&i| bytes.get(i).is_some_and(|b| seps.contains(b))),
-    )
+    std::iter::once(end).chain((start + 1..end).rev().filter(move |&i| bytes.get(i).is_some_and(|b| seps.contains(b))))
 }
 
 fn is_currency(c: char) -> bool {
-    matches!(
-        c,
-        '$' | '€' | '£' | '¥' | '₹' | '¢' | '₩' | '₽' | '₺' | '₪' | '฿'
-    )
+    matches!(c, '$' | '€' | '£' | '¥' | '₹' | '¢' | '₩' | '₽' | '₺' | '₪' | '฿')
 }
 
 /// A neighbour that makes the match part of something bigger: a word, an
@@ -303,11 +259,7 @@ fn emails(text: &str, start: usize, end: usize, out: &mut Vec<Finding>) {
             && text.get(from..).is_some_and(|t| !t.starts_with(['.', '@']))
             && stands_alone(PiiKind::Email, text, from, end);
         if ok {
-            out.push(Finding {
-                kind: PiiKind::Email,
-                start: from,
-                end,
-            });
+            out.push(Finding { kind: PiiKind::Email, start: from, end });
         }
     }
 }
@@ -354,9 +306,7 @@ fn iban_span_ok(text: &str, start: usize, end: usize) -> bool {
         return false;
     };
     let mut groups = span.split(' ');
-    let last_ok = groups
-        .next_back()
-        .is_some_and(|g| (1..=4).contains(&g.len()));
+    let last_ok = groups.next_back().is_some_and(|g| (1..=4).contains(&g.len()));
     let spacing_ok = !span.contains(' ') || (last_ok && groups.all(|g| g.len() == 4));
     let compact: String = span.chars().filter(|&c| c != ' ').collect();
     spacing_ok && iban_ok(&compact) && stands_alone(PiiKind::Iban, text, start, end)
@@ -381,12 +331,9 @@ fn ssn_span_ok(text: &str, start: usize, end: usize) -> bool {
 
 fn ipv4_ok(text: &str, start: usize, end: usize) -> bool {
     // std refuses octets over 255 and leading zeros (`010.1.1.1` may be octal).
-    text.get(start..end)
-        .is_some_and(|s| s.parse::<Ipv4Addr>().is_ok())
+    text.get(start..end).is_some_and(|s| s.parse::<Ipv4Addr>().is_ok())
         && stands_alone(PiiKind::Ip, text, start, end)
-        && !text
-            .get(..start)
-            .is_some_and(|head| VERSION_LABEL.is_match(last_bytes(head, 24)))
+        && !text.get(..start).is_some_and(|head| VERSION_LABEL.is_match(last_bytes(head, 24)))
 }
 
 /// Beyond what std accepts: at least four hex digits and one decimal digit,
@@ -439,22 +386,15 @@ fn last_bytes(text: &str, n: usize) -> &str {
 
 /// Adds every other occurrence of the raw values already chosen.
 fn sweep(text: &str, chosen: &mut Chosen) {
-    let mut raws: Vec<(&str, PiiKind)> = chosen
-        .0
-        .values()
-        .filter_map(|f| Some((text.get(f.start..f.end)?, f.kind)))
-        .collect();
+    let mut raws: Vec<(&str, PiiKind)> =
+        chosen.0.values().filter_map(|f| Some((text.get(f.start..f.end)?, f.kind))).collect();
     // Longest first, so that the alternation prefers `a@b.com` to `a@b.co`.
     raws.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
     raws.dedup_by(|a, b| a.0 == b.0);
     // One alternation per chunk keeps this linear in the text for the usual
     // handful of values and bounded for texts full of them.
     for chunk in raws.chunks(64) {
-        let pattern = chunk
-            .iter()
-            .map(|(raw, _)| regex::escape(raw))
-            .collect::<Vec<_>>()
-            .join("|");
+        let pattern = chunk.iter().map(|(raw, _)| regex::escape(raw)).collect::<Vec<_>>().join("|");
         // Escaped literals well under the size limit always compile.
         let Ok(re) = Regex::new(&pattern) else {
             continue;
@@ -465,13 +405,10 @@ fn sweep(text: &str, chosen: &mut Chosen) {
             // (its prefix) clears.
             let start = m.start();
             let rest = text.get(start..).unwrap_or_default();
-            let added = chunk
-                .iter()
-                .filter(|(raw, _)| rest.starts_with(raw))
-                .find_map(|&(raw, kind)| {
-                    let end = start + raw.len();
-                    chosen.insert(Finding { kind, start, end }).then_some(end)
-                });
+            let added = chunk.iter().filter(|(raw, _)| rest.starts_with(raw)).find_map(|&(raw, kind)| {
+                let end = start + raw.len();
+                chosen.insert(Finding { kind, start, end }).then_some(end)
+            });
             pos = added.unwrap_or_else(|| next_char(text, start));
         }
     }

@@ -59,14 +59,7 @@ pub enum PiiKind {
 }
 
 impl PiiKind {
-    pub const ALL: [PiiKind; 6] = [
-        Self::Email,
-        Self::Phone,
-        Self::Card,
-        Self::Iban,
-        Self::Ssn,
-        Self::Ip,
-    ];
+    pub const ALL: [PiiKind; 6] = [Self::Email, Self::Phone, Self::Card, Self::Iban, Self::Ssn, Self::Ip];
 
     /// `EMAIL` in `<EMAIL_1>`.
     pub fn prefix(self) -> &'static str {

@@ -11,17 +11,13 @@ use serde_json::Value;
 use super::{PiiKind, for_each_string};
 
 /// Anything shaped like a token; [`parse_token`] decides whether it is one.
-static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP)_[0-9]{1,20}>").expect("static pattern")
-});
+static TOKEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP)_[0-9]{1,20}>").expect("static pattern"));
 
 /// `<EMAIL_12>` → (Email, 12). Leading zeros are refused so that every number
 /// has exactly one spelling, or `<EMAIL_01>` typed by a user would restore.
 pub(super) fn parse_token(token: &str) -> Option<(PiiKind, u64)> {
-    let (prefix, n) = token
-        .strip_prefix('<')?
-        .strip_suffix('>')?
-        .rsplit_once('_')?;
+    let (prefix, n) = token.strip_prefix('<')?.strip_suffix('>')?.rsplit_once('_')?;
     let kind = PiiKind::ALL.into_iter().find(|k| k.prefix() == prefix)?;
     if n.starts_with('0') || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -154,8 +150,6 @@ impl Vault {
 
 impl fmt::Debug for Vault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Vault")
-            .field("len", &self.len())
-            .finish_non_exhaustive()
+        f.debug_struct("Vault").field("len", &self.len()).finish_non_exhaustive()
     }
 }

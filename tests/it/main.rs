@@ -3,6 +3,7 @@
 mod budget;
 mod cli;
 mod modes;
+mod pii;
 mod protocol;
 mod rails;
 mod resilience;
