@@ -79,9 +79,12 @@ async fn a_task_note_that_cannot_be_parsed_goes_back_to_the_caller_without_an_at
     assert_eq!(r.fallback.unwrap().recommended, "clarify_task_note");
 }
 
+/// (attempt, seed) of each run.
+type AttemptLog = Arc<Mutex<Vec<(u32, Option<u64>)>>>;
+
 /// A seeded agent that records (attempt, seed) and fails as scripted.
 struct Scripted {
-    log: Arc<Mutex<Vec<(u32, Option<u64>)>>>,
+    log: AttemptLog,
     behaviour: fn(u32) -> Result<Duration, DelegationError>,
 }
 
@@ -99,10 +102,7 @@ impl Agent for Scripted {
     }
 }
 
-fn scripted(
-    behaviour: fn(u32) -> Result<Duration, DelegationError>,
-    timeout_ms: Option<u64>,
-) -> (Runtime, Arc<Mutex<Vec<(u32, Option<u64>)>>>) {
+fn scripted(behaviour: fn(u32) -> Result<Duration, DelegationError>, timeout_ms: Option<u64>) -> (Runtime, AttemptLog) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut cfg = config(&[("a", &["b"], &[]), ("b", &[], &[])]);
     cfg.agents[1].limits.attempt_timeout_ms = timeout_ms;
