@@ -190,3 +190,29 @@ fn demo_runs_every_scenario() {
     assert_eq!(scenarios.len(), 7);
     assert!(scenarios.iter().all(|s| s["status"] == "success"), "{v:#}");
 }
+
+#[test]
+fn the_seed_task_notes_run_end_to_end_through_delegate_with_their_verdicts_printed() {
+    let email = "Draft apology email to alex.chan@company.com about missed project deadline. Mention new ETA of Oct 22. \
+        Tone: warm-professional. Length: max 120 words. Required: apologize, acknowledge impact, provide new timeline.";
+    let format = "Format this text to professional business style:\n\"hey can u send me the report thx\"\n\n\
+        Target: formal email greeting.\nPreserve intent, improve clarity.\nNo abbreviations, proper capitalization.";
+    let data = "Transform CSV data to JSON format.\nInput columns: name, email, role.\n\
+        Output structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.";
+    let csv = "name,email,role\nAlex Chan,alex.chan@company.com,PM\nBea Li,bea.li@company.com,Engineer\nAlex Chan,alex.chan@company.com,PM\n";
+    for (agent, note, input, expect) in [
+        ("email", email, "", vec!["✓ max_120_words", "✓ contains_oct_22", "✓ required_apologize"]),
+        ("format", format, "", vec!["Thank you", "verifier: passed"]),
+        ("data", data, csv, vec!["✓ keys_camel_case", "✓ valid_email", "✓ unique_email", "1 duplicate removed"]),
+    ] {
+        let o =
+            run(&["delegate", "--to", agent, "--objective", "Do the Task Note", "--task-note", note, "--input", input]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{agent}: {}\n{out}", stderr(&o));
+        assert!(out.contains("verifier: passed"), "{agent}: {out}");
+        for e in expect {
+            assert!(out.contains(e), "{agent}: '{e}' missing in\n{out}");
+        }
+        assert!(out.contains("execution: 1 attempt(s)"), "{out}");
+    }
+}
