@@ -35,6 +35,7 @@ use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, BreakerState, Breakers, Next, RetryPlan};
 use crate::route::{DomainTable, Member, Registry, discover};
 use crate::store::{AuditRecord, DelegationRecord, Fact, MemoryStore, Message, Store, now_ms};
+use crate::telemetry::{Metrics, Observation};
 use crate::{tokens, verify};
 
 /// How many of the target's recent messages reach it (seeds/002).
@@ -58,6 +59,7 @@ struct Inner {
     breakers: Breakers,
     redactor: Redactor,
     events: Events,
+    metrics: Metrics,
 }
 
 /// Builds a [`Runtime`]; every part has an embedded default.
@@ -118,6 +120,7 @@ impl RuntimeBuilder {
                 redactor: Redactor::new(),
                 events: Events::default(),
                 domains: DomainTable::from_config(&config),
+                metrics: Metrics::new(config.agents.iter().map(|a| &a.slug)),
                 registry,
                 config,
             }),
@@ -277,6 +280,11 @@ impl Runtime {
 
     pub fn breaker_state(&self, slug: &AgentSlug) -> BreakerState {
         self.inner.breakers.state(slug)
+    }
+
+    /// The Prometheus text exposition of this runtime's metrics.
+    pub fn metrics_text(&self) -> String {
+        self.inner.metrics.render(&self.inner.breakers)
     }
 
     /// Trees with delegations still running (zero when the runtime is idle).
@@ -611,6 +619,14 @@ impl Runtime {
             duration_ms,
             tokens: TokenUsage::default(),
         };
+        self.inner.metrics.observe(Observation {
+            target: &req.target_employee,
+            outcome: "refused",
+            attempts: 0,
+            seconds: 0.0,
+            tokens: 0,
+            fallback: false,
+        });
         let mut response = DelegationResponse::failed(req.request_id, req.target_employee.clone(), err);
         response.duration_ms = duration_ms;
         if let Err(e) = self.record(&record).await {
@@ -711,6 +727,14 @@ impl Runtime {
             response.status = Status::Failed;
             response.error = Some(e);
         }
+        inner.metrics.observe(Observation {
+            target: &req.target_employee,
+            outcome: &record.status,
+            attempts: record.attempts,
+            seconds: started.elapsed().as_secs_f64(),
+            tokens: record.tokens.total,
+            fallback: response.fallback.is_some(),
+        });
         tracing::info!(
             request_id = %req.request_id, origin = %req.origin_employee, target = %req.target_employee,
             depth = adm.node.depth, status = response.status.as_str(), duration_ms, "delegation finished"

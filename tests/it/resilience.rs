@@ -288,3 +288,32 @@ async fn domain_queries_are_balanced_over_replicas_and_own_domain_queries_go_to_
     let r = rt.delegate(&operator(), to_domain("client", "astrology", "q")).await;
     assert_eq!(r.error_code(), Some(ErrorCode::AgentNotFound));
 }
+
+#[tokio::test(start_paused = true)]
+async fn metrics_count_outcomes_attempts_fallbacks_and_show_the_breaker() {
+    let (rt, _log) = scripted(|_| Err(DelegationError::new(ErrorCode::AgentFailed, "broken")), None);
+    let _ = rt.delegate(&operator(), request("a", "b", "fails")).await;
+    let _ = rt.delegate(&operator(), request("b", "a", "refused: b may not call a")).await;
+    let text = rt.metrics_text();
+    for line in [
+        r#"switchboard_delegations_total{target="b",outcome="failed"} 1"#,
+        r#"switchboard_delegations_total{target="a",outcome="refused"} 1"#,
+        r#"switchboard_attempts_total{target="b"} 3"#,
+        r#"switchboard_fallbacks_total{target="b"} 1"#,
+        r#"switchboard_first_attempt_successes_total{target="b"} 0"#,
+        r#"switchboard_breaker_state{agent="b"} 0"#,
+        r#"switchboard_delegation_duration_seconds_count{target="b"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} missing in\n{text}");
+    }
+
+    let rt = Runtime::builder()
+        .config(config(&[("a", &["b"], &[]), ("b", &[], &[])]))
+        .breaker(BreakerConfig { consecutive_failures: 2, ..BreakerConfig::default() })
+        .agent("a", echo(counter()))
+        .agent("b", agent(|_c, _t| async { Err(DelegationError::new(ErrorCode::AgentFailed, "down")) }))
+        .build()
+        .unwrap();
+    let _ = rt.delegate(&operator(), request("a", "b", "trip it")).await;
+    assert!(rt.metrics_text().contains(r#"switchboard_breaker_state{agent="b"} 2"#), "{}", rt.metrics_text());
+}

@@ -1,0 +1,187 @@
+//! Prometheus metrics of one runtime: delegations by target and outcome,
+//! attempts, latency, tokens, breaker state, first-attempt successes and
+//! fallbacks. Handles are made per agent at start, so recording a delegation
+//! is a few atomic increments.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::protocol::AgentSlug;
+use crate::resilience::{BreakerState, Breakers};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Target {
+    target: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TargetOutcome {
+    target: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Agent {
+    agent: String,
+}
+
+/// One agent's handles.
+#[derive(Clone)]
+struct AgentMetrics {
+    success: Counter,
+    partial: Counter,
+    failed: Counter,
+    refused: Counter,
+    attempts: Counter,
+    first_attempt: Counter,
+    fallbacks: Counter,
+    tokens: Counter,
+    latency: Histogram,
+}
+
+/// The outcome of one delegation, as metrics see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    pub target: &'a AgentSlug,
+    /// `success`, `partial`, `failed` or `refused`.
+    pub outcome: &'a str,
+    pub attempts: u32,
+    pub seconds: f64,
+    pub tokens: u32,
+    pub fallback: bool,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    agents: HashMap<AgentSlug, AgentMetrics>,
+    outcomes: Family<TargetOutcome, Counter>,
+    attempts: Family<Target, Counter>,
+    first_attempt: Family<Target, Counter>,
+    fallbacks: Family<Target, Counter>,
+    tokens: Family<Target, Counter>,
+    latency: Family<Target, Histogram>,
+    breaker: Family<Agent, Gauge>,
+}
+
+fn latency_histogram() -> Histogram {
+    // 10 µs to ~40 s: in-process hops are microseconds, model calls seconds.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.000_01, 4.0, 12))
+}
+
+impl Metrics {
+    pub fn new<'a>(agents: impl IntoIterator<Item = &'a AgentSlug>) -> Self {
+        let mut registry = Registry::with_prefix("switchboard");
+        let outcomes = Family::<TargetOutcome, Counter>::default();
+        let attempts = Family::<Target, Counter>::default();
+        let first_attempt = Family::<Target, Counter>::default();
+        let fallbacks = Family::<Target, Counter>::default();
+        let tokens = Family::<Target, Counter>::default();
+        let latency = Family::<Target, Histogram>::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let breaker = Family::<Agent, Gauge>::default();
+        registry.register("delegations", "Delegations by target and outcome", outcomes.clone());
+        registry.register("attempts", "Attempts made at agents", attempts.clone());
+        registry.register(
+            "first_attempt_successes",
+            "Delegations that succeeded on their first attempt",
+            first_attempt.clone(),
+        );
+        registry.register("fallbacks", "Final failures that recommended a fallback", fallbacks.clone());
+        registry.register("tokens", "Tokens used by delegations (subtree totals)", tokens.clone());
+        registry.register("delegation_duration_seconds", "Delegation latency", latency.clone());
+        registry.register("breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open", breaker.clone());
+        let agents = agents
+            .into_iter()
+            .map(|slug| {
+                let t = Target { target: slug.to_string() };
+                let o = |outcome: &str| {
+                    outcomes.get_or_create(&TargetOutcome { target: slug.to_string(), outcome: outcome.into() }).clone()
+                };
+                let m = AgentMetrics {
+                    success: o("success"),
+                    partial: o("partial"),
+                    failed: o("failed"),
+                    refused: o("refused"),
+                    attempts: attempts.get_or_create(&t).clone(),
+                    first_attempt: first_attempt.get_or_create(&t).clone(),
+                    fallbacks: fallbacks.get_or_create(&t).clone(),
+                    tokens: tokens.get_or_create(&t).clone(),
+                    latency: latency.get_or_create(&t).clone(),
+                };
+                (slug.clone(), m)
+            })
+            .collect();
+        Self { registry, agents, outcomes, attempts, first_attempt, fallbacks, tokens, latency, breaker }
+    }
+
+    /// Records one finished (or refused) delegation.
+    pub fn observe(&self, o: Observation<'_>) {
+        let owned;
+        let m = match self.agents.get(o.target) {
+            Some(m) => m,
+            None => {
+                // a target outside the registry (refused as unknown): counted by name
+                let t = Target { target: o.target.to_string() };
+                owned = AgentMetrics {
+                    success: Counter::default(),
+                    partial: Counter::default(),
+                    failed: Counter::default(),
+                    refused: self
+                        .outcomes
+                        .get_or_create(&TargetOutcome { target: t.target.clone(), outcome: "refused".into() })
+                        .clone(),
+                    attempts: self.attempts.get_or_create(&t).clone(),
+                    first_attempt: self.first_attempt.get_or_create(&t).clone(),
+                    fallbacks: self.fallbacks.get_or_create(&t).clone(),
+                    tokens: self.tokens.get_or_create(&t).clone(),
+                    latency: self.latency.get_or_create(&t).clone(),
+                };
+                &owned
+            }
+        };
+        match o.outcome {
+            "success" => m.success.inc(),
+            "partial" => m.partial.inc(),
+            "refused" => m.refused.inc(),
+            _ => m.failed.inc(),
+        };
+        m.attempts.inc_by(u64::from(o.attempts));
+        if o.attempts == 1 && matches!(o.outcome, "success" | "partial") {
+            m.first_attempt.inc();
+        }
+        if o.fallback {
+            m.fallbacks.inc();
+        }
+        m.tokens.inc_by(u64::from(o.tokens));
+        if o.outcome != "refused" {
+            m.latency.observe(o.seconds);
+        }
+    }
+
+    /// The Prometheus text exposition, with breaker states read now.
+    pub fn render(&self, breakers: &Breakers) -> String {
+        for slug in self.agents.keys() {
+            let v = match breakers.state(slug) {
+                BreakerState::Closed => 0,
+                BreakerState::HalfOpen => 1,
+                _ => 2,
+            };
+            self.breaker.get_or_create(&Agent { agent: slug.to_string() }).set(v);
+        }
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+/// Shared handle.
+pub type SharedMetrics = Arc<Metrics>;
