@@ -619,31 +619,11 @@ impl Runtime {
             duration_ms,
             tokens: TokenUsage::default(),
         };
-        self.inner.metrics.observe(Observation {
-            target: &req.target_employee,
-            outcome: "refused",
-            attempts: 0,
-            seconds: 0.0,
-            tokens: 0,
-            fallback: false,
-        });
         let mut response = DelegationResponse::failed(req.request_id, req.target_employee.clone(), err);
         response.duration_ms = duration_ms;
-        if let Err(e) = self.record(&record).await {
+        if let Err(e) = self.finish(&record, 0.0, false).await {
             response.error = Some(e);
         }
-        self.inner.events.emit(|| Event::Finished {
-            request_id: record.request_id,
-            root_id: record.root_id,
-            parent_id: record.parent_id,
-            origin: record.origin.clone(),
-            target: record.target.clone(),
-            status: record.status.clone(),
-            error_code: record.error_code.clone(),
-            attempts: 0,
-            duration_ms,
-            tokens: 0,
-        });
         response
     }
 
@@ -723,34 +703,14 @@ impl Runtime {
             tokens: response.token_usage,
         };
         // Durable before the response is acknowledged.
-        if let Err(e) = self.record(&record).await {
+        if let Err(e) = self.finish(&record, started.elapsed().as_secs_f64(), response.fallback.is_some()).await {
             response.status = Status::Failed;
             response.error = Some(e);
         }
-        inner.metrics.observe(Observation {
-            target: &req.target_employee,
-            outcome: &record.status,
-            attempts: record.attempts,
-            seconds: started.elapsed().as_secs_f64(),
-            tokens: record.tokens.total,
-            fallback: response.fallback.is_some(),
-        });
         tracing::info!(
             request_id = %req.request_id, origin = %req.origin_employee, target = %req.target_employee,
             depth = adm.node.depth, status = response.status.as_str(), duration_ms, "delegation finished"
         );
-        inner.events.emit(|| Event::Finished {
-            request_id: record.request_id,
-            root_id: record.root_id,
-            parent_id: record.parent_id,
-            origin: record.origin.clone(),
-            target: record.target.clone(),
-            status: record.status.clone(),
-            error_code: record.error_code.clone(),
-            attempts: record.attempts,
-            duration_ms,
-            tokens: record.tokens.total,
-        });
         if edge {
             // Back at the edge: the caller gave us these values; give them back.
             let vault = adm.node.tree.vault();
@@ -1094,8 +1054,37 @@ impl Runtime {
         Ok(())
     }
 
-    /// Writes the tree node and the audit record.
-    async fn record(&self, record: &DelegationRecord) -> Result<(), DelegationError> {
+    /// Ends a delegation's bookkeeping: the tree node and the audit record
+    /// (durably, before the caller hears back), metrics and the finished event.
+    async fn finish(&self, record: &DelegationRecord, seconds: f64, fallback: bool) -> Result<(), DelegationError> {
+        let inner = &*self.inner;
+        let written = self.write_records(record).await;
+        if let Ok(target) = AgentSlug::parse(&record.target) {
+            inner.metrics.observe(Observation {
+                target: &target,
+                outcome: &record.status,
+                attempts: record.attempts,
+                seconds,
+                tokens: record.tokens.total,
+                fallback,
+            });
+        }
+        inner.events.emit(|| Event::Finished {
+            request_id: record.request_id,
+            root_id: record.root_id,
+            parent_id: record.parent_id,
+            origin: record.origin.clone(),
+            target: record.target.clone(),
+            status: record.status.clone(),
+            error_code: record.error_code.clone(),
+            attempts: record.attempts,
+            duration_ms: record.duration_ms,
+            tokens: record.tokens.total,
+        });
+        written
+    }
+
+    async fn write_records(&self, record: &DelegationRecord) -> Result<(), DelegationError> {
         let store = &self.inner.store;
         store.put_delegation(record).await?;
         store
