@@ -27,6 +27,8 @@ pub(crate) struct Node {
     pub user: UserId,
     pub agent: AgentSlug,
     pub session: Option<SessionId>,
+    /// An ephemeral node's children are ephemeral too: a consult writes nothing.
+    pub mode: Mode,
     /// The depth this node's agent runs at.
     pub depth: u32,
     pub max_depth: u32,
@@ -188,7 +190,7 @@ impl Delegator {
         };
         req.context_hints = call.context_hints;
         req.handoff_data = call.handoff;
-        req.mode = call.mode;
+        req.mode = if n.mode == Mode::Ephemeral { Mode::Ephemeral } else { call.mode };
         req.task_note = call.task_note;
         req.checks = call.checks;
         req.priority = call.priority.unwrap_or(n.priority);

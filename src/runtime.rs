@@ -33,13 +33,16 @@ use crate::protocol::{
 };
 use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, BreakerState, Breakers, Next, RetryPlan};
-use crate::route::{DomainTable, Member, Registry, discover};
-use crate::store::{AuditRecord, DelegationRecord, Fact, MemoryStore, Message, Store, now_ms};
+use crate::route::{DomainTable, Member, Registry, discover, history};
+use crate::store::{AuditRecord, Claim, DelegationRecord, Fact, MemoryStore, Message, Store, now_ms};
 use crate::telemetry::{Metrics, Observation};
 use crate::{tokens, verify};
 
 /// How many of the target's recent messages reach it (seeds/002).
 const HISTORY_MESSAGES: usize = 5;
+
+/// How often a repeated request looks whether the first one finished.
+const IDEMPOTENCY_POLL: Duration = Duration::from_millis(25);
 
 /// The origin recorded for a user's own message to Prime.
 pub const USER_ORIGIN: &str = "user";
@@ -384,7 +387,15 @@ impl Runtime {
         let started = Instant::now();
         let started_ms = now_ms();
         let response = match self.admit(parent, caller, req, user_entry).await {
-            Ok(admitted) => self.run(admitted, parent.is_none(), started, started_ms).await,
+            Ok(admitted) => match self.claim(&admitted).await {
+                Ok(None) => self.run(admitted, parent.is_none(), started, started_ms).await,
+                Ok(Some(replayed)) => replayed,
+                Err(err) => {
+                    let (req, tree) = (admitted.req.clone(), admitted.node.tree.clone());
+                    drop(admitted);
+                    self.refuse(req, Some(tree), parent, err, started, started_ms).await
+                }
+            },
             Err((req, tree, err)) => self.refuse(req, tree, parent, err, started, started_ms).await,
         };
         if let Some(p) = parent {
@@ -464,6 +475,22 @@ impl Runtime {
             req.target_employee = rail!(picked);
         }
         if req.target_employee.is_auto() {
+            // what this user's past delegations of this kind say, then keywords
+            let signature = history::task_signature(&inner.redactor.redact(&req.objective, &mut Default::default()));
+            let recent =
+                rail!(inner.store.recent_outcomes(&req.user_id, history::WINDOW).await.map_err(DelegationError::from));
+            let past = history::similar(&recent, &signature);
+            let allowed_target = |a: &str| {
+                a != req.origin_employee.as_str()
+                    && AgentSlug::parse(a).is_ok_and(|s| {
+                        inner.registry.get(&s).is_some() && origin_spec.as_ref().is_none_or(|o| o.may_delegate_to(&s))
+                    })
+            };
+            if let Some(best) = history::preferred(&past, allowed_target).and_then(|a| AgentSlug::parse(a).ok()) {
+                req.target_employee = best;
+            }
+        }
+        if req.target_employee.is_auto() {
             let text = format!("{} {}", req.objective, req.input);
             let allowed = inner.registry.members().map(|m| &*m.spec).filter(|s| {
                 s.slug != req.origin_employee && origin_spec.as_ref().is_none_or(|o| o.may_delegate_to(&s.slug))
@@ -536,7 +563,17 @@ impl Runtime {
 
         // sessions: user isolation, enforced against the store
         let parent_session = parent.and_then(|p| p.session).or(req.parent_session_id);
-        let sessions = rail!(
+        let sessions = if req.mode == Mode::Ephemeral {
+            // a consult reads the target's history and creates nothing
+            isolation::existing_sessions(
+                &*inner.store,
+                &req.user_id,
+                &req.target_employee,
+                parent_session,
+                req.child_session_id,
+            )
+            .await
+        } else {
             isolation::sessions(
                 &*inner.store,
                 &req.user_id,
@@ -545,9 +582,9 @@ impl Runtime {
                 parent_session,
                 req.child_session_id,
             )
-            .await,
-            tree
-        );
+            .await
+        };
+        let sessions = rail!(sessions, tree);
 
         let mut chain: Vec<ChainLink> = req.chain.clone();
         if user_entry {
@@ -560,7 +597,8 @@ impl Runtime {
             root_id,
             user: req.user_id.clone(),
             agent: req.target_employee.clone(),
-            session: Some(sessions.child.id),
+            session: sessions.child.as_ref().map(|c| c.id),
+            mode: req.mode,
             depth,
             max_depth,
             deadline: deadline_at,
@@ -586,6 +624,39 @@ impl Runtime {
         })
     }
 
+    /// Idempotency: the first request with a key runs; a repeat gets the
+    /// stored response without running the agent again (waiting while the
+    /// first still runs); the same key with other parameters is refused.
+    async fn claim(&self, adm: &Admitted) -> Result<Option<DelegationResponse>, DelegationError> {
+        let Some(key) = &adm.req.idempotency_key else { return Ok(None) };
+        let store = &self.inner.store;
+        let fingerprint = adm.req.fingerprint();
+        loop {
+            match store.claim_idempotency(&adm.req.user_id, key, &fingerprint).await? {
+                Claim::New => return Ok(None),
+                Claim::Done(json) => {
+                    return serde_json::from_str(&json).map(Some).map_err(|e| {
+                        DelegationError::new(ErrorCode::AgentUnavailable, format!("stored response is unreadable: {e}"))
+                    });
+                }
+                Claim::Mismatch => {
+                    return Err(DelegationError::invalid(format!(
+                        "idempotency_key '{key}' was already used with different parameters; use a new key for a new request"
+                    )));
+                }
+                _ => {
+                    if Instant::now() + IDEMPOTENCY_POLL >= adm.node.deadline {
+                        return Err(DelegationError::new(
+                            ErrorCode::DeadlineExceeded,
+                            format!("a request with idempotency_key '{key}' is still running; retry later"),
+                        ));
+                    }
+                    tokio::time::sleep(IDEMPOTENCY_POLL).await;
+                }
+            }
+        }
+    }
+
     /// Records a refusal (audit, tree, event) and answers it.
     async fn refuse(
         &self,
@@ -609,6 +680,7 @@ impl Runtime {
             user_id: req.user_id.clone(),
             origin: req.origin_employee.to_string(),
             target: req.target_employee.to_string(),
+            signature: history::task_signature(&objective),
             objective,
             objective_hash: cycle::objective_hash(&req.objective),
             status: "refused".into(),
@@ -676,7 +748,7 @@ impl Runtime {
         response.token_usage = attempts.usage;
         response.token_usage.add(adm.node.children_usage());
         response.duration_ms = duration_ms;
-        response.child_session_id = Some(adm.sessions.child.id);
+        response.child_session_id = adm.sessions.child.as_ref().map(|c| c.id);
         response.execution = Some(Execution { duration_ms, ..attempts.execution.clone() });
         response.verifier = attempts.verdict.clone();
         response.learned = attempts.learned.clone();
@@ -692,6 +764,7 @@ impl Runtime {
             user_id: req.user_id.clone(),
             origin: req.origin_employee.to_string(),
             target: req.target_employee.to_string(),
+            signature: history::task_signature(&redacted_objective),
             objective: redacted_objective,
             objective_hash: cycle::objective_hash(&req.objective),
             status: response.status.as_str().into(),
@@ -718,6 +791,19 @@ impl Runtime {
             response.result = vault.restore(&response.result);
             for a in &mut response.artifacts {
                 vault.restore_json(&mut a.value);
+            }
+        }
+        if let Some(key) = &req.idempotency_key {
+            // a finished answer is kept for repeats; a failure frees the key for a retry
+            let kept = match response.status {
+                Status::Failed => inner.store.release_idempotency(&req.user_id, key).await,
+                _ => match serde_json::to_string(&response) {
+                    Ok(json) => inner.store.complete_idempotency(&req.user_id, key, &json).await,
+                    Err(_) => inner.store.release_idempotency(&req.user_id, key).await,
+                },
+            };
+            if let Err(e) = kept {
+                tracing::warn!(request_id = %req.request_id, "idempotency record not written: {e}");
             }
         }
         response
@@ -754,7 +840,8 @@ impl Runtime {
                 return out;
             }
         };
-        let signature = task_signature(&req.objective);
+        // the kind of task, from what the agent sees (PII already tokenized)
+        let signature = history::task_signature(&task.objective);
         let seeds = self.seed_order(agent.as_ref(), &spec.slug, &signature).await;
         let known_seeds: Vec<u64> = inner
             .store
@@ -944,7 +1031,10 @@ impl Runtime {
             scopes.push(format!("domain:{d}"));
         }
         let facts = inner.store.facts(&req.user_id, &scopes).await?;
-        let history = inner.store.recent_messages(adm.sessions.child.id, HISTORY_MESSAGES).await?;
+        let history = match &adm.sessions.child {
+            Some(child) => inner.store.recent_messages(child.id, HISTORY_MESSAGES).await?,
+            None => Vec::new(),
+        };
         let mut task = Task {
             request_id: Some(req.request_id),
             agent: Some(spec.slug.clone()),
@@ -1005,7 +1095,10 @@ impl Runtime {
     /// ephemeral consult (seeds/003), which reads the history but writes nothing.
     async fn persist(&self, adm: &Admitted, response: &DelegationResponse) -> Result<(), DelegationError> {
         let req = &adm.req;
-        if req.mode == Mode::Ephemeral || response.status == Status::Failed {
+        let Some(child) = adm.sessions.child.as_ref().filter(|_| req.mode == Mode::Persist) else {
+            return Ok(()); // an ephemeral consult writes nothing (seeds/003)
+        };
+        if response.status == Status::Failed {
             return Ok(());
         }
         let store = &self.inner.store;
@@ -1019,7 +1112,7 @@ impl Runtime {
             let r = &self.inner.redactor;
             [
                 Message {
-                    session_id: adm.sessions.child.id,
+                    session_id: child.id,
                     role: "user".into(),
                     content: r.redact(&asked, &mut vault),
                     delegated_from: origin.clone(),
@@ -1027,7 +1120,7 @@ impl Runtime {
                     created_at: now,
                 },
                 Message {
-                    session_id: adm.sessions.child.id,
+                    session_id: child.id,
                     role: "assistant".into(),
                     content: response.result.clone(),
                     delegated_from: origin,
@@ -1141,18 +1234,4 @@ fn fallback(e: &DelegationError) -> Option<Fallback> {
         _ => return None,
     };
     Some(Fallback { recommended: recommended.into(), reasoning: reasoning.into() })
-}
-
-/// A coarse signature of a task's kind, for learning which seed works: the
-/// objective's first significant words.
-pub fn task_signature(objective: &str) -> String {
-    const STOP: [&str; 12] =
-        ["the", "and", "for", "with", "about", "from", "into", "this", "that", "your", "our", "their"];
-    objective
-        .split(|c: char| !c.is_alphabetic())
-        .map(str::to_lowercase)
-        .filter(|w| w.len() > 2 && !STOP.contains(&w.as_str()))
-        .take(6)
-        .collect::<Vec<_>>()
-        .join(" ")
 }

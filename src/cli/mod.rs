@@ -19,6 +19,9 @@ use crate::protocol::{
 };
 use crate::runtime::{AskOptions, AskResponse, Runtime};
 
+/// An SQLite file in the working directory.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://switchboard.db";
+
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_REFUSED: u8 = 3;
@@ -40,6 +43,15 @@ pub struct Cli {
     /// Print results as JSON.
     #[arg(long, global = true)]
     json: bool,
+    /// Where state lives: sqlite://PATH (created on first use), postgres://USER@HOST:PORT/DB, or memory:.
+    #[arg(
+        long,
+        global = true,
+        env = "SWITCHBOARD_DATABASE_URL",
+        value_name = "URL",
+        default_value = DEFAULT_DATABASE_URL
+    )]
+    database_url: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -54,6 +66,26 @@ enum Command {
     Agents,
     /// Run the showcase scenarios and print each tree.
     Demo,
+    /// List the audit log; --verify checks its hash chain.
+    Audit(AuditArgs),
+    /// Print the stored tree of a delegation with timings and outcomes.
+    Trace(TraceArgs),
+}
+
+#[derive(Debug, Args)]
+struct AuditArgs {
+    /// Verify the hash chain (exit 4 if it is broken).
+    #[arg(long)]
+    verify: bool,
+    /// Only the last N records.
+    #[arg(long, value_name = "N")]
+    last: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+struct TraceArgs {
+    /// The request id of any delegation in the tree.
+    request_id: String,
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +140,13 @@ struct DelegateArgs {
     /// Consult without writing to the target's history (seeds/003).
     #[arg(long)]
     ephemeral: bool,
+    /// Repeating the request with the same key returns the stored response.
+    #[arg(long, value_name = "KEY")]
+    idempotency_key: Option<String>,
+    /// Send the delegation N times (new request ids), printing each response
+    /// as it is acknowledged (one JSON line each with --json).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    repeat: u32,
 }
 
 fn parse_priority(s: &str) -> Result<Priority, String> {
@@ -163,7 +202,11 @@ async fn run(cli: Cli) -> u8 {
         },
         None => Config::builtin(),
     };
-    let runtime = match Runtime::builder().config(config).build() {
+    let store = match crate::store::open(&cli.database_url).await {
+        Ok(s) => s,
+        Err(e) => return usage_error(format!("--database-url: {e}")),
+    };
+    let runtime = match Runtime::builder().config(config).store(store).build() {
         Ok(r) => r,
         Err(e) => return usage_error(e.message),
     };
@@ -172,6 +215,80 @@ async fn run(cli: Cli) -> u8 {
         Command::Delegate(args) => delegate(&runtime, args, cli.json).await,
         Command::Agents => agents(&runtime, cli.json),
         Command::Demo => demo::run(&runtime, cli.json).await,
+        Command::Audit(args) => audit(&runtime, args, cli.json).await,
+        Command::Trace(args) => trace(&runtime, args, cli.json).await,
+    }
+}
+
+async fn audit(runtime: &Runtime, args: AuditArgs, json: bool) -> u8 {
+    let entries = match runtime.store().audit_log().await {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let report = crate::store::audit::verify(&entries);
+    let shown = &entries[entries.len().saturating_sub(args.last.unwrap_or(usize::MAX))..];
+    if json {
+        let mut v = json!({"records": shown});
+        if args.verify {
+            v["verify"] = json!(report);
+        }
+        println!("{v}");
+    } else {
+        for e in shown {
+            let r = &e.record;
+            let when = chrono::DateTime::from_timestamp_millis(r.created_at)
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+                .unwrap_or_default();
+            println!(
+                "{:>6} {when} {} {} → {} {}{} {} ms {} tok \"{}\" {}",
+                e.seq,
+                r.user_id,
+                r.origin,
+                r.target,
+                r.outcome,
+                r.error_code.as_deref().map(|c| format!(" {c}")).unwrap_or_default(),
+                r.duration_ms,
+                r.tokens,
+                r.objective.chars().take(60).collect::<String>(),
+                &e.hash[..12]
+            );
+        }
+        if args.verify {
+            match (&report.valid, report.broken_at, &report.reason) {
+                (true, _, _) => println!("audit chain verified: {} records", report.records),
+                (false, at, reason) => println!(
+                    "audit chain BROKEN at record {}: {}",
+                    at.unwrap_or_default(),
+                    reason.as_deref().unwrap_or("unknown")
+                ),
+            }
+        }
+    }
+    if args.verify && !report.valid { EXIT_FAILED } else { EXIT_OK }
+}
+
+async fn trace(runtime: &Runtime, args: TraceArgs, json: bool) -> u8 {
+    let id = match args.request_id.parse() {
+        Ok(id) => id,
+        Err(e) => return usage_error(format!("REQUEST_ID: {e}")),
+    };
+    match runtime.tree(id).await {
+        Ok(Some(tree)) => {
+            if json {
+                println!("{}", json!(tree));
+            } else {
+                print!("{}", tree.render());
+            }
+            EXIT_OK
+        }
+        Ok(None) => usage_error(format!("no delegation with request id {id} is stored in this database")),
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            EXIT_FAILED
+        }
     }
 }
 
@@ -250,15 +367,28 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
         Constraints { max_tokens: args.max_tokens, max_depth: args.max_depth, deadline_ms: args.deadline_ms };
     req.task_note = args.task_note;
     req.priority = args.priority;
+    req.idempotency_key = args.idempotency_key;
     if args.ephemeral {
         req.mode = Mode::Ephemeral;
     }
-    let response = runtime.delegate(&Caller::Operator, req).await;
-    print_response(&response, json);
-    match &response.error {
-        None => EXIT_OK,
-        Some(e) => exit_code(e.code),
+    let mut code = EXIT_OK;
+    for _ in 0..args.repeat {
+        let mut r = req.clone();
+        r.request_id = Default::default();
+        let response = runtime.delegate(&Caller::Operator, r).await;
+        if json && args.repeat > 1 {
+            // one line per acknowledged delegation, written as soon as it is durable
+            println!("{}", serde_json::to_string(&response).unwrap_or_default());
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+        } else {
+            print_response(&response, json);
+        }
+        if let Some(e) = &response.error {
+            code = exit_code(e.code);
+        }
     }
+    code
 }
 
 fn print_response(r: &DelegationResponse, json: bool) {

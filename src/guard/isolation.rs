@@ -3,14 +3,50 @@
 //! about that session.
 
 use crate::protocol::{AgentSlug, DelegationError, SessionId, UserId};
-use crate::store::{Session, Store};
+use crate::store::{Session, Store, StoreError};
 
 /// The sessions a delegation works in: the origin's (parent) session and the
-/// target's child session under it.
+/// target's child session under it. An ephemeral consult may have no child
+/// session: it reads what exists and creates nothing.
 #[derive(Debug, Clone)]
 pub struct Sessions {
     pub parent: Option<Session>,
-    pub child: Session,
+    pub child: Option<Session>,
+}
+
+/// A session that must belong to `user`: another user's is refused, and so
+/// is one that does not exist, with the same answer, when `must_exist`.
+async fn owned(
+    store: &dyn Store,
+    user: &UserId,
+    id: SessionId,
+    must_exist: bool,
+) -> Result<Option<Session>, DelegationError> {
+    match store.session(id).await? {
+        Some(s) if &s.user_id == user => Ok(Some(s)),
+        None if !must_exist => Ok(None),
+        _ => Err(StoreError::UserMismatch.into()),
+    }
+}
+
+/// The sessions of an ephemeral consult (seeds/003): read, never created.
+pub async fn existing_sessions(
+    store: &dyn Store,
+    user: &UserId,
+    target: &AgentSlug,
+    parent: Option<SessionId>,
+    child: Option<SessionId>,
+) -> Result<Sessions, DelegationError> {
+    let parent = match parent {
+        Some(id) => owned(store, user, id, false).await?,
+        None => None,
+    };
+    let child = match (child, &parent) {
+        (Some(id), _) => owned(store, user, id, true).await?,
+        (None, Some(p)) => store.find_child_session(user, target, p.id).await?,
+        (None, None) => None,
+    };
+    Ok(Sessions { parent, child })
 }
 
 /// Resolves (creating where needed) the parent and child sessions, refusing
@@ -32,7 +68,7 @@ pub async fn sessions(
         (None, Some(p)) => store.child_session(user, target, p.id).await?,
         (None, None) => store.ensure_session(user, target, None, None).await?,
     };
-    Ok(Sessions { parent, child })
+    Ok(Sessions { parent, child: Some(child) })
 }
 
 #[cfg(test)]
@@ -59,7 +95,7 @@ mod tests {
         let err = sessions(&store, &bob, &prime, &byte, Some(parent), None).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::UserMismatch);
         assert!(!err.message.contains("alice"), "leaks the owner: {}", err.message);
-        let err = sessions(&store, &bob, &prime, &byte, None, Some(a.child.id)).await.unwrap_err();
+        let err = sessions(&store, &bob, &prime, &byte, None, Some(a.child.unwrap().id)).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::UserMismatch);
     }
 
@@ -70,7 +106,8 @@ mod tests {
         let parent = SessionId::new();
         let first = sessions(&store, &alice, &prime, &byte, Some(parent), None).await.unwrap();
         let second = sessions(&store, &alice, &prime, &byte, Some(parent), None).await.unwrap();
-        assert_eq!(first.child.id, second.child.id);
-        assert_eq!(first.child.parent_id, Some(parent));
+        let (first, second) = (first.child.unwrap(), second.child.unwrap());
+        assert_eq!(first.id, second.id);
+        assert_eq!(first.parent_id, Some(parent));
     }
 }

@@ -131,6 +131,30 @@ impl DelegationRequest {
     pub fn root_id(&self) -> RequestId {
         self.root_request_id.unwrap_or(self.request_id)
     }
+
+    /// A hash of what the request asks for (not of its ids, lineage or
+    /// timestamp): two requests with the same idempotency key must agree on it.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let what = serde_json::json!([
+            self.origin_employee,
+            self.target_employee,
+            self.user_id,
+            self.objective,
+            self.input,
+            self.constraints,
+            self.context_hints,
+            self.handoff_data,
+            self.priority,
+            self.retry_policy,
+            self.task_note,
+            self.checks,
+            self.mode,
+            self.tools,
+            self.target_domain,
+        ]);
+        hex::encode(Sha256::digest(what.to_string().as_bytes()))
+    }
 }
 
 /// Limits of one delegation (seeds/000 `constraints`).

@@ -3,6 +3,7 @@
 
 pub mod discovery;
 pub mod domains;
+pub mod history;
 pub mod registry;
 
 pub use discovery::{Candidate, discover};

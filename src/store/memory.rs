@@ -7,7 +7,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::audit::{AuditEntry, AuditRecord, GENESIS};
-use super::{DelegationRecord, Fact, Message, Session, Store, StoreError, StoreResult, now_ms};
+use super::{
+    Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult, now_ms,
+};
 use crate::guard::tree::lock;
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -26,17 +28,13 @@ struct Inner {
     audit: Vec<AuditEntry>,
     delegations: HashMap<RequestId, DelegationRecord>,
     seeds: HashMap<(AgentSlug, String, u64), f64>,
+    /// (user, key) → (request hash, response once finished)
+    idempotency: HashMap<(UserId, String), (String, Option<String>)>,
 }
 
 impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Row counts per table, for tests that assert nothing was written.
-    pub fn counts(&self) -> (usize, usize, usize) {
-        let i = lock(&self.inner);
-        (i.sessions.len(), i.messages.values().map(Vec::len).sum(), i.facts.values().map(Vec::len).sum())
     }
 }
 
@@ -83,6 +81,21 @@ impl Store for MemoryStore {
         i.sessions.insert(s.id, s.clone());
         i.children.insert(key, s.id);
         Ok(s)
+    }
+
+    async fn session(&self, id: SessionId) -> StoreResult<Option<Session>> {
+        Ok(lock(&self.inner).sessions.get(&id).cloned())
+    }
+
+    async fn find_child_session(
+        &self,
+        user: &UserId,
+        agent: &AgentSlug,
+        parent: SessionId,
+    ) -> StoreResult<Option<Session>> {
+        let i = lock(&self.inner);
+        let key = (user.clone(), agent.clone(), parent);
+        Ok(i.children.get(&key).and_then(|id| i.sessions.get(id)).cloned())
     }
 
     async fn append_messages(&self, messages: &[Message]) -> StoreResult<()> {
@@ -158,5 +171,58 @@ impl Store for MemoryStore {
         let score = i.seeds.entry((agent.clone(), signature.to_string(), seed)).or_insert(0.0);
         *score = (*score + delta).clamp(-10.0, 10.0);
         Ok(*score)
+    }
+
+    async fn recent_outcomes(&self, user: &UserId, limit: usize) -> StoreResult<Vec<Outcome>> {
+        let i = lock(&self.inner);
+        let mut mine: Vec<&DelegationRecord> =
+            i.delegations.values().filter(|r| &r.user_id == user && r.status != "refused").collect();
+        mine.sort_by_key(|r| std::cmp::Reverse((r.started_at, r.request_id)));
+        Ok(mine
+            .into_iter()
+            .take(limit)
+            .map(|r| Outcome { target: r.target.clone(), status: r.status.clone(), signature: r.signature.clone() })
+            .collect())
+    }
+
+    async fn claim_idempotency(&self, user: &UserId, key: &str, request_hash: &str) -> StoreResult<Claim> {
+        let mut i = lock(&self.inner);
+        let k = (user.clone(), key.to_string());
+        Ok(match i.idempotency.get(&k) {
+            Some((hash, _)) if hash != request_hash => Claim::Mismatch,
+            Some((_, Some(response))) => Claim::Done(response.clone()),
+            Some((_, None)) => Claim::Pending,
+            None => {
+                i.idempotency.insert(k, (request_hash.to_string(), None));
+                Claim::New
+            }
+        })
+    }
+
+    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
+        if let Some(entry) = lock(&self.inner).idempotency.get_mut(&(user.clone(), key.to_string())) {
+            entry.1 = Some(response.to_string());
+        }
+        Ok(())
+    }
+
+    async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
+        let mut i = lock(&self.inner);
+        let k = (user.clone(), key.to_string());
+        if i.idempotency.get(&k).is_some_and(|(_, r)| r.is_none()) {
+            i.idempotency.remove(&k);
+        }
+        Ok(())
+    }
+
+    async fn counts(&self) -> StoreResult<StoreCounts> {
+        let i = lock(&self.inner);
+        Ok(StoreCounts {
+            sessions: i.sessions.len() as u64,
+            messages: i.messages.values().map(Vec::len).sum::<usize>() as u64,
+            facts: i.facts.values().map(Vec::len).sum::<usize>() as u64,
+            delegations: i.delegations.len() as u64,
+            audit: i.audit.len() as u64,
+        })
     }
 }

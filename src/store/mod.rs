@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod memory;
+pub mod sql;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,7 @@ use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionI
 
 pub use audit::{AuditEntry, AuditRecord, ChainReport};
 pub use memory::MemoryStore;
+pub use sql::SqlStore;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
@@ -64,11 +66,59 @@ pub struct DelegationRecord {
     /// `success`, `partial`, `failed` or `refused`.
     pub status: String,
     pub error_code: Option<String>,
+    /// The kind of task (`route::history::task_signature`), for learning.
+    pub signature: String,
     pub attempts: u32,
     pub depth: u32,
     pub started_at: i64,
     pub duration_ms: u64,
     pub tokens: TokenUsage,
+}
+
+/// One finished delegation, as history sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    pub target: String,
+    pub status: String,
+    pub signature: String,
+}
+
+/// How an agent fared on one kind of task for one user (learning from history).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentHistory {
+    pub agent: String,
+    pub successes: u64,
+    pub total: u64,
+}
+
+impl AgentHistory {
+    pub fn success_rate(&self) -> f64 {
+        if self.total == 0 { 0.0 } else { self.successes as f64 / self.total as f64 }
+    }
+}
+
+/// The state of an idempotency key when a request claims it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Claim {
+    /// The key is new and now belongs to this request: run it.
+    New,
+    /// A request with these parameters already finished: here is its response (JSON).
+    Done(String),
+    /// A request with this key is running now.
+    Pending,
+    /// The key was used with different parameters.
+    Mismatch,
+}
+
+/// Row counts, for operations and for tests that assert nothing was written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StoreCounts {
+    pub sessions: u64,
+    pub messages: u64,
+    pub facts: u64,
+    pub delegations: u64,
+    pub audit: u64,
 }
 
 /// A failure of the store itself.
@@ -115,6 +165,17 @@ pub trait Store: Send + Sync + 'static {
     /// The target's child session under `parent` for `user`: reused if it exists.
     async fn child_session(&self, user: &UserId, agent: &AgentSlug, parent: SessionId) -> StoreResult<Session>;
 
+    /// The session `id`, whoever owns it (read only; callers check the owner).
+    async fn session(&self, id: SessionId) -> StoreResult<Option<Session>>;
+
+    /// The target's existing child session under `parent`, without creating one.
+    async fn find_child_session(
+        &self,
+        user: &UserId,
+        agent: &AgentSlug,
+        parent: SessionId,
+    ) -> StoreResult<Option<Session>>;
+
     async fn append_messages(&self, messages: &[Message]) -> StoreResult<()>;
 
     /// The last `limit` messages of a session, oldest first.
@@ -141,4 +202,27 @@ pub trait Store: Send + Sync + 'static {
     async fn seed_scores(&self, agent: &AgentSlug, signature: &str) -> StoreResult<Vec<(u64, f64)>>;
 
     async fn adjust_seed_score(&self, agent: &AgentSlug, signature: &str, seed: u64, delta: f64) -> StoreResult<f64>;
+
+    /// The user's most recent finished (not refused) delegations, newest first.
+    async fn recent_outcomes(&self, user: &UserId, limit: usize) -> StoreResult<Vec<Outcome>>;
+
+    /// Claims `key` for a request whose parameters hash to `request_hash`.
+    async fn claim_idempotency(&self, user: &UserId, key: &str, request_hash: &str) -> StoreResult<Claim>;
+
+    /// Stores the response of the request that claimed `key`.
+    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()>;
+
+    /// Gives up a claim (the request failed in a way worth retrying).
+    async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()>;
+
+    async fn counts(&self) -> StoreResult<StoreCounts>;
+}
+
+/// Opens the store a URL names: `memory:`, `sqlite://PATH` (created on first
+/// use) or `postgres://…`.
+pub async fn open(url: &str) -> StoreResult<std::sync::Arc<dyn Store>> {
+    if url == "memory:" || url == "memory" {
+        return Ok(std::sync::Arc::new(MemoryStore::new()));
+    }
+    Ok(std::sync::Arc::new(SqlStore::connect(url).await?))
 }

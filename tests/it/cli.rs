@@ -5,10 +5,12 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The binary, with state in memory unless a test names a database.
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard"));
     c.current_dir(env!("CARGO_MANIFEST_DIR"));
     c.env_remove("SWITCHBOARD_CONFIG").env_remove("SWITCHBOARD_USER").env_remove("RUST_LOG");
+    c.env("SWITCHBOARD_DATABASE_URL", "memory:");
     c
 }
 

@@ -2,9 +2,12 @@
 
 mod budget;
 mod cli;
+mod db;
 mod modes;
 mod pii;
 mod protocol;
 mod rails;
 mod resilience;
+mod state;
+mod store;
 mod support;

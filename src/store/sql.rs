@@ -1,0 +1,643 @@
+//! The SQL store: SQLite (the embedded default: a file in WAL mode, created
+//! on first use, every commit synced) and PostgreSQL (for more than one
+//! server process), through one code path on sqlx's `Any` driver and one set
+//! of migrations. Audit appends are serialized (SQLite: `BEGIN IMMEDIATE`;
+//! PostgreSQL: a transaction-scoped advisory lock), so the hash chain never
+//! forks, and they are committed before the call returns.
+
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, AssertSqlSafe, Executor, Row, SqlSafeStr};
+
+use super::audit::{AuditEntry, AuditRecord, GENESIS};
+use super::{
+    Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult, now_ms,
+};
+use crate::protocol::{AgentSlug, RequestId, SessionId, TokenUsage, UserId};
+use crate::route::history::task_signature;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A store in SQLite or PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct SqlStore {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+fn backend_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn migrator() -> Migrator {
+    Migrator::with_migrations(vec![Migration::new(
+        1,
+        "init".into(),
+        MigrationType::Simple,
+        include_str!("migrations/0001_init.sql").into_sql_str(),
+        false,
+    )])
+}
+
+/// An arbitrary, fixed key for the audit chain's advisory lock.
+const AUDIT_LOCK: i64 = 0x5357_4244_4155_4454; // "SWBDAUDT"
+
+impl SqlStore {
+    /// Connects (creating an SQLite file if needed) and runs the migrations.
+    /// URLs: `sqlite://PATH`, `sqlite::memory:`, `postgres://user@host:port/db`.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        sqlx::any::install_default_drivers();
+        let (backend, url) = if url.starts_with("sqlite:") {
+            (Backend::Sqlite, sqlite_url(url))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            (Backend::Postgres, url.to_string())
+        } else {
+            return Err(StoreError::Backend(format!(
+                "unsupported database URL '{}': use sqlite://PATH or postgres://USER@HOST:PORT/DB",
+                url.split('@').next_back().unwrap_or(url).chars().take(60).collect::<String>()
+            )));
+        };
+        let memory = url.contains(":memory:") || url.contains("mode=memory");
+        let mut options = AnyPoolOptions::new()
+            .max_connections(match (backend, memory) {
+                (Backend::Sqlite, true) => 1, // each connection would see its own database
+                (Backend::Sqlite, false) => 8,
+                (Backend::Postgres, _) => 16,
+            })
+            .acquire_timeout(std::time::Duration::from_secs(5));
+        if backend == Backend::Sqlite {
+            options = options.after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    // WAL for concurrent readers; FULL: every commit reaches the disk.
+                    conn.execute("PRAGMA journal_mode = WAL").await?;
+                    conn.execute("PRAGMA synchronous = FULL").await?;
+                    conn.execute("PRAGMA busy_timeout = 10000").await?;
+                    Ok(())
+                })
+            });
+        }
+        let pool = options
+            .connect(&url)
+            .await
+            .map_err(|e| StoreError::Backend(format!("cannot open the database ({}): {e}", redact_url(&url))))?;
+        migrator().run(&pool).await.map_err(|e| StoreError::Backend(format!("migrations failed: {e}")))?;
+        Ok(Self { pool, backend })
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.backend == Backend::Postgres
+    }
+
+    /// The connection pool, for operators' tools and tests.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+}
+
+/// sqlx creates an SQLite file only with `mode=rwc`.
+fn sqlite_url(url: &str) -> String {
+    if url.contains(":memory:") || url.contains("mode=") {
+        url.to_string()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
+
+/// The URL without its password, for messages.
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+fn hash_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+fn parse<T: FromStr>(row: &AnyRow, col: &str) -> StoreResult<T> {
+    let s: String = row.try_get(col).map_err(backend_err)?;
+    s.parse().map_err(|_| StoreError::Backend(format!("corrupt value in column {col}: '{s}'")))
+}
+
+fn parse_opt<T: FromStr>(row: &AnyRow, col: &str) -> StoreResult<Option<T>> {
+    let s: Option<String> = row.try_get(col).map_err(backend_err)?;
+    s.map(|s| s.parse().map_err(|_| StoreError::Backend(format!("corrupt value in column {col}: '{s}'")))).transpose()
+}
+
+fn int(row: &AnyRow, col: &str) -> StoreResult<i64> {
+    row.try_get::<i64, _>(col).map_err(backend_err)
+}
+
+fn session_from(row: &AnyRow) -> StoreResult<Session> {
+    Ok(Session {
+        id: parse(row, "id")?,
+        user_id: parse(row, "user_id")?,
+        agent: parse(row, "agent")?,
+        parent_id: parse_opt(row, "parent_id")?,
+        created_at: int(row, "created_at")?,
+    })
+}
+
+fn delegation_from(row: &AnyRow) -> StoreResult<DelegationRecord> {
+    Ok(DelegationRecord {
+        request_id: parse(row, "request_id")?,
+        root_id: parse(row, "root_id")?,
+        parent_id: parse_opt(row, "parent_id")?,
+        user_id: parse(row, "user_id")?,
+        origin: row.try_get("origin").map_err(backend_err)?,
+        target: row.try_get("target").map_err(backend_err)?,
+        objective: row.try_get("objective").map_err(backend_err)?,
+        objective_hash: row.try_get("objective_hash").map_err(backend_err)?,
+        status: row.try_get("status").map_err(backend_err)?,
+        error_code: row.try_get("error_code").map_err(backend_err)?,
+        signature: row.try_get("signature").map_err(backend_err)?,
+        attempts: int(row, "attempts")? as u32,
+        depth: int(row, "depth")? as u32,
+        started_at: int(row, "started_at")?,
+        duration_ms: int(row, "duration_ms")? as u64,
+        tokens: TokenUsage {
+            prompt: int(row, "prompt_tokens")? as u32,
+            completion: int(row, "completion_tokens")? as u32,
+            total: int(row, "total_tokens")? as u32,
+        },
+    })
+}
+
+fn audit_from(row: &AnyRow) -> StoreResult<AuditEntry> {
+    Ok(AuditEntry {
+        seq: int(row, "seq")? as u64,
+        record: AuditRecord {
+            request_id: parse(row, "request_id")?,
+            root_id: parse(row, "root_id")?,
+            origin: row.try_get("origin").map_err(backend_err)?,
+            target: row.try_get("target").map_err(backend_err)?,
+            user_id: row.try_get("user_id").map_err(backend_err)?,
+            objective: row.try_get("objective").map_err(backend_err)?,
+            outcome: row.try_get("outcome").map_err(backend_err)?,
+            error_code: row.try_get("error_code").map_err(backend_err)?,
+            duration_ms: int(row, "duration_ms")? as u64,
+            tokens: int(row, "tokens")? as u32,
+            created_at: int(row, "created_at")?,
+        },
+        prev_hash: row.try_get("prev_hash").map_err(backend_err)?,
+        hash: row.try_get("hash").map_err(backend_err)?,
+    })
+}
+
+const SESSION_COLUMNS: &str = "id, user_id, agent, parent_id, created_at";
+
+impl SqlStore {
+    async fn session_by_id(&self, id: SessionId) -> StoreResult<Option<Session>> {
+        let row = sqlx::query("SELECT id, user_id, agent, parent_id, created_at FROM sessions WHERE id = $1")
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        row.as_ref().map(session_from).transpose()
+    }
+
+    async fn insert_session(&self, s: &Session) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO sessions (id, user_id, agent, parent_id, created_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(s.id.to_string())
+        .bind(s.user_id.to_string())
+        .bind(s.agent.to_string())
+        .bind(s.parent_id.map(|p| p.to_string()))
+        .bind(s.created_at)
+        .execute(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for SqlStore {
+    async fn ensure_session(
+        &self,
+        user: &UserId,
+        agent: &AgentSlug,
+        id: Option<SessionId>,
+        parent: Option<SessionId>,
+    ) -> StoreResult<Session> {
+        let id = id.unwrap_or_default();
+        if let Some(s) = self.session_by_id(id).await? {
+            return if &s.user_id == user { Ok(s) } else { Err(StoreError::UserMismatch) };
+        }
+        let s = Session { id, user_id: user.clone(), agent: agent.clone(), parent_id: parent, created_at: now_ms() };
+        self.insert_session(&s).await?;
+        // Another request may have created it first: whoever owns it now decides.
+        match self.session_by_id(id).await? {
+            Some(s) if &s.user_id == user => Ok(s),
+            Some(_) => Err(StoreError::UserMismatch),
+            None => Err(StoreError::Backend("a session vanished right after it was created".into())),
+        }
+    }
+
+    async fn child_session(&self, user: &UserId, agent: &AgentSlug, parent: SessionId) -> StoreResult<Session> {
+        if self.session_by_id(parent).await?.is_some_and(|p| &p.user_id != user) {
+            return Err(StoreError::UserMismatch);
+        }
+        if let Some(s) = self.find_child_session(user, agent, parent).await? {
+            return Ok(s);
+        }
+        let s = Session {
+            id: SessionId::new(),
+            user_id: user.clone(),
+            agent: agent.clone(),
+            parent_id: Some(parent),
+            created_at: now_ms(),
+        };
+        self.insert_session(&s).await?;
+        self.find_child_session(user, agent, parent)
+            .await?
+            .ok_or_else(|| StoreError::Backend("a child session vanished right after it was created".into()))
+    }
+
+    async fn session(&self, id: SessionId) -> StoreResult<Option<Session>> {
+        self.session_by_id(id).await
+    }
+
+    async fn find_child_session(
+        &self,
+        user: &UserId,
+        agent: &AgentSlug,
+        parent: SessionId,
+    ) -> StoreResult<Option<Session>> {
+        let sql =
+            format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE user_id = $1 AND agent = $2 AND parent_id = $3");
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(user.to_string())
+            .bind(agent.to_string())
+            .bind(parent.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        row.as_ref().map(session_from).transpose()
+    }
+
+    async fn append_messages(&self, messages: &[Message]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(backend_err)?;
+        for m in messages {
+            let metadata =
+                serde_json::json!({"delegated_from": m.delegated_from, "delegation_depth": m.delegation_depth});
+            sqlx::query(
+                "INSERT INTO messages (id, session_id, role, content, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(uuid::Uuid::now_v7().to_string())
+            .bind(m.session_id.to_string())
+            .bind(m.role.clone())
+            .bind(m.content.clone())
+            .bind(metadata.to_string())
+            .bind(m.created_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend_err)?;
+        }
+        tx.commit().await.map_err(backend_err)
+    }
+
+    async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>> {
+        let rows = sqlx::query(
+            "SELECT session_id, role, content, metadata, created_at FROM messages WHERE session_id = $1 \
+             ORDER BY id DESC LIMIT $2",
+        )
+        .bind(session.to_string())
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        let mut out = rows
+            .iter()
+            .map(|row| {
+                let metadata: String = row.try_get("metadata").map_err(backend_err)?;
+                let meta: serde_json::Value = serde_json::from_str(&metadata).unwrap_or_default();
+                Ok(Message {
+                    session_id: parse(row, "session_id")?,
+                    role: row.try_get("role").map_err(backend_err)?,
+                    content: row.try_get("content").map_err(backend_err)?,
+                    delegated_from: meta["delegated_from"].as_str().map(str::to_string),
+                    delegation_depth: meta["delegation_depth"].as_u64().map(|d| d as u32),
+                    created_at: int(row, "created_at")?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        out.reverse();
+        Ok(out)
+    }
+
+    async fn facts(&self, user: &UserId, scopes: &[String]) -> StoreResult<Vec<Fact>> {
+        if scopes.is_empty() {
+            return Ok(Vec::new());
+        }
+        // placeholders only: no value is spliced into the SQL text
+        let marks: Vec<String> = (0..scopes.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT user_id, scope, fact, source_request, created_at FROM memory_facts \
+             WHERE user_id = $1 AND scope IN ({}) ORDER BY created_at, id",
+            marks.join(", ")
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(user.to_string());
+        for s in scopes {
+            q = q.bind(s.clone());
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(backend_err)?;
+        rows.iter()
+            .map(|row| {
+                Ok(Fact {
+                    user_id: parse(row, "user_id")?,
+                    scope: row.try_get("scope").map_err(backend_err)?,
+                    fact: row.try_get("fact").map_err(backend_err)?,
+                    source_request: parse_opt(row, "source_request")?,
+                    created_at: int(row, "created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(backend_err)?;
+        for f in facts {
+            sqlx::query(
+                "INSERT INTO memory_facts (id, user_id, scope, fact, fact_hash, source_request, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            )
+            .bind(uuid::Uuid::now_v7().to_string())
+            .bind(f.user_id.to_string())
+            .bind(f.scope.clone())
+            .bind(f.fact.clone())
+            .bind(hash_hex(&f.fact))
+            .bind(f.source_request.map(|r| r.to_string()))
+            .bind(f.created_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend_err)?;
+        }
+        tx.commit().await.map_err(backend_err)
+    }
+
+    async fn append_audit(&self, record: AuditRecord) -> StoreResult<AuditEntry> {
+        let mut tx = match self.backend {
+            // take the write lock up front: the head we read stays the head
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend_err)?,
+            Backend::Postgres => {
+                let mut tx = self.pool.begin().await.map_err(backend_err)?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(AUDIT_LOCK)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend_err)?;
+                tx
+            }
+        };
+        let head = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend_err)?;
+        let (seq, prev) = match head {
+            Some(row) => (int(&row, "seq")? as u64 + 1, row.try_get::<String, _>("hash").map_err(backend_err)?),
+            None => (1, GENESIS.to_string()),
+        };
+        let entry = record.seal(seq, &prev);
+        let r = &entry.record;
+        sqlx::query(
+            "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
+             duration_ms, tokens, created_at, prev_hash, hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+        )
+        .bind(seq as i64)
+        .bind(r.request_id.to_string())
+        .bind(r.root_id.to_string())
+        .bind(r.origin.clone())
+        .bind(r.target.clone())
+        .bind(r.user_id.clone())
+        .bind(r.objective.clone())
+        .bind(r.outcome.clone())
+        .bind(r.error_code.clone())
+        .bind(r.duration_ms as i64)
+        .bind(i64::from(r.tokens))
+        .bind(r.created_at)
+        .bind(entry.prev_hash.clone())
+        .bind(entry.hash.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_err)?;
+        tx.commit().await.map_err(backend_err)?;
+        Ok(entry)
+    }
+
+    async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>> {
+        let rows = sqlx::query(
+            "SELECT seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, duration_ms, \
+             tokens, created_at, prev_hash, hash FROM audit_log ORDER BY seq",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        rows.iter().map(audit_from).collect()
+    }
+
+    async fn put_delegation(&self, r: &DelegationRecord) -> StoreResult<()> {
+        let signature = if r.signature.is_empty() { task_signature(&r.objective) } else { r.signature.clone() };
+        sqlx::query(
+            "INSERT INTO delegations (request_id, root_id, parent_id, user_id, origin, target, objective, \
+             objective_hash, signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, \
+             completion_tokens, total_tokens) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+             ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, error_code = excluded.error_code, \
+             attempts = excluded.attempts, duration_ms = excluded.duration_ms, \
+             prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
+             total_tokens = excluded.total_tokens",
+        )
+        .bind(r.request_id.to_string())
+        .bind(r.root_id.to_string())
+        .bind(r.parent_id.map(|p| p.to_string()))
+        .bind(r.user_id.to_string())
+        .bind(r.origin.clone())
+        .bind(r.target.clone())
+        .bind(r.objective.clone())
+        .bind(r.objective_hash.clone())
+        .bind(signature)
+        .bind(r.status.clone())
+        .bind(r.error_code.clone())
+        .bind(i64::from(r.attempts))
+        .bind(i64::from(r.depth))
+        .bind(r.started_at)
+        .bind(r.duration_ms as i64)
+        .bind(i64::from(r.tokens.prompt))
+        .bind(i64::from(r.tokens.completion))
+        .bind(i64::from(r.tokens.total))
+        .execute(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        Ok(())
+    }
+
+    async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {
+        let root: Option<String> = sqlx::query_scalar("SELECT root_id FROM delegations WHERE request_id = $1")
+            .bind(request.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        let root = root.unwrap_or_else(|| request.to_string());
+        let rows = sqlx::query(
+            "SELECT request_id, root_id, parent_id, user_id, origin, target, objective, objective_hash, signature, \
+             status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, completion_tokens, \
+             total_tokens FROM delegations WHERE root_id = $1 ORDER BY started_at, request_id",
+        )
+        .bind(root)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        rows.iter().map(delegation_from).collect()
+    }
+
+    async fn seed_scores(&self, agent: &AgentSlug, signature: &str) -> StoreResult<Vec<(u64, f64)>> {
+        let rows = sqlx::query(
+            "SELECT seed, score FROM seed_scores WHERE agent = $1 AND signature = $2 ORDER BY score DESC, seed",
+        )
+        .bind(agent.to_string())
+        .bind(signature.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        rows.iter()
+            .map(|row| Ok((int(row, "seed")? as u64, row.try_get::<f64, _>("score").map_err(backend_err)?)))
+            .collect()
+    }
+
+    async fn adjust_seed_score(&self, agent: &AgentSlug, signature: &str, seed: u64, delta: f64) -> StoreResult<f64> {
+        let mut tx = self.pool.begin().await.map_err(backend_err)?;
+        let current: Option<f64> =
+            sqlx::query_scalar("SELECT score FROM seed_scores WHERE agent = $1 AND signature = $2 AND seed = $3")
+                .bind(agent.to_string())
+                .bind(signature.to_string())
+                .bind(seed as i64)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend_err)?;
+        let score = (current.unwrap_or(0.0) + delta).clamp(-10.0, 10.0);
+        sqlx::query(
+            "INSERT INTO seed_scores (agent, signature, seed, score, updated_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (agent, signature, seed) DO UPDATE SET score = excluded.score, updated_at = excluded.updated_at",
+        )
+        .bind(agent.to_string())
+        .bind(signature.to_string())
+        .bind(seed as i64)
+        .bind(score)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_err)?;
+        tx.commit().await.map_err(backend_err)?;
+        Ok(score)
+    }
+
+    async fn recent_outcomes(&self, user: &UserId, limit: usize) -> StoreResult<Vec<Outcome>> {
+        let rows = sqlx::query(
+            "SELECT target, status, signature FROM delegations WHERE user_id = $1 AND status <> 'refused' \
+             ORDER BY started_at DESC, request_id DESC LIMIT $2",
+        )
+        .bind(user.to_string())
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        rows.iter()
+            .map(|row| {
+                Ok(Outcome {
+                    target: row.try_get("target").map_err(backend_err)?,
+                    status: row.try_get("status").map_err(backend_err)?,
+                    signature: row.try_get("signature").map_err(backend_err)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn claim_idempotency(&self, user: &UserId, key: &str, request_hash: &str) -> StoreResult<Claim> {
+        let inserted = sqlx::query(
+            "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, response, created_at) \
+             VALUES ($1, $2, $3, NULL, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(user.to_string())
+        .bind(key.to_string())
+        .bind(request_hash.to_string())
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        if inserted.rows_affected() == 1 {
+            return Ok(Claim::New);
+        }
+        let row =
+            sqlx::query("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
+                .bind(user.to_string())
+                .bind(key.to_string())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend_err)?;
+        let Some(row) = row else {
+            // released between our insert and this read: claim it again
+            return Box::pin(self.claim_idempotency(user, key, request_hash)).await;
+        };
+        let hash: String = row.try_get("request_hash").map_err(backend_err)?;
+        let response: Option<String> = row.try_get("response").map_err(backend_err)?;
+        Ok(match (hash == request_hash, response) {
+            (false, _) => Claim::Mismatch,
+            (true, Some(r)) => Claim::Done(r),
+            (true, None) => Claim::Pending,
+        })
+    }
+
+    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE idempotency_keys SET response = $1 WHERE user_id = $2 AND idem_key = $3")
+            .bind(response.to_string())
+            .bind(user.to_string())
+            .bind(key.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        Ok(())
+    }
+
+    async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
+        sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2 AND response IS NULL")
+            .bind(user.to_string())
+            .bind(key.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        Ok(())
+    }
+
+    async fn counts(&self) -> StoreResult<StoreCounts> {
+        let row = sqlx::query(
+            "SELECT (SELECT COUNT(*) FROM sessions) AS sessions, (SELECT COUNT(*) FROM messages) AS messages, \
+             (SELECT COUNT(*) FROM memory_facts) AS facts, (SELECT COUNT(*) FROM delegations) AS delegations, \
+             (SELECT COUNT(*) FROM audit_log) AS audit",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        Ok(StoreCounts {
+            sessions: int(&row, "sessions")? as u64,
+            messages: int(&row, "messages")? as u64,
+            facts: int(&row, "facts")? as u64,
+            delegations: int(&row, "delegations")? as u64,
+            audit: int(&row, "audit")? as u64,
+        })
+    }
+}

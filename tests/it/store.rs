@@ -1,0 +1,207 @@
+//! The `Store` contract, on SQLite and on PostgreSQL through one code path.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use sqlx::Executor;
+use switchboard::protocol::{RequestId, SessionId, TokenUsage};
+use switchboard::store::{AuditRecord, Claim, DelegationRecord, Fact, Message, Store, StoreError, audit, now_ms};
+
+use crate::db;
+use crate::support::*;
+
+fn record(n: u64) -> AuditRecord {
+    AuditRecord {
+        request_id: RequestId::new(),
+        root_id: RequestId::new(),
+        origin: "prime-boss".into(),
+        target: "byte-doc".into(),
+        user_id: "alice".into(),
+        objective: format!("objective {n}"),
+        outcome: "success".into(),
+        error_code: None,
+        duration_ms: n,
+        tokens: 7,
+        created_at: now_ms(),
+    }
+}
+
+#[tokio::test]
+async fn sessions_belong_to_one_user_and_children_are_reused() {
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let (alice, bob, prime, byte) = (user("alice"), user("bob"), slug("prime-boss"), slug("byte-doc"));
+        let parent = s.ensure_session(&alice, &prime, None, None).await.unwrap();
+        assert_eq!(s.ensure_session(&alice, &prime, Some(parent.id), None).await.unwrap(), parent, "{}", db.name);
+        assert_eq!(s.ensure_session(&bob, &prime, Some(parent.id), None).await.unwrap_err(), StoreError::UserMismatch);
+        let child = s.child_session(&alice, &byte, parent.id).await.unwrap();
+        assert_eq!(child.parent_id, Some(parent.id));
+        assert_eq!(s.child_session(&alice, &byte, parent.id).await.unwrap().id, child.id, "{}: reused", db.name);
+        assert_eq!(s.child_session(&bob, &byte, parent.id).await.unwrap_err(), StoreError::UserMismatch);
+        assert_eq!(s.find_child_session(&alice, &slug("tag-ai"), parent.id).await.unwrap(), None);
+        assert_eq!(s.session(child.id).await.unwrap().unwrap().user_id, alice);
+        assert_eq!(s.session(SessionId::new()).await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
+async fn the_last_messages_of_a_session_come_back_oldest_first() {
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let session = s.ensure_session(&user("alice"), &slug("byte-doc"), None, None).await.unwrap();
+        let msgs: Vec<Message> = (0..8)
+            .map(|i| Message {
+                session_id: session.id,
+                role: if i % 2 == 0 { "user".into() } else { "assistant".into() },
+                content: format!("m{i}"),
+                delegated_from: Some("prime-boss".into()),
+                delegation_depth: Some(1),
+                created_at: now_ms(),
+            })
+            .collect();
+        s.append_messages(&msgs).await.unwrap();
+        let last = s.recent_messages(session.id, 5).await.unwrap();
+        let contents: Vec<&str> = last.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["m3", "m4", "m5", "m6", "m7"], "{}", db.name);
+        assert_eq!(last[0].delegated_from.as_deref(), Some("prime-boss"));
+        assert_eq!(last[0].delegation_depth, Some(1));
+    }
+}
+
+#[tokio::test]
+async fn facts_are_scoped_and_not_duplicated() {
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let fact = |u: &str, scope: &str, f: &str| Fact {
+            user_id: user(u),
+            scope: scope.into(),
+            fact: f.into(),
+            source_request: Some(RequestId::new()),
+            created_at: now_ms(),
+        };
+        s.add_facts(&[
+            fact("alice", "global", "prefers CSV"),
+            fact("alice", "agent:ledger-tax", "self-employed in Canada"),
+            fact("alice", "domain:tax", "files quarterly"),
+            fact("alice", "agent:byte-doc", "uploads scans"),
+            fact("bob", "global", "bob's secret"),
+        ])
+        .await
+        .unwrap();
+        s.add_facts(&[fact("alice", "global", "prefers CSV")]).await.unwrap();
+        let scopes = ["global".to_string(), "agent:ledger-tax".into(), "domain:tax".into()];
+        let got: Vec<String> = s.facts(&user("alice"), &scopes).await.unwrap().into_iter().map(|f| f.fact).collect();
+        assert_eq!(got, ["prefers CSV", "self-employed in Canada", "files quarterly"], "{}", db.name);
+    }
+}
+
+#[tokio::test]
+async fn concurrent_audit_appends_form_one_verifying_chain_and_tampering_is_detected() {
+    for db in db::both().await {
+        let s: Arc<dyn Store> = db.dyn_store();
+        let entries = join_all((0..20).map(|i| {
+            let s = s.clone();
+            async move { s.append_audit(record(i)).await.unwrap() }
+        }))
+        .await;
+        let mut seqs: Vec<u64> = entries.iter().map(|e| e.seq).collect();
+        seqs.sort();
+        assert_eq!(seqs, (1..=20).collect::<Vec<_>>(), "{}: no fork, no gap", db.name);
+        let log = s.audit_log().await.unwrap();
+        assert!(audit::verify(&log).valid, "{}", db.name);
+
+        db.store.pool().execute("UPDATE audit_log SET outcome = 'failed' WHERE seq = 7").await.unwrap();
+        let report = audit::verify(&s.audit_log().await.unwrap());
+        assert!(!report.valid);
+        assert_eq!(report.broken_at, Some(7), "{}", db.name);
+    }
+}
+
+#[tokio::test]
+async fn delegation_trees_and_history_come_back_from_the_store() {
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let root = RequestId::new();
+        let rec = |id: RequestId, parent: Option<RequestId>, target: &str, status: &str, sig: &str| DelegationRecord {
+            request_id: id,
+            root_id: root,
+            parent_id: parent,
+            user_id: user("alice"),
+            origin: "prime-boss".into(),
+            target: target.into(),
+            objective: "extract receipt data".into(),
+            objective_hash: "abcdef01".into(),
+            status: status.into(),
+            error_code: None,
+            signature: sig.into(),
+            attempts: 1,
+            depth: 1,
+            started_at: now_ms(),
+            duration_ms: 3,
+            tokens: TokenUsage::new(10, 5),
+        };
+        let child = RequestId::new();
+        s.put_delegation(&rec(root, None, "prime-boss", "success", "x")).await.unwrap();
+        s.put_delegation(&rec(child, Some(root), "byte-doc", "success", "extract receipt data")).await.unwrap();
+        for status in ["success", "success", "failed", "refused"] {
+            s.put_delegation(&rec(RequestId::new(), Some(root), "tag-ai", status, "extract receipt data"))
+                .await
+                .unwrap();
+        }
+        let tree = s.delegation_tree(child).await.unwrap();
+        assert_eq!(tree.len(), 6, "{}", db.name);
+        assert_eq!(tree.iter().find(|r| r.request_id == child).unwrap().tokens, TokenUsage::new(10, 5));
+        let recent = s.recent_outcomes(&user("alice"), 100).await.unwrap();
+        let tag: Vec<&str> = recent.iter().filter(|o| o.target == "tag-ai").map(|o| o.status.as_str()).collect();
+        assert_eq!(tag.len(), 3, "{}: refusals do not count", db.name);
+        assert_eq!(tag.iter().filter(|s| **s == "success").count(), 2);
+        assert_eq!(s.recent_outcomes(&user("alice"), 2).await.unwrap().len(), 2);
+        assert!(s.recent_outcomes(&user("bob"), 100).await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn seed_scores_are_promoted_penalized_and_ordered() {
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let email = slug("email");
+        s.adjust_seed_score(&email, "draft apology email", 981234, -1.0).await.unwrap();
+        s.adjust_seed_score(&email, "draft apology email", 776655, 1.0).await.unwrap();
+        assert_eq!(s.adjust_seed_score(&email, "draft apology email", 776655, 1.0).await.unwrap(), 2.0);
+        let scores = s.seed_scores(&email, "draft apology email").await.unwrap();
+        assert_eq!(scores, [(776655, 2.0), (981234, -1.0)], "{}", db.name);
+        assert!(s.seed_scores(&email, "other").await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn idempotency_keys_are_claimed_once_and_replayed() {
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let alice = user("alice");
+        assert_eq!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::New, "{}", db.name);
+        assert_eq!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::Pending);
+        assert_eq!(s.claim_idempotency(&alice, "k1", "h2").await.unwrap(), Claim::Mismatch);
+        assert_eq!(s.claim_idempotency(&user("bob"), "k1", "h2").await.unwrap(), Claim::New, "keys are per user");
+        s.complete_idempotency(&alice, "k1", "{\"done\":true}").await.unwrap();
+        assert_eq!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::Done("{\"done\":true}".into()));
+        s.release_idempotency(&alice, "k1").await.unwrap();
+        assert!(matches!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::Done(_)), "finished keys stay");
+        assert_eq!(s.claim_idempotency(&alice, "k2", "h").await.unwrap(), Claim::New);
+        s.release_idempotency(&alice, "k2").await.unwrap();
+        assert_eq!(s.claim_idempotency(&alice, "k2", "h").await.unwrap(), Claim::New, "a released key is free again");
+        // concurrent claims: exactly one wins
+        let claims = join_all((0..10).map(|_| s.claim_idempotency(&alice, "k3", "h"))).await;
+        assert_eq!(claims.iter().filter(|c| matches!(c, Ok(Claim::New))).count(), 1, "{}", db.name);
+    }
+}
+
+#[tokio::test]
+async fn a_bad_database_url_is_a_clear_error() {
+    for url in ["mysql://x@localhost/db", "nonsense"] {
+        let err = switchboard::store::SqlStore::connect(url).await.unwrap_err();
+        assert!(err.to_string().contains("sqlite://PATH or postgres://"), "{err}");
+    }
+    let err = switchboard::store::SqlStore::connect("postgres://nobody:secret@127.0.0.1:1/none").await.unwrap_err();
+    assert!(!err.to_string().contains("secret"), "the password never appears: {err}");
+}
