@@ -218,3 +218,96 @@ fn the_seed_task_notes_run_end_to_end_through_delegate_with_their_verdicts_print
         assert!(out.contains("execution: 1 attempt(s)"), "{out}");
     }
 }
+
+fn run_on(db: &str, args: &[&str]) -> Output {
+    bin().env("SWITCHBOARD_DATABASE_URL", db).args(args).output().expect("the binary runs")
+}
+
+#[test]
+fn state_lives_in_the_database_named_by_the_flag_or_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("state.db").display());
+    // the flag after the subcommand...
+    let o = run(&[
+        "ask",
+        "--json",
+        "--file",
+        &example("receipt.txt"),
+        "Upload this receipt and categorize it",
+        "--database-url",
+        &url,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = json(&o)["request_id"].as_str().unwrap().to_string();
+    // ...before it...
+    let o = run(&["--database-url", &url, "trace", &id, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = json(&o);
+    assert_eq!(tree["agent"], "prime-boss");
+    assert_eq!(children(&tree), ["byte-doc", "tag-ai"]);
+    assert!(tree["children"][0]["duration_ms"].is_u64());
+    // ...or in the environment
+    let o = run_on(&url, &["trace", &id]);
+    let text = stdout(&o);
+    assert!(text.contains("byte-doc \"Extract receipt data\" success"), "{text}");
+    let o = run_on(&url, &["audit", "--verify"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("audit chain verified: 3 records"), "{}", stdout(&o));
+    let o = run_on(&url, &["audit", "--json", "--verify", "--last", "1"]);
+    let v = json(&o);
+    assert_eq!(v["verify"]["valid"], true);
+    assert_eq!(v["records"].as_array().unwrap().len(), 1);
+    assert_eq!(v["records"][0]["target"], "prime-boss");
+
+    // a tree that is not there, and an id that is not one
+    let o = run_on(&url, &["trace", "01a20144-ac5b-73dc-b3ce-30d30f72c767"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(run_on(&url, &["trace", "nope"]).status.code(), Some(2));
+    let o = run(&["--database-url", "mysql://x@y/z", "agents"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("sqlite://PATH"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_default_database_is_an_sqlite_file_in_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(dir.path())
+        .env_remove("SWITCHBOARD_DATABASE_URL")
+        .args(["ask", "Hello"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("switchboard.db").exists());
+    let help = stdout(&run(&["--help"]));
+    assert!(help.contains("sqlite://switchboard.db"), "{help}");
+}
+
+#[test]
+fn an_idempotency_key_replays_the_stored_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("state.db").display());
+    let args = [
+        "delegate",
+        "--json",
+        "--to",
+        "tag-ai",
+        "--objective",
+        "Categorize",
+        "--input",
+        "2025-10-01 Starbucks 4.50",
+        "--idempotency-key",
+        "k-1",
+    ];
+    let first = json(&run_on(&url, &args));
+    let second = json(&run_on(&url, &args));
+    assert_eq!(first["request_id"], second["request_id"], "the stored response comes back");
+    assert_eq!(first, second);
+    let log = json(&run_on(&url, &["audit", "--json"]));
+    assert_eq!(log["records"].as_array().unwrap().len(), 1, "the agent ran once");
+    let mut changed = args.to_vec();
+    changed[5] = "Categorize differently";
+    let o = run_on(&url, &changed);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("INVALID_REQUEST"), "{}", stdout(&o));
+}

@@ -2,6 +2,7 @@
 
 mod budget;
 mod cli;
+mod crash;
 mod db;
 mod modes;
 mod pii;
