@@ -26,6 +26,11 @@ pub(crate) struct Node {
     pub root_id: RequestId,
     pub user: UserId,
     pub agent: AgentSlug,
+    /// Who delegated to this node, and from which request and session.
+    pub origin: AgentSlug,
+    pub parent_request_id: Option<RequestId>,
+    pub parent_session: Option<SessionId>,
+    pub idempotency_key: Option<String>,
     pub session: Option<SessionId>,
     /// An ephemeral node's children are ephemeral too: a consult writes nothing.
     pub mode: Mode,
@@ -62,6 +67,65 @@ impl Node {
 
     pub fn remaining_tokens(&self) -> u32 {
         self.tree.state().ledger.account(self.request_id).map_or(0, |a| a.remaining())
+    }
+}
+
+/// Where a running delegation stands in its tree: what an agent needs to
+/// hand the delegation on to another runtime with the rails intact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lineage {
+    pub request_id: RequestId,
+    pub root_id: RequestId,
+    pub parent_request_id: Option<RequestId>,
+    pub origin: AgentSlug,
+    pub agent: AgentSlug,
+    pub user: UserId,
+    pub parent_session: Option<SessionId>,
+    pub session: Option<SessionId>,
+    /// The depth this agent runs at.
+    pub depth: u32,
+    pub max_depth: u32,
+    /// Ancestors of this agent, oldest first (not this agent).
+    pub ancestors: Vec<ChainLink>,
+    pub remaining: Duration,
+    pub remaining_tokens: u32,
+    pub tools: ToolSet,
+    pub priority: Priority,
+    pub mode: Mode,
+    pub idempotency_key: Option<String>,
+}
+
+impl Lineage {
+    /// The envelope that carries this delegation to another runtime: the same
+    /// ids and lineage, the remaining deadline and budget, the effective tools,
+    /// and the task as this agent received it (PII still tokenized).
+    pub fn forward(&self, target: AgentSlug, task: &crate::agent::Task) -> DelegationRequest {
+        let mut req = DelegationRequest::new(
+            self.origin.clone(),
+            target,
+            self.user.clone(),
+            task.objective.clone(),
+            task.input.clone(),
+        );
+        req.request_id = self.request_id;
+        req.root_request_id = Some(self.root_id);
+        req.parent_request_id = self.parent_request_id;
+        req.parent_session_id = self.parent_session;
+        req.current_depth = self.depth.saturating_sub(1);
+        req.chain = self.ancestors.clone();
+        req.constraints = Constraints {
+            max_tokens: self.remaining_tokens.max(1),
+            max_depth: self.max_depth,
+            deadline_ms: (self.remaining.as_millis() as u64).max(1),
+        };
+        req.context_hints = task.context_hints.clone();
+        req.handoff_data = task.handoff.clone();
+        req.task_note = task.task_note.clone();
+        req.priority = self.priority;
+        req.mode = self.mode;
+        req.tools = Some(self.tools.iter().cloned().collect());
+        req.idempotency_key = self.idempotency_key.clone();
+        req
     }
 }
 
@@ -212,6 +276,30 @@ impl Delegator {
     pub async fn delegate_parallel(&self, calls: Vec<Call>) -> Result<Vec<DelegationResponse>, DelegationError> {
         fanout::check_batch(calls.len(), self.node.fan_out)?;
         Ok(join_all(calls.into_iter().map(|c| self.delegate(c))).await)
+    }
+
+    /// Where this delegation stands in its tree.
+    pub fn lineage(&self) -> Lineage {
+        let n = &self.node;
+        Lineage {
+            request_id: n.request_id,
+            root_id: n.root_id,
+            parent_request_id: n.parent_request_id,
+            origin: n.origin.clone(),
+            agent: n.agent.clone(),
+            user: n.user.clone(),
+            parent_session: n.parent_session,
+            session: n.session,
+            depth: n.depth,
+            max_depth: n.max_depth,
+            ancestors: n.chain[..n.chain.len().saturating_sub(1)].to_vec(),
+            remaining: n.deadline.saturating_duration_since(Instant::now()),
+            remaining_tokens: n.remaining_tokens(),
+            tools: (*n.tools).clone(),
+            priority: n.priority,
+            mode: n.mode,
+            idempotency_key: n.idempotency_key.clone(),
+        }
     }
 
     /// The agent this handle delegates for.

@@ -5,6 +5,7 @@
 //! [`runtime`].
 
 pub mod agent;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod delegator;

@@ -3,6 +3,8 @@
 //! [`Agent`]; the runtime wraps every call in the rails.
 
 pub mod builtin;
+pub mod command;
+pub mod remote;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -26,6 +26,23 @@ pub struct Config {
     /// Domain routing (seeds/004): members, alternatives and load balancing.
     #[serde(default)]
     pub domains: Vec<DomainSpec>,
+    /// Bearer tokens known from the start (more are issued with `switchboard token`).
+    #[serde(default)]
+    pub auth: AuthConfig,
+}
+
+/// Tokens given in the configuration: the token itself, or `sha256:<hex>` of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// agent slug → its service token
+    #[serde(default)]
+    pub service_tokens: BTreeMap<String, String>,
+    /// user id → their token
+    #[serde(default)]
+    pub user_tokens: BTreeMap<String, String>,
+    #[serde(default)]
+    pub admin_tokens: Vec<String>,
 }
 
 /// A domain's routing entry. Members default to the agents whose `domain` is
@@ -171,10 +188,35 @@ pub struct AgentLimits {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum Backend {
-    /// A deterministic agent compiled into Switchboard; `name` defaults to the slug.
+    /// A deterministic agent compiled into Switchboard; `name` defaults to the
+    /// slug (`prime` makes the agent a Prime-style orchestrator).
     Builtin {
         #[serde(default)]
         name: Option<String>,
+    },
+    /// Another Switchboard (or anything speaking `POST /v1/delegate`) does the
+    /// work; the envelope carries the rails across the hop.
+    Http {
+        /// Base URL, e.g. `http://127.0.0.1:7421`.
+        url: String,
+        /// The agent's slug over there (default: the same slug).
+        #[serde(default)]
+        agent: Option<String>,
+        /// Environment variable holding the service token the remote issued
+        /// to the calling agent (the origin).
+        #[serde(default)]
+        token_env: Option<String>,
+        /// Per-origin tokens: origin slug → environment variable.
+        #[serde(default)]
+        origin_tokens: BTreeMap<String, String>,
+    },
+    /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
+    Command {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
     },
 }
 
@@ -364,6 +406,16 @@ impl Config {
                         d.name
                     ));
                 }
+            }
+        }
+        for agent in self.auth.service_tokens.keys() {
+            if !known(agent) {
+                return bad(format!("auth.service_tokens names unknown agent '{agent}'"));
+            }
+        }
+        for user in self.auth.user_tokens.keys() {
+            if crate::protocol::UserId::parse(user.as_str()).is_err() {
+                return bad(format!("auth.user_tokens: '{user}' is not a valid user id"));
             }
         }
         for w in &self.workflows {

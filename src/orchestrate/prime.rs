@@ -227,8 +227,10 @@ pub struct PrimeAgent {
 }
 
 impl PrimeAgent {
-    pub fn new(config: &Config) -> Result<Self, DelegationError> {
-        Ok(Self { planner: RulePlanner::new(config, "prime-boss")? })
+    /// Prime's planner for the agent `me` (any slug may run as a Prime-style
+    /// orchestrator of the configured routes).
+    pub fn new(config: &Config, me: &str) -> Result<Self, DelegationError> {
+        Ok(Self { planner: RulePlanner::new(config, me)? })
     }
 
     pub fn planner(&self) -> &RulePlanner {

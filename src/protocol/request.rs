@@ -132,8 +132,9 @@ impl DelegationRequest {
         self.root_request_id.unwrap_or(self.request_id)
     }
 
-    /// A hash of what the request asks for (not of its ids, lineage or
-    /// timestamp): two requests with the same idempotency key must agree on it.
+    /// A hash of what the request asks for (not of its ids, lineage,
+    /// timestamp or remaining deadline, which a retry changes): two requests
+    /// with the same idempotency key must agree on it.
     pub fn fingerprint(&self) -> String {
         use sha2::{Digest, Sha256};
         let what = serde_json::json!([
@@ -142,7 +143,8 @@ impl DelegationRequest {
             self.user_id,
             self.objective,
             self.input,
-            self.constraints,
+            self.constraints.max_tokens,
+            self.constraints.max_depth,
             self.context_hints,
             self.handoff_data,
             self.priority,

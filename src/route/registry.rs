@@ -4,6 +4,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::agent::command::CommandAgent;
+use crate::agent::remote::RemoteAgent;
 use crate::agent::{Agent, builtin};
 use crate::config::{AgentSpec, Backend, Config};
 use crate::orchestrate::prime::PrimeAgent;
@@ -93,7 +95,7 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
         Backend::Builtin { name } => {
             let name = name.as_deref().unwrap_or(spec.slug.as_str());
             if name == "prime-boss" || name == "prime" {
-                return Ok(Arc::new(PrimeAgent::new(config)?));
+                return Ok(Arc::new(PrimeAgent::new(config, spec.slug.as_str())?));
             }
             builtin::lookup(name).ok_or_else(|| {
                 DelegationError::invalid(format!(
@@ -102,5 +104,10 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
                 ))
             })
         }
+        Backend::Http { url, agent, token_env, origin_tokens } => Ok(Arc::new(
+            RemoteAgent::new(url, agent.as_deref(), token_env.as_deref(), origin_tokens)
+                .map_err(|e| DelegationError::invalid(format!("agent '{}': {}", spec.slug, e.message)))?,
+        )),
+        Backend::Command { command, args, env } => Ok(Arc::new(CommandAgent::new(command, args, env)?)),
     }
 }

@@ -30,6 +30,8 @@ struct Inner {
     seeds: HashMap<(AgentSlug, String, u64), f64>,
     /// (user, key) → (request hash, response once finished)
     idempotency: HashMap<(UserId, String), (String, Option<String>)>,
+    /// token hash → (kind, subject)
+    tokens: HashMap<String, (String, String)>,
 }
 
 impl MemoryStore {
@@ -213,6 +215,23 @@ impl Store for MemoryStore {
             i.idempotency.remove(&k);
         }
         Ok(())
+    }
+
+    async fn put_token(&self, hash: &str, kind: &str, subject: &str) -> StoreResult<()> {
+        lock(&self.inner).tokens.entry(hash.to_string()).or_insert_with(|| (kind.to_string(), subject.to_string()));
+        Ok(())
+    }
+
+    async fn find_token(&self, hash: &str) -> StoreResult<Option<(String, String)>> {
+        Ok(lock(&self.inner).tokens.get(hash).cloned())
+    }
+
+    async fn token_subjects(&self, kind: &str) -> StoreResult<Vec<String>> {
+        let i = lock(&self.inner);
+        let mut v: Vec<String> = i.tokens.values().filter(|(k, _)| k == kind).map(|(_, s)| s.clone()).collect();
+        v.sort();
+        v.dedup();
+        Ok(v)
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -215,6 +215,15 @@ pub trait Store: Send + Sync + 'static {
     /// Gives up a claim (the request failed in a way worth retrying).
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()>;
 
+    /// Stores a token's hash with its kind (`service`, `user`, `admin`) and subject.
+    async fn put_token(&self, hash: &str, kind: &str, subject: &str) -> StoreResult<()>;
+
+    /// The (kind, subject) of the token with this hash.
+    async fn find_token(&self, hash: &str) -> StoreResult<Option<(String, String)>>;
+
+    /// The subjects that have at least one token of `kind`.
+    async fn token_subjects(&self, kind: &str) -> StoreResult<Vec<String>>;
+
     async fn counts(&self) -> StoreResult<StoreCounts>;
 }
 

@@ -38,13 +38,13 @@ fn backend_err(e: impl std::fmt::Display) -> StoreError {
 }
 
 fn migrator() -> Migrator {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        "init".into(),
-        MigrationType::Simple,
-        include_str!("migrations/0001_init.sql").into_sql_str(),
-        false,
-    )])
+    let m = |version, name: &'static str, sql: &'static str| {
+        Migration::new(version, name.into(), MigrationType::Simple, sql.into_sql_str(), false)
+    };
+    Migrator::with_migrations(vec![
+        m(1, "init", include_str!("migrations/0001_init.sql")),
+        m(2, "tokens", include_str!("migrations/0002_tokens.sql")),
+    ])
 }
 
 /// An arbitrary, fixed key for the audit chain's advisory lock.
@@ -621,6 +621,39 @@ impl Store for SqlStore {
             .await
             .map_err(backend_err)?;
         Ok(())
+    }
+
+    async fn put_token(&self, hash: &str, kind: &str, subject: &str) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO tokens (token_hash, kind, subject, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(hash.to_string())
+        .bind(kind.to_string())
+        .bind(subject.to_string())
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        Ok(())
+    }
+
+    async fn find_token(&self, hash: &str) -> StoreResult<Option<(String, String)>> {
+        let row = sqlx::query("SELECT kind, subject FROM tokens WHERE token_hash = $1")
+            .bind(hash.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        row.map(|r| Ok((r.try_get("kind").map_err(backend_err)?, r.try_get("subject").map_err(backend_err)?)))
+            .transpose()
+    }
+
+    async fn token_subjects(&self, kind: &str) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query("SELECT DISTINCT subject FROM tokens WHERE kind = $1 ORDER BY subject")
+            .bind(kind.to_string())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        rows.iter().map(|r| r.try_get("subject").map_err(backend_err)).collect()
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

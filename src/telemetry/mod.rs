@@ -1,0 +1,8 @@
+//! Observability: Prometheus metrics and tracing (a span per delegation, W3C
+//! `traceparent` across hops, OTLP export when an endpoint is configured).
+
+pub mod metrics;
+pub mod trace;
+
+pub use metrics::{Metrics, Observation};
+pub use trace::trace_headers;
