@@ -13,6 +13,7 @@ pub enum Event {
     Started {
         request_id: RequestId,
         root_id: RequestId,
+        user_id: String,
         parent_id: Option<RequestId>,
         origin: String,
         target: String,
@@ -23,6 +24,7 @@ pub enum Event {
     Attempt {
         request_id: RequestId,
         root_id: RequestId,
+        user_id: String,
         target: String,
         attempt: u32,
         seed: Option<u64>,
@@ -31,6 +33,7 @@ pub enum Event {
     Retry {
         request_id: RequestId,
         root_id: RequestId,
+        user_id: String,
         target: String,
         attempt: u32,
         error_code: String,
@@ -41,6 +44,7 @@ pub enum Event {
     Finished {
         request_id: RequestId,
         root_id: RequestId,
+        user_id: String,
         parent_id: Option<RequestId>,
         origin: String,
         target: String,
@@ -53,6 +57,35 @@ pub enum Event {
 }
 
 impl Event {
+    pub fn user_id(&self) -> &str {
+        match self {
+            Self::Started { user_id, .. }
+            | Self::Attempt { user_id, .. }
+            | Self::Retry { user_id, .. }
+            | Self::Finished { user_id, .. } => user_id,
+        }
+    }
+
+    /// Whether `agent` took part: as origin or target.
+    pub fn involves(&self, agent: &str) -> bool {
+        match self {
+            Self::Started { origin, target, .. } | Self::Finished { origin, target, .. } => {
+                origin == agent || target == agent
+            }
+            Self::Attempt { target, .. } | Self::Retry { target, .. } => target == agent,
+        }
+    }
+
+    /// The event's name on the SSE stream.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Started { .. } => "started",
+            Self::Attempt { .. } => "attempt",
+            Self::Retry { .. } => "retry",
+            Self::Finished { .. } => "finished",
+        }
+    }
+
     pub fn root_id(&self) -> RequestId {
         match self {
             Self::Started { root_id, .. }

@@ -17,6 +17,7 @@ pub mod redact;
 pub mod resilience;
 pub mod route;
 pub mod runtime;
+pub mod server;
 pub mod store;
 pub mod telemetry;
 pub mod tokens;

@@ -712,6 +712,7 @@ impl Runtime {
         inner.events.emit(|| Event::Started {
             request_id: req.request_id,
             root_id: adm.node.root_id,
+            user_id: req.user_id.to_string(),
             parent_id: req.parent_request_id,
             origin: req.origin_employee.to_string(),
             target: req.target_employee.to_string(),
@@ -879,6 +880,7 @@ impl Runtime {
             inner.events.emit(|| Event::Attempt {
                 request_id: req.request_id,
                 root_id: node.root_id,
+                user_id: req.user_id.to_string(),
                 target: spec.slug.to_string(),
                 attempt,
                 seed: task.seed,
@@ -955,6 +957,7 @@ impl Runtime {
                     inner.events.emit(|| Event::Retry {
                         request_id: req.request_id,
                         root_id: node.root_id,
+                        user_id: req.user_id.to_string(),
                         target: spec.slug.to_string(),
                         attempt,
                         error_code: err.code.to_string(),
@@ -1169,6 +1172,7 @@ impl Runtime {
         inner.events.emit(|| Event::Finished {
             request_id: record.request_id,
             root_id: record.root_id,
+            user_id: record.user_id.to_string(),
             parent_id: record.parent_id,
             origin: record.origin.clone(),
             target: record.target.clone(),

@@ -70,6 +70,38 @@ enum Command {
     Audit(AuditArgs),
     /// Print the stored tree of a delegation with timings and outcomes.
     Trace(TraceArgs),
+    /// Run Switchboard as an HTTP service.
+    Serve(ServeArgs),
+    /// Issue a bearer token (shown once; only its hash is stored).
+    Token(TokenArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Where to listen (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:7420", value_parser = parse_addr)]
+    addr: std::net::SocketAddr,
+    /// After SIGTERM, how long in-flight delegations may take to finish.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    shutdown_grace_ms: u64,
+}
+
+fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse().map_err(|_| format!("'{s}' is not an address like 127.0.0.1:7420"))
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+struct TokenArgs {
+    /// A service token for this agent (for POST /v1/delegate).
+    #[arg(long, value_name = "SLUG")]
+    agent: Option<String>,
+    /// A user token (for POST /v1/chat).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// An admin token (every tree and event; the web page).
+    #[arg(long)]
+    admin: bool,
 }
 
 #[derive(Debug, Args)]
@@ -217,6 +249,77 @@ async fn run(cli: Cli) -> u8 {
         Command::Demo => demo::run(&runtime, cli.json).await,
         Command::Audit(args) => audit(&runtime, args, cli.json).await,
         Command::Trace(args) => trace(&runtime, args, cli.json).await,
+        Command::Serve(args) => serve(runtime, args).await,
+        Command::Token(args) => token(runtime, args).await,
+    }
+}
+
+async fn serve(runtime: Runtime, args: ServeArgs) -> u8 {
+    use std::io::Write as _;
+    let auth = runtime.config().auth.clone();
+    let agents: Vec<AgentSlug> = runtime.registry().members().map(|m| m.spec.slug.clone()).collect();
+    let state = std::sync::Arc::new(crate::server::AppState::new(runtime));
+    if let Err(e) = state.tokens.load_config(&auth).await {
+        return usage_error(e.message);
+    }
+    let issued = match state.tokens.bootstrap(&agents).await {
+        Ok(i) => i,
+        Err(e) => return usage_error(e.message),
+    };
+    let listener = match tokio::net::TcpListener::bind(args.addr).await {
+        Ok(l) => l,
+        Err(e) => return usage_error(format!("cannot listen on {}: {e}", args.addr)),
+    };
+    let addr = listener.local_addr().map_or_else(|_| args.addr.to_string(), |a| a.to_string());
+    println!("switchboard listening on http://{addr}");
+    if !issued.is_empty() {
+        println!("first start: these tokens are shown once and stored hashed; keep them");
+        for (who, token) in &issued {
+            let who = match who {
+                crate::auth::Principal::Service(a) => format!("service token for agent {a}"),
+                crate::auth::Principal::User(u) => format!("user token for {u}"),
+                _ => "admin token".to_string(),
+            };
+            println!("  {who:<40} {token}");
+        }
+    }
+    let _ = std::io::stdout().flush();
+    let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
+    match crate::server::serve(state, listener, grace, crate::server::shutdown_signal()).await {
+        Ok(()) => {
+            eprintln!("switchboard: stopped");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: the server failed: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+async fn token(runtime: Runtime, args: TokenArgs) -> u8 {
+    use crate::auth::Principal;
+    let principal = match (args.agent, args.user, args.admin) {
+        (Some(a), _, _) => match AgentSlug::parse(&a) {
+            Ok(a) if runtime.registry().get(&a).is_some() => Principal::Service(a),
+            Ok(a) => return usage_error(format!("--agent: no agent '{a}' in this team")),
+            Err(e) => return usage_error(format!("--agent: {e}")),
+        },
+        (_, Some(u), _) => match UserId::parse(u) {
+            Ok(u) => Principal::User(u),
+            Err(e) => return usage_error(format!("--user: {e}")),
+        },
+        _ => Principal::Admin,
+    };
+    match crate::auth::Tokens::new(runtime.store().clone()).issue(principal).await {
+        Ok(t) => {
+            println!("{t}");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            EXIT_FAILED
+        }
     }
 }
 

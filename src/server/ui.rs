@@ -1,0 +1,7 @@
+//! `GET /`: the live delegation page.
+
+use axum::response::Html;
+
+pub async fn index() -> Html<&'static str> {
+    Html(include_str!("ui.html"))
+}

@@ -1,0 +1,414 @@
+//! The HTTP surface through `app()` (no socket): endpoints, tokens, the
+//! table of bad requests, isolation.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value, json};
+use switchboard::Runtime;
+use switchboard::config::Config;
+use switchboard::server::{AppState, app};
+use tower::ServiceExt;
+
+pub const PRIME: &str = "prime-token";
+pub const TAG: &str = "tag-token";
+pub const ALICE: &str = "alice-token";
+pub const BOB: &str = "bob-token";
+pub const ADMIN: &str = "admin-token";
+
+pub async fn router() -> Router {
+    let mut config = Config::builtin();
+    config.auth.service_tokens = [("prime-boss".to_string(), PRIME.to_string()), ("tag-ai".into(), TAG.into())].into();
+    config.auth.user_tokens = [("alice".to_string(), ALICE.to_string()), ("bob".into(), BOB.into())].into();
+    config.auth.admin_tokens = vec![ADMIN.into()];
+    let auth = config.auth.clone();
+    let state = Arc::new(AppState::new(Runtime::builder().config(config).build().unwrap()));
+    state.tokens.load_config(&auth).await.unwrap();
+    app(state)
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+pub async fn call(router: &Router, req: Request<Body>) -> Reply {
+    let res = router.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = axum::body::to_bytes(res.into_body(), 16 * 1024 * 1024).await.unwrap().to_vec();
+    Reply { status, body }
+}
+
+fn envelope(id: &str, origin: &str, target: &str, user: &str) -> Value {
+    json!({
+        "request_id": id, "origin_employee": origin, "target_employee": target, "user_id": user,
+        "objective": "Categorize", "input": "2025-10-01 Starbucks 4.50"
+    })
+}
+
+const ID: &str = "550e8400-e29b-41d4-a716-446655440000";
+
+fn delegate(token: Option<&str>, headers: &[(&str, &str)], body: impl Into<Body>) -> Request<Body> {
+    let mut b = Request::post("/v1/delegate").header("content-type", "application/json");
+    if let Some(t) = token {
+        b = b.header("authorization", format!("Bearer {t}"));
+    }
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(body.into()).unwrap()
+}
+
+fn good_headers() -> Vec<(&'static str, &'static str)> {
+    vec![("x-agent-request-id", ID), ("x-agent-origin", "prime-boss")]
+}
+
+#[tokio::test]
+async fn a_delegation_over_http_returns_the_response_and_its_tree() {
+    let r = router().await;
+    let res =
+        call(&r, delegate(Some(PRIME), &good_headers(), envelope(ID, "prime-boss", "tag-ai", "alice").to_string()))
+            .await;
+    assert_eq!(res.status, StatusCode::OK, "{}", String::from_utf8_lossy(&res.body));
+    let v = res.json();
+    assert_eq!(v["status"], "success");
+    assert!(v["summary"].as_str().unwrap().contains("Dining - Coffee"));
+
+    let tree = |token: &str| {
+        Request::get(format!("/v1/delegations/{ID}"))
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap()
+    };
+    let t = call(&r, tree(ALICE)).await;
+    assert_eq!(t.status, StatusCode::OK);
+    assert_eq!(t.json()["agent"], "tag-ai");
+    assert_eq!(call(&r, tree(ADMIN)).await.status, StatusCode::OK);
+    assert_eq!(call(&r, tree(PRIME)).await.status, StatusCode::OK, "the origin may see it");
+    let other = call(&r, tree(BOB)).await;
+    assert_eq!(other.status, StatusCode::NOT_FOUND, "another user sees nothing");
+    assert!(!String::from_utf8_lossy(&other.body).contains("Categorize"));
+}
+
+#[tokio::test]
+async fn a_refusal_is_the_error_alone_with_the_codes_status() {
+    let r = router().await;
+    let mut env = envelope(ID, "prime-boss", "tag-ai", "alice");
+    env["current_depth"] = json!(1);
+    let res = call(&r, delegate(Some(PRIME), &good_headers(), env.to_string())).await;
+    assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let v = res.json();
+    assert_eq!(v, json!({"error": {"code": "DEPTH_LIMIT", "message": v["error"]["message"]}}));
+    // a failure after running carries the whole response under the code's status
+    let mut env = envelope(ID, "prime-boss", "byte-doc", "alice");
+    env["input"] = json!("no receipt here");
+    let res = call(&r, delegate(Some(PRIME), &good_headers(), env.to_string())).await;
+    assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+    let v = res.json();
+    assert_eq!(v["error"]["code"], "AGENT_FAILED");
+    assert_eq!(v["status"], "failed");
+    assert!(v["execution"]["attempts"].as_u64().unwrap() >= 1);
+}
+
+#[tokio::test]
+async fn chat_answers_the_user_with_session_and_tree_and_keeps_sessions_apart() {
+    let r = router().await;
+    let chat = |token: &str, body: Value| {
+        Request::post("/v1/chat")
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let res = call(&r, chat(ALICE, json!({"message": "Upload this receipt and categorize it", "input": "STARBUCKS\n10/09/2025\nLatte 5.25\nTOTAL $5.25"}))).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", String::from_utf8_lossy(&res.body));
+    let v = res.json();
+    assert!(v["answer"].as_str().unwrap().contains("Starbucks"), "{v}");
+    assert_eq!(v["tree"]["agent"], "prime-boss");
+    assert_eq!(v["tree"]["children"].as_array().unwrap().len(), 2);
+    let session = v["session_id"].as_str().unwrap().to_string();
+
+    let again = call(&r, chat(ALICE, json!({"message": "Thanks!", "session_id": session}))).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.json()["session_id"], session);
+    let stolen = call(&r, chat(BOB, json!({"message": "What did she ask?", "session_id": session}))).await;
+    assert_eq!(stolen.status, StatusCode::FORBIDDEN);
+    assert_eq!(stolen.json()["error"]["code"], "USER_MISMATCH");
+    assert!(!String::from_utf8_lossy(&stolen.body).contains("Starbucks"));
+}
+
+#[tokio::test]
+async fn agents_health_and_metrics() {
+    let r = router().await;
+    let get = |uri: &str, token: Option<&str>| {
+        let mut b = Request::get(uri);
+        if let Some(t) = token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    let agents = call(&r, get("/v1/agents", Some(ALICE))).await;
+    assert_eq!(agents.status, StatusCode::OK);
+    assert_eq!(agents.json()["agents"].as_array().unwrap().len(), 12);
+    assert_eq!(call(&r, get("/v1/agents", None)).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(call(&r, get("/healthz", None)).await.json()["status"], "ok");
+    let _ = call(&r, delegate(Some(PRIME), &good_headers(), envelope(ID, "prime-boss", "tag-ai", "alice").to_string()))
+        .await;
+    let metrics = String::from_utf8(call(&r, get("/metrics", None)).await.body).unwrap();
+    for needle in [
+        r#"switchboard_delegations_total{target="tag-ai",outcome="success"} 1"#,
+        "switchboard_delegation_duration_seconds_bucket",
+        r#"switchboard_breaker_state{agent="tag-ai"} 0"#,
+        "switchboard_first_attempt_successes_total",
+        "switchboard_fallbacks_total",
+        "switchboard_tokens_total",
+    ] {
+        assert!(metrics.contains(needle), "{needle} missing");
+    }
+    let page = call(&r, get("/", None)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(String::from_utf8_lossy(&page.body).contains("Switchboard"));
+}
+
+/// ≥ 50 bad requests: every one is a 4xx with a JSON error code; none is a 5xx.
+#[tokio::test]
+async fn fifty_bad_requests_get_a_4xx_with_a_json_error_code_every_time() {
+    let r = router().await;
+    let good = envelope(ID, "prime-boss", "tag-ai", "alice");
+    let with = |k: &str, v: Value| {
+        let mut e = good.clone();
+        e[k] = v;
+        e.to_string()
+    };
+    let without = |k: &str| {
+        let mut e = good.clone();
+        e.as_object_mut().unwrap().remove(k);
+        e.to_string()
+    };
+    let h = good_headers();
+    let mut cases: Vec<(&str, Request<Body>, u16)> = vec![
+        // malformed JSON
+        ("empty body", delegate(Some(PRIME), &h, ""), 400),
+        ("truncated", delegate(Some(PRIME), &h, good.to_string()[..40].to_string()), 400),
+        ("not json", delegate(Some(PRIME), &h, "hello"), 400),
+        ("array", delegate(Some(PRIME), &h, "[1,2]"), 400),
+        ("null", delegate(Some(PRIME), &h, "null"), 400),
+        ("trailing garbage", delegate(Some(PRIME), &h, format!("{good}xyz")), 400),
+        ("invalid utf-8", delegate(Some(PRIME), &h, vec![0xff, 0xfe, 0x7b]), 400),
+        ("deep nesting", delegate(Some(PRIME), &h, "[".repeat(10_000)), 400),
+        // wrong types
+        ("objective number", delegate(Some(PRIME), &h, with("objective", json!(5))), 400),
+        ("input object", delegate(Some(PRIME), &h, with("input", json!({}))), 400),
+        ("depth string", delegate(Some(PRIME), &h, with("current_depth", json!("one"))), 400),
+        ("depth negative", delegate(Some(PRIME), &h, with("current_depth", json!(-1))), 400),
+        ("depth huge", delegate(Some(PRIME), &h, with("current_depth", json!(1u64 << 40))), 400),
+        ("constraints string", delegate(Some(PRIME), &h, with("constraints", json!("fast"))), 400),
+        ("max_tokens negative", delegate(Some(PRIME), &h, with("constraints", json!({"max_tokens": -5}))), 400),
+        ("max_tokens zero", delegate(Some(PRIME), &h, with("constraints", json!({"max_tokens": 0}))), 400),
+        ("deadline zero", delegate(Some(PRIME), &h, with("constraints", json!({"deadline_ms": 0}))), 400),
+        ("max_depth zero", delegate(Some(PRIME), &h, with("constraints", json!({"max_depth": 0}))), 400),
+        ("unknown constraint", delegate(Some(PRIME), &h, with("constraints", json!({"speed": 9}))), 400),
+        ("hints not strings", delegate(Some(PRIME), &h, with("context_hints", json!([1, 2]))), 400),
+        ("priority unknown", delegate(Some(PRIME), &h, with("priority", json!("asap"))), 400),
+        ("mode unknown", delegate(Some(PRIME), &h, with("mode", json!("forever"))), 400),
+        (
+            "chain wrong",
+            delegate(Some(PRIME), &h, with("chain", json!([{"agent": "a", "objective_hash": "xyz"}]))),
+            400,
+        ),
+        ("check unknown", delegate(Some(PRIME), &h, with("checks", json!([{"kind": "vibes"}]))), 400),
+        ("handoff string", delegate(Some(PRIME), &h, with("handoff_data", json!("x"))), 400),
+        ("version number", delegate(Some(PRIME), &h, with("protocol_version", json!(1.0))), 400),
+        // missing fields
+        ("no request_id", delegate(Some(PRIME), &h, without("request_id")), 400),
+        ("no origin", delegate(Some(PRIME), &h, without("origin_employee")), 400),
+        ("no target", delegate(Some(PRIME), &h, without("target_employee")), 400),
+        ("no user", delegate(Some(PRIME), &h, without("user_id")), 400),
+        ("no objective", delegate(Some(PRIME), &h, without("objective")), 400),
+        ("empty objective", delegate(Some(PRIME), &h, with("objective", json!("  "))), 400),
+        // bad ids
+        ("request_id not uuid", delegate(Some(PRIME), &h, with("request_id", json!("abc"))), 400),
+        ("session not uuid", delegate(Some(PRIME), &h, with("parent_session_id", json!("x-1"))), 400),
+        ("root not uuid", delegate(Some(PRIME), &h, with("root_request_id", json!(12))), 400),
+        ("bad target slug", delegate(Some(PRIME), &h, with("target_employee", json!("Tag AI"))), 400),
+        ("bad user id", delegate(Some(PRIME), &h, with("user_id", json!("a b"))), 400),
+        ("unknown field", delegate(Some(PRIME), &h, with("surprise", json!(true))), 400),
+        (
+            "duplicate field",
+            delegate(
+                Some(PRIME),
+                &h,
+                format!("{},\"objective\":\"again\"}}", &good.to_string()[..good.to_string().len() - 1]),
+            ),
+            400,
+        ),
+        // versions
+        ("version 2.0", delegate(Some(PRIME), &h, with("protocol_version", json!("2.0"))), 400),
+        ("version garbage", delegate(Some(PRIME), &h, with("protocol_version", json!("v1"))), 400),
+        // oversize
+        ("oversize body", delegate(Some(PRIME), &h, format!("{{\"input\":\"{}\"}}", "x".repeat(2 * 1024 * 1024))), 413),
+        ("oversize input", delegate(Some(PRIME), &h, with("input", json!("x".repeat(300 * 1024)))), 400),
+        // headers
+        ("no request id header", delegate(Some(PRIME), &[("x-agent-origin", "prime-boss")], good.to_string()), 400),
+        ("no origin header", delegate(Some(PRIME), &[("x-agent-request-id", ID)], good.to_string()), 400),
+        (
+            "request id header differs",
+            delegate(
+                Some(PRIME),
+                &[("x-agent-request-id", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"), ("x-agent-origin", "prime-boss")],
+                good.to_string(),
+            ),
+            400,
+        ),
+        (
+            "request id header garbage",
+            delegate(
+                Some(PRIME),
+                &[("x-agent-request-id", "nope"), ("x-agent-origin", "prime-boss")],
+                good.to_string(),
+            ),
+            400,
+        ),
+        (
+            "origin header differs",
+            delegate(Some(PRIME), &[("x-agent-request-id", ID), ("x-agent-origin", "tag-ai")], good.to_string()),
+            400,
+        ),
+        (
+            "depth header differs",
+            delegate(
+                Some(PRIME),
+                &[("x-agent-request-id", ID), ("x-agent-origin", "prime-boss"), ("x-agent-depth", "1")],
+                good.to_string(),
+            ),
+            400,
+        ),
+        (
+            "depth header garbage",
+            delegate(
+                Some(PRIME),
+                &[("x-agent-request-id", ID), ("x-agent-origin", "prime-boss"), ("x-agent-depth", "-3")],
+                good.to_string(),
+            ),
+            400,
+        ),
+        (
+            "parent session header without body",
+            delegate(
+                Some(PRIME),
+                &[("x-agent-request-id", ID), ("x-agent-origin", "prime-boss"), ("x-agent-parent-session", ID)],
+                good.to_string(),
+            ),
+            400,
+        ),
+        (
+            "deadline header zero",
+            delegate(
+                Some(PRIME),
+                &[("x-agent-request-id", ID), ("x-agent-origin", "prime-boss"), ("x-agent-deadline-ms", "0")],
+                good.to_string(),
+            ),
+            400,
+        ),
+        // tokens
+        ("no token", delegate(None, &h, good.to_string()), 401),
+        ("forged token", delegate(Some("sbs_forged"), &h, good.to_string()), 401),
+        ("user token", delegate(Some(ALICE), &h, good.to_string()), 401),
+        ("other agent's token", delegate(Some(TAG), &h, good.to_string()), 401),
+        ("admin token is no agent", delegate(Some(ADMIN), &h, good.to_string()), 401),
+        (
+            "basic auth",
+            Request::post("/v1/delegate")
+                .header("authorization", "Basic YTpi")
+                .body(Body::from(good.to_string()))
+                .unwrap(),
+            401,
+        ),
+        // other endpoints
+        (
+            "chat with a service token",
+            Request::post("/v1/chat")
+                .header("authorization", format!("Bearer {PRIME}"))
+                .body(Body::from("{\"message\":\"hi\"}"))
+                .unwrap(),
+            401,
+        ),
+        (
+            "chat empty message",
+            Request::post("/v1/chat")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(Body::from("{\"message\":\"\"}"))
+                .unwrap(),
+            400,
+        ),
+        (
+            "chat unknown field",
+            Request::post("/v1/chat")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(Body::from("{\"message\":\"hi\",\"as\":\"bob\"}"))
+                .unwrap(),
+            400,
+        ),
+        (
+            "chat bad session",
+            Request::post("/v1/chat")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(Body::from("{\"message\":\"hi\",\"session_id\":\"x\"}"))
+                .unwrap(),
+            400,
+        ),
+        (
+            "tree bad id",
+            Request::get("/v1/delegations/not-a-uuid")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(Body::empty())
+                .unwrap(),
+            400,
+        ),
+        (
+            "tree unknown",
+            Request::get("/v1/delegations/01a20144-ac5b-73dc-b3ce-30d30f72c767")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(Body::empty())
+                .unwrap(),
+            404,
+        ),
+        (
+            "events bad root",
+            Request::get("/v1/events?root_id=zzz")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(Body::empty())
+                .unwrap(),
+            400,
+        ),
+        ("events no token", Request::get("/v1/events").body(Body::empty()).unwrap(), 401),
+        ("unknown route", Request::get("/v2/everything").body(Body::empty()).unwrap(), 404),
+        ("wrong method", Request::get("/v1/delegate").body(Body::empty()).unwrap(), 405),
+    ];
+    // envelopes refused by a rail after parsing
+    cases.push(("unknown target", delegate(Some(PRIME), &h, with("target_employee", json!("ghost"))), 404));
+    let tag_headers = [("x-agent-request-id", ID), ("x-agent-origin", "tag-ai")];
+    let mut from_tag = good.clone();
+    from_tag["origin_employee"] = json!("tag-ai");
+    from_tag["target_employee"] = json!("ledger-tax");
+    cases.push(("edge not allowed", delegate(Some(TAG), &tag_headers, from_tag.to_string()), 403));
+    assert!(cases.len() >= 50, "{} cases", cases.len());
+    for (name, req, expected) in cases {
+        let res = call(&r, req).await;
+        let s = res.status.as_u16();
+        assert!((400..500).contains(&s), "{name}: status {s}: {}", String::from_utf8_lossy(&res.body));
+        let v = res.json();
+        let code = v["error"]["code"].as_str().unwrap_or_else(|| panic!("{name}: no error code in {v}"));
+        assert!(switchboard::ErrorCode::parse(code).is_some(), "{name}: {code}");
+        assert!(!v["error"]["message"].as_str().unwrap().is_empty(), "{name}");
+        assert_eq!(s, expected, "{name}: {}", String::from_utf8_lossy(&res.body));
+    }
+}

@@ -1,0 +1,1 @@
+//! The web page at `/`, in headless Chromium.
