@@ -97,8 +97,11 @@ pub struct Lineage {
 
 impl Lineage {
     /// The envelope that carries this delegation to another runtime: the same
-    /// ids and lineage, the remaining deadline and budget, the effective tools,
-    /// and the task as this agent received it (PII still tokenized).
+    /// origin, root, depth and chain, the remaining deadline and budget, the
+    /// effective tools, and the task as this agent received it (PII still
+    /// tokenized). It gets a request id of its own, with this node as its
+    /// parent: a loop that comes back through a proxy must never meet a node
+    /// with its own id (one budget account, one record, counted twice).
     pub fn forward(&self, target: AgentSlug, task: &crate::agent::Task) -> DelegationRequest {
         let mut req = DelegationRequest::new(
             self.origin.clone(),
@@ -107,9 +110,8 @@ impl Lineage {
             task.objective.clone(),
             task.input.clone(),
         );
-        req.request_id = self.request_id;
         req.root_request_id = Some(self.root_id);
-        req.parent_request_id = self.parent_request_id;
+        req.parent_request_id = Some(self.request_id);
         req.parent_session_id = self.parent_session;
         req.current_depth = self.depth.saturating_sub(1);
         req.chain = self.ancestors.clone();

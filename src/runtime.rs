@@ -856,7 +856,8 @@ impl Runtime {
             .into_iter()
             .map(|(s, _)| s)
             .collect();
-        let plan = RetryPlan::for_request(req.priority, req.retry_policy.as_ref(), spec.limits.max_attempts);
+        let attempts = spec.limits.max_attempts.or_else(|| agent.default_attempts());
+        let plan = RetryPlan::for_request(req.priority, req.retry_policy.as_ref(), attempts);
         let breaker = inner.breakers.get(&spec.slug);
         let jitter = req.request_id.0.as_u64_pair().0;
         let mut seed_idx = 0usize;
@@ -898,16 +899,33 @@ impl Runtime {
                     r
                 }
             };
-            if let Ok(o) = &result {
+            let result = result.and_then(|o| {
                 let used = o.token_usage.unwrap_or_else(|| {
                     TokenUsage::new(
                         estimate.prompt,
                         tokens::approx(&o.result).saturating_add(tokens::approx(&o.summary)),
                     )
                 });
+                // children's usage is in the ledger already; this is the agent's own
+                let left = adm.budget.remaining();
+                if used.total > left {
+                    // the budget holds even when an answer runs long: charge what
+                    // was left and refuse the answer
+                    adm.budget.charge(left);
+                    out.usage.add(TokenUsage::new(left, 0));
+                    return Err(DelegationError::new(
+                        ErrorCode::TokenBudgetExceeded,
+                        format!(
+                            "the answer used {} tokens but only {left} were left of this delegation's budget ({}); ask for a shorter answer or a larger budget",
+                            used.total,
+                            adm.budget.grant()
+                        ),
+                    ));
+                }
                 adm.budget.charge(used.total);
                 out.usage.add(used);
-            }
+                Ok(o)
+            });
             let result = result.and_then(|o| {
                 if checks.is_empty() {
                     return Ok(o);

@@ -4,6 +4,9 @@
 
 use crate::agent::Task;
 
+/// The completion an agent without a tokenizer is expected to produce.
+pub const EXPECTED_COMPLETION: u32 = 128;
+
 /// Approximately how many tokens `text` is: one per 4 bytes, rounded up, and
 /// never fewer than the number of words.
 pub fn approx(text: &str) -> u32 {

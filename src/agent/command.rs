@@ -110,6 +110,20 @@ pub fn parse_reply(command: &str, stdout: &[u8]) -> Result<AgentOutput, Delegati
     })
 }
 
+/// Kills the command's process group unless it has finished: dropped when
+/// the delegation ends, in time or not.
+struct ProcessGroup(Option<u32>);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.0.and_then(|p| i32::try_from(p).ok()) {
+            // ESRCH (already gone) is the usual, happy case
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
 #[async_trait]
 impl Agent for CommandAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
@@ -128,21 +142,25 @@ impl Agent for CommandAgent {
         };
         let stdin_json =
             serde_json::to_vec(&envelope).map_err(|e| failed(format!("cannot encode the request: {e}")))?;
-        let mut child = tokio::process::Command::new(&self.command)
+        let mut command = tokio::process::Command::new(&self.command);
+        command
             .args(&self.args)
             .envs(&self.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // the deadline drops this future: the process goes with it
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                DelegationError::new(
-                    ErrorCode::AgentUnavailable,
-                    format!("cannot start agent command '{}': {e}", self.command),
-                )
-            })?;
+            .kill_on_drop(true);
+        // its own process group, so that what it starts goes too
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command.spawn().map_err(|e| {
+            DelegationError::new(
+                ErrorCode::AgentUnavailable,
+                format!("cannot start agent command '{}': {e}", self.command),
+            )
+        })?;
+        let _group = ProcessGroup(child.id());
         let mut stdin = child.stdin.take().ok_or_else(|| failed("no stdin pipe".into()))?;
         let stdout = child.stdout.take().ok_or_else(|| failed("no stdout pipe".into()))?;
         let stderr = child.stderr.take().ok_or_else(|| failed("no stderr pipe".into()))?;

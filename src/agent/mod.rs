@@ -134,16 +134,24 @@ pub trait Agent: Send + Sync + 'static {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError>;
 
     /// The tokens this task is expected to use. The default counts the prompt
-    /// with the approximate counter and reserves a modest completion; model
-    /// backends override it with a real tokenizer.
+    /// with the approximate counter and expects a modest completion
+    /// ([`tokens::EXPECTED_COMPLETION`]); model backends override it with a real
+    /// tokenizer and their `max_tokens`.
     fn estimate_tokens(&self, task: &Task) -> TokenEstimate {
-        TokenEstimate { prompt: tokens::task_prompt_tokens(task), completion: 128.min(task.max_completion_tokens) }
+        TokenEstimate { prompt: tokens::task_prompt_tokens(task), completion: tokens::EXPECTED_COMPLETION }
     }
 
     /// The seeds of a seeded agent's variants, in default order (seeds/001).
     /// Empty for agents that are not seeded.
     fn seeds(&self) -> &[u64] {
         &[]
+    }
+
+    /// Attempts this agent should get when the configuration does not say.
+    /// Orchestrators answer 1: a retry would re-run a whole plan whose
+    /// delegates retry on their own.
+    fn default_attempts(&self) -> Option<u32> {
+        None
     }
 }
 

@@ -339,9 +339,18 @@ impl Agent for PrimeAgent {
                 out.requires_followup = true;
                 return Ok(out);
             }
-            return Err(DelegationError::new(ErrorCode::AgentFailed, out.result));
+            // when every step failed the same way (a rail below, a timeout),
+            // say so: the caller's retry policy and breaker treat it rightly
+            let mut codes = results.iter().filter_map(|r| r.response.error_code());
+            let first = codes.next().unwrap_or(ErrorCode::AgentFailed);
+            let code = if codes.all(|c| c == first) { first } else { ErrorCode::AgentFailed };
+            return Err(DelegationError::new(code, out.result));
         }
         Ok(out)
+    }
+
+    fn default_attempts(&self) -> Option<u32> {
+        Some(1)
     }
 }
 

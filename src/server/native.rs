@@ -111,11 +111,21 @@ pub async fn delegate(
     if let Some(ms) = deadline {
         req.constraints.deadline_ms = req.constraints.deadline_ms.min(ms);
     }
-    let response = state.runtime.delegate(&Caller::Agent(agent), req).await;
+    // Its own task: a caller that hangs up does not cut the delegation short
+    // of its record. It still ends at its deadline, which the caller set.
+    let runtime = state.runtime.clone();
+    let response =
+        tokio::spawn(async move { runtime.delegate(&Caller::Agent(agent), req).await }).await.map_err(|e| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::AgentUnavailable,
+                format!("the delegation task failed: {e}"),
+            )
+        })?;
     Ok(match &response.error {
         None => Json(response).into_response(),
         // refused before anything ran: the error alone
-        Some(e) if e.code.is_refusal() => ApiError::from(e.clone()).into_response(),
+        Some(e) if response.execution.is_none() => ApiError::from(e.clone()).into_response(),
         // ran and failed: the whole response (attempts, fallback, usage) under the code's status
         Some(e) => (status_of(e.code), Json(response.clone())).into_response(),
     })
@@ -148,7 +158,14 @@ pub async fn chat(
         return Err(ApiError::invalid("message is empty"));
     }
     let opts = AskOptions { input: chat.input, session: chat.session_id };
-    let r = state.runtime.ask(&user, &chat.message, opts).await?;
+    let runtime = state.runtime.clone();
+    let r = tokio::spawn(async move { runtime.ask(&user, &chat.message, opts).await }).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::AgentUnavailable,
+            format!("the chat task failed: {e}"),
+        )
+    })??;
     let status = if r.status == crate::protocol::Status::Failed { StatusCode::BAD_GATEWAY } else { StatusCode::OK };
     Ok((
         status,

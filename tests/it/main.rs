@@ -10,6 +10,7 @@ mod pii;
 mod protocol;
 mod rails;
 mod resilience;
+mod service;
 mod state;
 mod store;
 mod support;

@@ -1,0 +1,464 @@
+//! `switchboard serve` as a process: first start, graceful SIGTERM, the
+//! command backend's deadline, and two servers where an agent of the first is
+//! served by the second, with depth, cycle, deadline and budget holding across
+//! the hop.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A running `switchboard serve`, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub url: String,
+    /// stdout lines after the first
+    pub lines: mpsc::Receiver<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts with `config` (None: the built-in team), state in `db`.
+    pub fn start(config: Option<&str>, db: Option<&str>, addr: &str, env: &[(&str, &str)], grace_ms: u64) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.current_dir(dir.path()).env_remove("SWITCHBOARD_CONFIG").env_remove("SWITCHBOARD_DATABASE_URL");
+        if let Some(c) = config {
+            let path = dir.path().join("team.toml");
+            std::fs::write(&path, c).unwrap();
+            cmd.arg("--config").arg(path);
+        }
+        if let Some(db) = db {
+            cmd.args(["--database-url", db]);
+        }
+        cmd.args(["serve", "--addr", addr, "--shutdown-grace-ms", &grace_ms.to_string()]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let first = rx.recv_timeout(Duration::from_secs(30)).expect("the server prints where it listens");
+        let url =
+            first.strip_prefix("switchboard listening on ").unwrap_or_else(|| panic!("unexpected first line: {first}"));
+        Server { url: url.to_string(), child, lines: rx, _dir: dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn team_with(extra: &str) -> String {
+    format!("{}\n{extra}", switchboard::config::DEFAULT_TOML)
+}
+
+pub fn envelope(origin: &str, target: &str, objective: &str, input: &str) -> Value {
+    json!({
+        "request_id": uuid::Uuid::new_v4().to_string(), "origin_employee": origin, "target_employee": target,
+        "user_id": "alice", "objective": objective, "input": input,
+    })
+}
+
+pub async fn post_delegate(url: &str, token: &str, env: &Value) -> (u16, Value) {
+    let res = reqwest::Client::new()
+        .post(format!("{url}/v1/delegate"))
+        .bearer_auth(token)
+        .header("X-Agent-Request-ID", env["request_id"].as_str().unwrap())
+        .header("X-Agent-Origin", env["origin_employee"].as_str().unwrap())
+        .json(env)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+pub async fn get_json(url: &str, token: &str) -> Value {
+    reqwest::Client::new().get(url).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test]
+async fn serve_starts_with_embedded_defaults_and_prints_its_address_and_tokens() {
+    let server = Server::start(None, None, "127.0.0.1:0", &[], 1000);
+    let mut prime = None;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while prime.is_none() && Instant::now() < deadline {
+        if let Ok(line) = server.lines.recv_timeout(Duration::from_secs(5))
+            && line.contains("service token for agent prime-boss")
+        {
+            prime = line.split_whitespace().last().map(str::to_string);
+        }
+    }
+    let prime = prime.expect("the first start prints prime-boss's token");
+    let env = envelope("prime-boss", "tag-ai", "Categorize", "2025-10-01 Starbucks 4.50");
+    let (status, body) = post_delegate(&server.url, &prime, &env).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["summary"].as_str().unwrap().contains("Dining - Coffee"));
+    assert!(server.dir().join("switchboard.db").exists(), "state goes to an SQLite file in the working directory");
+    let health = reqwest::get(format!("{}/healthz", server.url)).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+}
+
+const SLOW: &str = r#"
+[[agents]]
+slug = "slow"
+name = "Slow"
+backend = { kind = "command", command = "sh", args = ["-c", "sleep $SLOW_SECONDS; echo '{\"summary\":\"slow done\",\"result\":\"done\"}'"] }
+
+[auth]
+service_tokens = { "prime-boss" = "t-prime" }
+"#;
+
+fn with_prime_to(extra: &str, also: &str) -> String {
+    // let prime-boss delegate to the extra agents too
+    team_with(extra).replacen("may_delegate_to = [\"byte-doc\"", &format!("may_delegate_to = [{also}, \"byte-doc\""), 1)
+}
+
+fn sigterm(pid: i32) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM).unwrap();
+}
+
+#[tokio::test]
+async fn sigterm_lets_in_flight_delegations_finish_then_stops() {
+    let mut server = Server::start(
+        Some(&with_prime_to(SLOW, "\"slow\"")),
+        Some("memory:"),
+        "127.0.0.1:0",
+        &[("SLOW_SECONDS", "1")],
+        10_000,
+    );
+    let url = server.url.clone();
+    let in_flight = tokio::spawn(async move {
+        post_delegate(&url, "t-prime", &envelope("prime-boss", "slow", "take your time", "")).await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sigterm(server.pid());
+    let (status, body) = in_flight.await.unwrap();
+    assert_eq!(status, 200, "the delegation in flight finished: {body}");
+    assert_eq!(body["summary"], "slow done");
+    let started = Instant::now();
+    let code = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "the server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(code.success(), "{code}");
+}
+
+#[tokio::test]
+async fn sigterm_waits_only_the_grace_period_for_work_that_does_not_end() {
+    let mut server = Server::start(
+        Some(&with_prime_to(SLOW, "\"slow\"")),
+        Some("memory:"),
+        "127.0.0.1:0",
+        &[("SLOW_SECONDS", "30")],
+        300,
+    );
+    let url = server.url.clone();
+    let _stuck =
+        tokio::spawn(
+            async move { post_delegate(&url, "t-prime", &envelope("prime-boss", "slow", "never ends", "")).await },
+        );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    sigterm(server.pid());
+    loop {
+        if server.child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(3), "the grace period is bounded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(started.elapsed() >= Duration::from_millis(250), "it did wait for the grace period");
+}
+
+fn gone(pid: u32) -> bool {
+    // absent, or a zombie waiting to be reaped: either way it runs no more
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn a_command_agent_is_killed_with_everything_it_started_when_the_deadline_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let config = switchboard::Config::from_toml(&format!(
+        r#"
+[[agents]]
+slug = "caller"
+name = "Caller"
+may_delegate_to = ["stuck"]
+[[agents]]
+slug = "stuck"
+name = "Stuck"
+backend = {{ kind = "command", command = "sh", args = ["-c", "sleep 30 & echo $$ $! > {}; wait"] }}
+"#,
+        pids.display()
+    ))
+    .unwrap();
+    let rt = switchboard::Runtime::builder()
+        .config(config)
+        .agent("caller", crate::support::echo(crate::support::counter()))
+        .build()
+        .unwrap();
+    let mut req = crate::support::request("caller", "stuck", "wait forever");
+    req.constraints.deadline_ms = 500;
+    let started = Instant::now();
+    let r = rt.delegate(&crate::support::operator(), req).await;
+    assert_eq!(r.error_code(), Some(switchboard::ErrorCode::DeadlineExceeded));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let pids: Vec<u32> =
+        std::fs::read_to_string(&pids).unwrap().split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "the shell and its sleep");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !pids.iter().all(|p| gone(*p)) {
+        assert!(Instant::now() < deadline, "still running: {pids:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A's agents `gateway`, `splitter` and `sleepy` are served by B. B's `bridge`,
+/// `relay` and `splitter` are Prime-style orchestrators; B's `bounce` is served
+/// by A's `gateway`, which makes a loop across the two processes:
+/// gateway (A) = bridge (B) → relay → bounce = gateway (A) = bridge (B) → relay …
+fn two_servers(b_db: &str) -> (Server, Server) {
+    let (a_port, b_port) = (free_port(), free_port());
+    let (a_url, b_url) = (format!("http://127.0.0.1:{a_port}"), format!("http://127.0.0.1:{b_port}"));
+    let b_config = format!(
+        r#"
+[[agents]]
+slug = "prime-boss"
+name = "Remote caller"
+may_delegate_to = ["bridge", "splitter", "sleeper"]
+tools_allowed = ["delegate", "categorize"]
+[[agents]]
+slug = "bridge"
+name = "Bridge"
+backend = {{ kind = "builtin", name = "prime" }}
+tools_allowed = ["delegate"]
+may_delegate_to = ["relay"]
+[[agents]]
+slug = "relay"
+name = "Relay"
+backend = {{ kind = "builtin", name = "prime" }}
+tools_allowed = ["delegate"]
+may_delegate_to = ["bounce", "bridge"]
+[[agents]]
+slug = "splitter"
+name = "Splitter"
+backend = {{ kind = "builtin", name = "prime" }}
+tools_allowed = ["delegate", "categorize"]
+may_delegate_to = ["worker-1", "worker-2"]
+[[agents]]
+slug = "bounce"
+name = "Bounce"
+backend = {{ kind = "http", url = "{a_url}", agent = "gateway", token_env = "A_RELAY_TOKEN" }}
+tools_allowed = ["delegate"]
+[[agents]]
+slug = "worker-1"
+name = "Worker 1"
+backend = {{ kind = "builtin", name = "tag-ai" }}
+tools_allowed = ["categorize"]
+[[agents]]
+slug = "worker-2"
+name = "Worker 2"
+backend = {{ kind = "builtin", name = "tag-ai" }}
+tools_allowed = ["categorize"]
+[[agents]]
+slug = "sleeper"
+name = "Sleeper"
+backend = {{ kind = "command", command = "sh", args = ["-c", "sleep 30"] }}
+
+[prime]
+[[prime.routes]]
+name = "split"
+pattern = "(?i)^split"
+plan = "parallel"
+agents = ["worker-1", "worker-2"]
+objectives = ["Categorize the first half", "Categorize the second half"]
+[[prime.routes]]
+name = "relay"
+pattern = "(?i)^(start|bounce)"
+plan = "single"
+agents = ["relay"]
+objectives = ["relay on"]
+[[prime.routes]]
+name = "bounce"
+pattern = "(?i)^relay"
+plan = "single"
+agents = ["bounce"]
+objectives = ["bounce back"]
+
+[auth]
+service_tokens = {{ "prime-boss" = "b-prime", "relay" = "b-relay" }}
+admin_tokens = ["b-admin"]
+"#
+    );
+    let a_config = format!(
+        r#"
+[[agents]]
+slug = "prime-boss"
+name = "Prime"
+may_delegate_to = ["gateway", "splitter", "sleepy"]
+tools_allowed = ["delegate", "categorize"]
+[[agents]]
+slug = "relay"
+name = "B's relay, calling back"
+may_delegate_to = ["gateway"]
+backend = {{ kind = "builtin", name = "tag-ai" }}
+tools_allowed = ["delegate"]
+[[agents]]
+slug = "gateway"
+name = "Gateway"
+backend = {{ kind = "http", url = "{b_url}", agent = "bridge", token_env = "B_PRIME_TOKEN", origin_tokens = {{ "relay" = "B_RELAY_TOKEN" }} }}
+tools_allowed = ["delegate"]
+[[agents]]
+slug = "splitter"
+name = "Splitter"
+backend = {{ kind = "http", url = "{b_url}", token_env = "B_PRIME_TOKEN" }}
+tools_allowed = ["delegate", "categorize"]
+[[agents]]
+slug = "sleepy"
+name = "Sleepy"
+backend = {{ kind = "http", url = "{b_url}", agent = "sleeper", token_env = "B_PRIME_TOKEN" }}
+
+[auth]
+service_tokens = {{ "prime-boss" = "a-prime", "relay" = "a-relay" }}
+admin_tokens = ["a-admin"]
+"#
+    );
+    let b = Server::start(
+        Some(&b_config),
+        Some(b_db),
+        &format!("127.0.0.1:{b_port}"),
+        &[("A_RELAY_TOKEN", "a-relay")],
+        500,
+    );
+    let a = Server::start(
+        Some(&a_config),
+        Some("memory:"),
+        &format!("127.0.0.1:{a_port}"),
+        &[("B_PRIME_TOKEN", "b-prime"), ("B_RELAY_TOKEN", "b-relay")],
+        500,
+    );
+    (a, b)
+}
+
+fn find<'a>(tree: &'a Value, pred: &dyn Fn(&Value) -> bool) -> Option<&'a Value> {
+    if pred(tree) {
+        return Some(tree);
+    }
+    tree["children"].as_array()?.iter().find_map(|c| find(c, pred))
+}
+
+#[tokio::test]
+async fn the_rails_hold_across_a_hop_between_two_switchboards() {
+    let dir = tempfile::tempdir().unwrap();
+    let b_db = format!("sqlite://{}", dir.path().join("b.db").display());
+    let (a, b) = two_servers(&b_db);
+    let b_tree = |id: String| {
+        let url = format!("{}/v1/delegations/{id}", b.url);
+        async move { get_json(&url, "b-admin").await }
+    };
+
+    // depth: A's gateway runs at 1 on B as `bridge`; its delegate would run at 2
+    let env = envelope("prime-boss", "gateway", "start the loop", "");
+    let (status, body) = post_delegate(&a.url, "a-prime", &env).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (422, Some("DEPTH_LIMIT")), "{body}");
+    assert_eq!(body["execution"]["attempts"], 1, "a refusal below is not retried: {body}");
+    let tree = b_tree(env["request_id"].as_str().unwrap().to_string()).await;
+    assert_eq!(tree["agent"], "bridge", "{tree}");
+    let relay = find(&tree, &|n| n["agent"] == "relay").unwrap_or_else(|| panic!("{tree}"));
+    assert_eq!(relay["error_code"], "DEPTH_LIMIT", "B enforced the depth the envelope carried: {tree}");
+
+    // cycle: with room to go deeper, the loop A → B → A → B is caught by the chain
+    let mut env = envelope("prime-boss", "gateway", "start the loop", "");
+    env["constraints"] = json!({"max_depth": 8});
+    let (status, body) = post_delegate(&a.url, "a-prime", &env).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (409, Some("CYCLE_DETECTED")), "{body}");
+    // B's second visit hangs under A's proxy node, so it is found in B's audit log
+    let audit = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["--database-url", &b_db, "audit", "--json", "--verify"])
+        .output()
+        .unwrap();
+    let log: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(log["verify"]["valid"], true);
+    let refused: Vec<&Value> = log["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["root_id"] == env["request_id"] && r["error_code"] == "CYCLE_DETECTED" && r["outcome"] == "refused"
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{log}");
+    assert_eq!((refused[0]["origin"].as_str(), refused[0]["target"].as_str()), (Some("bridge"), Some("relay")));
+
+    // deadline: B gets what is left of A's deadline and stops its own work in time
+    let mut env = envelope("prime-boss", "sleepy", "sleep", "");
+    env["constraints"] = json!({"deadline_ms": 1000});
+    let started = Instant::now();
+    let (status, body) = post_delegate(&a.url, "a-prime", &env).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["code"], "DEADLINE_EXCEEDED");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let id = env["request_id"].as_str().unwrap().to_string();
+    let tree = loop {
+        let t = b_tree(id.clone()).await;
+        if t["status"].is_string() || started.elapsed() > Duration::from_secs(5) {
+            break t;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(tree["error_code"], "DEADLINE_EXCEEDED", "B timed out by itself: {tree}");
+    assert!(tree["duration_ms"].as_u64().unwrap() < 1500, "{tree}");
+
+    // budget: what is left of A's budget is B's budget; B's children share it
+    let input = "2025-10-01 Starbucks 4.50\n2025-10-02 Shell 40.00\n2025-10-03 Staples 19.99";
+    let mut env = envelope("prime-boss", "splitter", "split the statement", input);
+    // A and B's splitter fit in 250 (about 25 prompt + 128 expected answer);
+    // each worker's share, 125, does not
+    env["constraints"] = json!({"max_tokens": 250, "max_depth": 3});
+    let (_, body) = post_delegate(&a.url, "a-prime", &env).await;
+    let tree = b_tree(env["request_id"].as_str().unwrap().to_string()).await;
+    let refused: Vec<&Value> =
+        tree["children"].as_array().unwrap().iter().filter(|c| c["error_code"] == "TOKEN_BUDGET_EXCEEDED").collect();
+    assert_eq!(refused.len(), 2, "both workers' estimates exceed their share of 250 tokens: {body} {tree}");
+    let mut env = envelope("prime-boss", "splitter", "split the statement", input);
+    env["constraints"] = json!({"max_tokens": 3000, "max_depth": 3});
+    let (status, body) = post_delegate(&a.url, "a-prime", &env).await;
+    assert_eq!(status, 200, "{body}");
+    let used = body["token_usage"]["total"].as_u64().unwrap();
+    assert!(used > 0 && used <= 3000, "B's usage comes back within A's grant: {used}");
+}
