@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::agent::{Agent, AgentContext, AgentOutput, HistoryMessage, Task, ToolSet};
 use crate::config::{AgentSpec, Config};
@@ -378,6 +379,25 @@ impl Runtime {
     /// `user_entry`: a user's own message to Prime, which runs at depth 0
     /// as the root of a new tree.
     async fn dispatch_as(
+        &self,
+        parent: Option<&Arc<Node>>,
+        caller: &Caller,
+        req: DelegationRequest,
+        user_entry: bool,
+    ) -> DelegationResponse {
+        let span = tracing::info_span!(
+            "delegation",
+            otel.name = %format!("delegate {}", req.target_employee),
+            request_id = %req.request_id,
+            root_id = %req.root_id(),
+            origin_agent = %req.origin_employee,
+            target_agent = %req.target_employee,
+            depth = parent.map_or(req.current_depth, |p| p.depth).saturating_add(u32::from(!user_entry)),
+        );
+        self.dispatch_in(parent, caller, req, user_entry).instrument(span).await
+    }
+
+    async fn dispatch_in(
         &self,
         parent: Option<&Arc<Node>>,
         caller: &Caller,

@@ -52,6 +52,9 @@ pub struct Cli {
         default_value = DEFAULT_DATABASE_URL
     )]
     database_url: String,
+    /// Export delegation spans over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318).
+    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_name = "URL")]
+    otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -194,7 +197,6 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
         }
     };
-    init_tracing();
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -202,14 +204,20 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    ExitCode::from(rt.block_on(run(cli)))
-}
-
-fn init_tracing() {
-    // Quiet by default; RUST_LOG=info shows each delegation.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // the OTLP exporter's client needs a runtime around it while it is built
+    let guard = {
+        let _enter = rt.enter();
+        match crate::telemetry::init(cli.otlp_endpoint.as_deref().filter(|e| !e.is_empty())) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("error: --otlp-endpoint: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    };
+    let code = rt.block_on(run(cli));
+    drop(guard); // flush exported spans
+    ExitCode::from(code)
 }
 
 /// The exit code for an error code.

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
+use tracing::Instrument;
 
 use super::error::status_of;
 use super::{ApiError, AppState};
@@ -114,8 +115,11 @@ pub async fn delegate(
     // Its own task: a caller that hangs up does not cut the delegation short
     // of its record. It still ends at its deadline, which the caller set.
     let runtime = state.runtime.clone();
-    let response =
-        tokio::spawn(async move { runtime.delegate(&Caller::Agent(agent), req).await }).await.map_err(|e| {
+    let span = tracing::info_span!("POST /v1/delegate", origin = %agent);
+    crate::telemetry::continue_trace(&span, header(&headers, "traceparent")?);
+    let response = tokio::spawn(async move { runtime.delegate(&Caller::Agent(agent), req).await }.instrument(span))
+        .await
+        .map_err(|e| {
             ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::AgentUnavailable,
@@ -159,13 +163,17 @@ pub async fn chat(
     }
     let opts = AskOptions { input: chat.input, session: chat.session_id };
     let runtime = state.runtime.clone();
-    let r = tokio::spawn(async move { runtime.ask(&user, &chat.message, opts).await }).await.map_err(|e| {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::AgentUnavailable,
-            format!("the chat task failed: {e}"),
-        )
-    })??;
+    let span = tracing::info_span!("POST /v1/chat");
+    crate::telemetry::continue_trace(&span, header(&headers, "traceparent")?);
+    let r = tokio::spawn(async move { runtime.ask(&user, &chat.message, opts).await }.instrument(span))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::AgentUnavailable,
+                format!("the chat task failed: {e}"),
+            )
+        })??;
     let status = if r.status == crate::protocol::Status::Failed { StatusCode::BAD_GATEWAY } else { StatusCode::OK };
     Ok((
         status,

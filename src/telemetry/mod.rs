@@ -5,4 +5,4 @@ pub mod metrics;
 pub mod trace;
 
 pub use metrics::{Metrics, Observation};
-pub use trace::trace_headers;
+pub use trace::{TracingGuard, continue_trace, init, trace_headers};

@@ -252,7 +252,7 @@ backend = {{ kind = "command", command = "sh", args = ["-c", "sleep 30 & echo $$
 /// `relay` and `splitter` are Prime-style orchestrators; B's `bounce` is served
 /// by A's `gateway`, which makes a loop across the two processes:
 /// gateway (A) = bridge (B) → relay → bounce = gateway (A) = bridge (B) → relay …
-fn two_servers(b_db: &str) -> (Server, Server) {
+fn two_servers(b_db: &str, extra_env: &[(&str, &str)]) -> (Server, Server) {
     let (a_port, b_port) = (free_port(), free_port());
     let (a_url, b_url) = (format!("http://127.0.0.1:{a_port}"), format!("http://127.0.0.1:{b_port}"));
     let b_config = format!(
@@ -362,14 +362,18 @@ admin_tokens = ["a-admin"]
         Some(&b_config),
         Some(b_db),
         &format!("127.0.0.1:{b_port}"),
-        &[("A_RELAY_TOKEN", "a-relay")],
+        &[&[("A_RELAY_TOKEN", "a-relay"), ("OTEL_SERVICE_NAME", "switchboard-b")], extra_env].concat(),
         500,
     );
     let a = Server::start(
         Some(&a_config),
         Some("memory:"),
         &format!("127.0.0.1:{a_port}"),
-        &[("B_PRIME_TOKEN", "b-prime"), ("B_RELAY_TOKEN", "b-relay")],
+        &[
+            &[("B_PRIME_TOKEN", "b-prime"), ("B_RELAY_TOKEN", "b-relay"), ("OTEL_SERVICE_NAME", "switchboard-a")],
+            extra_env,
+        ]
+        .concat(),
         500,
     );
     (a, b)
@@ -386,7 +390,7 @@ fn find<'a>(tree: &'a Value, pred: &dyn Fn(&Value) -> bool) -> Option<&'a Value>
 async fn the_rails_hold_across_a_hop_between_two_switchboards() {
     let dir = tempfile::tempdir().unwrap();
     let b_db = format!("sqlite://{}", dir.path().join("b.db").display());
-    let (a, b) = two_servers(&b_db);
+    let (a, b) = two_servers(&b_db, &[]);
     let b_tree = |id: String| {
         let url = format!("{}/v1/delegations/{id}", b.url);
         async move { get_json(&url, "b-admin").await }
@@ -461,4 +465,109 @@ async fn the_rails_hold_across_a_hop_between_two_switchboards() {
     assert_eq!(status, 200, "{body}");
     let used = body["token_usage"]["total"].as_u64().unwrap();
     assert!(used > 0 && used <= 3000, "B's usage comes back within A's grant: {used}");
+}
+
+/// A collector that keeps every OTLP/HTTP JSON export it receives.
+async fn collector() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::routing::post;
+    let got: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let keep = got.clone();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        post(move |body: axum::body::Bytes| {
+            let keep = keep.clone();
+            async move {
+                if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                    keep.lock().unwrap().push(v);
+                }
+                axum::Json(json!({}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, got)
+}
+
+/// (service, name, trace id, span id, parent span id, attributes) of every span received.
+fn spans(exports: &[Value]) -> Vec<(String, String, String, String, String, Value)> {
+    let mut out = Vec::new();
+    for e in exports {
+        for rs in e["resourceSpans"].as_array().into_iter().flatten() {
+            let service = rs["resource"]["attributes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|a| a["key"] == "service.name")
+                .and_then(|a| a["value"]["stringValue"].as_str())
+                .unwrap_or_default()
+                .to_string();
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                for s in ss["spans"].as_array().into_iter().flatten() {
+                    let text = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+                    out.push((
+                        service.clone(),
+                        text("name"),
+                        text("traceId"),
+                        text("spanId"),
+                        text("parentSpanId"),
+                        s["attributes"].clone(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn attr(attributes: &Value, key: &str) -> Option<String> {
+    attributes.as_array()?.iter().find(|a| a["key"] == key).map(|a| {
+        let v = &a["value"];
+        v["stringValue"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| v["intValue"].as_str().map(str::to_string))
+            .unwrap_or_else(|| v.to_string())
+    })
+}
+
+#[tokio::test]
+async fn one_trace_spans_both_switchboards_and_is_exported_over_otlp() {
+    let (collector_url, got) = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let b_db = format!("sqlite://{}", dir.path().join("b.db").display());
+    let (a, _b) = two_servers(&b_db, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &collector_url)]);
+    let mut env = envelope("prime-boss", "splitter", "split the statement", "2025-10-01 Starbucks 4.50");
+    env["constraints"] = json!({"max_depth": 3});
+    let (status, body) = post_delegate(&a.url, "a-prime", &env).await;
+    assert_eq!(status, 200, "{body}");
+
+    // the batch exporters send within about half a second
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let all = loop {
+        let all = spans(&got.lock().unwrap());
+        let services: std::collections::HashSet<&str> = all.iter().map(|s| s.0.as_str()).collect();
+        if services.contains("switchboard-a")
+            && all.iter().filter(|s| s.0 == "switchboard-b" && s.1.starts_with("delegate worker")).count() == 2
+        {
+            break all;
+        }
+        assert!(Instant::now() < deadline, "spans never arrived: {all:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let a_span =
+        all.iter().find(|s| s.0 == "switchboard-a" && s.1 == "delegate splitter").expect("A's delegation span");
+    assert_eq!(attr(&a_span.5, "request_id").as_deref(), env["request_id"].as_str());
+    assert_eq!(attr(&a_span.5, "origin_agent").as_deref(), Some("prime-boss"));
+    assert_eq!(attr(&a_span.5, "target_agent").as_deref(), Some("splitter"));
+    assert_eq!(attr(&a_span.5, "depth").as_deref(), Some("1"));
+    let trace = &a_span.2;
+    let b_spans: Vec<_> = all.iter().filter(|s| s.0 == "switchboard-b").collect();
+    assert!(b_spans.iter().all(|s| &s.2 == trace), "B continued A's trace: {b_spans:?}");
+    let b_http = b_spans.iter().find(|s| s.1 == "POST /v1/delegate").expect("B's request span");
+    assert_eq!(&b_http.4, &a_span.3, "B's request is a child of A's delegation span");
+    let b_splitter = b_spans.iter().find(|s| s.1 == "delegate splitter").unwrap();
+    let workers: Vec<_> = b_spans.iter().filter(|s| s.1.starts_with("delegate worker")).collect();
+    assert!(workers.iter().all(|w| w.4 == b_splitter.3), "the workers' spans nest under B's splitter");
 }
