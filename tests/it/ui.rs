@@ -18,6 +18,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
 const ADMIN: &str = "ui-admin-token";
 const ALICE: &str = "ui-alice-token";
+const PRIME: &str = "ui-prime-token";
 /// Each wait is bounded; generous because CI runs this on two loaded cores.
 const WAIT: Duration = Duration::from_secs(20);
 const CHROMIUM_START: Duration = Duration::from_secs(40);
@@ -63,7 +64,7 @@ async fn start_server() -> Result<(Harness, String), String> {
     let config = dir.path().join("switchboard.toml");
     let auth = format!(
         "\n[auth]\nadmin_tokens = [\"{ADMIN}\"]\nuser_tokens = {{ \"alice\" = \"{ALICE}\" }}\n\
-         service_tokens = {{ \"prime-boss\" = \"ui-prime-token\" }}\n"
+         service_tokens = {{ \"prime-boss\" = \"{PRIME}\" }}\n"
     );
     std::fs::write(&config, format!("{}{auth}", switchboard::config::DEFAULT_TOML)).map_err(|e| e.to_string())?;
     let log = File::create(dir.path().join("server.log")).map_err(|e| e.to_string())?;
@@ -308,6 +309,28 @@ async fn drive(h: &mut Harness, addr: &str, chromium: &Path) -> Result<(), Strin
         assert!(text.ends_with(" ms") || text.ends_with(" s"), "duration shown as {text:?}: {n}");
     }
 
+    // A refusal has no `started` event; the page fills the objective in from the stored tree.
+    let id = uuid::Uuid::new_v4().to_string();
+    let refused = http
+        .post(format!("http://{addr}/v1/delegate"))
+        .bearer_auth(PRIME)
+        .header("x-agent-request-id", &id)
+        .header("x-agent-origin", "prime-boss")
+        .json(&json!({
+            "request_id": id, "origin_employee": "prime-boss", "target_employee": "nobody-here",
+            "user_id": "alice", "objective": "Find nobody", "input": "x",
+        }))
+        .send()
+        .await
+        .map_err(|e| format!("POST /v1/delegate: {e}"))?;
+    assert!(refused.status().is_client_error(), "POST /v1/delegate to nobody: {}", refused.status());
+    let js = format!(
+        "[...document.querySelectorAll('#trees [data-request-id]')].filter(n => n.dataset.requestId === {})
+           .map(n => [n.dataset.status, n.dataset.errorCode, n.querySelector('.objective').textContent])[0] ?? null",
+        serde_json::to_string(&id).unwrap()
+    );
+    cdp.wait_for("the refused delegation", &js, |v| *v == json!(["refused", "AGENT_NOT_FOUND", "Find nobody"])).await?;
+
     // Objectives come from users: they must be shown as text, never parsed.
     let message = "Categorize <img id=injected src=x> please";
     http.post(format!("http://{addr}/v1/chat"))
@@ -322,6 +345,16 @@ async fn drive(h: &mut Harness, addr: &str, chromium: &Path) -> Result<(), Strin
         serde_json::to_string(message).unwrap()
     );
     cdp.wait_for("the second tree, escaped", &js, |v| v == true).await?;
+
+    // After a reload the page has no events to replay: it restores recent trees from the server.
+    cdp.eval("document.body.dataset.stale = 'yes'").await?;
+    cdp.call("Page.reload", json!({})).await?;
+    let fresh = "document.readyState === 'complete' && document.body.dataset.stale === undefined";
+    cdp.wait_for("the reloaded page", fresh, |v| v == true).await?;
+    cdp.wait_for("the tree restored after a reload", &page_tree_js(&root), |v| {
+        v.as_array().is_some_and(|nodes| sorted(nodes.iter().map(without_text).collect()) == stored)
+    })
+    .await?;
     assert!(cdp.page_errors.is_empty(), "the page reported errors: {:?}", cdp.page_errors);
 
     cdp.session = None;
