@@ -88,7 +88,21 @@ impl SqlStore {
             .connect(&url)
             .await
             .map_err(|e| StoreError::Backend(format!("cannot open the database ({}): {e}", redact_url(&url))))?;
-        migrator().run(&pool).await.map_err(|e| StoreError::Backend(format!("migrations failed: {e}")))?;
+        // sqlx's migration lock is a no-op on SQLite: two processes opening a
+        // fresh file race, and the loser's transaction rolls back. Running
+        // again finds the winner's work done.
+        let migrator = migrator();
+        let mut tries = 0;
+        loop {
+            match migrator.run(&pool).await {
+                Ok(()) => break,
+                Err(_) if tries < 5 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100 * tries)).await;
+                }
+                Err(e) => return Err(StoreError::Backend(format!("migrations failed: {e}"))),
+            }
+        }
         Ok(Self { pool, backend })
     }
 
