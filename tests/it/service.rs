@@ -571,3 +571,90 @@ async fn one_trace_spans_both_switchboards_and_is_exported_over_otlp() {
     let workers: Vec<_> = b_spans.iter().filter(|s| s.1.starts_with("delegate worker")).collect();
     assert!(workers.iter().all(|w| w.4 == b_splitter.3), "the workers' spans nest under B's splitter");
 }
+
+/// Reads SSE frames (event name, JSON data) until `done` says stop.
+async fn read_events(res: reqwest::Response, done: impl Fn(&[(String, Value)]) -> bool) -> Vec<(String, Value)> {
+    let mut res = res;
+    let mut buf = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !done(&events) {
+        let chunk = tokio::time::timeout_at(deadline, res.chunk())
+            .await
+            .expect("events in time")
+            .unwrap()
+            .expect("stream open");
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            let name = frame.lines().find_map(|l| l.strip_prefix("event:")).map(|s| s.trim().to_string());
+            let data = frame.lines().find_map(|l| l.strip_prefix("data:")).map(|s| s.trim().to_string());
+            if let (Some(name), Some(data)) = (name, data) {
+                events.push((name, serde_json::from_str(&data).unwrap_or(Value::Null)));
+            }
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn the_event_stream_shows_each_user_their_own_delegations_live() {
+    let config = team_with(
+        r#"
+[auth]
+user_tokens = { "alice" = "t-alice", "bob" = "t-bob" }
+"#,
+    );
+    let server = Server::start(Some(&config), Some("memory:"), "127.0.0.1:0", &[], 1000);
+    let client = reqwest::Client::new();
+    let alice_stream = client.get(format!("{}/v1/events", server.url)).bearer_auth("t-alice").send().await.unwrap();
+    assert_eq!(alice_stream.status().as_u16(), 200);
+    assert_eq!(alice_stream.headers()["content-type"], "text/event-stream");
+    let chat = |token: &'static str, message: &'static str| {
+        let (client, url) = (client.clone(), server.url.clone());
+        async move {
+            let v: Value = client
+                .post(format!("{url}/v1/chat"))
+                .bearer_auth(token)
+                .json(&json!({"message": message, "input": "STARBUCKS\n10/09/2025\nLatte 5.25\nTOTAL $5.25"}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v["request_id"].as_str().unwrap().to_string()
+        }
+    };
+    // bob first: none of his events may reach alice
+    let bobs = chat("t-bob", "Upload this receipt and categorize it").await;
+    let alices = chat("t-alice", "Upload this receipt and categorize it").await;
+    let events =
+        read_events(alice_stream, |e| e.iter().any(|(name, d)| name == "finished" && d["target"] == "prime-boss"))
+            .await;
+    assert!(events.iter().all(|(_, d)| d["user_id"] == "alice" && d["root_id"] == alices), "{events:?}");
+    assert!(events.iter().all(|(_, d)| d["root_id"] != bobs));
+    let kinds: Vec<String> =
+        events.iter().map(|(n, d)| format!("{n}:{}", d["target"].as_str().unwrap_or(""))).collect();
+    for k in [
+        "started:byte-doc",
+        "attempt:byte-doc",
+        "finished:byte-doc",
+        "started:tag-ai",
+        "finished:tag-ai",
+        "finished:prime-boss",
+    ] {
+        assert!(kinds.contains(&k.to_string()), "{k} missing from {kinds:?}");
+    }
+
+    // one tree only
+    let stream = client
+        .get(format!("{}/v1/events?root_id={}", server.url, uuid::Uuid::new_v4()))
+        .bearer_auth("t-alice")
+        .send()
+        .await
+        .unwrap();
+    chat("t-alice", "Hello").await;
+    let quiet = tokio::time::timeout(Duration::from_millis(500), read_events(stream, |e| !e.is_empty())).await;
+    assert!(quiet.is_err(), "events of another tree were sent");
+}
