@@ -49,6 +49,8 @@ pub(crate) struct Node {
     pub fan_out: u32,
     /// What finished children (and their subtrees) used.
     pub children_usage: std::sync::Mutex<crate::protocol::TokenUsage>,
+    /// Children admitted so far: an attempt that delegated is not repeated.
+    pub children_started: std::sync::atomic::AtomicU32,
 }
 
 impl Node {

@@ -11,6 +11,7 @@ pub mod config;
 pub mod delegator;
 pub mod events;
 pub mod guard;
+pub mod http_client;
 pub mod orchestrate;
 pub mod protocol;
 pub mod redact;

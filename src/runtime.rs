@@ -158,8 +158,10 @@ struct Attempts {
 pub struct AskOptions {
     /// Content to work on (a receipt, a statement), e.g. from `--file`.
     pub input: Option<String>,
-    /// Continue this Prime session of the user.
+    /// Continue this session of the user (with that agent).
     pub session: Option<SessionId>,
+    /// Talk to this agent instead of Prime (it must allow the user).
+    pub agent: Option<AgentSlug>,
 }
 
 /// Prime's answer with the tree of work behind it.
@@ -312,7 +314,13 @@ impl Runtime {
     /// A user's message to Prime: Prime (at depth 0) answers directly or
     /// delegates; the answer comes back with PII restored and the tree.
     pub async fn ask(&self, user: &UserId, message: &str, opts: AskOptions) -> Result<AskResponse, DelegationError> {
-        let prime = self.prime()?.spec.slug.clone();
+        let prime = match opts.agent {
+            Some(a) if self.inner.registry.get(&a).is_some() => a,
+            Some(a) => {
+                return Err(DelegationError::new(ErrorCode::AgentNotFound, format!("no agent '{a}' is registered")));
+            }
+            None => self.prime()?.spec.slug.clone(),
+        };
         let limits = self.inner.config.limits;
         let mut req = DelegationRequest::new(
             AgentSlug::parse(USER_ORIGIN).map_err(|e| DelegationError::invalid(e.0))?,
@@ -408,6 +416,12 @@ impl Runtime {
         let started_ms = now_ms();
         let response = match self.admit(parent, caller, req, user_entry).await {
             Ok(admitted) => match self.claim(&admitted).await {
+                Ok(None) if parent.is_some() => {
+                    if let Some(p) = parent {
+                        p.children_started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    self.run(admitted, false, started, started_ms).await
+                }
                 Ok(None) => self.run(admitted, parent.is_none(), started, started_ms).await,
                 Ok(Some(replayed)) => replayed,
                 Err(err) => {
@@ -635,6 +649,7 @@ impl Runtime {
             deadline_ms_default: limits.deadline_ms,
             fan_out: limits.fan_out,
             children_usage: Default::default(),
+            children_started: Default::default(),
         });
         Ok(Admitted {
             deadline_ms: deadline_at.saturating_duration_since(now).as_millis() as u64,
@@ -907,6 +922,7 @@ impl Runtime {
                 seed: task.seed,
             });
 
+            let delegated_before = node.children_started.load(std::sync::atomic::Ordering::Relaxed);
             let result = match breaker.acquire() {
                 Err(e) => Err(e),
                 Ok(permit) => {
@@ -981,7 +997,14 @@ impl Runtime {
                         let _ = inner.store.adjust_seed_score(&spec.slug, &signature, seed, -1.0).await;
                     }
                     let remaining = node.deadline.saturating_duration_since(Instant::now());
-                    let next = plan.next(e.code.class(), attempt, remaining, jitter);
+                    // an attempt that delegated is not repeated: its children
+                    // had their own retries, and would run twice
+                    let delegated = node.children_started.load(std::sync::atomic::Ordering::Relaxed) > delegated_before;
+                    let next = if delegated {
+                        Next::GiveUp
+                    } else {
+                        plan.next(e.code.class(), attempt, remaining, jitter, e.retry_after)
+                    };
                     out.result = Err(e);
                     let Next::Retry { delay, next_seed, longer_timeout } = next else { break };
                     if longer_timeout {

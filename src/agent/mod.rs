@@ -4,6 +4,7 @@
 
 pub mod builtin;
 pub mod command;
+pub mod llm;
 pub mod remote;
 
 use std::collections::BTreeSet;

@@ -45,11 +45,7 @@ impl RemoteAgent {
             )));
         }
         let remote_slug = agent.map(AgentSlug::parse).transpose().map_err(|e| DelegationError::invalid(e.0))?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| DelegationError::invalid(format!("cannot build the HTTP client: {e}")))?;
+        let client = crate::http_client::client().map_err(DelegationError::invalid)?;
         Ok(Self {
             client,
             endpoint: format!("{base}/v1/delegate"),

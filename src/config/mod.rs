@@ -29,6 +29,27 @@ pub struct Config {
     /// Bearer tokens known from the start (more are issued with `switchboard token`).
     #[serde(default)]
     pub auth: AuthConfig,
+    /// Defaults for `llm` agents, and the model of Prime's LLM planner.
+    #[serde(default)]
+    pub llm: LlmDefaults,
+}
+
+/// Where models are, unless an agent says otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmDefaults {
+    /// e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1` (Ollama),
+    /// `http://127.0.0.1:8080/v1` (llama.cpp), `http://127.0.0.1:8000/v1` (vLLM).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    pub tool_rounds: Option<u32>,
 }
 
 /// Tokens given in the configuration: the token itself, or `sha256:<hex>` of it.
@@ -184,7 +205,7 @@ pub struct AgentLimits {
 }
 
 /// Where an agent's work is done.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum Backend {
@@ -210,6 +231,28 @@ pub enum Backend {
         #[serde(default)]
         origin_tokens: BTreeMap<String, String>,
     },
+    /// A model behind any OpenAI-compatible chat-completions endpoint (a hosted
+    /// API, vLLM, llama.cpp's server, Ollama). Unset fields come from `[llm]`.
+    Llm {
+        #[serde(default)]
+        base_url: Option<String>,
+        #[serde(default)]
+        model: Option<String>,
+        /// Environment variable holding the API key (none: no Authorization header).
+        #[serde(default)]
+        api_key_env: Option<String>,
+        /// Completion tokens per call, at most (the budget may allow fewer).
+        #[serde(default)]
+        max_completion_tokens: Option<u32>,
+        #[serde(default)]
+        temperature: Option<f32>,
+        /// Ask for a JSON object (`response_format`) instead of text.
+        #[serde(default)]
+        json_mode: bool,
+        /// Rounds of tool calls before the agent must answer.
+        #[serde(default)]
+        tool_rounds: Option<u32>,
+    },
     /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
     Command {
         command: String,
@@ -227,10 +270,11 @@ impl Default for Backend {
 }
 
 /// Prime's planner and its routes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrimeConfig {
-    /// `rules` (no model needed) or, later, `llm`.
+    /// `rules` (no model needed) or `llm` (the model in `[llm]`, with a
+    /// `delegate` tool over Prime's team).
     #[serde(default = "rules")]
     pub planner: String,
     #[serde(default)]
@@ -239,6 +283,12 @@ pub struct PrimeConfig {
 
 fn rules() -> String {
     "rules".to_string()
+}
+
+impl Default for PrimeConfig {
+    fn default() -> Self {
+        Self { planner: rules(), routes: Vec::new() }
+    }
 }
 
 /// A regex route: when `pattern` matches the user's message, Prime runs `plan`.
@@ -346,6 +396,12 @@ impl Config {
                 "limits.max_tokens {} must be between 1 and max_tokens_ceiling {}",
                 l.max_tokens, l.max_tokens_ceiling
             ));
+        }
+        match self.prime.planner.as_str() {
+            "rules" => {}
+            "llm" if self.llm.base_url.is_some() && self.llm.model.is_some() => {}
+            "llm" => return bad("prime.planner = \"llm\" needs [llm] base_url and model".into()),
+            other => return bad(format!("prime.planner is '{other}'; use \"rules\" or \"llm\"")),
         }
         let mut seen = BTreeMap::new();
         for a in &self.agents {

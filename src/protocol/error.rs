@@ -171,11 +171,21 @@ impl fmt::Display for ErrorCode {
 pub struct DelegationError {
     pub code: ErrorCode,
     pub message: String,
+    /// How long the failing service asked us to wait (`Retry-After`); the
+    /// retry policy waits at least this long. Not part of the wire format.
+    #[serde(skip)]
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl DelegationError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self { code, message: message.into(), retry_after: None }
+    }
+
+    /// This error, asking for a wait of at least `after` before a retry.
+    pub fn retry_after(mut self, after: std::time::Duration) -> Self {
+        self.retry_after = Some(after);
+        self
     }
 
     /// The code with its default, actionable message.

@@ -70,15 +70,24 @@ impl RetryPlan {
     }
 
     /// Decides after attempt `attempt` failed with `class`, with `remaining`
-    /// time before the deadline.
-    pub fn next(&self, class: ErrorClass, attempt: u32, remaining: Duration, jitter_seed: u64) -> Next {
+    /// time before the deadline; `asked` is a wait the failing service asked for.
+    pub fn next(
+        &self,
+        class: ErrorClass,
+        attempt: u32,
+        remaining: Duration,
+        jitter_seed: u64,
+        asked: Option<Duration>,
+    ) -> Next {
         if attempt >= self.max_attempts {
             return Next::GiveUp;
         }
         let (delay, next_seed, longer_timeout) = match class {
             ErrorClass::Verification => (Duration::ZERO, true, false),
             ErrorClass::Timeout => (Duration::ZERO, false, true),
-            ErrorClass::Unavailable | ErrorClass::Failure => (self.backoff(attempt, jitter_seed), false, false),
+            ErrorClass::Unavailable | ErrorClass::Failure => {
+                (self.backoff(attempt, jitter_seed).max(asked.unwrap_or_default()), false, false)
+            }
             _ => return Next::GiveUp,
         };
         // Never sleep into the deadline: a retry needs time to run as well.
@@ -144,24 +153,38 @@ mod tests {
     fn each_error_class_gets_its_retry() {
         let plan = RetryPlan::for_request(Priority::Normal, None, None);
         assert!(
-            matches!(plan.next(ErrorClass::Verification, 1, LOTS, 0), Next::Retry { next_seed: true, delay, .. } if delay.is_zero())
+            matches!(plan.next(ErrorClass::Verification, 1, LOTS, 0, None), Next::Retry { next_seed: true, delay, .. } if delay.is_zero())
         );
         assert!(matches!(
-            plan.next(ErrorClass::Timeout, 1, LOTS, 0),
+            plan.next(ErrorClass::Timeout, 1, LOTS, 0, None),
             Next::Retry { next_seed: false, longer_timeout: true, .. }
         ));
         assert!(
-            matches!(plan.next(ErrorClass::Unavailable, 1, LOTS, 0), Next::Retry { next_seed: false, delay, .. } if !delay.is_zero())
+            matches!(plan.next(ErrorClass::Unavailable, 1, LOTS, 0, None), Next::Retry { next_seed: false, delay, .. } if !delay.is_zero())
         );
-        assert_eq!(plan.next(ErrorClass::Refusal, 1, LOTS, 0), Next::GiveUp);
-        assert_eq!(plan.next(ErrorClass::Cancelled, 1, LOTS, 0), Next::GiveUp);
-        assert_eq!(plan.next(ErrorClass::Failure, 3, LOTS, 0), Next::GiveUp, "normal priority stops after 3");
+        assert_eq!(plan.next(ErrorClass::Refusal, 1, LOTS, 0, None), Next::GiveUp);
+        assert_eq!(plan.next(ErrorClass::Cancelled, 1, LOTS, 0, None), Next::GiveUp);
+        assert_eq!(plan.next(ErrorClass::Failure, 3, LOTS, 0, None), Next::GiveUp, "normal priority stops after 3");
+    }
+
+    #[test]
+    fn a_services_retry_after_is_honoured() {
+        let plan = RetryPlan::for_request(Priority::Normal, None, None);
+        let asked = Some(Duration::from_secs(2));
+        assert!(
+            matches!(plan.next(ErrorClass::Unavailable, 1, LOTS, 0, asked), Next::Retry { delay, .. } if delay == Duration::from_secs(2))
+        );
+        assert_eq!(
+            plan.next(ErrorClass::Unavailable, 1, Duration::from_secs(1), 0, asked),
+            Next::GiveUp,
+            "not past the deadline"
+        );
     }
 
     #[test]
     fn no_retry_when_the_wait_would_reach_the_deadline() {
         let plan = RetryPlan::for_request(Priority::Urgent, None, None);
-        assert_eq!(plan.next(ErrorClass::Failure, 4, Duration::from_millis(100), 0), Next::GiveUp);
-        assert!(matches!(plan.next(ErrorClass::Failure, 1, Duration::from_secs(1), 0), Next::Retry { .. }));
+        assert_eq!(plan.next(ErrorClass::Failure, 4, Duration::from_millis(100), 0, None), Next::GiveUp);
+        assert!(matches!(plan.next(ErrorClass::Failure, 1, Duration::from_secs(1), 0, None), Next::Retry { .. }));
     }
 }

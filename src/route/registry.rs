@@ -95,6 +95,10 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
         Backend::Builtin { name } => {
             let name = name.as_deref().unwrap_or(spec.slug.as_str());
             if name == "prime-boss" || name == "prime" {
+                // one line of config switches Prime's planner
+                if config.prime.planner == "llm" {
+                    return Ok(Arc::new(crate::agent::llm::LlmAgent::prime(spec, config)?));
+                }
                 return Ok(Arc::new(PrimeAgent::new(config, spec.slug.as_str())?));
             }
             builtin::lookup(name).ok_or_else(|| {
@@ -109,5 +113,6 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
                 .map_err(|e| DelegationError::invalid(format!("agent '{}': {}", spec.slug, e.message)))?,
         )),
         Backend::Command { command, args, env } => Ok(Arc::new(CommandAgent::new(command, args, env)?)),
+        Backend::Llm { .. } => crate::agent::llm::for_spec(spec, config),
     }
 }

@@ -9,12 +9,14 @@
 //! | `GET /v1/delegations/{id}` | any token (own trees only) | the stored tree |
 //! | `GET /v1/events` | any token (own events only) | SSE: started, attempt, retry, finished |
 //! | `GET /v1/agents` | any token | the team and breaker states |
+//! | `POST /v1/chat/completions`, `GET /v1/models` | user token (the API key) | OpenAI-compatible: agent slug as model |
 //! | `GET /healthz`, `GET /metrics` | anyone | health, Prometheus |
 //! | `GET /` | anyone (the page asks for a token) | live delegation trees |
 
 pub mod error;
 mod events;
 mod native;
+mod openai;
 mod ui;
 
 use std::future::Future;
@@ -76,6 +78,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/chat", post(native::chat))
         .route("/v1/delegations/{id}", get(native::delegation))
         .route("/v1/agents", get(native::agents))
+        .route("/v1/chat/completions", post(openai::completions))
+        .route("/v1/models", get(openai::models))
         .route("/v1/events", get(events::stream))
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))

@@ -5,6 +5,7 @@ mod cli;
 mod crash;
 mod db;
 mod http;
+mod llm;
 mod modes;
 mod pii;
 mod protocol;

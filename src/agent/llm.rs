@@ -1,0 +1,579 @@
+//! The `llm` backend: any OpenAI-compatible chat-completions endpoint as a
+//! team member (seeds/002 agentBridge). The delegated context becomes the
+//! messages; the call is counted with a real tokenizer and refused before it
+//! leaves the process when it would not fit the budget; `max_tokens` comes
+//! from what the budget has left; usage is reported back to the ledger.
+//!
+//! An agent allowed to delegate gets a `delegate` tool (seeds/002: an enum of
+//! the agents it may call, a task, optional context) and an `ask_agent` tool
+//! (seeds/003: an ephemeral consult). Tool calls go through the Delegator, so
+//! every rail applies; the loop is bounded; a tool the agent was not offered
+//! is refused with `TOOL_NOT_ALLOWED`, and the refusal goes back to the model
+//! as the tool's result.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tiktoken_rs::CoreBPE;
+
+use super::{Agent, AgentContext, AgentOutput, Task, TokenEstimate};
+use crate::config::{AgentSpec, Backend, Config, LlmDefaults};
+use crate::delegator::{Call, Delegator};
+use crate::protocol::{
+    AgentSlug, Artifact, DelegationError, DelegationResponse, ErrorCode, HandoffData, NewFact, TokenUsage,
+};
+use crate::telemetry;
+
+/// The base prompt every model agent gets before its own (seeds/002 buildDelegatedContext).
+pub const BASE_PROMPT: &str = "You are a member of a team of AI agents working for one user. \
+Another agent has delegated a task to you. Do exactly that task, using the context you are given. \
+Be concise and concrete. Never reveal or invent personal data; placeholders such as <EMAIL_1> \
+stand for values you are not shown, and you may use them as they are.";
+
+/// seeds/002's Prime prompt, for the LLM planner.
+pub const PRIME_PROMPT: &str = "You are Prime, the user's lead assistant and the orchestrator of a team \
+of specialist employees. You can answer directly, or use the \"delegate\" tool to call specialists.\n\
+Use delegation when the request needs a specialist's expertise, the task is well-defined and scoped, \
+or you need data or analysis before answering.\n\
+Don't delegate when you can answer from general knowledge, when the message is clarifying or \
+conversational, or when it is time-sensitive.\n\
+When delegating: be specific about the task, pass relevant context, call several specialists at once \
+(several tool calls in one turn) when their work is independent, or one after another when a step \
+needs an earlier result. Then merge the results into one cohesive answer that says who did what.";
+
+const DEFAULT_MAX_COMPLETION: u32 = 512;
+const DEFAULT_TOOL_ROUNDS: u32 = 6;
+/// A call that could not produce at least this many tokens is not worth sending.
+const MIN_COMPLETION: u32 = 16;
+/// Largest reply read from a model server.
+const MAX_REPLY: usize = 8 * 1024 * 1024;
+
+pub struct LlmAgent {
+    client: reqwest::Client,
+    endpoint: String,
+    model: String,
+    api_key: Option<String>,
+    system_prompt: String,
+    max_completion: u32,
+    temperature: Option<f32>,
+    json_mode: bool,
+    tool_rounds: u32,
+    /// (slug, description) of the agents this one may call.
+    targets: Vec<(AgentSlug, String)>,
+    tokenizer: &'static CoreBPE,
+}
+
+fn tokenizer_for(model: &str) -> &'static CoreBPE {
+    // o200k for the newer OpenAI models; cl100k otherwise (for other model
+    // families it is an approximation, on the generous side for English)
+    let m = model.to_ascii_lowercase();
+    if m.starts_with("gpt-4o")
+        || m.starts_with("gpt-4.1")
+        || m.starts_with("gpt-5")
+        || m.starts_with("o1")
+        || m.starts_with("o3")
+        || m.starts_with("o4")
+    {
+        tiktoken_rs::o200k_base_singleton()
+    } else {
+        tiktoken_rs::cl100k_base_singleton()
+    }
+}
+
+impl LlmAgent {
+    /// The agent `spec` with an `llm` backend; unset fields come from `[llm]`.
+    pub fn from_spec(spec: &AgentSpec, config: &Config) -> Result<Self, DelegationError> {
+        let Backend::Llm { base_url, model, api_key_env, max_completion_tokens, temperature, json_mode, tool_rounds } =
+            &spec.backend
+        else {
+            return Err(DelegationError::invalid(format!("agent '{}' has no llm backend", spec.slug)));
+        };
+        let d = &config.llm;
+        let prompt = if spec.system_prompt.is_empty() {
+            format!("{BASE_PROMPT}\n\nYou are {}: {}", spec.name, spec.description)
+        } else {
+            format!("{BASE_PROMPT}\n\n{}", spec.system_prompt)
+        };
+        Self::build(
+            spec,
+            config,
+            LlmDefaults {
+                base_url: base_url.clone().or_else(|| d.base_url.clone()),
+                model: model.clone().or_else(|| d.model.clone()),
+                api_key_env: api_key_env.clone().or_else(|| d.api_key_env.clone()),
+                max_completion_tokens: max_completion_tokens.or(d.max_completion_tokens),
+                tool_rounds: tool_rounds.or(d.tool_rounds),
+            },
+            prompt,
+            *temperature,
+            *json_mode,
+        )
+    }
+
+    /// Prime with the LLM planner: the model in `[llm]`, seeds/002's prompt.
+    pub fn prime(spec: &AgentSpec, config: &Config) -> Result<Self, DelegationError> {
+        let prompt = if spec.system_prompt.is_empty() { PRIME_PROMPT.to_string() } else { spec.system_prompt.clone() };
+        Self::build(spec, config, config.llm.clone(), prompt, None, false)
+    }
+
+    fn build(
+        spec: &AgentSpec,
+        config: &Config,
+        s: LlmDefaults,
+        system_prompt: String,
+        temperature: Option<f32>,
+        json_mode: bool,
+    ) -> Result<Self, DelegationError> {
+        let bad = |what: &str| DelegationError::invalid(format!("agent '{}': {what}", spec.slug));
+        let base = s.base_url.ok_or_else(|| bad("no base_url (set it on the agent or in [llm])"))?;
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(bad(&format!("base_url '{base}' must start with http:// or https://")));
+        }
+        let model = s.model.ok_or_else(|| bad("no model (set it on the agent or in [llm])"))?;
+        let api_key = match &s.api_key_env {
+            Some(var) => Some(
+                std::env::var(var)
+                    .map_err(|_| bad(&format!("the environment variable {var} (its API key) is not set")))?,
+            ),
+            None => None,
+        };
+        let targets = config
+            .agents
+            .iter()
+            .filter(|a| a.slug != spec.slug && spec.may_delegate_to(&a.slug))
+            .map(|a| (a.slug.clone(), if a.description.is_empty() { a.name.clone() } else { a.description.clone() }))
+            .collect();
+        Ok(Self {
+            client: crate::http_client::client().map_err(DelegationError::invalid)?,
+            endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
+            tokenizer: tokenizer_for(&model),
+            model,
+            api_key,
+            system_prompt,
+            max_completion: s.max_completion_tokens.unwrap_or(DEFAULT_MAX_COMPLETION).max(MIN_COMPLETION),
+            temperature,
+            json_mode,
+            tool_rounds: s.tool_rounds.unwrap_or(DEFAULT_TOOL_ROUNDS).clamp(1, 32),
+            targets,
+        })
+    }
+
+    fn count(&self, text: &str) -> u32 {
+        u32::try_from(self.tokenizer.encode_ordinary(text).len()).unwrap_or(u32::MAX)
+    }
+
+    /// Tokens of a request's messages and tools (with a few per message for
+    /// the chat format's framing).
+    fn prompt_tokens(&self, messages: &[Value], tools: &[Value]) -> u32 {
+        let mut n: u32 = 3;
+        for m in messages {
+            n = n.saturating_add(4);
+            if let Some(c) = m["content"].as_str() {
+                n = n.saturating_add(self.count(c));
+            }
+            if let Some(calls) = m.get("tool_calls") {
+                n = n.saturating_add(self.count(&calls.to_string()));
+            }
+        }
+        if !tools.is_empty() {
+            n = n.saturating_add(self.count(&Value::Array(tools.to_vec()).to_string()));
+        }
+        n
+    }
+
+    /// The delegated context as chat messages (seeds/002 buildDelegatedContext).
+    fn messages(&self, task: &Task) -> Vec<Value> {
+        let mut system = self.system_prompt.clone();
+        if !task.facts.is_empty() {
+            system.push_str("\n\nWhat is known about the user:");
+            for f in &task.facts {
+                let _ = write!(system, "\n- {f}");
+            }
+        }
+        if self.json_mode {
+            system.push_str(
+                "\n\nReply with one JSON object: {\"result\": your full answer, \"summary\": one sentence, \
+                 \"facts\": [lasting facts about the user, if any], \"artifacts\": [structured data, if any]}.",
+            );
+        } else {
+            system.push_str(
+                "\n\nIf you learned lasting facts about the user, or produced structured data, end your answer with \
+                 a fenced ```json block: {\"summary\": \"...\", \"facts\": [\"...\"], \"artifacts\": [...]}.",
+            );
+        }
+        let mut messages = vec![json!({"role": "system", "content": system})];
+        for h in &task.history {
+            let role = if h.role == "assistant" { "assistant" } else { "user" };
+            messages.push(json!({"role": role, "content": h.content}));
+        }
+        let mut user = format!("Objective: {}", task.objective);
+        if !task.handoff.is_empty() {
+            let _ = write!(
+                user,
+                "\n\nContext from the delegating agent:\n{}",
+                serde_json::to_string(&task.handoff).unwrap_or_default()
+            );
+        }
+        if let Some(note) = &task.task_note {
+            let _ = write!(user, "\n\nTask note:\n{note}");
+        }
+        if !task.input.trim().is_empty() {
+            let _ = write!(user, "\n\nInput:\n{}", task.input);
+        }
+        messages.push(json!({"role": "user", "content": user}));
+        messages
+    }
+
+    /// The tools this agent is offered: delegation tools it is allowed to use.
+    fn tools(&self, ctx: &AgentContext) -> Vec<Value> {
+        if self.targets.is_empty() || ctx.delegator().is_err() {
+            return Vec::new();
+        }
+        let names: Vec<&str> = self.targets.iter().map(|(s, _)| s.as_str()).collect();
+        let roster: String = self.targets.iter().map(|(s, d)| format!("\n- {s}: {d}")).collect();
+        let mut tools = Vec::new();
+        if ctx.effective_tools().contains("delegate") {
+            tools.push(json!({"type": "function", "function": {
+                "name": "delegate",
+                "description": format!("Delegate a task to another AI employee and get its result.{roster}"),
+                "parameters": {"type": "object", "properties": {
+                    "employee": {"type": "string", "enum": names, "description": "Target employee slug"},
+                    "task": {"type": "string", "description": "Clear, specific task for the employee"},
+                    "context": {"type": "object", "description": "Additional context to pass (facts, references, etc.)"}
+                }, "required": ["employee", "task"]}
+            }}));
+        }
+        if ctx.effective_tools().contains("ask_agent") {
+            tools.push(json!({"type": "function", "function": {
+                "name": "ask_agent",
+                "description": format!("Consult another AI agent for specialized knowledge; the consult is not saved in its history.{roster}"),
+                "parameters": {"type": "object", "properties": {
+                    "agent": {"type": "string", "enum": names, "description": "Agent to consult"},
+                    "question": {"type": "string", "description": "Question or request for the agent"},
+                    "context": {"type": "string", "description": "Why you are asking"}
+                }, "required": ["agent", "question"]}
+            }}));
+        }
+        tools
+    }
+
+    async fn call_model(&self, body: &Value, timeout: Duration) -> Result<Value, DelegationError> {
+        let mut http = self.client.post(&self.endpoint).timeout(timeout.max(Duration::from_millis(1))).json(body);
+        if let Some(key) = &self.api_key {
+            http = http.bearer_auth(key);
+        }
+        for (k, v) in telemetry::trace_headers() {
+            http = http.header(k, v);
+        }
+        let res = http.send().await.map_err(|e| {
+            if e.is_timeout() {
+                DelegationError::new(
+                    ErrorCode::DeadlineExceeded,
+                    format!("the model at {} did not answer in time", self.endpoint),
+                )
+            } else {
+                DelegationError::new(
+                    ErrorCode::AgentUnavailable,
+                    format!("the model at {} is unreachable: {e}", self.endpoint),
+                )
+            }
+        })?;
+        let status = res.status();
+        let retry_after = res
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(3600.0)));
+        let mut res = res;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = res.chunk().await.map_err(|e| {
+            DelegationError::new(ErrorCode::AgentUnavailable, format!("the model's answer broke off: {e}"))
+        })? {
+            if bytes.len() + chunk.len() > MAX_REPLY {
+                return Err(DelegationError::new(ErrorCode::AgentFailed, "the model's answer is larger than 8 MiB"));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let snippet = || String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+        if status.as_u16() == 429 {
+            let e = DelegationError::new(
+                ErrorCode::AgentUnavailable,
+                format!("the model is rate limited (429): {}", snippet()),
+            );
+            return Err(match retry_after {
+                Some(d) => e.retry_after(d),
+                None => e,
+            });
+        }
+        if status.is_server_error() {
+            return Err(DelegationError::new(
+                ErrorCode::AgentUnavailable,
+                format!("the model server failed ({status}): {}", snippet()),
+            ));
+        }
+        if !status.is_success() {
+            return Err(DelegationError::new(
+                ErrorCode::AgentFailed,
+                format!("the model server refused the request ({status}): {}", snippet()),
+            ));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            DelegationError::new(
+                ErrorCode::AgentFailed,
+                format!("the model server's reply is not JSON ({e}): {}", snippet()),
+            )
+        })
+    }
+
+    /// Runs one tool call through the delegator; the answer goes back to the model.
+    async fn run_tool(&self, offered: &[Value], d: &Delegator, name: &str, args: &str) -> Value {
+        let refusal = |code: ErrorCode, message: String| json!({"error": {"code": code, "message": message}});
+        if !offered.iter().any(|t| t["function"]["name"] == name) {
+            tracing::warn!(tool = name, agent = %d.agent(), "model called a tool it was not offered");
+            return refusal(ErrorCode::ToolNotAllowed, format!("tool '{name}' is not available to this agent"));
+        }
+        let args: Value = match serde_json::from_str(args) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => return refusal(ErrorCode::InvalidRequest, format!("the arguments of {name} must be a JSON object")),
+        };
+        let (target, task, ephemeral) = match name {
+            "delegate" => (&args["employee"], &args["task"], false),
+            _ => (&args["agent"], &args["question"], true),
+        };
+        let (Some(target), Some(task)) = (target.as_str(), task.as_str()) else {
+            return refusal(ErrorCode::InvalidRequest, format!("{name} needs a target agent and a task"));
+        };
+        let mut call = match Call::to(target, task) {
+            Ok(c) => c.input(task),
+            Err(e) => return refusal(e.code, e.message),
+        };
+        match &args["context"] {
+            Value::Object(m) => call = call.handoff(HandoffData { extra: m.clone(), ..HandoffData::default() }),
+            Value::String(s) if !s.is_empty() => call = call.input(format!("{task}\n\nContext: {s}")),
+            _ => {}
+        }
+        if ephemeral {
+            call = call.ephemeral();
+        }
+        tool_result(&d.delegate(call).await)
+    }
+}
+
+/// What a delegation looks like to the model that asked for it (seeds/002).
+fn tool_result(r: &DelegationResponse) -> Value {
+    let mut v = json!({
+        "employee": r.target_employee,
+        "status": r.status,
+        "summary": r.summary,
+        "details": r.result,
+        "data": r.artifacts.iter().map(|a| &a.value).collect::<Vec<_>>(),
+    });
+    if let Some(e) = &r.error {
+        v["error"] = json!({"code": e.code, "message": e.message});
+    }
+    v
+}
+
+/// The structured part of a final answer: a JSON object (json mode), or the
+/// last fenced ```json block of a text answer.
+fn parse_answer(content: &str, json_mode: bool) -> Result<AgentOutput, DelegationError> {
+    let bad = |why: String| {
+        DelegationError::new(ErrorCode::AgentFailed, format!("the model's reply is not what was asked: {why}"))
+    };
+    let (text, data): (String, Option<Value>) = if json_mode {
+        let v: Value =
+            serde_json::from_str(content.trim()).map_err(|e| bad(format!("a JSON object was asked for ({e})")))?;
+        if !v.is_object() {
+            return Err(bad("a JSON object was asked for".into()));
+        }
+        let text = v["result"].as_str().or_else(|| v["answer"].as_str()).unwrap_or_default().to_string();
+        (text, Some(v))
+    } else if let Some(start) = content.rfind("```json") {
+        let rest = &content[start + 7..];
+        let end = rest.find("```").ok_or_else(|| bad("its ```json block is not closed".into()))?;
+        let v: Value = serde_json::from_str(rest[..end].trim())
+            .map_err(|e| bad(format!("its ```json block does not parse ({e})")))?;
+        let text = format!("{}{}", &content[..start], &rest[end + 3..]).trim().to_string();
+        (text, Some(v))
+    } else {
+        (content.trim().to_string(), None)
+    };
+    let mut out = AgentOutput::new(String::new(), text);
+    if let Some(v) = data {
+        if let Some(s) = v["summary"].as_str() {
+            out.summary = s.to_string();
+        }
+        for f in v["facts"].as_array().or_else(|| v["new_facts"].as_array()).into_iter().flatten() {
+            match f {
+                Value::String(s) => out.new_facts.push(NewFact::new(s.clone())),
+                Value::Object(o) => {
+                    if let Some(fact) = o.get("fact").and_then(Value::as_str) {
+                        let scope = o.get("scope").and_then(Value::as_str).map(str::to_string);
+                        out.new_facts.push(NewFact { fact: fact.to_string(), scope });
+                    }
+                }
+                _ => return Err(bad("facts must be strings or {\"fact\", \"scope\"} objects".into())),
+            }
+        }
+        for (i, a) in v["artifacts"].as_array().into_iter().flatten().enumerate() {
+            out.artifacts.push(Artifact::json(format!("artifact-{}", i + 1), a.clone()));
+        }
+        if out.result.is_empty() && json_mode {
+            return Err(bad("the JSON object has no \"result\"".into()));
+        }
+    }
+    if out.result.is_empty() && out.artifacts.is_empty() {
+        return Err(bad("it is empty".into()));
+    }
+    if out.summary.is_empty() {
+        let first = out.result.split(['\n', '.']).map(str::trim).find(|s| !s.is_empty()).unwrap_or("answered");
+        out.summary = first.chars().take(200).collect();
+    }
+    Ok(out)
+}
+
+#[async_trait]
+impl Agent for LlmAgent {
+    async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+        let mut messages = self.messages(task);
+        let tools = self.tools(ctx);
+        let delegator = ctx.delegator().ok();
+        let mut usage = TokenUsage::default();
+        for round in 0..=self.tool_rounds {
+            let prompt = self.prompt_tokens(&messages, &tools);
+            // what is left for this agent's own calls (children's use is already in the ledger)
+            let left = delegator.map_or(u32::MAX, |d| d.remaining_tokens()).saturating_sub(usage.total);
+            let room = left.saturating_sub(prompt);
+            if room < MIN_COMPLETION {
+                return Err(DelegationError::new(
+                    ErrorCode::TokenBudgetExceeded,
+                    format!(
+                        "Estimated tokens ({}) exceeds budget ({left}). Simplify task or increase budget.",
+                        prompt + MIN_COMPLETION
+                    ),
+                ));
+            }
+            let mut body = json!({
+                "model": self.model,
+                "messages": messages,
+                "max_tokens": self.max_completion.min(room),
+            });
+            if let Some(t) = self.temperature {
+                body["temperature"] = json!(t);
+            }
+            if self.json_mode {
+                body["response_format"] = json!({"type": "json_object"});
+            }
+            // the last round may not call tools: the model must answer
+            if !tools.is_empty() && round < self.tool_rounds {
+                body["tools"] = Value::Array(tools.clone());
+                body["tool_choice"] = json!("auto");
+            }
+            let reply = self.call_model(&body, ctx.remaining()).await?;
+            let u = &reply["usage"];
+            let reported = TokenUsage::new(
+                u["prompt_tokens"].as_u64().map_or(prompt, |v| v as u32),
+                u["completion_tokens"].as_u64().unwrap_or(0) as u32,
+            );
+            usage.add(reported);
+            let message = &reply["choices"][0]["message"];
+            if !message.is_object() {
+                return Err(DelegationError::new(
+                    ErrorCode::AgentFailed,
+                    format!("the model server's reply has no choices[0].message: {}", truncate(&reply.to_string())),
+                ));
+            }
+            let calls = message["tool_calls"].as_array().filter(|c| !c.is_empty());
+            let Some(calls) = calls else {
+                let content = message["content"].as_str().unwrap_or_default();
+                let mut out = parse_answer(content, self.json_mode)?;
+                out.token_usage = Some(usage);
+                return Ok(out);
+            };
+            let Some(d) = delegator else {
+                return Err(DelegationError::new(ErrorCode::AgentFailed, "the model called tools outside a runtime"));
+            };
+            if round == self.tool_rounds {
+                break;
+            }
+            messages.push(json!({"role": "assistant", "content": message["content"].clone(), "tool_calls": calls}));
+            // the calls of one turn run side by side; the fan-out rail applies to them
+            let offered = &tools;
+            let results = futures::future::join_all(calls.iter().map(|c| {
+                let name = c["function"]["name"].as_str().unwrap_or_default().to_string();
+                let args = c["function"]["arguments"].as_str().unwrap_or("{}").to_string();
+                async move { self.run_tool(offered, d, &name, &args).await }
+            }))
+            .await;
+            for (c, r) in calls.iter().zip(results) {
+                messages.push(json!({"role": "tool", "tool_call_id": c["id"], "content": r.to_string()}));
+            }
+        }
+        Err(DelegationError::new(
+            ErrorCode::AgentFailed,
+            format!("the model kept calling tools after {} rounds without answering", self.tool_rounds),
+        ))
+    }
+
+    fn estimate_tokens(&self, task: &Task) -> TokenEstimate {
+        let prompt = self.prompt_tokens(&self.messages(task), &[]);
+        // a call that cannot produce a useful answer does not fit
+        let completion = self.max_completion.min(task.max_completion_tokens).max(MIN_COMPLETION);
+        TokenEstimate { prompt, completion }
+    }
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+/// An LLM agent for `spec`, Prime's LLM planner when so configured.
+pub fn for_spec(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, DelegationError> {
+    Ok(Arc::new(LlmAgent::from_spec(spec, config)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_yield_their_facts_artifacts_and_summary() {
+        let text = "Your budget is fine.\n\n```json\n{\"summary\": \"Budget ok\", \"facts\": [\"saves monthly\", {\"fact\": \"in Canada\", \"scope\": \"global\"}], \"artifacts\": [{\"total\": 3}]}\n```";
+        let out = parse_answer(text, false).unwrap();
+        assert_eq!(out.result, "Your budget is fine.");
+        assert_eq!(out.summary, "Budget ok");
+        assert_eq!(out.new_facts, [NewFact::new("saves monthly"), NewFact::scoped("in Canada", "global")]);
+        assert_eq!(out.artifacts[0].value, json!({"total": 3}));
+        let plain = parse_answer("Hello there. More text.", false).unwrap();
+        assert_eq!(plain.summary, "Hello there");
+    }
+
+    #[test]
+    fn a_reply_that_is_not_what_was_asked_is_agent_failed_with_the_reason() {
+        for (reply, json_mode, why) in [
+            ("not json", true, "JSON object was asked for"),
+            ("[1,2]", true, "JSON object was asked for"),
+            ("{\"summary\": \"x\"}", true, "no \"result\""),
+            ("ok ```json {broken ```", false, "does not parse"),
+            ("ok ```json {\"a\":1}", false, "not closed"),
+            ("", false, "empty"),
+            ("x ```json {\"facts\": [1]} ```", false, "facts must be"),
+        ] {
+            let err = parse_answer(reply, json_mode).unwrap_err();
+            assert_eq!(err.code, ErrorCode::AgentFailed);
+            assert!(err.message.contains(why), "{reply}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn a_real_tokenizer_counts_tokens() {
+        let t = tokenizer_for("gpt-4o-mini");
+        assert_eq!(t.encode_ordinary("hello world").len(), 2);
+        assert!(tokenizer_for("llama3").encode_ordinary("The quick brown fox").len() >= 4);
+    }
+}

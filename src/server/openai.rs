@@ -1,0 +1,136 @@
+//! An OpenAI-compatible front door: `POST /v1/chat/completions` with an agent
+//! slug as the model (`prime-boss` by default), plain or streamed, and
+//! `GET /v1/models`, so any OpenAI client can talk to the team. The client's
+//! API key is a Switchboard user token.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::native::body;
+use super::{ApiError, AppState};
+use crate::auth::Principal;
+use crate::protocol::{AgentSlug, ErrorCode};
+use crate::runtime::AskOptions;
+
+#[derive(Debug, Deserialize)]
+struct ChatMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Value>,
+}
+
+/// The fields we use; OpenAI's many others are accepted and ignored.
+#[derive(Debug, Deserialize)]
+struct CompletionRequest {
+    #[serde(default)]
+    model: Option<String>,
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    stream: bool,
+}
+
+/// Text of a message's content: a string, or the text parts of an array.
+fn text_of(content: &Option<Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+pub async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    state.principal(&headers, None).await?;
+    let data: Vec<Value> = state
+        .runtime
+        .registry()
+        .members()
+        .map(|m| json!({"id": m.spec.slug, "object": "model", "created": 0, "owned_by": "switchboard", "description": m.spec.description}))
+        .collect();
+    Ok(Json(json!({"object": "list", "data": data})))
+}
+
+pub async fn completions(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let Principal::User(user) = state.principal(&headers, None).await? else {
+        return Err(ApiError::unauthenticated("use a user token as the API key; agents use POST /v1/delegate"));
+    };
+    let raw = body(raw, state.body_limit)?;
+    let req: CompletionRequest =
+        serde_json::from_slice(&raw).map_err(|e| ApiError::invalid(format!("invalid chat completion request: {e}")))?;
+    let model = req.model.unwrap_or_else(|| "prime-boss".into());
+    let agent = AgentSlug::parse(model.as_str()).map_err(|_| {
+        ApiError::from(crate::DelegationError::new(
+            ErrorCode::AgentNotFound,
+            format!("no model '{model}'; GET /v1/models lists the agents"),
+        ))
+    })?;
+    // the last user message is the request; what came before is context
+    let last = req
+        .messages
+        .iter()
+        .rposition(|m| m.role == "user")
+        .ok_or_else(|| ApiError::invalid("messages has no user message"))?;
+    let message = text_of(&req.messages[last].content);
+    if message.trim().is_empty() {
+        return Err(ApiError::invalid("the last user message is empty"));
+    }
+    let earlier: Vec<String> = req.messages[..last]
+        .iter()
+        .filter(|m| m.role != "system")
+        .map(|m| format!("{}: {}", m.role, text_of(&m.content)))
+        .filter(|l| l.len() > 2)
+        .collect();
+    let input = (!earlier.is_empty()).then(|| format!("Conversation so far:\n{}", earlier.join("\n")));
+    let runtime = state.runtime.clone();
+    let opts = AskOptions { input, session: None, agent: Some(agent.clone()) };
+    let r = tokio::spawn(async move { runtime.ask(&user, &message, opts).await }).await.map_err(|e| {
+        ApiError::from(crate::DelegationError::new(ErrorCode::AgentUnavailable, format!("the chat task failed: {e}")))
+    })??;
+    let id = format!("chatcmpl-{}", r.request_id.0.simple());
+    let created = chrono::Utc::now().timestamp();
+    let usage = r.response.token_usage;
+    if !req.stream {
+        return Ok(Json(json!({
+            "id": id, "object": "chat.completion", "created": created, "model": agent,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": r.answer}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": usage.prompt, "completion_tokens": usage.completion, "total_tokens": usage.total},
+            "switchboard": {"session_id": r.session_id, "status": r.status, "tree": r.tree},
+        }))
+        .into_response());
+    }
+    // the answer is complete already; it is sent in word-sized chunks as OpenAI streams do
+    let chunk = |delta: Value, finish: Value| {
+        SseEvent::default().data(
+            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": agent,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string(),
+        )
+    };
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut piece = String::new();
+    for word in r.answer.split_inclusive(char::is_whitespace) {
+        piece.push_str(word);
+        if piece.len() >= 24 {
+            events.push(chunk(json!({"content": std::mem::take(&mut piece)}), Value::Null));
+        }
+    }
+    if !piece.is_empty() {
+        events.push(chunk(json!({"content": piece}), Value::Null));
+    }
+    events.push(chunk(json!({}), json!("stop")));
+    events.push(SseEvent::default().data("[DONE]"));
+    Ok(Sse::new(futures::stream::iter(events.into_iter().map(Ok::<_, Infallible>))).into_response())
+}
