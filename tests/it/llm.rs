@@ -216,6 +216,30 @@ async fn a_delegation_by_tool_call_goes_through_the_runtime_and_usage_is_reconci
 }
 
 #[tokio::test]
+async fn the_agents_facts_and_recent_messages_reach_the_model() {
+    let fake = FakeLlm::start(vec![
+        text("First answer. ```json {\"facts\": [{\"fact\": \"lives in Canada\", \"scope\": \"global\"}]} ```"),
+        text("Second answer."),
+    ])
+    .await;
+    let rt = runtime(&fake.url, "");
+    let parent = switchboard::protocol::SessionId::new();
+    for objective in ["First question", "Second question"] {
+        let mut req = ask_advisor(objective);
+        req.parent_session_id = Some(parent);
+        assert!(rt.delegate(&operator(), req).await.is_success());
+    }
+    let second = &fake.requests()[1];
+    let messages = second["messages"].as_array().unwrap();
+    assert!(messages[0]["content"].as_str().unwrap().contains("- lives in Canada"), "facts in the system prompt");
+    let turns: Vec<(&str, &str)> =
+        messages[1..].iter().map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap())).collect();
+    assert_eq!(turns[0], ("user", "First question"));
+    assert_eq!(turns[1], ("assistant", "First answer."));
+    assert!(turns[2].1.starts_with("Objective: Second question"));
+}
+
+#[tokio::test]
 async fn tool_calls_refused_by_a_rail_or_not_offered_go_back_to_the_model_as_refusals() {
     let fake = FakeLlm::start(vec![
         tool_calls(&[
@@ -373,4 +397,36 @@ async fn prime_with_the_llm_planner_delegates_in_parallel_and_in_sequence_and_me
     let r = rules.ask(&user("alice"), "Hello", AskOptions::default()).await.unwrap();
     assert!(r.answer.contains("My team can help"), "{}", r.answer);
     assert_eq!(fake.requests().len(), before);
+}
+
+/// The OpenAI-compatible front door, driven by the official `openai` Python
+/// package (installed by .ci/run).
+#[tokio::test]
+async fn the_openai_front_door_answers_the_official_client() {
+    let python_ok =
+        std::process::Command::new("python3").args(["-c", "import openai"]).output().is_ok_and(|o| o.status.success());
+    if !python_ok {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with the openai package is missing");
+        eprintln!("python3 with the openai package is not installed: skipping");
+        return;
+    }
+    let mut config = Config::builtin();
+    config.auth.user_tokens = [("alice".to_string(), "oa-alice".to_string())].into();
+    let auth = config.auth.clone();
+    let state = Arc::new(switchboard::server::AppState::new(Runtime::builder().config(config).build().unwrap()));
+    state.tokens.load_config(&auth).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, switchboard::server::app(state)).await });
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/openai_client.py");
+    let out = tokio::process::Command::new("python3").args([script, &url, "oa-alice"]).output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["models"].as_array().unwrap().contains(&json!("prime-boss")), "{v}");
+    assert_eq!(v["object"], "chat.completion");
+    assert!(v["answer"].as_str().unwrap().contains("annual percentage rate"), "{v}");
+    assert!(v["streamed"].as_str().unwrap().contains("Dining - Coffee"), "{v}");
+    assert_eq!(v["finish"], "stop");
+    assert_eq!(v["missing_status"], 404);
 }
