@@ -64,6 +64,8 @@ struct Inner {
     redactor: Redactor,
     events: Events,
     metrics: Metrics,
+    /// Running delegations' cancellation, by request id.
+    running: std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
 }
 
 /// Builds a [`Runtime`]; every part has an embedded default.
@@ -125,6 +127,7 @@ impl RuntimeBuilder {
                 events: Events::default(),
                 domains: DomainTable::from_config(&config),
                 metrics: Metrics::new(config.agents.iter().map(|a| &a.slug)),
+                running: Default::default(),
                 registry,
                 config,
             }),
@@ -162,6 +165,8 @@ pub struct AskOptions {
     pub session: Option<SessionId>,
     /// Talk to this agent instead of Prime (it must allow the user).
     pub agent: Option<AgentSlug>,
+    /// The turn's request id (default: a new one), e.g. to cancel it while it runs.
+    pub request_id: Option<RequestId>,
 }
 
 /// Prime's answer with the tree of work behind it.
@@ -288,6 +293,13 @@ impl Runtime {
         self.inner.breakers.state(slug)
     }
 
+    /// Cancels a running delegation and, through its children's tokens,
+    /// everything it delegated. False when no such delegation runs here.
+    pub fn cancel(&self, request: RequestId) -> bool {
+        let token = crate::guard::tree::lock(&self.inner.running).get(&request).cloned();
+        token.map(|t| t.cancel()).is_some()
+    }
+
     /// The Prometheus text exposition of this runtime's metrics.
     pub fn metrics_text(&self) -> String {
         self.inner.metrics.render(&self.inner.breakers)
@@ -330,6 +342,9 @@ impl Runtime {
             opts.input.unwrap_or_default(),
         );
         req.child_session_id = opts.session;
+        if let Some(id) = opts.request_id {
+            req.request_id = id;
+        }
         req.constraints = Constraints {
             max_tokens: limits.ask_max_tokens,
             max_depth: limits.max_depth,
@@ -742,8 +757,30 @@ impl Runtime {
     async fn run(&self, adm: Admitted, edge: bool, started: Instant, started_ms: i64) -> DelegationResponse {
         let inner = &*self.inner;
         let _in_flight = adm.member.enter();
+        let _running = Running::register(&inner.running, adm.node.request_id, adm.node.cancel.clone());
         let req = &adm.req;
         let redacted_objective = inner.redactor.redact(&req.objective, &mut adm.node.tree.vault());
+        let mut record = DelegationRecord {
+            request_id: req.request_id,
+            root_id: adm.node.root_id,
+            parent_id: req.parent_request_id,
+            user_id: req.user_id.clone(),
+            origin: req.origin_employee.to_string(),
+            target: req.target_employee.to_string(),
+            signature: history::task_signature(&redacted_objective),
+            objective: redacted_objective.clone(),
+            objective_hash: cycle::objective_hash(&req.objective),
+            status: Status::Failed.as_str().into(),
+            error_code: Some(ErrorCode::Cancelled.to_string()),
+            attempts: 0,
+            depth: adm.node.depth,
+            started_at: started_ms,
+            duration_ms: 0,
+            tokens: TokenUsage::default(),
+        };
+        // If this future is dropped before it records (its parent was cancelled
+        // or timed out), the record is written anyway, as cancelled.
+        let mut unfinished = Unfinished { runtime: self.clone(), record: Some(record.clone()), started };
         inner.events.emit(|| Event::Started {
             request_id: req.request_id,
             root_id: adm.node.root_id,
@@ -797,24 +834,12 @@ impl Runtime {
             response.status = Status::Failed;
             response.error = Some(e);
         }
-        let record = DelegationRecord {
-            request_id: req.request_id,
-            root_id: adm.node.root_id,
-            parent_id: req.parent_request_id,
-            user_id: req.user_id.clone(),
-            origin: req.origin_employee.to_string(),
-            target: req.target_employee.to_string(),
-            signature: history::task_signature(&redacted_objective),
-            objective: redacted_objective,
-            objective_hash: cycle::objective_hash(&req.objective),
-            status: response.status.as_str().into(),
-            error_code: response.error_code().map(|c| c.to_string()),
-            attempts: attempts.execution.attempts,
-            depth: adm.node.depth,
-            started_at: started_ms,
-            duration_ms,
-            tokens: response.token_usage,
-        };
+        record.status = response.status.as_str().into();
+        record.error_code = response.error_code().map(|c| c.to_string());
+        record.attempts = attempts.execution.attempts;
+        record.duration_ms = duration_ms;
+        record.tokens = response.token_usage;
+        unfinished.record = None;
         // Durable before the response is acknowledged.
         if let Err(e) = self.finish(&record, started.elapsed().as_secs_f64(), response.fallback.is_some()).await {
             response.status = Status::Failed;
@@ -1265,6 +1290,51 @@ impl Runtime {
             })
             .await?;
         Ok(())
+    }
+}
+
+/// The record of a delegation whose future may be dropped before it finishes.
+struct Unfinished {
+    runtime: Runtime,
+    record: Option<DelegationRecord>,
+    started: Instant,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        let Some(mut record) = self.record.take() else { return };
+        record.duration_ms = self.started.elapsed().as_millis() as u64;
+        let runtime = self.runtime.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if let Err(e) = runtime.finish(&record, 0.0, false).await {
+                    tracing::error!(request_id = %record.request_id, "record of a cancelled delegation not written: {e}");
+                }
+            });
+        }
+    }
+}
+
+/// A running delegation's entry in the cancel registry, removed on drop.
+struct Running<'a> {
+    map: &'a std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
+    id: RequestId,
+}
+
+impl<'a> Running<'a> {
+    fn register(
+        map: &'a std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
+        id: RequestId,
+        token: CancellationToken,
+    ) -> Self {
+        crate::guard::tree::lock(map).insert(id, token);
+        Self { map, id }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        crate::guard::tree::lock(self.map).remove(&self.id);
     }
 }
 

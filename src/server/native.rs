@@ -161,7 +161,7 @@ pub async fn chat(
     if chat.message.trim().is_empty() {
         return Err(ApiError::invalid("message is empty"));
     }
-    let opts = AskOptions { input: chat.input, session: chat.session_id, agent: None };
+    let opts = AskOptions { input: chat.input, session: chat.session_id, agent: None, request_id: None };
     let runtime = state.runtime.clone();
     let span = tracing::info_span!("POST /v1/chat");
     crate::telemetry::continue_trace(&span, header(&headers, "traceparent")?);

@@ -562,3 +562,47 @@ async fn a_flaky_agent_is_retried_with_backoff_and_then_succeeds() {
     }
     assert_eq!(retries, 2, "observers see each retry");
 }
+
+// ── cancellation ─────────────────────────────────────────────────────────
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_a_delegation_cancels_its_children_in_flight() {
+    let finished = Arc::new(AtomicBool::new(false));
+    let f = finished.clone();
+    let rt = builder(&[("p", &["*"], &[]), ("parent", &["child"], &[]), ("child", &[], &[])])
+        .agent(
+            "parent",
+            agent(|ctx, _task| async move {
+                let r = ctx.delegator()?.delegate(Call::to("child", "work a long time")?).await;
+                Ok(AgentOutput::new("parent", code(&r).map_or("ok".into(), |c| c.to_string())))
+            }),
+        )
+        .agent(
+            "child",
+            agent(move |_ctx, _task| {
+                let f = f.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    f.store(true, Ordering::SeqCst);
+                    Ok(AgentOutput::new("late", "late"))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    let req = nested_request("p", "parent", "cancel me");
+    let id = req.request_id;
+    let running = tokio::spawn({
+        let rt = rt.clone();
+        async move { rt.delegate(&operator(), req).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(rt.cancel(id), "the delegation is running");
+    let r = running.await.unwrap();
+    assert_eq!(code(&r), Some(ErrorCode::Cancelled));
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert!(!finished.load(Ordering::SeqCst), "the child's work was cancelled too");
+    let tree = rt.tree(id).await.unwrap().unwrap();
+    assert_eq!(tree.children[0].error_code.as_deref(), Some("CANCELLED"));
+    assert!(!rt.cancel(id), "nothing left to cancel");
+}
