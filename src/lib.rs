@@ -4,6 +4,7 @@
 //! authorization, user isolation, PII redaction, audit) composed in
 //! [`runtime`].
 
+pub mod a2a;
 pub mod agent;
 pub mod auth;
 pub mod cli;

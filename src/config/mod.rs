@@ -253,6 +253,14 @@ pub enum Backend {
         #[serde(default)]
         tool_rounds: Option<u32>,
     },
+    /// A remote A2A agent (A2A 1.0): `url` is its agent card's URL or its
+    /// base URL; the rails travel in message metadata.
+    A2a {
+        url: String,
+        /// Environment variable holding a bearer token for the remote agent.
+        #[serde(default)]
+        token_env: Option<String>,
+    },
     /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
     Command {
         command: String,

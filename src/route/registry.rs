@@ -114,5 +114,6 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
         )),
         Backend::Command { command, args, env } => Ok(Arc::new(CommandAgent::new(command, args, env)?)),
         Backend::Llm { .. } => crate::agent::llm::for_spec(spec, config),
+        Backend::A2a { .. } => crate::a2a::client::for_spec(spec, config),
     }
 }

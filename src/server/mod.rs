@@ -84,6 +84,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))
         .route("/", get(ui::index))
+        .merge(crate::a2a::server::routes())
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))

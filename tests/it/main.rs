@@ -1,5 +1,6 @@
 //! Switchboard's one integration-test binary.
 
+mod a2a;
 mod budget;
 mod cli;
 mod crash;
