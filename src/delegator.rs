@@ -282,6 +282,12 @@ impl Delegator {
         Ok(join_all(calls.into_iter().map(|c| self.delegate(c))).await)
     }
 
+    /// Audits an action this agent was refused outside a delegation (a tool
+    /// it was not offered): one refused record in its tree.
+    pub async fn record_denied(&self, what: &str, error: &DelegationError) {
+        self.runtime.record_denied(&self.node, what, error).await;
+    }
+
     /// Where this delegation stands in its tree.
     pub fn lineage(&self) -> Lineage {
         let n = &self.node;

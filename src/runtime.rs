@@ -317,6 +317,12 @@ impl Runtime {
         self.dispatch(None, caller, request).await
     }
 
+    /// Records an envelope refused before it reached the rails (a forged or
+    /// contradictory header at the edge): audited as denied, like any refusal.
+    pub async fn record_refusal(&self, request: DelegationRequest, error: DelegationError) -> DelegationResponse {
+        self.refuse(request, None, None, error, Instant::now(), now_ms()).await
+    }
+
     /// The stored tree of a delegation.
     pub async fn tree(&self, request: RequestId) -> Result<Option<TreeView>, DelegationError> {
         let records = self.inner.store.delegation_tree(request).await?;
@@ -711,6 +717,34 @@ impl Runtime {
         }
     }
 
+    /// Audits a denied action inside a running delegation that is not itself
+    /// a delegation (a model calling a tool it was not offered): one refused
+    /// record under the node, so every attempt to widen power is on file.
+    pub(crate) async fn record_denied(&self, node: &Node, what: &str, error: &DelegationError) {
+        let record = DelegationRecord {
+            request_id: RequestId::new(),
+            root_id: node.root_id,
+            parent_id: Some(node.request_id),
+            user_id: node.user.clone(),
+            origin: node.agent.to_string(),
+            target: what.to_string(),
+            signature: String::new(),
+            objective: format!("use {what}"),
+            objective_hash: cycle::objective_hash(what),
+            status: "refused".into(),
+            error_code: Some(error.code.to_string()),
+            attempts: 0,
+            depth: node.depth.saturating_add(1),
+            started_at: now_ms(),
+            duration_ms: 0,
+            tokens: TokenUsage::default(),
+        };
+        tracing::warn!(origin = %node.agent, denied = what, code = %error.code, "action denied");
+        if let Err(e) = self.finish(&record, 0.0, false).await {
+            tracing::error!("denied action not audited: {e}");
+        }
+    }
+
     /// Records a refusal (audit, tree, event) and answers it.
     async fn refuse(
         &self,
@@ -1093,9 +1127,11 @@ impl Runtime {
             node.depth,
         );
         let result = tokio::select! {
+            // a cancelled delegation is cancelled, even if its agent answered in the same instant
+            biased;
+            _ = node.cancel.cancelled() => Err(DelegationError::from_code(ErrorCode::Cancelled)),
             r = adm.member.agent.run(&ctx, task) => r,
             _ = tokio::time::sleep_until(attempt_end) => Err(timed_out()),
-            _ = node.cancel.cancelled() => Err(DelegationError::from_code(ErrorCode::Cancelled)),
         };
         cancel.cancel();
         let mut out = result?;

@@ -35,6 +35,19 @@ pub fn request(req: &DelegationRequest, limits: &Limits) -> Result<(), Delegatio
     if c.deadline_ms == 0 {
         return invalid("constraints.deadline_ms must be at least 1".into());
     }
+    // limits beyond what this runtime allows at all are a mistake, not a wish to clamp
+    if c.max_tokens > limits.max_tokens_ceiling {
+        return invalid(format!("constraints.max_tokens {} is above this runtime's ceiling of {}", c.max_tokens, limits.max_tokens_ceiling));
+    }
+    if c.max_depth > limits.max_depth_ceiling {
+        return invalid(format!("constraints.max_depth {} is above this runtime's ceiling of {}", c.max_depth, limits.max_depth_ceiling));
+    }
+    if c.deadline_ms > limits.max_deadline_ms {
+        return invalid(format!("constraints.deadline_ms {} is above this runtime's ceiling of {} ms", c.deadline_ms, limits.max_deadline_ms));
+    }
+    if req.current_depth >= limits.max_depth_ceiling {
+        return invalid(format!("current_depth {} is beyond any depth this runtime allows ({})", req.current_depth, limits.max_depth_ceiling));
+    }
     if req.context_hints.len() > MAX_HINTS {
         return invalid(format!("context_hints has {} entries; at most {MAX_HINTS}", req.context_hints.len()));
     }
@@ -91,6 +104,10 @@ mod tests {
             (Box::new(|r| r.input = "x".repeat(300_000)), "input is"),
             (Box::new(|r| r.target_employee = r.origin_employee.clone()), "does not delegate to itself"),
             (Box::new(|r| r.idempotency_key = Some(String::new())), "idempotency_key"),
+            (Box::new(|r| r.constraints.max_tokens = u32::MAX), "ceiling of 200000"),
+            (Box::new(|r| r.constraints.max_depth = 1000), "ceiling of 8"),
+            (Box::new(|r| r.constraints.deadline_ms = u64::MAX), "ceiling of 300000 ms"),
+            (Box::new(|r| r.current_depth = 8), "beyond any depth"),
         ];
         for (mutate, expected) in cases {
             let mut r = req();

@@ -102,13 +102,16 @@ pub async fn delegate(
     };
     let raw = body(raw, state.body_limit)?;
     let mut req = protocol::parse_request(&raw)?;
-    let deadline = check_headers(&headers, &req)?;
-    if agent != req.origin_employee {
-        return Err(ApiError::unauthenticated(format!(
-            "this service token belongs to agent '{agent}', but the envelope's origin_employee is '{}'",
-            req.origin_employee
-        )));
-    }
+    let deadline = match check_headers(&headers, &req) {
+        Ok(d) => d,
+        Err(e) => {
+            // a header that contradicts its envelope is a forgery attempt: on file
+            state.runtime.record_refusal(req, e.error.clone()).await;
+            return Err(e);
+        }
+    };
+    // An envelope sent under another agent's name is refused by the runtime's
+    // authentication rail (UNAUTHENTICATED), which audits it.
     if let Some(ms) = deadline {
         req.constraints.deadline_ms = req.constraints.deadline_ms.min(ms);
     }
@@ -158,10 +161,11 @@ pub async fn chat(
     let raw = body(raw, state.body_limit)?;
     let chat: ChatRequest =
         serde_json::from_slice(&raw).map_err(|e| ApiError::invalid(format!("invalid chat request: {e}")))?;
+    let session = session_header(&headers, chat.session_id)?;
     if chat.message.trim().is_empty() {
         return Err(ApiError::invalid("message is empty"));
     }
-    let opts = AskOptions { input: chat.input, session: chat.session_id, agent: None, request_id: None };
+    let opts = AskOptions { input: chat.input, session, agent: None, request_id: None };
     let runtime = state.runtime.clone();
     let span = tracing::info_span!("POST /v1/chat");
     crate::telemetry::continue_trace(&span, header(&headers, "traceparent")?);
@@ -186,6 +190,20 @@ pub async fn chat(
         })),
     )
         .into_response())
+}
+
+/// The session to continue: `X-Session-Id`, the body's `session_id`, or
+/// both when they agree.
+pub(super) fn session_header(headers: &HeaderMap, body: Option<SessionId>) -> Result<Option<SessionId>, ApiError> {
+    let header = header(headers, "x-session-id")?
+        .map(|s| s.parse::<SessionId>().map_err(|e: protocol::IdError| ApiError::invalid(format!("X-Session-Id: {e}"))))
+        .transpose()?;
+    match (header, body) {
+        (Some(h), Some(b)) if h != b => {
+            Err(ApiError::invalid(format!("header X-Session-Id is '{h}' but the body's session_id is '{b}'; they must agree")))
+        }
+        (h, b) => Ok(h.or(b)),
+    }
 }
 
 /// Whether `principal` may see a tree made of `records`.
