@@ -334,7 +334,10 @@ impl LlmAgent {
     async fn run_tool(&self, offered: &[Value], d: &Delegator, name: &str, args: &str) -> Value {
         let refusal = |code: ErrorCode, message: String| json!({"error": {"code": code, "message": message}});
         if !offered.iter().any(|t| t["function"]["name"] == name) {
-            let e = DelegationError::new(ErrorCode::ToolNotAllowed, format!("tool '{name}' is not available to this agent"));
+            let e = DelegationError::new(
+                ErrorCode::ToolNotAllowed,
+                format!("tool '{name}' is not available to this agent"),
+            );
             d.record_denied(&format!("tool:{}", name.chars().take(64).collect::<String>()), &e).await;
             return refusal(e.code, e.message);
         }

@@ -37,16 +37,28 @@ pub fn request(req: &DelegationRequest, limits: &Limits) -> Result<(), Delegatio
     }
     // limits beyond what this runtime allows at all are a mistake, not a wish to clamp
     if c.max_tokens > limits.max_tokens_ceiling {
-        return invalid(format!("constraints.max_tokens {} is above this runtime's ceiling of {}", c.max_tokens, limits.max_tokens_ceiling));
+        return invalid(format!(
+            "constraints.max_tokens {} is above this runtime's ceiling of {}",
+            c.max_tokens, limits.max_tokens_ceiling
+        ));
     }
     if c.max_depth > limits.max_depth_ceiling {
-        return invalid(format!("constraints.max_depth {} is above this runtime's ceiling of {}", c.max_depth, limits.max_depth_ceiling));
+        return invalid(format!(
+            "constraints.max_depth {} is above this runtime's ceiling of {}",
+            c.max_depth, limits.max_depth_ceiling
+        ));
     }
     if c.deadline_ms > limits.max_deadline_ms {
-        return invalid(format!("constraints.deadline_ms {} is above this runtime's ceiling of {} ms", c.deadline_ms, limits.max_deadline_ms));
+        return invalid(format!(
+            "constraints.deadline_ms {} is above this runtime's ceiling of {} ms",
+            c.deadline_ms, limits.max_deadline_ms
+        ));
     }
     if req.current_depth >= limits.max_depth_ceiling {
-        return invalid(format!("current_depth {} is beyond any depth this runtime allows ({})", req.current_depth, limits.max_depth_ceiling));
+        return invalid(format!(
+            "current_depth {} is beyond any depth this runtime allows ({})",
+            req.current_depth, limits.max_depth_ceiling
+        ));
     }
     if req.context_hints.len() > MAX_HINTS {
         return invalid(format!("context_hints has {} entries; at most {MAX_HINTS}", req.context_hints.len()));

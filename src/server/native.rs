@@ -199,9 +199,9 @@ pub(super) fn session_header(headers: &HeaderMap, body: Option<SessionId>) -> Re
         .map(|s| s.parse::<SessionId>().map_err(|e: protocol::IdError| ApiError::invalid(format!("X-Session-Id: {e}"))))
         .transpose()?;
     match (header, body) {
-        (Some(h), Some(b)) if h != b => {
-            Err(ApiError::invalid(format!("header X-Session-Id is '{h}' but the body's session_id is '{b}'; they must agree")))
-        }
+        (Some(h), Some(b)) if h != b => Err(ApiError::invalid(format!(
+            "header X-Session-Id is '{h}' but the body's session_id is '{b}'; they must agree"
+        ))),
         (h, b) => Ok(h.or(b)),
     }
 }

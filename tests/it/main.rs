@@ -5,6 +5,7 @@ mod budget;
 mod cli;
 mod crash;
 mod db;
+mod fuzz;
 mod http;
 mod llm;
 mod modes;
