@@ -1259,17 +1259,22 @@ impl Runtime {
             ]
         };
         store.append_messages(&messages).await?;
-        let facts: Vec<Fact> = response
-            .new_facts
-            .iter()
-            .map(|f| Fact {
-                user_id: req.user_id.clone(),
-                scope: fact_scope(f, &adm.member.spec),
-                fact: f.fact.clone(),
-                source_request: Some(req.request_id),
-                created_at: now,
-            })
-            .collect();
+        let mut facts = Vec::new();
+        for f in &response.new_facts {
+            match fact_scope(f, &adm.member.spec) {
+                Ok(scope) => facts.push(Fact {
+                    user_id: req.user_id.clone(),
+                    scope,
+                    fact: f.fact.clone(),
+                    source_request: Some(req.request_id),
+                    created_at: now,
+                }),
+                // writing into another agent's memory would let its output steer that agent
+                Err(e) => {
+                    self.record_denied(&adm.node, &format!("facts:{}", f.scope.as_deref().unwrap_or("")), &e).await
+                }
+            }
+        }
         if !facts.is_empty() {
             store.add_facts(&facts).await?;
         }
@@ -1380,11 +1385,22 @@ fn counts_against_breaker(code: ErrorCode) -> bool {
 }
 
 /// The scope a new fact is saved under: the one it names if valid, else the agent's.
-fn fact_scope(f: &NewFact, spec: &AgentSpec) -> String {
+/// The scope a new fact is saved under: `global`, the agent's own, or its own
+/// domain's. Another agent's or domain's memory is not the agent's to write.
+fn fact_scope(f: &NewFact, spec: &AgentSpec) -> Result<String, DelegationError> {
+    let own = format!("agent:{}", spec.slug);
+    let domain = spec.domain.as_ref().map(|d| format!("domain:{d}"));
     match f.scope.as_deref() {
-        Some("global") => "global".into(),
-        Some(s) if s.starts_with("agent:") || s.starts_with("domain:") => s.into(),
-        _ => format!("agent:{}", spec.slug),
+        None | Some("") => Ok(own),
+        Some("global") => Ok("global".into()),
+        Some(s) if s == own || Some(s) == domain.as_deref() => Ok(s.into()),
+        Some(s) => Err(DelegationError::new(
+            ErrorCode::PermissionDenied,
+            format!(
+                "agent '{}' may not write facts into '{s}'; it writes to global, {own} or its own domain",
+                spec.slug
+            ),
+        )),
     }
 }
 

@@ -332,29 +332,32 @@ impl LlmAgent {
 
     /// Runs one tool call through the delegator; the answer goes back to the model.
     async fn run_tool(&self, offered: &[Value], d: &Delegator, name: &str, args: &str) -> Value {
-        let refusal = |code: ErrorCode, message: String| json!({"error": {"code": code, "message": message}});
-        if !offered.iter().any(|t| t["function"]["name"] == name) {
-            let e = DelegationError::new(
-                ErrorCode::ToolNotAllowed,
-                format!("tool '{name}' is not available to this agent"),
-            );
+        // every refusal is on file before it goes back to the model
+        let refuse = |code: ErrorCode, message: String| async move {
+            let e = DelegationError::new(code, message);
             d.record_denied(&format!("tool:{}", name.chars().take(64).collect::<String>()), &e).await;
-            return refusal(e.code, e.message);
+            json!({"error": {"code": e.code, "message": e.message}})
+        };
+        if !offered.iter().any(|t| t["function"]["name"] == name) {
+            return refuse(ErrorCode::ToolNotAllowed, format!("tool '{name}' is not available to this agent")).await;
         }
         let args: Value = match serde_json::from_str(args) {
             Ok(v @ Value::Object(_)) => v,
-            _ => return refusal(ErrorCode::InvalidRequest, format!("the arguments of {name} must be a JSON object")),
+            _ => {
+                return refuse(ErrorCode::InvalidRequest, format!("the arguments of {name} must be a JSON object"))
+                    .await;
+            }
         };
         let (target, task, ephemeral) = match name {
             "delegate" => (&args["employee"], &args["task"], false),
             _ => (&args["agent"], &args["question"], true),
         };
         let (Some(target), Some(task)) = (target.as_str(), task.as_str()) else {
-            return refusal(ErrorCode::InvalidRequest, format!("{name} needs a target agent and a task"));
+            return refuse(ErrorCode::InvalidRequest, format!("{name} needs a target agent and a task")).await;
         };
         let mut call = match Call::to(target, task) {
             Ok(c) => c.input(task),
-            Err(e) => return refusal(e.code, e.message),
+            Err(e) => return refuse(e.code, e.message).await,
         };
         match &args["context"] {
             Value::Object(m) => call = call.handoff(HandoffData { extra: m.clone(), ..HandoffData::default() }),

@@ -6,6 +6,7 @@ mod cli;
 mod crash;
 mod db;
 mod fuzz;
+mod hostile;
 mod http;
 mod llm;
 mod modes;
