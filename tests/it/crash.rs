@@ -66,3 +66,82 @@ fn sigkill_while_delegating_loses_no_acknowledged_audit_record() {
     }
     assert!(acknowledged.len() >= ROUNDS);
 }
+
+/// `switchboard serve` SIGKILLed at random moments while four clients send
+/// delegations, restarted after each kill, until at least 200 delegations were
+/// acknowledged: each has its audit record, the chain verifies after every
+/// restart, and no torn record is left behind.
+#[tokio::test]
+async fn sigkill_of_the_server_loses_no_acknowledged_delegation() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("serve.db").display());
+    let config = format!(
+        "{}\n[auth]\nservice_tokens = {{ \"prime-boss\" = \"crash-prime\" }}\n",
+        switchboard::config::DEFAULT_TOML
+    );
+    let acknowledged: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let client = switchboard::http_client::client().unwrap();
+    let mut seed: u64 = 0xdead_beef;
+    let mut next = move |n: u64| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let mut rounds = 0;
+    while acknowledged.lock().unwrap().len() < 200 {
+        rounds += 1;
+        assert!(rounds <= 40, "too few delegations got through");
+        let server = crate::service::Server::start(Some(&config), Some(&url), "127.0.0.1:0", &[], 1000);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let senders: Vec<_> = (0..4)
+            .map(|_| {
+                let (client, base, acked, stop) =
+                    (client.clone(), server.url.clone(), acknowledged.clone(), stop.clone());
+                tokio::spawn(async move {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let env =
+                            crate::service::envelope("prime-boss", "tag-ai", "Categorize", "2025-10-01 Starbucks 4.50");
+                        let id = env["request_id"].as_str().unwrap().to_string();
+                        let sent = client
+                            .post(format!("{base}/v1/delegate"))
+                            .bearer_auth("crash-prime")
+                            .header("X-Agent-Request-ID", &id)
+                            .header("X-Agent-Origin", "prime-boss")
+                            .json(&env)
+                            .send()
+                            .await;
+                        match sent {
+                            Ok(res) if res.status().is_success() => {
+                                if res.bytes().await.is_ok() {
+                                    acked.lock().unwrap().insert(id);
+                                }
+                            }
+                            _ => return, // the server is gone
+                        }
+                    }
+                })
+            })
+            .collect();
+        // kill it at a random moment while the four clients are busy
+        tokio::time::sleep(Duration::from_millis(30 + next(250))).await;
+        drop(server); // SIGKILL, then reap
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for s in senders {
+            let _ = s.await;
+        }
+
+        let o = bin().args(["--database-url", &url, "audit", "--json", "--verify"]).output().unwrap();
+        assert!(o.status.success(), "round {rounds}: {}", String::from_utf8_lossy(&o.stderr));
+        let log: Value = serde_json::from_slice(&o.stdout).expect("every stored record reads back whole");
+        assert_eq!(log["verify"]["valid"], true, "round {rounds}: {}", log["verify"]);
+        let recorded: HashSet<&str> =
+            log["records"].as_array().unwrap().iter().map(|r| r["request_id"].as_str().unwrap()).collect();
+        let acked = acknowledged.lock().unwrap();
+        let missing: Vec<&String> = acked.iter().filter(|id| !recorded.contains(id.as_str())).collect();
+        assert!(missing.is_empty(), "round {rounds}: acknowledged but not audited: {missing:?}");
+    }
+    eprintln!(
+        "server SIGKILLed {rounds} times; {} acknowledged delegations, all audited",
+        acknowledged.lock().unwrap().len()
+    );
+}

@@ -412,3 +412,70 @@ async fn fifty_bad_requests_get_a_4xx_with_a_json_error_code_every_time() {
         assert_eq!(s, expected, "{name}: {}", String::from_utf8_lossy(&res.body));
     }
 }
+
+/// User A's token with user B's session id, in a header or the body, on every
+/// endpoint that takes one: 403 and not a byte of B's data. Missing, forged
+/// or other agents' service tokens: 401.
+#[tokio::test]
+async fn another_users_session_is_403_everywhere_and_bad_tokens_are_401() {
+    let r = router().await;
+    let secret = "Bob's landlord is Mr. Quill";
+    let chat = |token: &str, body: Value, session_header: Option<&str>| {
+        let mut b = Request::post("/v1/chat").header("authorization", format!("Bearer {token}"));
+        if let Some(s) = session_header {
+            b = b.header("x-session-id", s);
+        }
+        b.body(Body::from(body.to_string())).unwrap()
+    };
+    let bob = call(&r, chat(BOB, json!({"message": format!("Remember: {secret}")}), None)).await;
+    assert_eq!(bob.status, StatusCode::OK);
+    let session = bob.json()["session_id"].as_str().unwrap().to_string();
+    let tree = bob.json()["request_id"].as_str().unwrap().to_string();
+
+    let completions = |session: &str| {
+        Request::post("/v1/chat/completions")
+            .header("authorization", format!("Bearer {ALICE}"))
+            .header("x-session-id", session)
+            .body(Body::from(
+                json!({"model": "prime-boss", "messages": [{"role": "user", "content": "what did he say?"}]})
+                    .to_string(),
+            ))
+            .unwrap()
+    };
+    let attempts = vec![
+        ("chat, session in the body", chat(ALICE, json!({"message": "what did he say?", "session_id": session}), None)),
+        ("chat, session in a header", chat(ALICE, json!({"message": "what did he say?"}), Some(&session))),
+        ("openai, session in a header", completions(&session)),
+    ];
+    for (name, req) in attempts {
+        let res = call(&r, req).await;
+        assert_eq!(res.status, StatusCode::FORBIDDEN, "{name}: {}", String::from_utf8_lossy(&res.body));
+        assert_eq!(res.json()["error"]["code"], "USER_MISMATCH", "{name}");
+        let body = String::from_utf8_lossy(&res.body);
+        assert!(
+            !body.contains("Quill") && !body.contains("Remember") && !body.contains(&tree),
+            "{name} leaked: {body}"
+        );
+    }
+    // B's tree is not A's to see either (answered as if it did not exist)
+    let res = call(
+        &r,
+        Request::get(format!("/v1/delegations/{tree}"))
+            .header("authorization", format!("Bearer {ALICE}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    assert!(!String::from_utf8_lossy(&res.body).contains("Quill"));
+
+    // service tokens: missing, forged, another agent's
+    let env = envelope(ID, "prime-boss", "tag-ai", "alice").to_string();
+    for (name, token) in
+        [("missing", None), ("forged", Some("sbs_0000")), ("another agent's", Some(TAG)), ("a user's", Some(ALICE))]
+    {
+        let res = call(&r, delegate(token, &good_headers(), env.clone())).await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED, "{name}");
+        assert_eq!(res.json()["error"]["code"], "UNAUTHENTICATED", "{name}");
+    }
+}

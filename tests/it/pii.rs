@@ -109,3 +109,61 @@ async fn an_agent_trusted_with_pii_sees_the_real_values() {
     assert!(rt.delegate(&operator(), req).await.is_success());
     assert_eq!(*seen.lock().unwrap(), format!("mail {}", RAW[0]));
 }
+
+/// Collects what `tracing` writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn no_raw_pii_reaches_the_logs() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::FULL)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let rt = builder(&[("a", &["b", "c"], &[]), ("b", &[], &[]), ("c", &[], &[])])
+        .agent("b", agent(|_ctx, task| async move { Ok(AgentOutput::new(format!("saw {}", task.input), task.input)) }))
+        .agent(
+            "c",
+            agent(|_ctx, task| async move {
+                Err(switchboard::DelegationError::new(
+                    switchboard::ErrorCode::AgentFailed,
+                    format!("could not handle {}", task.input),
+                ))
+            }),
+        )
+        .build()
+        .unwrap();
+    let mut ok = request("a", "b", &format!("mail {}", RAW[0]));
+    ok.input = message();
+    rt.delegate(&operator(), ok).await;
+    let mut failing = request("a", "c", &format!("call {}", RAW[1]));
+    failing.input = message();
+    rt.delegate(&operator(), failing).await;
+    let mut refused = request("a", "nobody-here", &format!("card {}", RAW[2]));
+    refused.input = message();
+    rt.delegate(&operator(), refused).await;
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("delegation finished") && logs.contains("delegation refused"),
+        "the logs were captured: {logs}"
+    );
+    for raw in RAW {
+        assert!(!logs.contains(raw), "raw {raw} in the logs:\n{logs}");
+    }
+}
