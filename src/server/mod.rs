@@ -88,7 +88,32 @@ pub fn app(state: Arc<AppState>) -> Router {
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(limit, refuse_oversize))
         .with_state(state)
+}
+
+/// A body announced larger than the limit is refused from its headers alone,
+/// before the server asks for it (`Expect: 100-continue`) or reads a byte.
+async fn refuse_oversize(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let announced = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match announced {
+        Some(len) if len > limit as u64 => ApiError::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            crate::ErrorCode::InvalidRequest,
+            format!("the request body is larger than {limit} bytes ({len} announced)"),
+        )
+        .into_response(),
+        _ => next.run(request).await,
+    }
 }
 
 /// Serves until `shutdown` resolves; then in-flight requests get `grace` to

@@ -122,8 +122,15 @@ async fn sigkill_of_the_server_loses_no_acknowledged_delegation() {
                 })
             })
             .collect();
-        // kill it at a random moment while the four clients are busy
-        tokio::time::sleep(Duration::from_millis(30 + next(250))).await;
+        // kill it at a random moment while the four clients are busy, once
+        // this round has made some progress (a loaded machine starts slowly)
+        let wanted = acknowledged.lock().unwrap().len() + 5 + next(10) as usize;
+        let started = std::time::Instant::now();
+        while acknowledged.lock().unwrap().len() < wanted {
+            assert!(started.elapsed() < Duration::from_secs(60), "round {rounds}: the server made no progress");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_micros(next(20_000))).await;
         drop(server); // SIGKILL, then reap
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for s in senders {

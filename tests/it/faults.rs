@@ -107,7 +107,7 @@ async fn exchange(upstream: &str, request: &[u8]) -> Option<Vec<u8>> {
 
 fn reset(stream: TcpStream) {
     // linger 0: the close is a reset, not an orderly goodbye
-    let _ = stream.set_linger(Some(Duration::ZERO));
+    let _ = stream.set_zero_linger();
     drop(stream);
 }
 
