@@ -181,8 +181,14 @@ async fn card(State(state): State<Arc<AppState>>, Path(slug): Path<String>, head
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
     }
+    if let Ok(v) = HeaderValue::from_str(&CARDS_SINCE.format("%a, %d %b %Y %H:%M:%S GMT").to_string()) {
+        h.insert(header::LAST_MODIFIED, v);
+    }
     res
 }
+
+/// Cards change only with the configuration, which is read at start.
+static CARDS_SINCE: std::sync::LazyLock<chrono::DateTime<chrono::Utc>> = std::sync::LazyLock::new(chrono::Utc::now);
 
 /// The protocol version the request names: `A2A-Version` header or query
 /// parameter; empty means 0.3 (§3.6.2), which this server does not speak.
@@ -274,7 +280,7 @@ fn rpc_error(id: &Value, e: &A2aError) -> Response {
 #[serde(rename_all = "camelCase")]
 struct TaskIdParams {
     id: String,
-    #[serde(default)]
+    #[serde(default, alias = "history_length")]
     history_length: Option<i32>,
 }
 
@@ -467,6 +473,17 @@ fn sse_response(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send 
     res
 }
 
+/// A query parameter by its camelCase name, or by its proto (snake_case) name.
+fn param<'a>(q: &'a std::collections::HashMap<String, String>, name: &str) -> Option<&'a String> {
+    q.get(name).or_else(|| {
+        let snake: String = name
+            .chars()
+            .flat_map(|c| if c.is_ascii_uppercase() { vec!['_', c.to_ascii_lowercase()] } else { vec![c] })
+            .collect();
+        q.get(&snake)
+    })
+}
+
 /// Query parameters of the HTTP+JSON binding, as strings.
 fn query(uri: &Uri) -> Result<std::collections::HashMap<String, String>, A2aError> {
     Query::<std::collections::HashMap<String, String>>::try_from_uri(uri)
@@ -475,7 +492,7 @@ fn query(uri: &Uri) -> Result<std::collections::HashMap<String, String>, A2aErro
 }
 
 fn int_param(q: &std::collections::HashMap<String, String>, name: &str) -> Result<Option<i32>, A2aError> {
-    q.get(name)
+    param(q, name)
         .map(|v| v.parse::<i32>().map_err(|_| A2aError::invalid_params(format!("{name} must be an integer"))))
         .transpose()
 }
@@ -591,7 +608,7 @@ async fn dispatch_rest(
         Route::List => {
             let q = query(uri)?;
             let bool_param = |name: &str| -> Result<Option<bool>, A2aError> {
-                q.get(name)
+                param(&q, name)
                     .map(|v| match v.as_str() {
                         "true" => Ok(true),
                         "false" => Ok(false),
@@ -600,12 +617,12 @@ async fn dispatch_rest(
                     .transpose()
             };
             let list = ListQuery {
-                context_id: q.get("contextId").cloned(),
-                status: q.get("status").map(|s| service::parse_state(s)).transpose()?,
+                context_id: param(&q, "contextId").cloned(),
+                status: param(&q, "status").map(|s| service::parse_state(s)).transpose()?,
                 page_size: int_param(&q, "pageSize")?,
-                page_token: q.get("pageToken").cloned(),
+                page_token: param(&q, "pageToken").cloned(),
                 history_length: int_param(&q, "historyLength")?,
-                status_timestamp_after: q.get("statusTimestampAfter").cloned(),
+                status_timestamp_after: param(&q, "statusTimestampAfter").cloned(),
                 include_artifacts: bool_param("includeArtifacts")?,
             };
             Ok(ok(serde_json::to_value(svc.list(&who, &spec.slug, &list)?).unwrap_or_default()))

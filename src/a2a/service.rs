@@ -737,19 +737,19 @@ impl A2aService {
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListQuery {
-    #[serde(default)]
+    #[serde(default, alias = "context_id")]
     pub context_id: Option<String>,
     #[serde(default)]
     pub status: Option<TaskState>,
-    #[serde(default)]
+    #[serde(default, alias = "page_size")]
     pub page_size: Option<i32>,
-    #[serde(default)]
+    #[serde(default, alias = "page_token")]
     pub page_token: Option<String>,
-    #[serde(default)]
+    #[serde(default, alias = "history_length")]
     pub history_length: Option<i32>,
-    #[serde(default)]
+    #[serde(default, alias = "status_timestamp_after")]
     pub status_timestamp_after: Option<String>,
-    #[serde(default)]
+    #[serde(default, alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
 }
 
@@ -762,7 +762,7 @@ pub const MESSAGE_LABEL: &str = "a2a:message";
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Native {
-    #[serde(default)]
+    #[serde(default, alias = "artifact_id")]
     artifact_id: Option<String>,
     #[serde(default)]
     name: Option<String>,
@@ -773,7 +773,7 @@ struct Native {
     metadata: Option<Map<String, Value>>,
     #[serde(default)]
     append: bool,
-    #[serde(default)]
+    #[serde(default, alias = "last_chunk")]
     last_chunk: bool,
 }
 

@@ -99,6 +99,7 @@ pub struct Part {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "media_type")]
     pub media_type: Option<String>,
 }
 
@@ -125,10 +126,13 @@ impl Part {
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     #[serde(default)]
+    #[serde(alias = "message_id")]
     pub message_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "context_id")]
     pub context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_id")]
     pub task_id: Option<String>,
     pub role: Role,
     #[serde(default)]
@@ -138,6 +142,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "reference_task_ids")]
     pub reference_task_ids: Vec<String>,
 }
 
@@ -190,6 +195,7 @@ pub fn timestamp_now() -> String {
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     #[serde(default)]
+    #[serde(alias = "artifact_id")]
     pub artifact_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -210,6 +216,7 @@ pub struct Artifact {
 pub struct Task {
     pub id: String,
     #[serde(default)]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,8 +231,10 @@ pub struct Task {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
+    #[serde(alias = "task_id")]
     pub task_id: String,
     #[serde(default)]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,13 +245,16 @@ pub struct TaskStatusUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
+    #[serde(alias = "task_id")]
     pub task_id: String,
     #[serde(default)]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     pub artifact: Artifact,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub append: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(alias = "last_chunk")]
     pub last_chunk: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -265,12 +277,16 @@ pub enum StreamResponse {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_push_notification_config")]
     pub task_push_notification_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
 }
 
@@ -292,8 +308,11 @@ pub struct SendMessageRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
     pub tasks: Vec<Task>,
+    #[serde(alias = "next_page_token")]
     pub next_page_token: String,
+    #[serde(alias = "page_size")]
     pub page_size: i32,
+    #[serde(alias = "total_size")]
     pub total_size: i32,
 }
 
@@ -302,10 +321,12 @@ pub struct ListTasksResponse {
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
     pub url: String,
+    #[serde(alias = "protocol_binding")]
     pub protocol_binding: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
     #[serde(default)]
+    #[serde(alias = "protocol_version")]
     pub protocol_version: String,
 }
 
@@ -329,10 +350,12 @@ pub struct AgentCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "push_notifications")]
     pub push_notifications: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<AgentExtension>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "extended_agent_card")]
     pub extended_agent_card: Option<bool>,
 }
 
@@ -349,8 +372,10 @@ pub struct AgentSkill {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "input_modes")]
     pub input_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "output_modes")]
     pub output_modes: Vec<String>,
 }
 
@@ -371,22 +396,28 @@ pub struct AgentCard {
     #[serde(default)]
     pub description: String,
     #[serde(default)]
+    #[serde(alias = "supported_interfaces")]
     pub supported_interfaces: Vec<AgentInterface>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProvider>,
     #[serde(default)]
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "documentation_url")]
     pub documentation_url: Option<String>,
     #[serde(default)]
     pub capabilities: AgentCapabilities,
     #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[serde(alias = "security_schemes")]
     pub security_schemes: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "security_requirements")]
     pub security_requirements: Vec<Value>,
     #[serde(default)]
+    #[serde(alias = "default_input_modes")]
     pub default_input_modes: Vec<String>,
     #[serde(default)]
+    #[serde(alias = "default_output_modes")]
     pub default_output_modes: Vec<String>,
     #[serde(default)]
     pub skills: Vec<AgentSkill>,
@@ -455,7 +486,9 @@ mod tests {
     #[test]
     fn stream_responses_name_their_payload_in_camel_case() {
         let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            #[serde(alias = "task_id")]
             task_id: "t".into(),
+            #[serde(alias = "context_id")]
             context_id: "c".into(),
             status: TaskStatus { state: TaskState::Working, message: None, timestamp: None },
             metadata: None,
