@@ -95,8 +95,10 @@ pub(crate) struct A2aService {
     tasks: Mutex<Tasks>,
 }
 
-static SERVICES: std::sync::LazyLock<Mutex<Vec<(Weak<AppState>, Arc<A2aService>)>>> =
-    std::sync::LazyLock::new(Default::default);
+/// Each state's service, by a weak reference to the state.
+type Services = Vec<(Weak<AppState>, Arc<A2aService>)>;
+
+static SERVICES: std::sync::LazyLock<Mutex<Services>> = std::sync::LazyLock::new(Default::default);
 
 /// The A2A service of `state`: the server's `AppState` has no slot for it,
 /// so services live beside it, one per state, dropped with it.
@@ -151,7 +153,7 @@ struct Turn {
 
 /// What a turn ended with.
 enum Outcome {
-    Done { response: DelegationResponse, answer: String, session: Option<SessionId> },
+    Done { response: Box<DelegationResponse>, answer: String, session: Option<SessionId> },
     Refused(DelegationError),
     Failed(DelegationError, TokenUsage),
     Cancelled,
@@ -460,7 +462,11 @@ impl A2aService {
                     Ok(r) => match r.response.error.clone() {
                         Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                         Some(e) => Outcome::Failed(e, r.response.token_usage),
-                        None => Outcome::Done { session: Some(r.session_id), answer: r.answer, response: r.response },
+                        None => Outcome::Done {
+                            session: Some(r.session_id),
+                            answer: r.answer,
+                            response: Box::new(r.response),
+                        },
                     },
                     Err(e) if e.code.is_refusal() => Outcome::Refused(e),
                     Err(e) => Outcome::Failed(e, TokenUsage::default()),
@@ -474,7 +480,9 @@ impl A2aService {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),
                     Some(e) => Outcome::Failed(e, r.token_usage),
-                    None => Outcome::Done { session: r.child_session_id, answer: r.result.clone(), response: r },
+                    None => {
+                        Outcome::Done { session: r.child_session_id, answer: r.result.clone(), response: Box::new(r) }
+                    }
                 }
             }
         };
@@ -498,7 +506,7 @@ impl A2aService {
         let mut reply = None;
         let mut tasks = lock(&self.tasks);
         let seq = tasks.bump();
-        let Some(e) = tasks.map.get_mut(&turn.task_id) else { return None };
+        let e = tasks.map.get_mut(&turn.task_id)?;
         if e.running.as_ref().is_none_or(|r| r.request_id != turn.request_id) || e.task.status.state.is_terminal() {
             // cancelled meanwhile: the cancel already told everyone
             return None;

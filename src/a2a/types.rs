@@ -486,9 +486,7 @@ mod tests {
     #[test]
     fn stream_responses_name_their_payload_in_camel_case() {
         let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            #[serde(alias = "task_id")]
             task_id: "t".into(),
-            #[serde(alias = "context_id")]
             context_id: "c".into(),
             status: TaskStatus { state: TaskState::Working, message: None, timestamp: None },
             metadata: None,
