@@ -58,10 +58,16 @@ struct Endpoint {
 
 /// A remote A2A agent.
 pub struct A2aAgent {
-    client: reqwest::Client,
+    sender: Sender,
     card_url: String,
-    token: Option<String>,
     endpoint: tokio::sync::Mutex<Option<Endpoint>>,
+}
+
+/// What every request needs: the HTTP client and the bearer token.
+#[derive(Clone)]
+struct Sender {
+    client: reqwest::Client,
+    token: Option<String>,
 }
 
 impl A2aAgent {
@@ -88,9 +94,8 @@ impl A2aAgent {
             })
             .transpose()?;
         Ok(Self {
-            client: crate::http_client::client().map_err(DelegationError::invalid)?,
+            sender: Sender { client: crate::http_client::client().map_err(DelegationError::invalid)?, token },
             card_url,
-            token,
             endpoint: tokio::sync::Mutex::new(None),
         })
     }
@@ -100,19 +105,7 @@ impl A2aAgent {
     }
 
     fn request(&self, method: reqwest::Method, url: &str, timeout: Duration) -> reqwest::RequestBuilder {
-        let mut b = self
-            .client
-            .request(method, url)
-            .header("A2A-Version", super::types::PROTOCOL_VERSION)
-            .header("A2A-Extensions", RAILS_EXTENSION)
-            .timeout(timeout.max(Duration::from_millis(1)));
-        if let Some(t) = &self.token {
-            b = b.bearer_auth(t);
-        }
-        for (k, v) in telemetry::trace_headers() {
-            b = b.header(k, v);
-        }
-        b
+        self.sender.request(method, url, timeout)
     }
 
     /// The card's interface, fetched once (again after a transport failure).
@@ -162,30 +155,8 @@ impl A2aAgent {
         *self.endpoint.lock().await = None;
     }
 
-    /// Sends one operation; for JSON-RPC wrapped as a request.
     fn operation(&self, ep: &Endpoint, method: &str, params: Value, timeout: Duration) -> reqwest::RequestBuilder {
-        match ep.binding {
-            Binding::JsonRpc => self
-                .request(reqwest::Method::POST, &ep.url, timeout)
-                .header(CONTENT_TYPE, "application/json")
-                .body(json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": method, "params": params}).to_string()),
-            Binding::HttpJson => {
-                let id = params.get("id").and_then(Value::as_str).map(urlencode).unwrap_or_default();
-                let (verb, path) = match method {
-                    "SendMessage" => (reqwest::Method::POST, "/message:send".to_string()),
-                    "SendStreamingMessage" => (reqwest::Method::POST, "/message:stream".to_string()),
-                    "GetTask" => (reqwest::Method::GET, format!("/tasks/{id}")),
-                    _ => (reqwest::Method::POST, format!("/tasks/{id}:cancel")),
-                };
-                let b = self.request(verb.clone(), &format!("{}{path}", ep.url), timeout);
-                if verb == reqwest::Method::POST {
-                    let body = if method == "CancelTask" { json!({}) } else { params };
-                    b.header(CONTENT_TYPE, "application/json").body(body.to_string())
-                } else {
-                    b
-                }
-            }
-        }
+        self.sender.operation(ep, method, params, timeout)
     }
 
     /// One non-streaming call: the result object, or the remote's error as ours.
@@ -328,6 +299,49 @@ impl A2aAgent {
     }
 }
 
+impl Sender {
+    fn request(&self, method: reqwest::Method, url: &str, timeout: Duration) -> reqwest::RequestBuilder {
+        let mut b = self
+            .client
+            .request(method, url)
+            .header("A2A-Version", super::types::PROTOCOL_VERSION)
+            .header("A2A-Extensions", RAILS_EXTENSION)
+            .timeout(timeout.max(Duration::from_millis(1)));
+        if let Some(t) = &self.token {
+            b = b.bearer_auth(t);
+        }
+        for (k, v) in telemetry::trace_headers() {
+            b = b.header(k, v);
+        }
+        b
+    }
+
+    /// Sends one operation; for JSON-RPC wrapped as a request.
+    fn operation(&self, ep: &Endpoint, method: &str, params: Value, timeout: Duration) -> reqwest::RequestBuilder {
+        match ep.binding {
+            Binding::JsonRpc => self.request(reqwest::Method::POST, &ep.url, timeout)
+                .header(CONTENT_TYPE, "application/json")
+                .body(json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": method, "params": params}).to_string()),
+            Binding::HttpJson => {
+                let id = params.get("id").and_then(Value::as_str).map(urlencode).unwrap_or_default();
+                let (verb, path) = match method {
+                    "SendMessage" => (reqwest::Method::POST, "/message:send".to_string()),
+                    "SendStreamingMessage" => (reqwest::Method::POST, "/message:stream".to_string()),
+                    "GetTask" => (reqwest::Method::GET, format!("/tasks/{id}")),
+                    _ => (reqwest::Method::POST, format!("/tasks/{id}:cancel")),
+                };
+                let b = self.request(verb.clone(), &format!("{}{path}", ep.url), timeout);
+                if verb == reqwest::Method::POST {
+                    let body = if method == "CancelTask" { json!({}) } else { params };
+                    b.header(CONTENT_TYPE, "application/json").body(body.to_string())
+                } else {
+                    b
+                }
+            }
+        }
+    }
+}
+
 /// What is known of the remote task so far; shared with the cancel guard.
 #[derive(Default)]
 struct Progress {
@@ -402,19 +416,18 @@ impl Progress {
 /// Sends CancelTask when the call is dropped (deadline, cancellation)
 /// before the remote task ended.
 struct CancelGuard {
-    cancel: Option<reqwest::RequestBuilder>,
+    armed: Option<(Sender, Endpoint)>,
     progress: Arc<Progress>,
 }
 
 impl Drop for CancelGuard {
     fn drop(&mut self) {
-        let Some(builder) = self.cancel.take() else { return };
-        if self.progress.ended() || self.progress.task_id().is_none() {
-            return;
-        }
+        let Some((sender, ep)) = self.armed.take() else { return };
+        let Some(id) = self.progress.task_id().filter(|_| !self.progress.ended()) else { return };
+        let request = sender.operation(&ep, "CancelTask", json!({"id": id}), Duration::from_secs(2));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                let _ = builder.send().await;
+                let _ = request.send().await;
             });
         }
     }
@@ -579,7 +592,8 @@ impl Agent for A2aAgent {
         let remaining = ctx.remaining();
         let ep = self.endpoint(remaining).await?;
         let progress = Arc::new(Progress::default());
-        let mut guard = CancelGuard { cancel: None, progress: progress.clone() };
+        // armed from the start: the task id arrives with the first event
+        let mut guard = CancelGuard { armed: Some((self.sender.clone(), ep.clone())), progress: progress.clone() };
         let params = json!({"message": message});
 
         let result = if ep.streaming {
@@ -597,9 +611,6 @@ impl Agent for A2aAgent {
                 progress.apply(ev);
             })
         };
-        if let Some(id) = progress.task_id() {
-            guard.cancel = Some(self.operation(&ep, "CancelTask", json!({"id": id}), Duration::from_secs(2)));
-        }
         if let Err(e) = result {
             if e.code == ErrorCode::AgentUnavailable {
                 self.forget_endpoint().await;
@@ -616,7 +627,7 @@ impl Agent for A2aAgent {
             })?;
             progress.apply(StreamResponse::Task(t));
         }
-        guard.cancel = None;
+        guard.armed = None;
         outcome(&progress)
     }
 }

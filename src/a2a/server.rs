@@ -442,28 +442,28 @@ fn sse(first: Task, rx: broadcast::Receiver<StreamResponse>, id: Option<Value>, 
     };
     let done_at_start = first.status.state.is_terminal() || (!subscription && first.status.state.ends_turn());
     let first = StreamResponse::Task(first);
-    let stream =
-        futures::stream::unfold((Some(first), rx, done_at_start, false), move |(first, mut rx, done_first, done)| {
-            let frame = frame.clone();
-            async move {
-                if let Some(f) = first {
-                    return Some((Ok::<_, Infallible>(frame(&f)), (None, rx, done_first, done_first)));
-                }
-                if done {
-                    return None;
-                }
-                loop {
-                    match rx.recv().await {
-                        Ok(ev) => {
-                            let end = service::ends_stream(&ev);
-                            return Some((Ok(frame(&ev)), (None, rx, false, end)));
-                        }
-                        Err(RecvError::Lagged(_)) => continue,
-                        Err(RecvError::Closed) => return None,
+    // (the first event still to send, the receiver, whether the stream is done)
+    let stream = futures::stream::unfold((Some(first), rx, done_at_start), move |(first, mut rx, done)| {
+        let frame = frame.clone();
+        async move {
+            if let Some(f) = first {
+                return Some((Ok::<_, Infallible>(frame(&f)), (None, rx, done)));
+            }
+            if done {
+                return None;
+            }
+            loop {
+                match rx.recv().await {
+                    Ok(ev) => {
+                        let end = service::ends_stream(&ev);
+                        return Some((Ok(frame(&ev)), (None, rx, end)));
                     }
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return None,
                 }
             }
-        });
+        }
+    });
     sse_response(stream)
 }
 

@@ -78,6 +78,10 @@ impl Tasks {
     }
 
     fn evict(&mut self) {
+        if self.contexts.len() > MAX_TASKS * 4 {
+            // the sessions stay in the store; only new tasks in old contexts start fresh ones
+            self.contexts.clear();
+        }
         if self.map.len() < MAX_TASKS {
             return;
         }
@@ -322,7 +326,7 @@ impl A2aService {
         };
 
         // the task: a new one, or a turn of one waiting for input
-        let (task_id, snapshot, rx, turn) = {
+        let (task_id, snapshot, rx, handle) = {
             let mut tasks = lock(&self.tasks);
             let (task_id, context_id, session) = match message.task_id.clone() {
                 Some(id) => {
@@ -409,15 +413,16 @@ impl A2aService {
                 owner: owner.clone(),
                 context_id,
             };
-            (task_id, snapshot, rx, turn)
+            // spawned under the lock, so that a cancel always finds its abort handle
+            let service = self.clone();
+            let rt = runtime.clone();
+            let handle = tokio::spawn(async move { service.run_turn(rt, turn).await });
+            if let Some(r) = tasks.map.get_mut(&task_id).and_then(|e| e.running.as_mut()) {
+                r.abort = Some(handle.abort_handle());
+            }
+            (task_id, snapshot, rx, handle)
         };
 
-        let service = self.clone();
-        let rt = runtime.clone();
-        let handle = tokio::spawn(async move { service.run_turn(rt, turn).await });
-        if let Some(r) = lock(&self.tasks).map.get_mut(&task_id).and_then(|e| e.running.as_mut()) {
-            r.abort = Some(handle.abort_handle());
-        }
         match mode {
             Mode::Stream => Ok(Sent::Stream(snapshot, rx)),
             Mode::NonBlocking => Ok(Sent::Task(snapshot)),

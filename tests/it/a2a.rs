@@ -830,7 +830,7 @@ fn envelope(target: &str, objective: &str, input: &str, deadline_ms: u64) -> Val
 }
 
 #[tokio::test]
-async fn the_a2a_backend_calls_another_switchboard_and_cancels_on_its_deadline() {
+async fn the_a2a_backend_calls_another_switchboard_and_cancels_the_remote_task() {
     let b = Server::start(Some(&remote_team()), Some("memory:"), "127.0.0.1:0", &[], 1000);
     let a = Server::start(
         Some(&proxy_team(&[
@@ -856,20 +856,61 @@ async fn the_a2a_backend_calls_another_switchboard_and_cancels_on_its_deadline()
     assert_eq!(tree["agent"], "tag-ai");
     assert_eq!(tree["origin"], "prime-boss");
 
-    // A's deadline passes: A answers DEADLINE_EXCEEDED and cancels B's task
+    // A's deadline passes: A answers DEADLINE_EXCEEDED, and B's task ends too
     let started = Instant::now();
     let (status, body) = post_delegate(&a.url, "a-prime", &envelope("remote-slow", "Take your time", "", 1500)).await;
     assert_eq!(status, 504, "{body}");
     assert_eq!(body["error"]["code"], "DEADLINE_EXCEEDED");
     assert!(started.elapsed() < Duration::from_secs(5));
-    let deadline = Instant::now() + Duration::from_secs(5);
+    wait_for_remote(&b.url, |s| s == "TASK_STATE_CANCELED" || s == "TASK_STATE_FAILED", 0).await;
+
+    // cancelling A's task cancels the proxy node, whose a2a backend cancels B's task
+    let rails = rails(0, 2, json!({"origin": "prime-boss", "deadlineMs": 15000, "tools": ["categorize"]}));
+    let sent = a2a_post(
+        &a.url,
+        "remote-slow",
+        "a-prime",
+        "SendMessage",
+        json!({
+            "message": with_rails("x-1", "Take your time again", rails), "configuration": {"returnImmediately": true}
+        }),
+    )
+    .await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+    wait_for_remote(&b.url, |s| s == "TASK_STATE_WORKING", 1).await;
+    let cancelled = a2a_post(&a.url, "remote-slow", "a-prime", "CancelTask", json!({"id": id})).await;
+    assert_eq!(cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
+    let started = Instant::now();
+    wait_for_remote(&b.url, |s| s == "TASK_STATE_CANCELED", 1).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "B's own deadline (15 s) did not end it: the cancel did");
+}
+
+async fn a2a_post(url: &str, slug: &str, token: &str, method: &str, params: Value) -> Value {
+    switchboard::http_client::client()
+        .unwrap()
+        .post(format!("{url}/a2a/{slug}"))
+        .bearer_auth(token)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Waits until the B's `slow` task number `nth` (oldest first) is in a state `ok` accepts.
+async fn wait_for_remote(b: &str, ok: impl Fn(&str) -> bool, nth: usize) {
+    let deadline = Instant::now() + Duration::from_secs(8);
     loop {
-        let tasks = get_json(&format!("{}/a2a/slow/tasks?A2A-Version=1.0", b.url), "b-prime").await;
-        let state = tasks["tasks"][0]["status"]["state"].as_str().unwrap_or("").to_string();
-        if state == "TASK_STATE_CANCELED" || state == "TASK_STATE_FAILED" {
-            break;
+        let tasks = get_json(&format!("{b}/a2a/slow/tasks?A2A-Version=1.0"), "b-prime").await;
+        let list = tasks["tasks"].as_array().cloned().unwrap_or_default();
+        let state = list.iter().rev().nth(nth).and_then(|t| t["status"]["state"].as_str()).unwrap_or("").to_string();
+        if ok(&state) {
+            return;
         }
-        assert!(Instant::now() < deadline, "B's task still runs: {tasks}");
+        assert!(Instant::now() < deadline, "B's slow task {nth} is not there yet: {tasks}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
