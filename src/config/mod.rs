@@ -32,6 +32,20 @@ pub struct Config {
     /// Defaults for `llm` agents, and the model of Prime's LLM planner.
     #[serde(default)]
     pub llm: LlmDefaults,
+    /// The A2A endpoints (`/a2a/{slug}`).
+    #[serde(default)]
+    pub a2a: A2aConfig,
+}
+
+/// `[a2a]`: how the A2A endpoints treat callers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct A2aConfig {
+    /// Off by default. When set, an A2A call without an `Authorization`
+    /// header acts as this user (for the A2A TCK and local interop tests);
+    /// a call with a token is still checked.
+    #[serde(default)]
+    pub anonymous_user: Option<String>,
 }
 
 /// Where models are, unless an agent says otherwise.
@@ -481,6 +495,11 @@ impl Config {
             if crate::protocol::UserId::parse(user.as_str()).is_err() {
                 return bad(format!("auth.user_tokens: '{user}' is not a valid user id"));
             }
+        }
+        if let Some(u) = &self.a2a.anonymous_user
+            && crate::protocol::UserId::parse(u.as_str()).is_err()
+        {
+            return bad(format!("a2a.anonymous_user: '{u}' is not a valid user id"));
         }
         for w in &self.workflows {
             let ids: BTreeSet<&str> = w.steps.iter().map(|s| s.id.as_str()).collect();

@@ -11,5 +11,5 @@ use super::Agent;
 
 /// The built-in agent implementation called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
-    finance::lookup(name).or_else(|| tools::lookup(name))
+    finance::lookup(name).or_else(|| tools::lookup(name)).or_else(|| crate::a2a::conformance::lookup(name))
 }

@@ -1,0 +1,269 @@
+//! A2A's errors (§3.3.2, §5.4) and how each binding writes them: a JSON-RPC
+//! error object with a `google.rpc.ErrorInfo` in `data` (§9.5), or an
+//! AIP-193 `{"error": {code, status, message, details}}` body (§11.6).
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::protocol::{DelegationError, ErrorCode};
+
+/// ErrorInfo's domain for A2A's own errors.
+pub const A2A_DOMAIN: &str = "a2a-protocol.org";
+/// ErrorInfo's domain for Switchboard's (authentication) errors.
+pub const SWITCHBOARD_DOMAIN: &str = "switchboard.dev";
+
+/// The kinds of error an A2A request can meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    TaskNotFound,
+    TaskNotCancelable,
+    PushNotificationNotSupported,
+    UnsupportedOperation,
+    ContentTypeNotSupported,
+    InvalidAgentResponse,
+    ExtendedAgentCardNotConfigured,
+    ExtensionSupportRequired,
+    VersionNotSupported,
+    ParseError,
+    InvalidRequest,
+    MethodNotFound,
+    InvalidParams,
+    Internal,
+    /// No or an unknown bearer token (not an A2A error: JSON-RPC -32000, HTTP 401).
+    Unauthenticated,
+    /// A valid token that may not do this (JSON-RPC -32000, HTTP 403).
+    PermissionDenied,
+}
+
+impl Kind {
+    pub fn jsonrpc_code(self) -> i64 {
+        match self {
+            Self::TaskNotFound => -32001,
+            Self::TaskNotCancelable => -32002,
+            Self::PushNotificationNotSupported => -32003,
+            Self::UnsupportedOperation => -32004,
+            Self::ContentTypeNotSupported => -32005,
+            Self::InvalidAgentResponse => -32006,
+            Self::ExtendedAgentCardNotConfigured => -32007,
+            Self::ExtensionSupportRequired => -32008,
+            Self::VersionNotSupported => -32009,
+            Self::ParseError => -32700,
+            Self::InvalidRequest => -32600,
+            Self::MethodNotFound => -32601,
+            Self::InvalidParams => -32602,
+            Self::Internal => -32603,
+            Self::Unauthenticated | Self::PermissionDenied => -32000,
+        }
+    }
+
+    /// The HTTP status of the HTTP+JSON binding (what the TCK checks; the
+    /// specification's table says 400 for not-cancelable and content type).
+    pub fn http_status(self) -> StatusCode {
+        match self {
+            Self::TaskNotFound | Self::MethodNotFound => StatusCode::NOT_FOUND,
+            Self::TaskNotCancelable => StatusCode::CONFLICT,
+            Self::ContentTypeNotSupported => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::InvalidAgentResponse => StatusCode::BAD_GATEWAY,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Self::PermissionDenied => StatusCode::FORBIDDEN,
+            _ => StatusCode::BAD_REQUEST,
+        }
+    }
+
+    /// google.rpc.Code name for AIP-193's `status`.
+    pub fn grpc_status(self) -> &'static str {
+        match self {
+            Self::TaskNotFound | Self::MethodNotFound => "NOT_FOUND",
+            Self::ContentTypeNotSupported | Self::InvalidParams | Self::InvalidRequest | Self::ParseError => {
+                "INVALID_ARGUMENT"
+            }
+            Self::InvalidAgentResponse | Self::Internal => "INTERNAL",
+            Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::PermissionDenied => "PERMISSION_DENIED",
+            _ => "FAILED_PRECONDITION",
+        }
+    }
+
+    /// ErrorInfo's `reason`: the error's name in UPPER_SNAKE_CASE without "Error".
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::TaskNotFound => "TASK_NOT_FOUND",
+            Self::TaskNotCancelable => "TASK_NOT_CANCELABLE",
+            Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            Self::UnsupportedOperation => "UNSUPPORTED_OPERATION",
+            Self::ContentTypeNotSupported => "CONTENT_TYPE_NOT_SUPPORTED",
+            Self::InvalidAgentResponse => "INVALID_AGENT_RESPONSE",
+            Self::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            Self::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
+            Self::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+            Self::ParseError => "JSON_PARSE_ERROR",
+            Self::InvalidRequest => "INVALID_REQUEST",
+            Self::MethodNotFound => "METHOD_NOT_FOUND",
+            Self::InvalidParams => "INVALID_PARAMS",
+            Self::Internal => "INTERNAL_ERROR",
+            Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::PermissionDenied => "PERMISSION_DENIED",
+        }
+    }
+
+    fn domain(self) -> &'static str {
+        match self {
+            Self::Unauthenticated | Self::PermissionDenied => SWITCHBOARD_DOMAIN,
+            _ => A2A_DOMAIN,
+        }
+    }
+}
+
+/// An A2A error with a message that says what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct A2aError {
+    pub kind: Kind,
+    pub message: String,
+    /// Extra ErrorInfo metadata (string values), e.g. the task id.
+    pub metadata: serde_json::Map<String, Value>,
+}
+
+impl A2aError {
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), metadata: Default::default() }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), Value::String(value.into()));
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(Kind::InvalidParams, message)
+    }
+
+    pub fn task_not_found(id: &str) -> Self {
+        let shown: String = id.chars().take(80).collect();
+        Self::new(
+            Kind::TaskNotFound,
+            format!("task '{shown}' does not exist or is not yours; list yours with ListTasks"),
+        )
+        .with("taskId", shown)
+    }
+
+    /// The `data` / `details` array: one google.rpc.ErrorInfo.
+    pub fn details(&self) -> Value {
+        let mut metadata = self.metadata.clone();
+        metadata.insert("timestamp".into(), Value::String(super::types::timestamp_now()));
+        json!([{
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": self.kind.reason(),
+            "domain": self.kind.domain(),
+            "metadata": metadata,
+        }])
+    }
+
+    /// The JSON-RPC error object.
+    pub fn jsonrpc(&self) -> Value {
+        json!({"code": self.kind.jsonrpc_code(), "message": self.message, "data": self.details()})
+    }
+
+    /// A whole JSON-RPC error response.
+    pub fn jsonrpc_response(&self, id: &Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "error": self.jsonrpc()})
+    }
+
+    /// The AIP-193 body of the HTTP+JSON binding.
+    pub fn rest_body(&self) -> Value {
+        json!({"error": {
+            "code": self.kind.http_status().as_u16(),
+            "status": self.kind.grpc_status(),
+            "message": self.message,
+            "details": self.details(),
+        }})
+    }
+
+    /// The HTTP+JSON binding's error response.
+    pub fn rest_response(&self) -> Response {
+        let mut res = (self.kind.http_status(), Json(self.rest_body())).into_response();
+        if self.kind == Kind::Unauthenticated {
+            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        res
+    }
+
+    /// Our error code, for callers that want one (the a2a client backend).
+    pub fn code(&self) -> ErrorCode {
+        match self.kind {
+            Kind::Unauthenticated => ErrorCode::Unauthenticated,
+            Kind::PermissionDenied => ErrorCode::PermissionDenied,
+            Kind::InvalidParams | Kind::InvalidRequest | Kind::ParseError | Kind::ExtensionSupportRequired => {
+                ErrorCode::InvalidRequest
+            }
+            Kind::VersionNotSupported => ErrorCode::UnsupportedVersion,
+            Kind::Internal => ErrorCode::AgentUnavailable,
+            _ => ErrorCode::AgentFailed,
+        }
+    }
+}
+
+impl std::fmt::Display for A2aError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.kind.reason(), self.kind.jsonrpc_code(), self.message)
+    }
+}
+
+impl From<DelegationError> for A2aError {
+    fn from(e: DelegationError) -> Self {
+        let kind = match e.code {
+            ErrorCode::Unauthenticated => Kind::Unauthenticated,
+            ErrorCode::PermissionDenied | ErrorCode::UserMismatch => Kind::PermissionDenied,
+            ErrorCode::InvalidRequest | ErrorCode::UnsupportedVersion => Kind::InvalidParams,
+            ErrorCode::AgentNotFound => Kind::TaskNotFound,
+            _ => Kind::Internal,
+        };
+        Self::new(kind, e.message).with("code", e.code.as_str())
+    }
+}
+
+/// The JSON-RPC error `code` of a response body, if it has one.
+pub fn jsonrpc_kind(code: i64) -> Option<Kind> {
+    [
+        Kind::TaskNotFound,
+        Kind::TaskNotCancelable,
+        Kind::PushNotificationNotSupported,
+        Kind::UnsupportedOperation,
+        Kind::ContentTypeNotSupported,
+        Kind::InvalidAgentResponse,
+        Kind::ExtendedAgentCardNotConfigured,
+        Kind::ExtensionSupportRequired,
+        Kind::VersionNotSupported,
+        Kind::ParseError,
+        Kind::InvalidRequest,
+        Kind::MethodNotFound,
+        Kind::InvalidParams,
+        Kind::Internal,
+    ]
+    .into_iter()
+    .find(|k| k.jsonrpc_code() == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_carry_error_info_in_both_bindings() {
+        let e = A2aError::task_not_found("nope");
+        let rpc = e.jsonrpc_response(&json!(7));
+        assert_eq!(rpc["error"]["code"], -32001);
+        assert_eq!(rpc["id"], 7);
+        assert_eq!(rpc["error"]["data"][0]["reason"], "TASK_NOT_FOUND");
+        assert_eq!(rpc["error"]["data"][0]["domain"], A2A_DOMAIN);
+        let rest = e.rest_body();
+        assert_eq!(rest["error"]["code"], 404);
+        assert_eq!(rest["error"]["status"], "NOT_FOUND");
+        assert_eq!(rest["error"]["details"][0]["@type"], "type.googleapis.com/google.rpc.ErrorInfo");
+        assert_eq!(jsonrpc_kind(-32009), Some(Kind::VersionNotSupported));
+        assert_eq!(jsonrpc_kind(-1), None);
+    }
+}
