@@ -1313,22 +1313,24 @@ impl Runtime {
     }
 
     async fn write_records(&self, record: &DelegationRecord) -> Result<(), DelegationError> {
-        let store = &self.inner.store;
-        store.put_delegation(record).await?;
-        store
-            .append_audit(AuditRecord {
-                request_id: record.request_id,
-                root_id: record.root_id,
-                origin: record.origin.clone(),
-                target: record.target.clone(),
-                user_id: record.user_id.to_string(),
-                objective: record.objective.clone(),
-                outcome: record.status.clone(),
-                error_code: record.error_code.clone(),
-                duration_ms: record.duration_ms,
-                tokens: record.tokens.total,
-                created_at: record.started_at,
-            })
+        self.inner
+            .store
+            .record_delegation(
+                record,
+                AuditRecord {
+                    request_id: record.request_id,
+                    root_id: record.root_id,
+                    origin: record.origin.clone(),
+                    target: record.target.clone(),
+                    user_id: record.user_id.to_string(),
+                    objective: record.objective.clone(),
+                    outcome: record.status.clone(),
+                    error_code: record.error_code.clone(),
+                    duration_ms: record.duration_ms,
+                    tokens: record.tokens.total,
+                    created_at: record.started_at,
+                },
+            )
             .await?;
         Ok(())
     }

@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod memory;
 pub mod sql;
+mod writer;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -194,6 +195,14 @@ pub trait Store: Send + Sync + 'static {
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>>;
 
     async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()>;
+
+    /// A finished delegation's tree node and audit record, durable together
+    /// when it returns (the SQL store commits them in one transaction, grouped
+    /// with whatever else is being written at that moment).
+    async fn record_delegation(&self, record: &DelegationRecord, audit: AuditRecord) -> StoreResult<AuditEntry> {
+        self.put_delegation(record).await?;
+        self.append_audit(audit).await
+    }
 
     /// Every node of the tree whose root is `root` (or that contains `root`).
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>>;

@@ -13,12 +13,13 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, AssertSqlSafe, Executor, Row, SqlSafeStr};
 
-use super::audit::{AuditEntry, AuditRecord, GENESIS};
+use super::audit::{AuditEntry, AuditRecord};
+pub use super::writer::WriteStats;
+use super::writer::{Write, Writer, Written};
 use super::{
     Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, TokenUsage, UserId};
-use crate::route::history::task_signature;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
@@ -31,6 +32,7 @@ enum Backend {
 pub struct SqlStore {
     pool: AnyPool,
     backend: Backend,
+    writer: Writer,
 }
 
 fn backend_err(e: impl std::fmt::Display) -> StoreError {
@@ -47,8 +49,12 @@ fn migrator() -> Migrator {
     ])
 }
 
-/// An arbitrary, fixed key for the audit chain's advisory lock.
-const AUDIT_LOCK: i64 = 0x5357_4244_4155_4454; // "SWBDAUDT"
+fn audited(written: Written) -> StoreResult<AuditEntry> {
+    match written {
+        Written::Audit(entry) => Ok(*entry),
+        Written::Done => Err(StoreError::Backend("the writer answered an audit append without its entry".into())),
+    }
+}
 
 impl SqlStore {
     /// Connects (creating an SQLite file if needed) and runs the migrations.
@@ -103,11 +109,17 @@ impl SqlStore {
                 Err(e) => return Err(StoreError::Backend(format!("migrations failed: {e}"))),
             }
         }
-        Ok(Self { pool, backend })
+        let writer = Writer::spawn(pool.clone(), backend == Backend::Postgres);
+        Ok(Self { pool, backend, writer })
     }
 
     pub fn is_postgres(&self) -> bool {
         self.backend == Backend::Postgres
+    }
+
+    /// Writes committed so far and the transactions they took (group commit).
+    pub fn write_stats(&self) -> WriteStats {
+        self.writer.stats()
     }
 
     /// The connection pool, for operators' tools and tests.
@@ -135,7 +147,7 @@ fn redact_url(url: &str) -> String {
     }
 }
 
-fn hash_hex(text: &str) -> String {
+pub(super) fn hash_hex(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
@@ -222,19 +234,7 @@ impl SqlStore {
     }
 
     async fn insert_session(&self, s: &Session) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO sessions (id, user_id, agent, parent_id, created_at) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(s.id.to_string())
-        .bind(s.user_id.to_string())
-        .bind(s.agent.to_string())
-        .bind(s.parent_id.map(|p| p.to_string()))
-        .bind(s.created_at)
-        .execute(&self.pool)
-        .await
-        .map_err(backend_err)?;
-        Ok(())
+        self.writer.write(Write::Session(s.clone())).await.map(drop)
     }
 }
 
@@ -304,24 +304,7 @@ impl Store for SqlStore {
     }
 
     async fn append_messages(&self, messages: &[Message]) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(backend_err)?;
-        for m in messages {
-            let metadata =
-                serde_json::json!({"delegated_from": m.delegated_from, "delegation_depth": m.delegation_depth});
-            sqlx::query(
-                "INSERT INTO messages (id, session_id, role, content, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(uuid::Uuid::now_v7().to_string())
-            .bind(m.session_id.to_string())
-            .bind(m.role.clone())
-            .bind(m.content.clone())
-            .bind(metadata.to_string())
-            .bind(m.created_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend_err)?;
-        }
-        tx.commit().await.map_err(backend_err)
+        self.writer.write(Write::Messages(messages.to_vec())).await.map(drop)
     }
 
     async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>> {
@@ -383,74 +366,11 @@ impl Store for SqlStore {
     }
 
     async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(backend_err)?;
-        for f in facts {
-            sqlx::query(
-                "INSERT INTO memory_facts (id, user_id, scope, fact, fact_hash, source_request, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-            )
-            .bind(uuid::Uuid::now_v7().to_string())
-            .bind(f.user_id.to_string())
-            .bind(f.scope.clone())
-            .bind(f.fact.clone())
-            .bind(hash_hex(&f.fact))
-            .bind(f.source_request.map(|r| r.to_string()))
-            .bind(f.created_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend_err)?;
-        }
-        tx.commit().await.map_err(backend_err)
+        self.writer.write(Write::Facts(facts.to_vec())).await.map(drop)
     }
 
     async fn append_audit(&self, record: AuditRecord) -> StoreResult<AuditEntry> {
-        let mut tx = match self.backend {
-            // take the write lock up front: the head we read stays the head
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend_err)?,
-            Backend::Postgres => {
-                let mut tx = self.pool.begin().await.map_err(backend_err)?;
-                sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                    .bind(AUDIT_LOCK)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(backend_err)?;
-                tx
-            }
-        };
-        let head = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend_err)?;
-        let (seq, prev) = match head {
-            Some(row) => (int(&row, "seq")? as u64 + 1, row.try_get::<String, _>("hash").map_err(backend_err)?),
-            None => (1, GENESIS.to_string()),
-        };
-        let entry = record.seal(seq, &prev);
-        let r = &entry.record;
-        sqlx::query(
-            "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
-             duration_ms, tokens, created_at, prev_hash, hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-        )
-        .bind(seq as i64)
-        .bind(r.request_id.to_string())
-        .bind(r.root_id.to_string())
-        .bind(r.origin.clone())
-        .bind(r.target.clone())
-        .bind(r.user_id.clone())
-        .bind(r.objective.clone())
-        .bind(r.outcome.clone())
-        .bind(r.error_code.clone())
-        .bind(r.duration_ms as i64)
-        .bind(i64::from(r.tokens))
-        .bind(r.created_at)
-        .bind(entry.prev_hash.clone())
-        .bind(entry.hash.clone())
-        .execute(&mut *tx)
-        .await
-        .map_err(backend_err)?;
-        tx.commit().await.map_err(backend_err)?;
-        Ok(entry)
+        audited(self.writer.write(Write::Audit(record)).await?)
     }
 
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>> {
@@ -465,39 +385,11 @@ impl Store for SqlStore {
     }
 
     async fn put_delegation(&self, r: &DelegationRecord) -> StoreResult<()> {
-        let signature = if r.signature.is_empty() { task_signature(&r.objective) } else { r.signature.clone() };
-        sqlx::query(
-            "INSERT INTO delegations (request_id, root_id, parent_id, user_id, origin, target, objective, \
-             objective_hash, signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, \
-             completion_tokens, total_tokens) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
-             ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, error_code = excluded.error_code, \
-             attempts = excluded.attempts, duration_ms = excluded.duration_ms, \
-             prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
-             total_tokens = excluded.total_tokens",
-        )
-        .bind(r.request_id.to_string())
-        .bind(r.root_id.to_string())
-        .bind(r.parent_id.map(|p| p.to_string()))
-        .bind(r.user_id.to_string())
-        .bind(r.origin.clone())
-        .bind(r.target.clone())
-        .bind(r.objective.clone())
-        .bind(r.objective_hash.clone())
-        .bind(signature)
-        .bind(r.status.clone())
-        .bind(r.error_code.clone())
-        .bind(i64::from(r.attempts))
-        .bind(i64::from(r.depth))
-        .bind(r.started_at)
-        .bind(r.duration_ms as i64)
-        .bind(i64::from(r.tokens.prompt))
-        .bind(i64::from(r.tokens.completion))
-        .bind(i64::from(r.tokens.total))
-        .execute(&self.pool)
-        .await
-        .map_err(backend_err)?;
-        Ok(())
+        self.writer.write(Write::Delegation(Box::new(r.clone()))).await.map(drop)
+    }
+
+    async fn record_delegation(&self, r: &DelegationRecord, audit: AuditRecord) -> StoreResult<AuditEntry> {
+        audited(self.writer.write(Write::Finish(Box::new(r.clone()), audit)).await?)
     }
 
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {

@@ -205,3 +205,63 @@ async fn a_bad_database_url_is_a_clear_error() {
     let err = switchboard::store::SqlStore::connect("postgres://nobody:secret@127.0.0.1:1/none").await.unwrap_err();
     assert!(!err.to_string().contains("secret"), "the password never appears: {err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
+    for db in db::both().await {
+        let s: Arc<dyn Store> = db.dyn_store();
+        let before = db.store.write_stats();
+        let node = |n: u64| DelegationRecord {
+            request_id: RequestId::new(),
+            root_id: RequestId::new(),
+            parent_id: None,
+            user_id: user("alice"),
+            origin: "prime-boss".into(),
+            target: "byte-doc".into(),
+            objective: format!("objective {n}"),
+            objective_hash: String::new(),
+            status: "success".into(),
+            error_code: None,
+            signature: String::new(),
+            attempts: 1,
+            depth: 1,
+            started_at: now_ms(),
+            duration_ms: n,
+            tokens: TokenUsage::default(),
+        };
+        let finished: Vec<_> = (0..300)
+            .map(|i| {
+                let s = s.clone();
+                let n = node(i);
+                tokio::spawn(async move { s.record_delegation(&n, record(i)).await })
+            })
+            .collect();
+        // PostgreSQL refuses a NUL byte in text: that write fails, alone
+        let session = s.ensure_session(&user("alice"), &slug("byte-doc"), None, None).await.unwrap();
+        let bad = Message {
+            session_id: session.id,
+            role: "user".into(),
+            content: "nul \0 byte".into(),
+            delegated_from: None,
+            delegation_depth: None,
+            created_at: now_ms(),
+        };
+        let bad_write = s.append_messages(&[bad]).await;
+        let mut seqs = Vec::new();
+        for f in finished {
+            seqs.push(f.await.unwrap().unwrap_or_else(|e| panic!("{}: {e}", db.name)).seq);
+        }
+        seqs.sort();
+        assert_eq!(seqs, (1..=300).collect::<Vec<_>>(), "{}: one chain, no gap", db.name);
+        assert!(audit::verify(&s.audit_log().await.unwrap()).valid, "{}", db.name);
+        assert_eq!(s.counts().await.unwrap().delegations, 300, "{}", db.name);
+        if db.name == "postgres" {
+            assert!(bad_write.is_err(), "postgres took a NUL byte");
+        }
+        let after = db.store.write_stats();
+        let (writes, commits) = (after.writes - before.writes, after.commits - before.commits);
+        assert!(writes >= 301, "{}: {writes} writes", db.name);
+        assert!(commits < writes, "{}: {writes} writes took {commits} commits: nothing was grouped", db.name);
+        eprintln!("{}: {writes} writes in {commits} commits", db.name);
+    }
+}

@@ -7,9 +7,43 @@ pub mod tools;
 
 use std::sync::Arc;
 
-use super::Agent;
+use async_trait::async_trait;
+
+use super::{Agent, AgentContext, AgentOutput, Task};
+use crate::protocol::DelegationError;
 
 /// The built-in agent implementation called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
-    finance::lookup(name).or_else(|| tools::lookup(name)).or_else(|| crate::a2a::conformance::lookup(name))
+    match name {
+        "echo" => Some(Arc::new(Echo)),
+        _ => finance::lookup(name).or_else(|| tools::lookup(name)).or_else(|| crate::a2a::conformance::lookup(name)),
+    }
+}
+
+/// Answers its input (or, with none, its objective) unchanged: no work at all,
+/// which makes it the target for measuring the runtime's own cost and for
+/// checking wiring. Declare it with `backend = { kind = "builtin", name = "echo" }`.
+pub struct Echo;
+
+#[async_trait]
+impl Agent for Echo {
+    async fn run(&self, _ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+        let text = if task.input.is_empty() { &task.objective } else { &task.input };
+        Ok(AgentOutput::new(format!("echo: {}", text.chars().take(80).collect::<String>()), text.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn echo_answers_its_input_or_else_its_objective() {
+        let echo = lookup("echo").unwrap();
+        let ctx = AgentContext::detached(Vec::<String>::new());
+        let out = echo.run(&ctx, &Task::new("Say it", "hello")).await.unwrap();
+        assert_eq!(out.result, "hello");
+        let out = echo.run(&ctx, &Task::new("Say it", "")).await.unwrap();
+        assert_eq!(out.result, "Say it");
+    }
 }
