@@ -4,9 +4,20 @@
 //! 2-step chain and a 3-way fan-out. Prints p50, p99 and operations per second.
 //!
 //! `cargo bench --bench overhead` (set BENCH_N to change the sample count).
+//!
+//! `cargo bench --bench overhead -- memory` measures memory instead, with the
+//! durable SQLite store: resident memory with 1000 delegations in flight at
+//! once, then over 100 000 delegations (BENCH_MEMORY_N) at concurrency 64.
+//!
+//! Each figure is also printed as a `BENCH_JSON {...}` line for
+//! `scripts/bench.sh`.
 
 use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use async_trait::async_trait;
 use switchboard::delegator::Call;
@@ -19,6 +30,22 @@ struct Zero;
 #[async_trait]
 impl Agent for Zero {
     async fn run(&self, _ctx: &AgentContext, _task: &Task) -> Result<AgentOutput, DelegationError> {
+        Ok(AgentOutput::new("done", "done"))
+    }
+}
+
+/// Waits for the gate to open: holds delegations in flight.
+struct Held {
+    inside: Arc<AtomicUsize>,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+#[async_trait]
+impl Agent for Held {
+    async fn run(&self, _ctx: &AgentContext, _task: &Task) -> Result<AgentOutput, DelegationError> {
+        self.inside.fetch_add(1, Ordering::SeqCst);
+        let _pass =
+            self.gate.acquire().await.map_err(|_| DelegationError::from_code(switchboard::ErrorCode::Cancelled))?;
         Ok(AgentOutput::new("done", "done"))
     }
 }
@@ -70,6 +97,9 @@ name = "w2"
 [[agents]]
 slug = "w3"
 name = "w3"
+[[agents]]
+slug = "held"
+name = "held"
 "#;
 
 struct Stats {
@@ -107,6 +137,9 @@ fn slug(s: &str) -> AgentSlug {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "memory") {
+        return memory();
+    }
     let n: usize = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
     let workers = vec![slug("w1"), slug("w2"), slug("w3")];
@@ -165,5 +198,117 @@ fn main() {
         row("one delegation, full pipeline", &single);
         row("2-step chain (3 delegations)", &chain);
         row("3-way fan-out (4 delegations)", &fan);
+        for (name, s) in [("direct", &direct), ("single", &single), ("chain", &chain), ("fanout", &fan)] {
+            println!(
+                "BENCH_JSON {}",
+                serde_json::json!({
+                    "section": "inprocess", "name": name, "n": n,
+                    "p50_us": s.p50.as_secs_f64() * 1e6, "p99_us": s.p99.as_secs_f64() * 1e6, "per_sec": s.per_sec,
+                })
+            );
+        }
+    });
+}
+
+/// Resident and peak memory of this process, in KiB, from /proc.
+fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn memory() {
+    let total: usize = std::env::var("BENCH_MEMORY_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let in_flight: usize = std::env::var("BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("memory.db").display());
+    let inside = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    rt.block_on(async {
+        let store = switchboard::store::SqlStore::connect(&url).await.expect("sqlite");
+        let runtime = Runtime::builder()
+            .config(Config::from_toml(TEAM).expect("config"))
+            .store(Arc::new(store))
+            .agent("caller", Zero)
+            .agent("zero", Zero)
+            .agent("chain", Zero)
+            .agent("fan", Zero)
+            .agent("w1", Zero)
+            .agent("w2", Zero)
+            .agent("w3", Zero)
+            .agent("held", Held { inside: inside.clone(), gate: gate.clone() })
+            .build()
+            .expect("runtime");
+        let user = UserId::parse("bench").expect("user");
+        let request = |target: &str| DelegationRequest::new(slug("caller"), slug(target), user.clone(), "do it", "");
+        // warm up: pools, caches, the first pages of the database
+        futures::stream::iter(0..1000)
+            .for_each_concurrent(64, |_| async {
+                black_box(runtime.delegate(&Caller::Operator, request("zero")).await);
+            })
+            .await;
+        let (idle, _) = rss_kib();
+
+        let held: Vec<_> = (0..in_flight)
+            .map(|_| {
+                let (runtime, req) = (runtime.clone(), request("held"));
+                tokio::spawn(async move { runtime.delegate(&Caller::Operator, req).await })
+            })
+            .collect();
+        while inside.load(Ordering::SeqCst) < in_flight {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (with_in_flight, _) = rss_kib();
+        gate.add_permits(in_flight);
+        let mut ok = 0;
+        for h in held {
+            ok += usize::from(h.await.expect("task").status == switchboard::protocol::Status::Success);
+        }
+        assert_eq!(ok, in_flight, "every held delegation finished");
+
+        let mut samples = Vec::new();
+        let started = Instant::now();
+        let mut done = 0;
+        for step in [total / 10, total / 2, total] {
+            futures::stream::iter(done..step)
+                .for_each_concurrent(64, |_| async {
+                    black_box(runtime.delegate(&Caller::Operator, request("zero")).await);
+                })
+                .await;
+            done = step;
+            samples.push((done, rss_kib().0));
+        }
+        let wall = started.elapsed();
+        let (_, peak) = rss_kib();
+        println!("switchboard memory (durable SQLite store, zero-work agents)\n");
+        println!("  idle after warm-up:              {:>8} KiB", idle);
+        println!("  {in_flight} delegations in flight:      {:>8} KiB", with_in_flight);
+        for (n, rss) in &samples {
+            println!("  after {n:>7} more delegations:   {rss:>8} KiB");
+        }
+        println!("  peak:                            {peak:>8} KiB");
+        println!(
+            "  {total} delegations in {:.1?} ({:.0}/s at concurrency 64)",
+            wall,
+            total as f64 / wall.as_secs_f64()
+        );
+        let first = samples.first().map_or(0, |s| s.1);
+        let last = samples.last().map_or(0, |s| s.1);
+        println!(
+            "BENCH_JSON {}",
+            serde_json::json!({
+                "section": "memory", "idle_kib": idle, "in_flight": in_flight, "in_flight_kib": with_in_flight,
+                "total": total, "after_tenth_kib": first, "after_total_kib": last, "peak_kib": peak,
+                "per_sec": total as f64 / wall.as_secs_f64(),
+            })
+        );
     });
 }

@@ -35,7 +35,7 @@ use crate::protocol::{
 use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, BreakerState, Breakers, Next, RetryPlan};
 use crate::route::{DomainTable, Member, Registry, discover, history};
-use crate::store::{AuditRecord, Claim, DelegationRecord, Fact, MemoryStore, Message, Store, now_ms};
+use crate::store::{AuditRecord, Claim, Conversation, DelegationRecord, Fact, MemoryStore, Message, Store, now_ms};
 use crate::telemetry::{Metrics, Observation};
 use crate::{tokens, verify};
 
@@ -740,7 +740,7 @@ impl Runtime {
             tokens: TokenUsage::default(),
         };
         tracing::warn!(origin = %node.agent, denied = what, code = %error.code, "action denied");
-        if let Err(e) = self.finish(&record, 0.0, false).await {
+        if let Err(e) = self.finish(&record, Conversation::default(), 0.0, false).await {
             tracing::error!("denied action not audited: {e}");
         }
     }
@@ -781,7 +781,7 @@ impl Runtime {
         };
         let mut response = DelegationResponse::failed(req.request_id, req.target_employee.clone(), err);
         response.duration_ms = duration_ms;
-        if let Err(e) = self.finish(&record, 0.0, false).await {
+        if let Err(e) = self.finish(&record, Conversation::default(), 0.0, false).await {
             response.error = Some(e);
         }
         response
@@ -864,10 +864,7 @@ impl Runtime {
         response.verifier = attempts.verdict.clone();
         response.learned = attempts.learned.clone();
 
-        if let Err(e) = self.persist(&adm, &response).await {
-            response.status = Status::Failed;
-            response.error = Some(e);
-        }
+        let conversation = self.conversation(&adm, &response).await;
         record.status = response.status.as_str().into();
         record.error_code = response.error_code().map(|c| c.to_string());
         record.attempts = attempts.execution.attempts;
@@ -875,7 +872,8 @@ impl Runtime {
         record.tokens = response.token_usage;
         unfinished.record = None;
         // Durable before the response is acknowledged.
-        if let Err(e) = self.finish(&record, started.elapsed().as_secs_f64(), response.fallback.is_some()).await {
+        let seconds = started.elapsed().as_secs_f64();
+        if let Err(e) = self.finish(&record, conversation, seconds, response.fallback.is_some()).await {
             response.status = Status::Failed;
             response.error = Some(e);
         }
@@ -1161,8 +1159,8 @@ impl Runtime {
         }
         let facts = inner.store.facts(&req.user_id, &scopes).await?;
         let history = match &adm.sessions.child {
-            Some(child) => inner.store.recent_messages(child.id, HISTORY_MESSAGES).await?,
-            None => Vec::new(),
+            Some(child) if !adm.sessions.new_child => inner.store.recent_messages(child.id, HISTORY_MESSAGES).await?,
+            _ => Vec::new(),
         };
         let mut task = Task {
             request_id: Some(req.request_id),
@@ -1220,17 +1218,19 @@ impl Runtime {
         order
     }
 
-    /// Saves the conversation and the new facts, unless the delegation is an
-    /// ephemeral consult (seeds/003), which reads the history but writes nothing.
-    async fn persist(&self, adm: &Admitted, response: &DelegationResponse) -> Result<(), DelegationError> {
+    /// The conversation and the new facts to save with the delegation's
+    /// records, unless it is an ephemeral consult (seeds/003), which reads the
+    /// history but writes nothing. A new child session is saved even when the
+    /// delegation failed; its messages only when it did not.
+    async fn conversation(&self, adm: &Admitted, response: &DelegationResponse) -> Conversation {
         let req = &adm.req;
         let Some(child) = adm.sessions.child.as_ref().filter(|_| req.mode == Mode::Persist) else {
-            return Ok(()); // an ephemeral consult writes nothing (seeds/003)
+            return Conversation::default(); // an ephemeral consult writes nothing (seeds/003)
         };
+        let new_session = adm.sessions.new_child.then(|| child.clone());
         if response.status == Status::Failed {
-            return Ok(());
+            return Conversation { new_session, ..Conversation::default() };
         }
-        let store = &self.inner.store;
         let now = now_ms();
         let asked =
             if req.input.is_empty() { req.objective.clone() } else { format!("{}\n\n{}", req.objective, req.input) };
@@ -1258,7 +1258,6 @@ impl Runtime {
                 },
             ]
         };
-        store.append_messages(&messages).await?;
         let mut facts = Vec::new();
         for f in &response.new_facts {
             match fact_scope(f, &adm.member.spec) {
@@ -1275,17 +1274,20 @@ impl Runtime {
                 }
             }
         }
-        if !facts.is_empty() {
-            store.add_facts(&facts).await?;
-        }
-        Ok(())
+        Conversation { new_session, messages: messages.into(), facts }
     }
 
     /// Ends a delegation's bookkeeping: the tree node and the audit record
     /// (durably, before the caller hears back), metrics and the finished event.
-    async fn finish(&self, record: &DelegationRecord, seconds: f64, fallback: bool) -> Result<(), DelegationError> {
+    async fn finish(
+        &self,
+        record: &DelegationRecord,
+        conversation: Conversation,
+        seconds: f64,
+        fallback: bool,
+    ) -> Result<(), DelegationError> {
         let inner = &*self.inner;
-        let written = self.write_records(record).await;
+        let written = self.write_records(record, conversation).await;
         if let Ok(target) = AgentSlug::parse(&record.target) {
             inner.metrics.observe(Observation {
                 target: &target,
@@ -1312,7 +1314,11 @@ impl Runtime {
         written
     }
 
-    async fn write_records(&self, record: &DelegationRecord) -> Result<(), DelegationError> {
+    async fn write_records(
+        &self,
+        record: &DelegationRecord,
+        conversation: Conversation,
+    ) -> Result<(), DelegationError> {
         self.inner
             .store
             .record_delegation(
@@ -1330,6 +1336,7 @@ impl Runtime {
                     tokens: record.tokens.total,
                     created_at: record.started_at,
                 },
+                conversation,
             )
             .await?;
         Ok(())
@@ -1350,7 +1357,7 @@ impl Drop for Unfinished {
         let runtime = self.runtime.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                if let Err(e) = runtime.finish(&record, 0.0, false).await {
+                if let Err(e) = runtime.finish(&record, Conversation::default(), 0.0, false).await {
                     tracing::error!(request_id = %record.request_id, "record of a cancelled delegation not written: {e}");
                 }
             });

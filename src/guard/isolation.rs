@@ -12,6 +12,9 @@ use crate::store::{Session, Store, StoreError};
 pub struct Sessions {
     pub parent: Option<Session>,
     pub child: Option<Session>,
+    /// The child session is new: nothing to read from it, and it is written
+    /// with the delegation's own records when it finishes.
+    pub new_child: bool,
 }
 
 /// A session that must belong to `user`: another user's is refused, and so
@@ -46,7 +49,7 @@ pub async fn existing_sessions(
         (None, Some(p)) => store.find_child_session(user, target, p.id).await?,
         (None, None) => None,
     };
-    Ok(Sessions { parent, child })
+    Ok(Sessions { parent, child, new_child: false })
 }
 
 /// Resolves (creating where needed) the parent and child sessions, refusing
@@ -66,9 +69,19 @@ pub async fn sessions(
     let child = match (child, &parent) {
         (Some(id), p) => store.ensure_session(user, target, Some(id), p.as_ref().map(|p| p.id)).await?,
         (None, Some(p)) => store.child_session(user, target, p.id).await?,
-        (None, None) => store.ensure_session(user, target, None, None).await?,
+        (None, None) => {
+            // a fresh id is nobody's yet: no need to ask the store
+            let child = Session {
+                id: SessionId::new(),
+                user_id: user.clone(),
+                agent: target.clone(),
+                parent_id: None,
+                created_at: crate::store::now_ms(),
+            };
+            return Ok(Sessions { parent, child: Some(child), new_child: true });
+        }
     };
-    Ok(Sessions { parent, child: Some(child) })
+    Ok(Sessions { parent, child: Some(child), new_child: false })
 }
 
 #[cfg(test)]

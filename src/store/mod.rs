@@ -52,6 +52,17 @@ pub struct Fact {
     pub created_at: i64,
 }
 
+/// What a finished delegation leaves besides its tree node and audit record:
+/// a child session created for it (written only now), the two messages of
+/// its conversation and the facts it learned. They commit together with the
+/// node and the audit record, or not at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conversation {
+    pub new_session: Option<Session>,
+    pub messages: Vec<Message>,
+    pub facts: Vec<Fact>,
+}
+
 /// One node of a delegation tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DelegationRecord {
@@ -196,10 +207,24 @@ pub trait Store: Send + Sync + 'static {
 
     async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()>;
 
-    /// A finished delegation's tree node and audit record, durable together
-    /// when it returns (the SQL store commits them in one transaction, grouped
-    /// with whatever else is being written at that moment).
-    async fn record_delegation(&self, record: &DelegationRecord, audit: AuditRecord) -> StoreResult<AuditEntry> {
+    /// A finished delegation's conversation, tree node and audit record,
+    /// durable together when it returns (the SQL store commits them in one
+    /// transaction, grouped with whatever else is being written at that moment).
+    async fn record_delegation(
+        &self,
+        record: &DelegationRecord,
+        audit: AuditRecord,
+        conversation: Conversation,
+    ) -> StoreResult<AuditEntry> {
+        if let Some(s) = &conversation.new_session {
+            self.ensure_session(&s.user_id, &s.agent, Some(s.id), s.parent_id).await?;
+        }
+        if !conversation.messages.is_empty() {
+            self.append_messages(&conversation.messages).await?;
+        }
+        if !conversation.facts.is_empty() {
+            self.add_facts(&conversation.facts).await?;
+        }
         self.put_delegation(record).await?;
         self.append_audit(audit).await
     }

@@ -17,7 +17,8 @@ use super::audit::{AuditEntry, AuditRecord};
 pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
 use super::{
-    Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult, now_ms,
+    Claim, Conversation, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError,
+    StoreResult, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, TokenUsage, UserId};
 
@@ -388,8 +389,13 @@ impl Store for SqlStore {
         self.writer.write(Write::Delegation(Box::new(r.clone()))).await.map(drop)
     }
 
-    async fn record_delegation(&self, r: &DelegationRecord, audit: AuditRecord) -> StoreResult<AuditEntry> {
-        audited(self.writer.write(Write::Finish(Box::new(r.clone()), audit)).await?)
+    async fn record_delegation(
+        &self,
+        r: &DelegationRecord,
+        audit: AuditRecord,
+        conversation: Conversation,
+    ) -> StoreResult<AuditEntry> {
+        audited(self.writer.write(Write::Finish(Box::new((r.clone(), audit, conversation)))).await?)
     }
 
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {

@@ -16,7 +16,7 @@ use sqlx::{AnyConnection, AnyPool, Row};
 use tokio::sync::{mpsc, oneshot};
 
 use super::audit::{AuditEntry, AuditRecord, GENESIS};
-use super::{DelegationRecord, Fact, Message, Session, StoreError, StoreResult};
+use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult};
 use crate::route::history::task_signature;
 
 /// The most writes committed together.
@@ -33,8 +33,8 @@ pub(super) enum Write {
     Facts(Vec<Fact>),
     Delegation(Box<DelegationRecord>),
     Audit(AuditRecord),
-    /// A finished delegation: its tree node and its audit record together.
-    Finish(Box<DelegationRecord>, AuditRecord),
+    /// A finished delegation: its conversation, tree node and audit record together.
+    Finish(Box<(DelegationRecord, AuditRecord, Conversation)>),
 }
 
 pub(super) enum Written {
@@ -131,16 +131,43 @@ async fn run(pool: AnyPool, postgres: bool, mut queue: mpsc::Receiver<Job>, stat
     }
 }
 
-/// Applies `writes` in order in one transaction.
+/// Applies `writes` in one transaction, a statement per table: rows of the
+/// same kind go into one multi-row `INSERT` (every statement is a round trip
+/// to the database's thread or server, so a batch costs a handful of them
+/// rather than five per delegation). Tables have no foreign keys between
+/// them, so the order across tables does not matter; within a table, rows
+/// keep the order of the writes.
 async fn commit<'a>(
     pool: &AnyPool,
     postgres: bool,
     writes: impl Iterator<Item = &'a Write> + Clone,
 ) -> StoreResult<Vec<Written>> {
-    let audits = writes.clone().any(|w| matches!(w, Write::Audit(_) | Write::Finish(..)));
+    let mut rows = Rows::default();
+    let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
+    let mut out = Vec::new();
+    for (i, w) in writes.enumerate() {
+        out.push(Written::Done);
+        match w {
+            Write::Session(s) => rows.session(s),
+            Write::Messages(m) => m.iter().for_each(|m| rows.message(m)),
+            Write::Facts(f) => f.iter().for_each(|f| rows.fact(f)),
+            Write::Delegation(r) => rows.delegation(r),
+            Write::Audit(record) => audits.push((i, record)),
+            Write::Finish(finish) => {
+                let (r, record, conversation) = &**finish;
+                if let Some(s) = &conversation.new_session {
+                    rows.session(s);
+                }
+                conversation.messages.iter().for_each(|m| rows.message(m));
+                conversation.facts.iter().for_each(|f| rows.fact(f));
+                rows.delegation(r);
+                audits.push((i, record));
+            }
+        }
+    }
     let mut tx = if postgres {
         let mut tx = pool.begin().await.map_err(backend_err)?;
-        if audits {
+        if !audits.is_empty() {
             // one chain across every server process: appends take turns
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(AUDIT_LOCK)
@@ -153,174 +180,200 @@ async fn commit<'a>(
         // take the write lock up front: the head we read stays the head
         pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend_err)?
     };
-    let mut head: Option<(u64, String)> = None;
-    let mut out = Vec::new();
-    for w in writes {
-        out.push(match w {
-            Write::Session(s) => {
-                insert_session(&mut tx, s).await?;
-                Written::Done
-            }
-            Write::Messages(m) => {
-                insert_messages(&mut tx, m).await?;
-                Written::Done
-            }
-            Write::Facts(f) => {
-                insert_facts(&mut tx, f).await?;
-                Written::Done
-            }
-            Write::Delegation(r) => {
-                upsert_delegation(&mut tx, r).await?;
-                Written::Done
-            }
-            Write::Audit(record) => Written::Audit(Box::new(append_audit(&mut tx, &mut head, record).await?)),
-            Write::Finish(r, record) => {
-                upsert_delegation(&mut tx, r).await?;
-                Written::Audit(Box::new(append_audit(&mut tx, &mut head, record).await?))
-            }
-        });
+    insert(&mut tx, SESSIONS, &rows.sessions).await?;
+    insert(&mut tx, MESSAGES, &rows.messages).await?;
+    insert(&mut tx, FACTS, &rows.facts).await?;
+    // one row per node: a later write of the same node replaces an earlier one
+    let mut seen = std::collections::HashSet::new();
+    let mut nodes: Vec<Vec<Val>> =
+        rows.delegations.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
+    nodes.reverse();
+    insert(&mut tx, DELEGATIONS, &nodes).await?;
+    if !audits.is_empty() {
+        let row = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend_err)?;
+        let (mut seq, mut prev) = match row {
+            Some(row) => (
+                row.try_get::<i64, _>("seq").map_err(backend_err)? as u64,
+                row.try_get::<String, _>("hash").map_err(backend_err)?,
+            ),
+            None => (0, GENESIS.to_string()),
+        };
+        let mut entries = Vec::with_capacity(audits.len());
+        for (i, record) in audits {
+            let entry = record.clone().seal(seq + 1, &prev);
+            (seq, prev) = (entry.seq, entry.hash.clone());
+            entries.push(audit_row(&entry));
+            out[i] = Written::Audit(Box::new(entry));
+        }
+        insert(&mut tx, AUDIT, &entries).await?;
     }
     tx.commit().await.map_err(backend_err)?;
     Ok(out)
 }
 
-async fn insert_session(conn: &mut AnyConnection, s: &Session) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO sessions (id, user_id, agent, parent_id, created_at) VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT DO NOTHING",
-    )
-    .bind(s.id.to_string())
-    .bind(s.user_id.to_string())
-    .bind(s.agent.to_string())
-    .bind(s.parent_id.map(|p| p.to_string()))
-    .bind(s.created_at)
-    .execute(conn)
-    .await
-    .map_err(backend_err)?;
-    Ok(())
+/// A bound value.
+enum Val {
+    Text(String),
+    Opt(Option<String>),
+    Int(i64),
 }
 
-async fn insert_messages(conn: &mut AnyConnection, messages: &[Message]) -> StoreResult<()> {
-    for m in messages {
+/// `INSERT INTO table (columns) VALUES`, how many columns, and what follows the rows.
+struct Table(&'static str, usize, &'static str);
+
+const SESSIONS: Table =
+    Table("INSERT INTO sessions (id, user_id, agent, parent_id, created_at) VALUES ", 5, " ON CONFLICT DO NOTHING");
+const MESSAGES: Table =
+    Table("INSERT INTO messages (id, session_id, role, content, metadata, created_at) VALUES ", 6, "");
+const FACTS: Table = Table(
+    "INSERT INTO memory_facts (id, user_id, scope, fact, fact_hash, source_request, created_at) VALUES ",
+    7,
+    " ON CONFLICT DO NOTHING",
+);
+const DELEGATIONS: Table = Table(
+    "INSERT INTO delegations (request_id, root_id, parent_id, user_id, origin, target, objective, \
+     objective_hash, signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, \
+     completion_tokens, total_tokens) VALUES ",
+    18,
+    " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, error_code = excluded.error_code, \
+     attempts = excluded.attempts, duration_ms = excluded.duration_ms, \
+     prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
+     total_tokens = excluded.total_tokens",
+);
+const AUDIT: Table = Table(
+    "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
+     duration_ms, tokens, created_at, prev_hash, hash) VALUES ",
+    14,
+    "",
+);
+
+/// Bound parameters per statement: under SQLite's 32 766 and PostgreSQL's 65 535.
+const MAX_PARAMS: usize = 30_000;
+
+/// The rows of a batch, by table.
+#[derive(Default)]
+struct Rows {
+    sessions: Vec<Vec<Val>>,
+    messages: Vec<Vec<Val>>,
+    facts: Vec<Vec<Val>>,
+    delegations: Vec<(crate::protocol::RequestId, Vec<Val>)>,
+}
+
+impl Rows {
+    fn session(&mut self, s: &Session) {
+        self.sessions.push(vec![
+            Val::Text(s.id.to_string()),
+            Val::Text(s.user_id.to_string()),
+            Val::Text(s.agent.to_string()),
+            Val::Opt(s.parent_id.map(|p| p.to_string())),
+            Val::Int(s.created_at),
+        ]);
+    }
+
+    fn message(&mut self, m: &Message) {
         let metadata = serde_json::json!({"delegated_from": m.delegated_from, "delegation_depth": m.delegation_depth});
-        sqlx::query(
-            "INSERT INTO messages (id, session_id, role, content, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(uuid::Uuid::now_v7().to_string())
-        .bind(m.session_id.to_string())
-        .bind(m.role.clone())
-        .bind(m.content.clone())
-        .bind(metadata.to_string())
-        .bind(m.created_at)
-        .execute(&mut *conn)
-        .await
-        .map_err(backend_err)?;
+        self.messages.push(vec![
+            Val::Text(uuid::Uuid::now_v7().to_string()),
+            Val::Text(m.session_id.to_string()),
+            Val::Text(m.role.clone()),
+            Val::Text(m.content.clone()),
+            Val::Text(metadata.to_string()),
+            Val::Int(m.created_at),
+        ]);
     }
-    Ok(())
-}
 
-async fn insert_facts(conn: &mut AnyConnection, facts: &[Fact]) -> StoreResult<()> {
-    for f in facts {
-        sqlx::query(
-            "INSERT INTO memory_facts (id, user_id, scope, fact, fact_hash, source_request, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-        )
-        .bind(uuid::Uuid::now_v7().to_string())
-        .bind(f.user_id.to_string())
-        .bind(f.scope.clone())
-        .bind(f.fact.clone())
-        .bind(super::sql::hash_hex(&f.fact))
-        .bind(f.source_request.map(|r| r.to_string()))
-        .bind(f.created_at)
-        .execute(&mut *conn)
-        .await
-        .map_err(backend_err)?;
+    fn fact(&mut self, f: &Fact) {
+        self.facts.push(vec![
+            Val::Text(uuid::Uuid::now_v7().to_string()),
+            Val::Text(f.user_id.to_string()),
+            Val::Text(f.scope.clone()),
+            Val::Text(f.fact.clone()),
+            Val::Text(super::sql::hash_hex(&f.fact)),
+            Val::Opt(f.source_request.map(|r| r.to_string())),
+            Val::Int(f.created_at),
+        ]);
     }
-    Ok(())
+
+    fn delegation(&mut self, r: &DelegationRecord) {
+        let signature = if r.signature.is_empty() { task_signature(&r.objective) } else { r.signature.clone() };
+        self.delegations.push((
+            r.request_id,
+            vec![
+                Val::Text(r.request_id.to_string()),
+                Val::Text(r.root_id.to_string()),
+                Val::Opt(r.parent_id.map(|p| p.to_string())),
+                Val::Text(r.user_id.to_string()),
+                Val::Text(r.origin.clone()),
+                Val::Text(r.target.clone()),
+                Val::Text(r.objective.clone()),
+                Val::Text(r.objective_hash.clone()),
+                Val::Text(signature),
+                Val::Text(r.status.clone()),
+                Val::Opt(r.error_code.clone()),
+                Val::Int(i64::from(r.attempts)),
+                Val::Int(i64::from(r.depth)),
+                Val::Int(r.started_at),
+                Val::Int(r.duration_ms as i64),
+                Val::Int(i64::from(r.tokens.prompt)),
+                Val::Int(i64::from(r.tokens.completion)),
+                Val::Int(i64::from(r.tokens.total)),
+            ],
+        ));
+    }
 }
 
-async fn upsert_delegation(conn: &mut AnyConnection, r: &DelegationRecord) -> StoreResult<()> {
-    let signature = if r.signature.is_empty() { task_signature(&r.objective) } else { r.signature.clone() };
-    sqlx::query(
-        "INSERT INTO delegations (request_id, root_id, parent_id, user_id, origin, target, objective, \
-         objective_hash, signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, \
-         completion_tokens, total_tokens) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
-         ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, error_code = excluded.error_code, \
-         attempts = excluded.attempts, duration_ms = excluded.duration_ms, \
-         prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
-         total_tokens = excluded.total_tokens",
-    )
-    .bind(r.request_id.to_string())
-    .bind(r.root_id.to_string())
-    .bind(r.parent_id.map(|p| p.to_string()))
-    .bind(r.user_id.to_string())
-    .bind(r.origin.clone())
-    .bind(r.target.clone())
-    .bind(r.objective.clone())
-    .bind(r.objective_hash.clone())
-    .bind(signature)
-    .bind(r.status.clone())
-    .bind(r.error_code.clone())
-    .bind(i64::from(r.attempts))
-    .bind(i64::from(r.depth))
-    .bind(r.started_at)
-    .bind(r.duration_ms as i64)
-    .bind(i64::from(r.tokens.prompt))
-    .bind(i64::from(r.tokens.completion))
-    .bind(i64::from(r.tokens.total))
-    .execute(conn)
-    .await
-    .map_err(backend_err)?;
-    Ok(())
-}
-
-/// Chains `record` to the head (read once per batch, then carried along).
-async fn append_audit(
-    conn: &mut AnyConnection,
-    head: &mut Option<(u64, String)>,
-    record: &AuditRecord,
-) -> StoreResult<AuditEntry> {
-    let (seq, prev) = match head.take() {
-        Some(h) => h,
-        None => {
-            let row = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(backend_err)?;
-            match row {
-                Some(row) => (
-                    row.try_get::<i64, _>("seq").map_err(backend_err)? as u64,
-                    row.try_get::<String, _>("hash").map_err(backend_err)?,
-                ),
-                None => (0, GENESIS.to_string()),
-            }
-        }
-    };
-    let entry = record.clone().seal(seq + 1, &prev);
+fn audit_row(entry: &AuditEntry) -> Vec<Val> {
     let r = &entry.record;
-    sqlx::query(
-        "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
-         duration_ms, tokens, created_at, prev_hash, hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-    )
-    .bind(entry.seq as i64)
-    .bind(r.request_id.to_string())
-    .bind(r.root_id.to_string())
-    .bind(r.origin.clone())
-    .bind(r.target.clone())
-    .bind(r.user_id.clone())
-    .bind(r.objective.clone())
-    .bind(r.outcome.clone())
-    .bind(r.error_code.clone())
-    .bind(r.duration_ms as i64)
-    .bind(i64::from(r.tokens))
-    .bind(r.created_at)
-    .bind(entry.prev_hash.clone())
-    .bind(entry.hash.clone())
-    .execute(conn)
-    .await
-    .map_err(backend_err)?;
-    *head = Some((entry.seq, entry.hash.clone()));
-    Ok(entry)
+    vec![
+        Val::Int(entry.seq as i64),
+        Val::Text(r.request_id.to_string()),
+        Val::Text(r.root_id.to_string()),
+        Val::Text(r.origin.clone()),
+        Val::Text(r.target.clone()),
+        Val::Text(r.user_id.clone()),
+        Val::Text(r.objective.clone()),
+        Val::Text(r.outcome.clone()),
+        Val::Opt(r.error_code.clone()),
+        Val::Int(r.duration_ms as i64),
+        Val::Int(i64::from(r.tokens)),
+        Val::Int(r.created_at),
+        Val::Text(entry.prev_hash.clone()),
+        Val::Text(entry.hash.clone()),
+    ]
+}
+
+/// Inserts `rows` into `table` with as few statements as the parameter limit allows.
+async fn insert(conn: &mut AnyConnection, table: Table, rows: &[Vec<Val>]) -> StoreResult<()> {
+    let Table(head, columns, tail) = table;
+    for chunk in rows.chunks((MAX_PARAMS / columns).max(1)) {
+        let mut sql = String::with_capacity(head.len() + tail.len() + chunk.len() * columns * 6);
+        sql.push_str(head);
+        let mut n = 0;
+        for (i, _) in chunk.iter().enumerate() {
+            sql.push_str(if i == 0 { "(" } else { ", (" });
+            for c in 0..columns {
+                n += 1;
+                if c > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push('$');
+                sql.push_str(&n.to_string());
+            }
+            sql.push(')');
+        }
+        sql.push_str(tail);
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for v in chunk.iter().flatten() {
+            query = match v {
+                Val::Text(t) => query.bind(t.clone()),
+                Val::Opt(t) => query.bind(t.clone()),
+                Val::Int(i) => query.bind(*i),
+            };
+        }
+        query.execute(&mut *conn).await.map_err(backend_err)?;
+    }
+    Ok(())
 }

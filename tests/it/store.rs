@@ -5,7 +5,9 @@ use std::sync::Arc;
 use futures::future::join_all;
 use sqlx::Executor;
 use switchboard::protocol::{RequestId, SessionId, TokenUsage};
-use switchboard::store::{AuditRecord, Claim, DelegationRecord, Fact, Message, Store, StoreError, audit, now_ms};
+use switchboard::store::{
+    AuditRecord, Claim, Conversation, DelegationRecord, Fact, Message, Session, Store, StoreError, audit, now_ms,
+};
 
 use crate::db;
 use crate::support::*;
@@ -23,6 +25,27 @@ fn record(n: u64) -> AuditRecord {
         duration_ms: n,
         tokens: 7,
         created_at: now_ms(),
+    }
+}
+
+fn node(n: u64) -> DelegationRecord {
+    DelegationRecord {
+        request_id: RequestId::new(),
+        root_id: RequestId::new(),
+        parent_id: None,
+        user_id: user("alice"),
+        origin: "prime-boss".into(),
+        target: "byte-doc".into(),
+        objective: format!("objective {n}"),
+        objective_hash: String::new(),
+        status: "success".into(),
+        error_code: None,
+        signature: String::new(),
+        attempts: 1,
+        depth: 1,
+        started_at: now_ms(),
+        duration_ms: n,
+        tokens: TokenUsage::default(),
     }
 }
 
@@ -211,29 +234,11 @@ async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
     for db in db::both().await {
         let s: Arc<dyn Store> = db.dyn_store();
         let before = db.store.write_stats();
-        let node = |n: u64| DelegationRecord {
-            request_id: RequestId::new(),
-            root_id: RequestId::new(),
-            parent_id: None,
-            user_id: user("alice"),
-            origin: "prime-boss".into(),
-            target: "byte-doc".into(),
-            objective: format!("objective {n}"),
-            objective_hash: String::new(),
-            status: "success".into(),
-            error_code: None,
-            signature: String::new(),
-            attempts: 1,
-            depth: 1,
-            started_at: now_ms(),
-            duration_ms: n,
-            tokens: TokenUsage::default(),
-        };
         let finished: Vec<_> = (0..300)
             .map(|i| {
                 let s = s.clone();
                 let n = node(i);
-                tokio::spawn(async move { s.record_delegation(&n, record(i)).await })
+                tokio::spawn(async move { s.record_delegation(&n, record(i), Default::default()).await })
             })
             .collect();
         // PostgreSQL refuses a NUL byte in text: that write fails, alone
@@ -263,5 +268,82 @@ async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
         assert!(writes >= 301, "{}: {writes} writes", db.name);
         assert!(commits < writes, "{}: {writes} writes took {commits} commits: nothing was grouped", db.name);
         eprintln!("{}: {writes} writes in {commits} commits", db.name);
+    }
+}
+
+/// A finished delegation's new session, messages and facts commit with its
+/// node and audit record, in batches where the same node may be written twice
+/// (the later write wins), and a bad conversation takes only its own records down.
+#[tokio::test]
+async fn a_delegation_and_its_conversation_commit_together() {
+    for db in db::both().await {
+        let s: Arc<dyn Store> = db.dyn_store();
+        let (alice, byte) = (user("alice"), slug("byte-doc"));
+        let conversation = |n: u64, content: &str| {
+            let session = Session {
+                id: SessionId::new(),
+                user_id: alice.clone(),
+                agent: byte.clone(),
+                parent_id: None,
+                created_at: now_ms(),
+            };
+            let message = |role: &str, content: String| Message {
+                session_id: session.id,
+                role: role.into(),
+                content,
+                delegated_from: Some("prime-boss".into()),
+                delegation_depth: Some(1),
+                created_at: now_ms(),
+            };
+            Conversation {
+                messages: vec![message("user", format!("ask {n}")), message("assistant", content.to_string())],
+                facts: vec![Fact {
+                    user_id: alice.clone(),
+                    scope: "agent:byte-doc".into(),
+                    fact: format!("fact {n}"),
+                    source_request: None,
+                    created_at: now_ms(),
+                }],
+                new_session: Some(session),
+            }
+        };
+        let mut jobs = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..60u64 {
+            let (s, mut n) = (s.clone(), node(i));
+            let c = conversation(i, &format!("answer {i}"));
+            expected.push((n.request_id, c.clone()));
+            jobs.push(tokio::spawn(async move {
+                // the running node, then its end: both may land in one batch
+                n.status = "running".into();
+                s.put_delegation(&n).await?;
+                n.status = "success".into();
+                s.record_delegation(&n, record(i), c).await.map(drop)
+            }));
+        }
+        // PostgreSQL refuses a NUL byte: this delegation fails whole
+        let bad_node = node(99);
+        let bad = s.record_delegation(&bad_node, record(99), conversation(99, "nul \0 byte")).await;
+        for j in jobs {
+            j.await.unwrap().unwrap_or_else(|e| panic!("{}: {e}", db.name));
+        }
+        for (id, c) in &expected {
+            let tree = s.delegation_tree(*id).await.unwrap();
+            assert_eq!(tree.len(), 1, "{}", db.name);
+            assert_eq!(tree[0].status, "success", "{}: the later write of the node wins", db.name);
+            let session = c.new_session.as_ref().unwrap();
+            assert_eq!(s.session(session.id).await.unwrap().as_ref(), Some(session), "{}", db.name);
+            let messages = s.recent_messages(session.id, 10).await.unwrap();
+            assert_eq!(messages, c.messages, "{}: both messages, in order", db.name);
+        }
+        let facts = s.facts(&alice, &["agent:byte-doc".to_string()]).await.unwrap();
+        assert!(facts.iter().any(|f| f.fact == "fact 59"), "{}: facts committed", db.name);
+        assert!(audit::verify(&s.audit_log().await.unwrap()).valid, "{}", db.name);
+        if db.name == "postgres" {
+            assert!(bad.is_err(), "postgres took a NUL byte");
+            assert!(s.delegation_tree(bad_node.request_id).await.unwrap().is_empty(), "half a delegation committed");
+            assert!(!facts.iter().any(|f| f.fact == "fact 99"), "the bad delegation's fact committed");
+            assert_eq!(s.audit_log().await.unwrap().len(), 60, "the bad delegation was audited");
+        }
     }
 }

@@ -1,0 +1,58 @@
+-- wrk script for scripts/bench.sh: one fresh request per call, and a JSON
+-- summary line at the end. BENCH_KIND picks the request:
+--   delegate  POST /v1/delegate, a native envelope (Switchboard, bare axum)
+--   a2a       POST <path>, a JSON-RPC SendMessage (A2A 1.0 servers)
+-- BENCH_TOKEN is the bearer token (none when empty), BENCH_TARGET the agent.
+
+local kind = os.getenv("BENCH_KIND") or "delegate"
+local token = os.getenv("BENCH_TOKEN") or ""
+local target = os.getenv("BENCH_TARGET") or "echo"
+local threads = {}
+local counter = 0
+
+function setup(thread)
+  thread:set("tid", #threads + 1)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  math.randomseed(os.time() * 1000 + (tid or 0) * 7919)
+end
+
+local function hex(n)
+  local out = {}
+  for i = 1, n do out[i] = string.format("%x", math.random(0, 15)) end
+  return table.concat(out)
+end
+
+local function uuid()
+  return hex(8) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-" .. string.format("%x", math.random(8, 11)) .. hex(3) .. "-" .. hex(12)
+end
+
+function request()
+  counter = counter + 1
+  local headers = { ["Content-Type"] = "application/json" }
+  if token ~= "" then headers["Authorization"] = "Bearer " .. token end
+  local body
+  if kind == "a2a" then
+    headers["A2A-Version"] = "1.0"
+    body = '{"jsonrpc":"2.0","id":' .. counter .. ',"method":"SendMessage","params":{"message":{"messageId":"'
+      .. uuid() .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
+    return wrk.format("POST", wrk.path, headers, body)
+  end
+  local id = uuid()
+  headers["X-Agent-Request-ID"] = id
+  headers["X-Agent-Origin"] = "prime-boss"
+  body = '{"request_id":"' .. id .. '","origin_employee":"prime-boss","target_employee":"' .. target
+    .. '","user_id":"bench","objective":"Echo the input","input":"hello"}'
+  return wrk.format("POST", "/v1/delegate", headers, body)
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'BENCH_JSON {"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_us":%d,"p99_us":%d,"max_us":%d,"non_2xx":%d,"socket_errors":%d}\n',
+    summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
+    latency:percentile(50), latency:percentile(99), latency.max, e.status,
+    e.connect + e.read + e.write + e.timeout))
+end
