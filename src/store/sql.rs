@@ -73,28 +73,34 @@ impl SqlStore {
             )));
         };
         let memory = url.contains(":memory:") || url.contains("mode=memory");
-        let mut options = AnyPoolOptions::new()
-            .max_connections(match (backend, memory) {
-                (Backend::Sqlite, true) => 1, // each connection would see its own database
-                (Backend::Sqlite, false) => 8,
-                (Backend::Postgres, _) => 16,
-            })
-            .acquire_timeout(std::time::Duration::from_secs(5));
-        if backend == Backend::Sqlite {
-            options = options.after_connect(|conn, _meta| {
-                Box::pin(async move {
-                    // WAL for concurrent readers; FULL: every commit reaches the disk.
-                    conn.execute("PRAGMA journal_mode = WAL").await?;
-                    conn.execute("PRAGMA synchronous = FULL").await?;
-                    conn.execute("PRAGMA busy_timeout = 10000").await?;
-                    Ok(())
-                })
-            });
-        }
-        let pool = options
-            .connect(&url)
-            .await
-            .map_err(|e| StoreError::Backend(format!("cannot open the database ({}): {e}", redact_url(&url))))?;
+        let open = |connections: u32| {
+            let mut options =
+                AnyPoolOptions::new().max_connections(connections).acquire_timeout(std::time::Duration::from_secs(5));
+            if backend == Backend::Sqlite {
+                options = options.after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        // WAL for concurrent readers; FULL: every commit reaches the disk.
+                        conn.execute("PRAGMA journal_mode = WAL").await?;
+                        conn.execute("PRAGMA synchronous = FULL").await?;
+                        conn.execute("PRAGMA busy_timeout = 10000").await?;
+                        Ok(())
+                    })
+                });
+            }
+            let url = url.clone();
+            async move {
+                options
+                    .connect(&url)
+                    .await
+                    .map_err(|e| StoreError::Backend(format!("cannot open the database ({}): {e}", redact_url(&url))))
+            }
+        };
+        let pool = open(match (backend, memory) {
+            (Backend::Sqlite, true) => 1, // each connection would see its own database
+            (Backend::Sqlite, false) => 8,
+            (Backend::Postgres, _) => 16,
+        })
+        .await?;
         // sqlx's migration lock is a no-op on SQLite: two processes opening a
         // fresh file race, and the loser's transaction rolls back. Running
         // again finds the winner's work done.
@@ -110,7 +116,10 @@ impl SqlStore {
                 Err(e) => return Err(StoreError::Backend(format!("migrations failed: {e}"))),
             }
         }
-        let writer = Writer::spawn(pool.clone(), backend == Backend::Postgres);
+        // The writer has a connection of its own: under load, readers queued
+        // for the pool must not hold up the commits everyone is waiting for.
+        let writes = if memory { pool.clone() } else { open(1).await? };
+        let writer = Writer::spawn(writes, backend == Backend::Postgres);
         Ok(Self { pool, backend, writer })
     }
 

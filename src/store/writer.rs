@@ -180,15 +180,12 @@ async fn commit<'a>(
         // take the write lock up front: the head we read stays the head
         pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend_err)?
     };
-    insert(&mut tx, SESSIONS, &rows.sessions).await?;
-    insert(&mut tx, MESSAGES, &rows.messages).await?;
-    insert(&mut tx, FACTS, &rows.facts).await?;
     // one row per node: a later write of the same node replaces an earlier one
     let mut seen = std::collections::HashSet::new();
     let mut nodes: Vec<Vec<Val>> =
         rows.delegations.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
     nodes.reverse();
-    insert(&mut tx, DELEGATIONS, &nodes).await?;
+    let mut entries = Vec::with_capacity(audits.len());
     if !audits.is_empty() {
         let row = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
             .fetch_optional(&mut *tx)
@@ -201,15 +198,24 @@ async fn commit<'a>(
             ),
             None => (0, GENESIS.to_string()),
         };
-        let mut entries = Vec::with_capacity(audits.len());
         for (i, record) in audits {
             let entry = record.clone().seal(seq + 1, &prev);
             (seq, prev) = (entry.seq, entry.hash.clone());
             entries.push(audit_row(&entry));
             out[i] = Written::Audit(Box::new(entry));
         }
-        insert(&mut tx, AUDIT, &entries).await?;
     }
+    let mut statements = Statements::new(postgres);
+    for (table, rows) in [
+        (SESSIONS, rows.sessions),
+        (MESSAGES, rows.messages),
+        (FACTS, rows.facts),
+        (DELEGATIONS, nodes),
+        (AUDIT, entries),
+    ] {
+        statements.insert(&mut tx, table, rows).await?;
+    }
+    statements.flush(&mut tx).await?;
     tx.commit().await.map_err(backend_err)?;
     Ok(out)
 }
@@ -345,35 +351,70 @@ fn audit_row(entry: &AuditEntry) -> Vec<Val> {
     ]
 }
 
-/// Inserts `rows` into `table` with as few statements as the parameter limit allows.
-async fn insert(conn: &mut AnyConnection, table: Table, rows: &[Vec<Val>]) -> StoreResult<()> {
-    let Table(head, columns, tail) = table;
-    for chunk in rows.chunks((MAX_PARAMS / columns).max(1)) {
-        let mut sql = String::with_capacity(head.len() + tail.len() + chunk.len() * columns * 6);
-        sql.push_str(head);
-        let mut n = 0;
-        for (i, _) in chunk.iter().enumerate() {
-            sql.push_str(if i == 0 { "(" } else { ", (" });
-            for c in 0..columns {
-                n += 1;
-                if c > 0 {
-                    sql.push_str(", ");
+/// The `INSERT` statements of a batch, as few as the parameter limit allows.
+/// Every execution is a round trip to the database's thread (SQLite) or
+/// server, and under load each costs far more than the rows it carries. On
+/// SQLite all of a batch's statements go in one execution (its placeholders
+/// are `?`: binding numbered ones scans the list of names, quadratic in a
+/// statement of thousands); PostgreSQL takes one statement per execution.
+/// Statements are not cached: each batch size is a statement of its own.
+struct Statements {
+    postgres: bool,
+    sql: String,
+    values: Vec<Val>,
+}
+
+impl Statements {
+    fn new(postgres: bool) -> Self {
+        Self { postgres, sql: String::new(), values: Vec::new() }
+    }
+
+    async fn insert(&mut self, conn: &mut AnyConnection, table: Table, rows: Vec<Vec<Val>>) -> StoreResult<()> {
+        let Table(head, columns, tail) = table;
+        let per_statement = (MAX_PARAMS / columns).max(1);
+        let mut rows = rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            self.sql.push_str(head);
+            let mut n = 0;
+            for (i, row) in rows.by_ref().take(per_statement).enumerate() {
+                self.sql.push_str(if i == 0 { "(" } else { ", (" });
+                for c in 0..columns {
+                    n += 1;
+                    if c > 0 {
+                        self.sql.push_str(", ");
+                    }
+                    if self.postgres {
+                        self.sql.push('$');
+                        self.sql.push_str(&n.to_string());
+                    } else {
+                        self.sql.push('?');
+                    }
                 }
-                sql.push('$');
-                sql.push_str(&n.to_string());
+                self.sql.push(')');
+                self.values.extend(row);
             }
-            sql.push(')');
+            self.sql.push_str(tail);
+            self.sql.push_str(";\n");
+            if self.postgres {
+                self.flush(conn).await?;
+            }
         }
-        sql.push_str(tail);
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for v in chunk.iter().flatten() {
+        Ok(())
+    }
+
+    async fn flush(&mut self, conn: &mut AnyConnection) -> StoreResult<()> {
+        if self.sql.is_empty() {
+            return Ok(());
+        }
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(std::mem::take(&mut self.sql))).persistent(false);
+        for v in self.values.drain(..) {
             query = match v {
-                Val::Text(t) => query.bind(t.clone()),
-                Val::Opt(t) => query.bind(t.clone()),
-                Val::Int(i) => query.bind(*i),
+                Val::Text(t) => query.bind(t),
+                Val::Opt(t) => query.bind(t),
+                Val::Int(i) => query.bind(i),
             };
         }
         query.execute(&mut *conn).await.map_err(backend_err)?;
+        Ok(())
     }
-    Ok(())
 }
