@@ -150,6 +150,7 @@ fn main() {
         .agent("w1", Zero)
         .agent("w2", Zero)
         .agent("w3", Zero)
+        .agent("held", Zero) // declared by the team; held only in the memory run
         .agent("chain", Orchestrator { workers: workers[..2].to_vec(), parallel: false })
         .agent("fan", Orchestrator { workers, parallel: true })
         .build()

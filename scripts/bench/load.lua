@@ -48,11 +48,21 @@ function request()
   return wrk.format("POST", "/v1/delegate", headers, body)
 end
 
+-- A2A answers errors with 200 and a JSON-RPC error: count them too.
+rpc_errors = 0
+if kind == "a2a" then
+  function response(status, headers, body)
+    if body and body:find('"error":', 1, true) then rpc_errors = rpc_errors + 1 end
+  end
+end
+
 function done(summary, latency, requests)
+  local rpc = 0
+  for _, t in ipairs(threads) do rpc = rpc + (t:get("rpc_errors") or 0) end
   local e = summary.errors
   io.write(string.format(
-    'BENCH_JSON {"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_us":%d,"p99_us":%d,"max_us":%d,"non_2xx":%d,"socket_errors":%d}\n',
+    'BENCH_JSON {"requests":%d,"seconds":%.3f,"rps":%.1f,"p50_us":%d,"p99_us":%d,"max_us":%d,"non_2xx":%d,"rpc_errors":%d,"socket_errors":%d}\n',
     summary.requests, summary.duration / 1e6, summary.requests / (summary.duration / 1e6),
-    latency:percentile(50), latency:percentile(99), latency.max, e.status,
+    latency:percentile(50), latency:percentile(99), latency.max, e.status, rpc,
     e.connect + e.read + e.write + e.timeout))
 end

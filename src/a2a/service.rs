@@ -55,7 +55,26 @@ struct Entry {
     seq: u64,
     session: Option<SessionId>,
     running: Option<Running>,
-    events: broadcast::Sender<StreamResponse>,
+    /// Live events while the task can still change; dropped once it is
+    /// terminal (each channel holds a buffer of EVENT_BUFFER slots, and
+    /// thousands of finished tasks are kept).
+    events: Option<broadcast::Sender<StreamResponse>>,
+}
+
+impl Entry {
+    fn send(&mut self, ev: StreamResponse) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(ev);
+        }
+    }
+
+    /// Closes the live events of a task that reached a terminal state: its
+    /// readers get what was sent, then the end of the stream.
+    fn close_if_terminal(&mut self) {
+        if self.task.status.state.is_terminal() {
+            self.events = None;
+        }
+    }
 }
 
 struct Running {
@@ -392,13 +411,13 @@ impl A2aService {
                 seq,
                 session,
                 running: None,
-                events: broadcast::channel(EVENT_BUFFER).0,
+                events: None,
             });
             entry.seq = seq;
             entry.task.status = TaskStatus::now(state, None);
             entry.task.history.get_or_insert_with(Vec::new).push(message.clone());
             entry.running = Some(Running { request_id, abort: None });
-            let rx = entry.events.subscribe();
+            let rx = entry.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
             let snapshot = view(&entry.task, history, true);
             let turn = Turn {
                 task_id: task_id.clone(),
@@ -502,8 +521,9 @@ impl A2aService {
         if let Some(e) = tasks.map.get_mut(task_id) {
             e.seq = seq;
             for ev in f(e) {
-                let _ = e.events.send(ev);
+                e.send(ev);
             }
+            e.close_if_terminal();
         }
     }
 
@@ -589,8 +609,9 @@ impl A2aService {
             metadata: Some(metadata),
         }));
         for ev in events {
-            let _ = e.events.send(ev);
+            e.send(ev);
         }
+        e.close_if_terminal();
         if let Some(s) = e.session {
             tasks.contexts.insert((turn.owner.clone(), turn.agent.to_string(), turn.context_id.clone()), s);
         }
@@ -716,12 +737,14 @@ impl A2aService {
         let mut metadata = Map::new();
         metadata.insert(RAILS_EXTENSION.into(), Value::Object(ext));
         e.task.metadata = Some(metadata.clone());
-        let _ = e.events.send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        let update = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: id.into(),
             context_id: e.task.context_id.clone(),
             status: e.task.status.clone(),
             metadata: Some(metadata),
-        }));
+        });
+        e.send(update);
+        e.close_if_terminal();
         Ok(view(&e.task, None, true))
     }
 
@@ -742,7 +765,8 @@ impl A2aService {
             )
             .with("taskId", id));
         }
-        Ok((view(&e.task, None, true), e.events.subscribe()))
+        let events = e.events.as_ref().ok_or_else(|| A2aError::task_not_found(id))?;
+        Ok((view(&e.task, None, true), events.subscribe()))
     }
 }
 
