@@ -104,6 +104,9 @@ start_server() { # start_server NAME PORT; sets SERVER_PID
     switchboard-http|switchboard-a2a)
       "$SWITCHBOARD" serve --config scripts/bench/team.toml --addr "127.0.0.1:$port" \
         --database-url "sqlite://$OUT/db-$name-$3/switchboard.db" >"$log" 2>&1 & ;;
+    switchboard-memory)
+      "$SWITCHBOARD" serve --config scripts/bench/team.toml --addr "127.0.0.1:$port" --database-url memory: \
+        >"$log" 2>&1 & ;;
     bare-axum) "$BARE" "127.0.0.1:$port" >"$log" 2>&1 & ;;
     a2a-sdk) "$VENV/bin/python" scripts/bench/a2a_echo_server.py "$port" >"$log" 2>&1 & ;;
   esac
@@ -132,8 +135,9 @@ load() { # load NAME KIND PATH TOKEN CONNECTIONS
 }
 
 for c in $LEVELS; do
-  say "over HTTP at $c connections: switchboard, bare axum, a2a-sdk, switchboard's A2A"
+  say "over HTTP at $c connections: switchboard (SQLite, then in memory), bare axum, a2a-sdk, switchboard's A2A"
   load switchboard-http delegate /v1/delegate bench-token "$c"
+  load switchboard-memory delegate /v1/delegate bench-token "$c"
   load bare-axum delegate /v1/delegate "" "$c"
   load a2a-sdk a2a / "" "$c"
   load switchboard-a2a a2a /a2a/echo bench-user-token "$c"
@@ -144,4 +148,8 @@ say "versions"
   echo "{\"section\": \"machine\", \"name\": \"machine\", \"cores\": $(nproc), \"cpu\": \"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)\", \"rustc\": \"$(rustc --version)\", \"wrk\": \"$(wrk -v 2>&1 | head -1 | awk '{print $2}')\", \"python\": \"$("$VENV/bin/python" --version | awk '{print $2}')\", \"a2a_sdk\": \"$("$VENV/bin/pip" show a2a-sdk | awk '/^Version/ {print $2}')\", \"uvicorn\": \"$("$VENV/bin/pip" show uvicorn | awk '/^Version/ {print $2}')\", \"smoke\": $SMOKE}"
 } >> "$RESULTS"
 
-python3 scripts/bench/table.py "$RESULTS"
+if [ "$SMOKE" = 1 ]; then
+  python3 scripts/bench/table.py "$RESULTS" --check
+else
+  python3 scripts/bench/table.py "$RESULTS"
+fi

@@ -3,7 +3,11 @@ table of docs/PERFORMANCE.md, with the ratios the performance goals name.
 Goals are reported, not asserted: a run on a shared machine is evidence, not
 a verdict.
 
-python3 scripts/bench/table.py target/bench/results.jsonl
+python3 scripts/bench/table.py target/bench/results.jsonl [--check]
+
+--check (the smoke run): exits 1 when a part is missing or a load saw
+errors, so the benchmark cannot rot unnoticed. It checks that the parts
+worked, never how fast they were.
 """
 
 import json
@@ -44,7 +48,8 @@ def verdict(value, goal, higher=True):
 
 
 def main():
-    rows = load(sys.argv[1] if len(sys.argv) > 1 else "target/bench/results.jsonl")
+    args = [a for a in sys.argv[1:] if a != "--check"]
+    rows = load(args[0] if args else "target/bench/results.jsonl")
     machine = next((r for r in rows if r.get("section") == "machine"), {})
     inproc = {r["name"]: r for r in rows if r.get("section") == "inprocess"}
     memory = next((r for r in rows if r.get("section") == "memory"), None)
@@ -78,6 +83,7 @@ def main():
         p(f"Over HTTP, {c} connection{'s' if c > 1 else ''} (wrk; peak RSS of the server)")
         p(f"  {'server':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'peak RSS':>10} {'errors':>7}")
         for name, label in [("switchboard-http", "switchboard POST /v1/delegate (SQLite, audit)"),
+                            ("switchboard-memory", "  the same, in-memory store (not durable)"),
                             ("bare-axum", "bare axum hello-world (the limit)"),
                             ("switchboard-a2a", "switchboard A2A SendMessage (SQLite, audit)"),
                             ("a2a-sdk", "a2a-sdk Python echo server (uvicorn)")]:
@@ -114,6 +120,12 @@ def main():
             t = ratio(a["rps"], b["rps"])
             p(f"  switchboard vs bare axum at {c}: {t * 100:.0f}% of its throughput (goal >= 50%: {verdict(t, 0.5)}); "
               f"added p99 {us(a['p99_us'] - b['p99_us'])}")
+    for c in levels:
+        a, b = http.get(("switchboard-memory", c)), http.get(("bare-axum", c))
+        if a and b:
+            t = ratio(a["rps"], b["rps"])
+            p(f"  the same with the in-memory store (the bound without durability) at {c}: {t * 100:.0f}% of bare "
+              f"axum; added p99 {us(a['p99_us'] - b['p99_us'])}")
     if top is not None:
         a, b = http.get(("switchboard-http", top)), http.get(("bare-axum", top))
         if a and b:
@@ -125,6 +137,27 @@ def main():
           f"(goal <= 64 MB: {verdict(memory['in_flight_kib'] / 1024, 64, higher=False)}); "
           f"growth over the last {memory['total'] - memory['total'] // 10} delegations: {grow:+.1f} MB")
     print("\n".join(out))
+    if "--check" in sys.argv:
+        problems = []
+        for key in ["direct", "single", "chain", "fanout"]:
+            if key not in inproc:
+                problems.append(f"in-process case '{key}' is missing")
+        if hop is None:
+            problems.append("the LangGraph hop is missing")
+        if memory is None:
+            problems.append("the memory run is missing")
+        for c in levels:
+            for name in ["switchboard-http", "switchboard-memory", "bare-axum", "switchboard-a2a", "a2a-sdk"]:
+                r = http.get((name, c))
+                if r is None:
+                    problems.append(f"{name} at {c} connections is missing")
+                elif r["requests"] == 0 or r.get("non_2xx", 0) + r.get("rpc_errors", 0) + r.get("socket_errors", 0):
+                    problems.append(f"{name} at {c} connections: {r}")
+        if not levels:
+            problems.append("no HTTP load ran")
+        for p_ in problems:
+            print("bench check: " + p_, file=sys.stderr)
+        sys.exit(1 if problems else 0)
 
 
 if __name__ == "__main__":
