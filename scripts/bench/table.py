@@ -47,6 +47,16 @@ def verdict(value, goal, higher=True):
     return "meets the goal" if ok else "short of the goal"
 
 
+# The HTTP servers, in the table's order: (name in results.jsonl, label).
+SERVERS = [
+    ("switchboard-http", "switchboard POST /v1/delegate (SQLite, audit)"),
+    ("switchboard-memory", "  the same, in-memory store (not durable)"),
+    ("bare-axum", "bare axum hello-world (the limit)"),
+    ("switchboard-a2a", "switchboard A2A SendMessage (SQLite, audit)"),
+    ("a2a-sdk", "a2a-sdk Python echo server (uvicorn)"),
+]
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--check"]
     rows = load(args[0] if args else "target/bench/results.jsonl")
@@ -82,11 +92,7 @@ def main():
     for c in levels:
         p(f"Over HTTP, {c} connection{'s' if c > 1 else ''} (wrk; peak RSS of the server)")
         p(f"  {'server':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'peak RSS':>10} {'errors':>7}")
-        for name, label in [("switchboard-http", "switchboard POST /v1/delegate (SQLite, audit)"),
-                            ("switchboard-memory", "  the same, in-memory store (not durable)"),
-                            ("bare-axum", "bare axum hello-world (the limit)"),
-                            ("switchboard-a2a", "switchboard A2A SendMessage (SQLite, audit)"),
-                            ("a2a-sdk", "a2a-sdk Python echo server (uvicorn)")]:
+        for name, label in SERVERS:
             r = http.get((name, c))
             if r:
                 errors = r.get("non_2xx", 0) + r.get("rpc_errors", 0) + r.get("socket_errors", 0)
@@ -114,18 +120,16 @@ def main():
                 q = ratio(a["p99_us"], b["p99_us"])
                 p(f"  {label} vs a2a-sdk at {c}: throughput {t:.1f}x (goal >= 10x: {verdict(t, 10)}), "
                   f"p99 {q:.2f} of it (goal <= 0.10: {verdict(q, 0.10, higher=False)})")
-    for c in levels:
-        a, b = http.get(("switchboard-http", c)), http.get(("bare-axum", c))
-        if a and b:
-            t = ratio(a["rps"], b["rps"])
-            p(f"  switchboard vs bare axum at {c}: {t * 100:.0f}% of its throughput (goal >= 50%: {verdict(t, 0.5)}); "
-              f"added p99 {us(a['p99_us'] - b['p99_us'])}")
-    for c in levels:
-        a, b = http.get(("switchboard-memory", c)), http.get(("bare-axum", c))
-        if a and b:
-            t = ratio(a["rps"], b["rps"])
-            p(f"  the same with the in-memory store (the bound without durability) at {c}: {t * 100:.0f}% of bare "
-              f"axum; added p99 {us(a['p99_us'] - b['p99_us'])}")
+    # the goal is for the durable server; the in-memory one shows the bound without durability
+    for ours, label, goal in [("switchboard-http", "switchboard", True),
+                              ("switchboard-memory", "the same with the in-memory store", False)]:
+        for c in levels:
+            a, b = http.get((ours, c)), http.get(("bare-axum", c))
+            if a and b:
+                t = ratio(a["rps"], b["rps"])
+                judged = f" (goal >= 50%: {verdict(t, 0.5)})" if goal else ""
+                p(f"  {label} vs bare axum at {c}: {t * 100:.0f}% of its throughput{judged}; "
+                  f"added p99 {us(a['p99_us'] - b['p99_us'])}")
     if top is not None:
         a, b = http.get(("switchboard-http", top)), http.get(("bare-axum", top))
         if a and b:
@@ -147,7 +151,7 @@ def main():
         if memory is None:
             problems.append("the memory run is missing")
         for c in levels:
-            for name in ["switchboard-http", "switchboard-memory", "bare-axum", "switchboard-a2a", "a2a-sdk"]:
+            for name, _ in SERVERS:
                 r = http.get((name, c))
                 if r is None:
                     problems.append(f"{name} at {c} connections is missing")

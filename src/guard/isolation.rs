@@ -71,13 +71,7 @@ pub async fn sessions(
         (None, Some(p)) => store.child_session(user, target, p.id).await?,
         (None, None) => {
             // a fresh id is nobody's yet: no need to ask the store
-            let child = Session {
-                id: SessionId::new(),
-                user_id: user.clone(),
-                agent: target.clone(),
-                parent_id: None,
-                created_at: crate::store::now_ms(),
-            };
+            let child = Session::new(user, target, SessionId::new(), None);
             return Ok(Sessions { parent, child: Some(child), new_child: true });
         }
     };

@@ -7,9 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::audit::{AuditEntry, AuditRecord, GENESIS};
-use super::{
-    Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult, now_ms,
-};
+use super::{Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult};
 use crate::guard::tree::lock;
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -40,10 +38,6 @@ impl MemoryStore {
     }
 }
 
-fn new_session(user: &UserId, agent: &AgentSlug, id: SessionId, parent: Option<SessionId>) -> Session {
-    Session { id, user_id: user.clone(), agent: agent.clone(), parent_id: parent, created_at: now_ms() }
-}
-
 #[async_trait]
 impl Store for MemoryStore {
     async fn ensure_session(
@@ -59,7 +53,7 @@ impl Store for MemoryStore {
             Some(s) if &s.user_id == user => Ok(s.clone()),
             Some(_) => Err(StoreError::UserMismatch),
             None => {
-                let s = new_session(user, agent, id, parent);
+                let s = Session::new(user, agent, id, parent);
                 i.sessions.insert(id, s.clone());
                 if let Some(p) = parent {
                     i.children.entry((user.clone(), agent.clone(), p)).or_insert(id);
@@ -79,7 +73,7 @@ impl Store for MemoryStore {
         if let Some(s) = i.children.get(&key).and_then(|id| i.sessions.get(id)) {
             return Ok(s.clone());
         }
-        let s = new_session(user, agent, SessionId::new(), Some(parent));
+        let s = Session::new(user, agent, SessionId::new(), Some(parent));
         i.sessions.insert(s.id, s.clone());
         i.children.insert(key, s.id);
         Ok(s)

@@ -31,6 +31,13 @@ pub struct Session {
     pub created_at: i64,
 }
 
+impl Session {
+    /// A session of `user` with `agent`, created now.
+    pub fn new(user: &UserId, agent: &AgentSlug, id: SessionId, parent: Option<SessionId>) -> Self {
+        Self { id, user_id: user.clone(), agent: agent.clone(), parent_id: parent, created_at: now_ms() }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     pub session_id: SessionId,

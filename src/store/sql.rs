@@ -261,7 +261,7 @@ impl Store for SqlStore {
         if let Some(s) = self.session_by_id(id).await? {
             return if &s.user_id == user { Ok(s) } else { Err(StoreError::UserMismatch) };
         }
-        let s = Session { id, user_id: user.clone(), agent: agent.clone(), parent_id: parent, created_at: now_ms() };
+        let s = Session::new(user, agent, id, parent);
         self.insert_session(&s).await?;
         // Another request may have created it first: whoever owns it now decides.
         match self.session_by_id(id).await? {
@@ -278,13 +278,7 @@ impl Store for SqlStore {
         if let Some(s) = self.find_child_session(user, agent, parent).await? {
             return Ok(s);
         }
-        let s = Session {
-            id: SessionId::new(),
-            user_id: user.clone(),
-            agent: agent.clone(),
-            parent_id: Some(parent),
-            created_at: now_ms(),
-        };
+        let s = Session::new(user, agent, SessionId::new(), Some(parent));
         self.insert_session(&s).await?;
         self.find_child_session(user, agent, parent)
             .await?

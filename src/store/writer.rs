@@ -140,7 +140,7 @@ async fn run(pool: AnyPool, postgres: bool, mut queue: mpsc::Receiver<Job>, stat
 async fn commit<'a>(
     pool: &AnyPool,
     postgres: bool,
-    writes: impl Iterator<Item = &'a Write> + Clone,
+    writes: impl Iterator<Item = &'a Write>,
 ) -> StoreResult<Vec<Written>> {
     let mut rows = Rows::default();
     let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
@@ -227,23 +227,20 @@ enum Val {
     Int(i64),
 }
 
-/// `INSERT INTO table (columns) VALUES`, how many columns, and what follows the rows.
-struct Table(&'static str, usize, &'static str);
+/// `INSERT INTO table (columns) VALUES`, and what follows the rows.
+struct Table(&'static str, &'static str);
 
 const SESSIONS: Table =
-    Table("INSERT INTO sessions (id, user_id, agent, parent_id, created_at) VALUES ", 5, " ON CONFLICT DO NOTHING");
-const MESSAGES: Table =
-    Table("INSERT INTO messages (id, session_id, role, content, metadata, created_at) VALUES ", 6, "");
+    Table("INSERT INTO sessions (id, user_id, agent, parent_id, created_at) VALUES ", " ON CONFLICT DO NOTHING");
+const MESSAGES: Table = Table("INSERT INTO messages (id, session_id, role, content, metadata, created_at) VALUES ", "");
 const FACTS: Table = Table(
     "INSERT INTO memory_facts (id, user_id, scope, fact, fact_hash, source_request, created_at) VALUES ",
-    7,
     " ON CONFLICT DO NOTHING",
 );
 const DELEGATIONS: Table = Table(
     "INSERT INTO delegations (request_id, root_id, parent_id, user_id, origin, target, objective, \
      objective_hash, signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, \
      completion_tokens, total_tokens) VALUES ",
-    18,
     " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, error_code = excluded.error_code, \
      attempts = excluded.attempts, duration_ms = excluded.duration_ms, \
      prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
@@ -252,7 +249,6 @@ const DELEGATIONS: Table = Table(
 const AUDIT: Table = Table(
     "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
      duration_ms, tokens, created_at, prev_hash, hash) VALUES ",
-    14,
     "",
 );
 
@@ -370,7 +366,8 @@ impl Statements {
     }
 
     async fn insert(&mut self, conn: &mut AnyConnection, table: Table, rows: Vec<Vec<Val>>) -> StoreResult<()> {
-        let Table(head, columns, tail) = table;
+        let Table(head, tail) = table;
+        let columns = rows.first().map_or(1, Vec::len);
         let per_statement = (MAX_PARAMS / columns).max(1);
         let mut rows = rows.into_iter().peekable();
         while rows.peek().is_some() {
