@@ -21,6 +21,7 @@ pub mod route;
 pub mod runtime;
 pub mod server;
 pub mod store;
+pub mod team;
 pub mod telemetry;
 pub mod tokens;
 pub mod verify;

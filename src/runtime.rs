@@ -167,6 +167,8 @@ pub struct AskOptions {
     pub agent: Option<AgentSlug>,
     /// The turn's request id (default: a new one), e.g. to cancel it while it runs.
     pub request_id: Option<RequestId>,
+    /// Hints for the agent (the request's `context_hints`).
+    pub context_hints: Vec<String>,
 }
 
 /// Prime's answer with the tree of work behind it.
@@ -348,6 +350,7 @@ impl Runtime {
             opts.input.unwrap_or_default(),
         );
         req.child_session_id = opts.session;
+        req.context_hints = opts.context_hints;
         if let Some(id) = opts.request_id {
             req.request_id = id;
         }

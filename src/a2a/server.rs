@@ -31,15 +31,15 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::error::{A2aError, Kind};
-use super::rails::RAILS_EXTENSION;
 use super::service::{self, ListQuery, Mode, Sent};
-use super::types::{
+use crate::auth::Principal;
+use crate::config::AgentSpec;
+use crate::protocol::a2a::error::{A2aError, Kind};
+use crate::protocol::a2a::rails::RAILS_EXTENSION;
+use crate::protocol::a2a::types::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,
     SendMessageRequest, StreamResponse, Task,
 };
-use crate::auth::Principal;
-use crate::config::AgentSpec;
 use crate::protocol::{AgentSlug, UserId};
 use crate::server::AppState;
 
@@ -166,7 +166,7 @@ fn anonymous_user(state: &AppState) -> Option<UserId> {
 
 /// `GET /a2a/{slug}/.well-known/agent-card.json`.
 async fn card(State(state): State<Arc<AppState>>, Path(slug): Path<String>, headers: HeaderMap) -> Response {
-    let Some(spec) = member_spec(&state, &slug) else { return no_agent(&slug).rest_response() };
+    let Some(spec) = member_spec(&state, &slug) else { return rest_error(&no_agent(&slug)) };
     let card = agent_card(&spec, &base_url(&headers), anonymous_user(&state).is_some());
     let body = serde_json::to_vec(&card).unwrap_or_default();
     let etag = format!("\"{}\"", &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&body))[..16]);
@@ -257,6 +257,16 @@ fn read_body(raw: Result<Bytes, BytesRejection>) -> Result<Bytes, A2aError> {
 
 fn params<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, A2aError> {
     serde_json::from_value(value).map_err(|e| A2aError::invalid_params(format!("invalid {what} params: {e}")))
+}
+
+/// The HTTP+JSON binding's error response (AIP-193).
+fn rest_error(e: &A2aError) -> Response {
+    let status = StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut res = json_response(status, e.rest_body());
+    if e.kind == Kind::Unauthenticated {
+        res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    res
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {
@@ -508,7 +518,7 @@ async fn rest(
 ) -> Response {
     match dispatch_rest(&state, &slug, &rest, &method, &headers, &uri, raw).await {
         Ok(r) => r,
-        Err(e) => e.rest_response(),
+        Err(e) => rest_error(&e),
     }
 }
 

@@ -14,15 +14,16 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::error::{A2aError, Kind};
-use super::rails::{RAILS_EXTENSION, Rails};
-use super::types::{
-    Artifact, Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
-    TaskStatus, TaskStatusUpdateEvent, base64_decode,
-};
 use crate::auth::Principal;
 use crate::guard::auth::Caller;
 use crate::guard::tree::lock;
+use crate::protocol::a2a::error::{A2aError, Kind};
+use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails};
+use crate::protocol::a2a::types::{
+    Artifact, Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent, base64_decode,
+};
+use crate::protocol::a2a::{MESSAGE_ID_HINT, MESSAGE_LABEL, NATIVE_LABEL};
 use crate::protocol::{
     AgentSlug, ArtifactKind, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, TokenUsage, UserId,
 };
@@ -169,7 +170,6 @@ struct Turn {
     input: String,
     session: Option<SessionId>,
     message: Message,
-    streaming: bool,
     owner: String,
     context_id: String,
 }
@@ -428,7 +428,6 @@ impl A2aService {
                 input,
                 session,
                 message: message.clone(),
-                streaming: mode == Mode::Stream,
                 owner: owner.clone(),
                 context_id,
             };
@@ -459,7 +458,7 @@ impl A2aService {
     }
 
     /// Runs one turn to its end; returns the direct reply message when the
-    /// agent answered with one (see [`super::conformance`]).
+    /// agent answered with one (the conformance agent does).
     async fn run_turn(self: Arc<Self>, runtime: Runtime, turn: Turn) -> Option<Message> {
         self.update(&turn.task_id, |e| {
             e.task.status = TaskStatus::now(TaskState::Working, None);
@@ -470,10 +469,7 @@ impl A2aService {
                 metadata: None,
             })]
         });
-        let _inbound = super::register_inbound(
-            turn.request_id,
-            super::Inbound { message: turn.message.clone(), streaming: turn.streaming },
-        );
+        let hints = vec![format!("{}{}", MESSAGE_ID_HINT, turn.message.message_id)];
         let outcome = match &turn.who {
             Who::User(user) => {
                 let opts = AskOptions {
@@ -481,6 +477,7 @@ impl A2aService {
                     session: turn.session,
                     agent: Some(turn.agent.clone()),
                     request_id: Some(turn.request_id),
+                    context_hints: hints,
                 };
                 match runtime.ask(user, &turn.objective, opts).await {
                     Ok(r) => match r.response.error.clone() {
@@ -499,6 +496,7 @@ impl A2aService {
             Who::Agent(origin, rails) => {
                 let mut req = rails.request(turn.agent.clone(), turn.objective.clone(), turn.input.clone());
                 req.child_session_id = turn.session;
+                req.context_hints.extend(hints);
                 let r = runtime.delegate(&Caller::Agent(origin.clone()), req).await;
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
@@ -641,7 +639,7 @@ impl A2aService {
         principal: &Principal,
         agent: &AgentSlug,
         q: &ListQuery,
-    ) -> Result<super::types::ListTasksResponse, A2aError> {
+    ) -> Result<crate::protocol::a2a::types::ListTasksResponse, A2aError> {
         let page_size = match q.page_size {
             None => 50,
             Some(n) if (1..=100).contains(&n) => n as usize,
@@ -693,7 +691,7 @@ impl A2aService {
             .map(|e| view(&e.task, q.history_length, q.include_artifacts.unwrap_or(false)))
             .collect();
         let next = offset + page.len();
-        Ok(super::types::ListTasksResponse {
+        Ok(crate::protocol::a2a::types::ListTasksResponse {
             next_page_token: if next < total { format!("o{next}") } else { String::new() },
             page_size: page.len() as i32,
             total_size: total as i32,
@@ -789,12 +787,6 @@ pub(crate) struct ListQuery {
     #[serde(default, alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
 }
-
-/// The label prefix of an artifact that is already an A2A artifact (or, with
-/// [`MESSAGE_LABEL`], a direct reply message): its value is passed through.
-pub const NATIVE_LABEL: &str = "a2a:";
-/// An artifact with this label asks for a direct Message reply.
-pub const MESSAGE_LABEL: &str = "a2a:message";
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -2,10 +2,10 @@
 //! output. Backends (`builtin`, later `llm`, `http`, `a2a`, `command`) implement
 //! [`Agent`]; the runtime wraps every call in the rails.
 
-pub mod builtin;
+pub mod a2a;
 pub mod command;
+pub mod http;
 pub mod llm;
-pub mod remote;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -30,7 +30,7 @@ pub async fn run(runtime: &Runtime, json: bool) -> u8 {
     let mut code = EXIT_OK;
     let mut all = Vec::new();
     for (title, message, input) in SCENARIOS {
-        let opts = AskOptions { input: input.map(str::to_string), session: None, agent: None, request_id: None };
+        let opts = AskOptions { input: input.map(str::to_string), ..AskOptions::default() };
         match runtime.ask(&user, message, opts).await {
             Ok(r) => {
                 if json {

@@ -424,7 +424,7 @@ async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
         Ok(s) => s,
         Err(e) => return usage_error(format!("--session: {e}")),
     };
-    match runtime.ask(&user, &args.message, AskOptions { input, session, agent: None, request_id: None }).await {
+    match runtime.ask(&user, &args.message, AskOptions { input, session, ..AskOptions::default() }).await {
         Ok(r) => {
             print_ask(&r, json);
             if r.status == Status::Failed { EXIT_FAILED } else { EXIT_OK }

@@ -4,12 +4,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::agent::Agent;
 use crate::agent::command::CommandAgent;
-use crate::agent::remote::RemoteAgent;
-use crate::agent::{Agent, builtin};
+use crate::agent::http::RemoteAgent;
 use crate::config::{AgentSpec, Backend, Config};
 use crate::orchestrate::prime::PrimeAgent;
 use crate::protocol::{AgentSlug, DelegationError};
+use crate::team;
 
 /// One team member.
 #[derive(Clone)]
@@ -101,7 +102,7 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
                 }
                 return Ok(Arc::new(PrimeAgent::new(config, spec.slug.as_str())?));
             }
-            builtin::lookup(name).ok_or_else(|| {
+            team::lookup(name).ok_or_else(|| {
                 DelegationError::invalid(format!(
                     "agent '{}' asks for built-in implementation '{name}', which does not exist",
                     spec.slug
@@ -114,6 +115,6 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
         )),
         Backend::Command { command, args, env } => Ok(Arc::new(CommandAgent::new(command, args, env)?)),
         Backend::Llm { .. } => crate::agent::llm::for_spec(spec, config),
-        Backend::A2a { .. } => crate::a2a::client::for_spec(spec, config),
+        Backend::A2a { .. } => crate::agent::a2a::for_spec(spec, config),
     }
 }

@@ -165,7 +165,7 @@ pub async fn chat(
     if chat.message.trim().is_empty() {
         return Err(ApiError::invalid("message is empty"));
     }
-    let opts = AskOptions { input: chat.input, session, agent: None, request_id: None };
+    let opts = AskOptions { input: chat.input, session, ..AskOptions::default() };
     let runtime = state.runtime.clone();
     let span = tracing::info_span!("POST /v1/chat");
     crate::telemetry::continue_trace(&span, header(&headers, "traceparent")?);

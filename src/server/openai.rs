@@ -96,7 +96,7 @@ pub async fn completions(
     let input = (!earlier.is_empty()).then(|| format!("Conversation so far:\n{}", earlier.join("\n")));
     let runtime = state.runtime.clone();
     let session = super::native::session_header(&headers, None)?;
-    let opts = AskOptions { input, session, agent: Some(agent.clone()), request_id: None };
+    let opts = AskOptions { input, session, agent: Some(agent.clone()), ..AskOptions::default() };
     let r = tokio::spawn(async move { runtime.ask(&user, &message, opts).await }).await.map_err(|e| {
         ApiError::from(crate::DelegationError::new(ErrorCode::AgentUnavailable, format!("the chat task failed: {e}")))
     })??;

@@ -17,13 +17,13 @@ use async_trait::async_trait;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Map, Value, json};
 
-use super::error::{self as a2a_error, A2aError};
-use super::rails::{RAILS_EXTENSION, Rails};
-use super::types::{
-    AgentCard, Artifact as A2aArtifact, Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus, base64_decode,
-};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task as WorkTask};
 use crate::config::{AgentSpec, Backend, Config};
+use crate::protocol::a2a::error::{self as a2a_error, A2aError};
+use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails};
+use crate::protocol::a2a::types::{
+    AgentCard, Artifact as A2aArtifact, Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus, base64_decode,
+};
 use crate::protocol::{Artifact, ArtifactKind, DelegationError, ErrorCode, Status, TokenUsage};
 use crate::telemetry;
 
@@ -304,7 +304,7 @@ impl Sender {
         let mut b = self
             .client
             .request(method, url)
-            .header("A2A-Version", super::types::PROTOCOL_VERSION)
+            .header("A2A-Version", crate::protocol::a2a::types::PROTOCOL_VERSION)
             .header("A2A-Extensions", RAILS_EXTENSION)
             .timeout(timeout.max(Duration::from_millis(1)));
         if let Some(t) = &self.token {
@@ -550,7 +550,7 @@ fn outcome(progress: &Progress) -> Result<AgentOutput, DelegationError> {
                 label: Some(label),
             }),
             _ => artifacts.push(Artifact::json(
-                format!("{}{}", super::service::NATIVE_LABEL, a.artifact_id),
+                format!("{}{}", crate::protocol::a2a::NATIVE_LABEL, a.artifact_id),
                 serde_json::to_value(a).unwrap_or_default(),
             )),
         }

@@ -2,9 +2,6 @@
 //! error object with a `google.rpc.ErrorInfo` in `data` (§9.5), or an
 //! AIP-193 `{"error": {code, status, message, details}}` body (§11.6).
 
-use axum::Json;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::protocol::{DelegationError, ErrorCode};
@@ -61,16 +58,16 @@ impl Kind {
 
     /// The HTTP status of the HTTP+JSON binding (what the TCK checks; the
     /// specification's table says 400 for not-cancelable and content type).
-    pub fn http_status(self) -> StatusCode {
+    pub fn http_status(self) -> u16 {
         match self {
-            Self::TaskNotFound | Self::MethodNotFound => StatusCode::NOT_FOUND,
-            Self::TaskNotCancelable => StatusCode::CONFLICT,
-            Self::ContentTypeNotSupported => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::InvalidAgentResponse => StatusCode::BAD_GATEWAY,
-            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Self::PermissionDenied => StatusCode::FORBIDDEN,
-            _ => StatusCode::BAD_REQUEST,
+            Self::TaskNotFound | Self::MethodNotFound => 404,
+            Self::TaskNotCancelable => 409,
+            Self::ContentTypeNotSupported => 415,
+            Self::InvalidAgentResponse => 502,
+            Self::Internal => 500,
+            Self::Unauthenticated => 401,
+            Self::PermissionDenied => 403,
+            _ => 400,
         }
     }
 
@@ -175,20 +172,11 @@ impl A2aError {
     /// The AIP-193 body of the HTTP+JSON binding.
     pub fn rest_body(&self) -> Value {
         json!({"error": {
-            "code": self.kind.http_status().as_u16(),
+            "code": self.kind.http_status(),
             "status": self.kind.grpc_status(),
             "message": self.message,
             "details": self.details(),
         }})
-    }
-
-    /// The HTTP+JSON binding's error response.
-    pub fn rest_response(&self) -> Response {
-        let mut res = (self.kind.http_status(), Json(self.rest_body())).into_response();
-        if self.kind == Kind::Unauthenticated {
-            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        res
     }
 
     /// Our error code, for callers that want one (the a2a client backend).

@@ -501,9 +501,9 @@ mod tests {
     use super::*;
     use crate::protocol::ErrorCode;
 
-    const RECEIPT: &str = include_str!("../../../../examples/receipt.txt");
-    const RECEIPTS: &str = include_str!("../../../../examples/receipts.txt");
-    const STATEMENT: &str = include_str!("../../../../examples/statement.csv");
+    const RECEIPT: &str = include_str!("../../../examples/receipt.txt");
+    const RECEIPTS: &str = include_str!("../../../examples/receipts.txt");
+    const STATEMENT: &str = include_str!("../../../examples/statement.csv");
 
     async fn run(input: &str) -> Result<AgentOutput, DelegationError> {
         ByteDoc.run(&AgentContext::detached([TOOL]), &Task::new("Extract receipt data", input)).await

@@ -302,7 +302,7 @@ mod tests {
 
     #[tokio::test]
     async fn ledger_finds_deductions_in_the_example_receipts() {
-        let out = run(Task::new("Identify deductible expenses", include_str!("../../../../examples/receipts.txt")))
+        let out = run(Task::new("Identify deductible expenses", include_str!("../../../examples/receipts.txt")))
             .await
             .expect("ok");
         assert_eq!(out.summary, "Found $244.48 in deductible expenses (2 items)");

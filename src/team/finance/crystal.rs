@@ -368,7 +368,7 @@ mod tests {
     use super::*;
     use crate::protocol::{ErrorCode, HandoffData};
 
-    const STATEMENT: &str = include_str!("../../../../examples/statement.csv");
+    const STATEMENT: &str = include_str!("../../../examples/statement.csv");
 
     async fn run(task: Task) -> Result<AgentOutput, DelegationError> {
         CrystalAnalytics.run(&AgentContext::detached([TOOL]), &task).await

@@ -116,7 +116,7 @@ mod tests {
 
     #[test]
     fn finance_chain_passes_transactions_from_statement_to_analysis_and_deductions() {
-        let statement = include_str!("../../../../examples/statement.csv");
+        let statement = include_str!("../../../examples/statement.csv");
         let extracted =
             run("byte-doc", &Task::new("Extract transactions from the statement", statement)).expect("byte-doc");
         let mut task = Task::new("Categorize extracted transactions", "Please review my spending");
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn finance_chain_extracts_then_categorizes_a_receipt() {
-        let receipt = include_str!("../../../../examples/receipt.txt");
+        let receipt = include_str!("../../../examples/receipt.txt");
         let extracted = run("byte-doc", &Task::new("Extract receipt data", receipt)).expect("byte-doc");
         let mut task = Task::new("Categorize extracted transactions", receipt);
         task.handoff =

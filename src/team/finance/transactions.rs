@@ -493,7 +493,7 @@ mod tests {
     use super::*;
     use crate::protocol::HandoffData;
 
-    const STATEMENT: &str = include_str!("../../../../examples/statement.csv");
+    const STATEMENT: &str = include_str!("../../../examples/statement.csv");
 
     #[test]
     fn transactions_parse_example_statement() {

@@ -69,7 +69,7 @@ pub struct Rails {
 }
 
 impl Rails {
-    /// The rails of a forwarded envelope (see [`crate::delegator::Lineage::forward`]).
+    /// The rails of a forwarded envelope (see `Lineage::forward` in the agent module).
     pub fn from_request(req: &DelegationRequest) -> Self {
         Self {
             request_id: req.request_id,

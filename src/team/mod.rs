@@ -1,7 +1,9 @@
-//! Deterministic agents compiled into Switchboard: the seeds' finance team, the
-//! seeds/001 tool agents and Prime's rule planner. They need no model, no key
+//! The built-in team: deterministic agents compiled into Switchboard (the
+//! seeds' finance team, the seeds/001 tool agents, the A2A conformance agent
+//! and the `echo` agent). They need no model, no key
 //! and no network.
 
+pub mod a2a_conformance;
 pub mod finance;
 pub mod tools;
 
@@ -9,14 +11,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Agent, AgentContext, AgentOutput, Task};
+use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::DelegationError;
 
 /// The built-in agent implementation called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     match name {
         "echo" => Some(Arc::new(Echo)),
-        _ => finance::lookup(name).or_else(|| tools::lookup(name)).or_else(|| crate::a2a::conformance::lookup(name)),
+        _ => finance::lookup(name).or_else(|| tools::lookup(name)).or_else(|| a2a_conformance::lookup(name)),
     }
 }
 

@@ -20,9 +20,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::service::{MESSAGE_LABEL, NATIVE_LABEL};
-use super::types::base64_encode;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
+use crate::protocol::a2a::types::base64_encode;
+use crate::protocol::a2a::{MESSAGE_ID_HINT, MESSAGE_LABEL, NATIVE_LABEL};
 use crate::protocol::{Artifact, DelegationError, ErrorCode};
 
 /// The built-in's name in `backend = { kind = "builtin", name = … }`.
@@ -55,8 +55,8 @@ fn long_run() -> Duration {
 #[async_trait]
 impl Agent for ConformanceAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
-        let message_id = task.request_id.and_then(super::inbound).map(|i| i.message.message_id).unwrap_or_default();
-        let id = message_id.as_str();
+        let message_id = task.context_hints.iter().find_map(|h| h.strip_prefix(MESSAGE_ID_HINT)).unwrap_or_default();
+        let id = message_id;
         let text = |s: &str| json!([{"text": s}]);
         let out = if id.starts_with("tck-complete-task") {
             done("Hello from TCK")
