@@ -21,8 +21,8 @@ use futures::StreamExt;
 
 use async_trait::async_trait;
 use switchboard::delegator::Call;
-use switchboard::guard::auth::Caller;
 use switchboard::protocol::{AgentSlug, DelegationRequest, UserId};
+use switchboard::rails::auth::Caller;
 use switchboard::{Agent, AgentContext, AgentOutput, Config, DelegationError, Runtime, Task};
 
 struct Zero;

@@ -11,13 +11,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::ToolSet;
-use crate::guard::Tree;
-use crate::guard::auth::Caller;
-use crate::guard::fanout;
 use crate::protocol::{
     AgentSlug, ChainLink, Check, Constraints, DelegationError, DelegationRequest, DelegationResponse, HandoffData,
     Mode, Priority, RequestId, RetryPolicy, SessionId, UserId,
 };
+use crate::rails::Tree;
+use crate::rails::auth::Caller;
+use crate::rails::fanout;
 use crate::runtime::Runtime;
 
 /// A delegation in progress, as seen by its children.
@@ -55,11 +55,11 @@ pub(crate) struct Node {
 
 impl Node {
     pub fn add_child_usage(&self, usage: crate::protocol::TokenUsage) {
-        crate::guard::tree::lock(&self.children_usage).add(usage);
+        crate::util::lock(&self.children_usage).add(usage);
     }
 
     pub fn children_usage(&self) -> crate::protocol::TokenUsage {
-        *crate::guard::tree::lock(&self.children_usage)
+        *crate::util::lock(&self.children_usage)
     }
 
     /// Whether this node's budget account is still open (its delegation runs).

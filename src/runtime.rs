@@ -22,16 +22,16 @@ use crate::agent::{Agent, AgentContext, AgentOutput, HistoryMessage, Task, ToolS
 use crate::config::{AgentSpec, Config};
 use crate::delegator::{Delegator, Node};
 use crate::events::{Event, Events};
-use crate::guard::auth::{self, Caller};
-use crate::guard::budget::{self, BudgetAccount};
-use crate::guard::cycle::{self, CyclePermit};
-use crate::guard::fanout::{self, FanOutPermit};
-use crate::guard::isolation::{self, Sessions};
-use crate::guard::{Tree, Trees, deadline, depth, validate};
 use crate::protocol::{
     AgentSlug, ChainLink, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorClass, ErrorCode,
     Execution, Fallback, Learned, Mode, NewFact, RequestId, SessionId, Status, TokenUsage, UserId, Verdict,
 };
+use crate::rails::auth::{self, Caller};
+use crate::rails::budget::{self, BudgetAccount};
+use crate::rails::cycle::{self, CyclePermit};
+use crate::rails::fanout::{self, FanOutPermit};
+use crate::rails::isolation::{self, Sessions};
+use crate::rails::{Tree, Trees, deadline, depth, validate};
 use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, BreakerState, Breakers, Next, RetryPlan};
 use crate::route::{DomainTable, Member, Registry, discover, history};
@@ -298,7 +298,7 @@ impl Runtime {
     /// Cancels a running delegation and, through its children's tokens,
     /// everything it delegated. False when no such delegation runs here.
     pub fn cancel(&self, request: RequestId) -> bool {
-        let token = crate::guard::tree::lock(&self.inner.running).get(&request).cloned();
+        let token = crate::util::lock(&self.inner.running).get(&request).cloned();
         token.map(|t| t.cancel()).is_some()
     }
 
@@ -1380,14 +1380,14 @@ impl<'a> Running<'a> {
         id: RequestId,
         token: CancellationToken,
     ) -> Self {
-        crate::guard::tree::lock(map).insert(id, token);
+        crate::util::lock(map).insert(id, token);
         Self { map, id }
     }
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        crate::guard::tree::lock(self.map).remove(&self.id);
+        crate::util::lock(self.map).remove(&self.id);
     }
 }
 

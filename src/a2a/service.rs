@@ -15,8 +15,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::auth::Principal;
-use crate::guard::auth::Caller;
-use crate::guard::tree::lock;
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails};
 use crate::protocol::a2a::types::{
@@ -27,8 +25,10 @@ use crate::protocol::a2a::{MESSAGE_ID_HINT, MESSAGE_LABEL, NATIVE_LABEL};
 use crate::protocol::{
     AgentSlug, ArtifactKind, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, TokenUsage, UserId,
 };
+use crate::rails::auth::Caller;
 use crate::runtime::{AskOptions, Runtime};
 use crate::server::AppState;
+use crate::util::lock;
 
 /// Tasks kept in memory; the oldest finished ones go first.
 const MAX_TASKS: usize = 10_000;

@@ -94,7 +94,7 @@ impl A2aAgent {
             })
             .transpose()?;
         Ok(Self {
-            sender: Sender { client: crate::http_client::client().map_err(DelegationError::invalid)?, token },
+            sender: Sender { client: crate::util::http_client().map_err(DelegationError::invalid)?, token },
             card_url,
             endpoint: tokio::sync::Mutex::new(None),
         })

@@ -45,7 +45,7 @@ impl RemoteAgent {
             )));
         }
         let remote_slug = agent.map(AgentSlug::parse).transpose().map_err(|e| DelegationError::invalid(e.0))?;
-        let client = crate::http_client::client().map_err(DelegationError::invalid)?;
+        let client = crate::util::http_client().map_err(DelegationError::invalid)?;
         Ok(Self {
             client,
             endpoint: format!("{base}/v1/delegate"),

@@ -147,7 +147,7 @@ impl LlmAgent {
             .map(|a| (a.slug.clone(), if a.description.is_empty() { a.name.clone() } else { a.description.clone() }))
             .collect();
         Ok(Self {
-            client: crate::http_client::client().map_err(DelegationError::invalid)?,
+            client: crate::util::http_client().map_err(DelegationError::invalid)?,
             endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
             tokenizer: tokenizer_for(&model),
             model,

@@ -12,11 +12,11 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use crate::config::Config;
-use crate::guard::auth::Caller;
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Priority,
     SessionId, Status, UserId,
 };
+use crate::rails::auth::Caller;
 use crate::runtime::{AskOptions, AskResponse, Runtime};
 
 /// An SQLite file in the working directory.

@@ -16,8 +16,8 @@ use tracing::Instrument;
 use super::error::status_of;
 use super::{ApiError, AppState};
 use crate::auth::Principal;
-use crate::guard::auth::Caller;
 use crate::protocol::{self, DelegationRequest, ErrorCode, RequestId, SessionId};
+use crate::rails::auth::Caller;
 use crate::runtime::{AskOptions, TreeView};
 use crate::store::DelegationRecord;
 

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 
 use super::audit::{AuditEntry, AuditRecord, GENESIS};
 use super::{Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult};
-use crate::guard::tree::lock;
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
+use crate::util::lock;
 
 #[derive(Default)]
 pub struct MemoryStore {

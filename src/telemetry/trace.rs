@@ -38,7 +38,7 @@ pub fn init(otlp_endpoint: Option<&str>) -> Result<TracingGuard, String> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let mut builder = SdkTracerProvider::builder();
     if let Some(endpoint) = otlp_endpoint {
-        crate::http_client::install_tls();
+        crate::util::install_tls();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpJson)

@@ -886,7 +886,7 @@ async fn the_a2a_backend_calls_another_switchboard_and_cancels_the_remote_task()
 }
 
 async fn a2a_post(url: &str, slug: &str, token: &str, method: &str, params: Value) -> Value {
-    switchboard::http_client::client()
+    switchboard::util::http_client()
         .unwrap()
         .post(format!("{url}/a2a/{slug}"))
         .bearer_auth(token)
@@ -989,7 +989,7 @@ async fn echo_agent() -> EchoAgent {
         .spawn()
         .unwrap();
     let agent = EchoAgent { child, url: format!("http://127.0.0.1:{port}") };
-    let client = switchboard::http_client::client().unwrap();
+    let client = switchboard::util::http_client().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let card = client.get(format!("{}/.well-known/agent-card.json", agent.url)).send().await;

@@ -81,7 +81,7 @@ async fn sigkill_of_the_server_loses_no_acknowledged_delegation() {
         switchboard::config::DEFAULT_TOML
     );
     let acknowledged: Arc<Mutex<HashSet<String>>> = Arc::default();
-    let client = switchboard::http_client::client().unwrap();
+    let client = switchboard::util::http_client().unwrap();
     let mut seed: u64 = 0xdead_beef;
     let mut next = move |n: u64| {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

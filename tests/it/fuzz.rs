@@ -209,7 +209,7 @@ fn still_valid(case: &Bad) -> bool {
     let rendered = render(case);
     let bytes = futures::executor::block_on(axum::body::to_bytes(rendered.into_body(), usize::MAX)).unwrap_or_default();
     switchboard::protocol::parse_request(&bytes)
-        .is_ok_and(|r| switchboard::guard::validate::request(&r, &switchboard::config::Limits::default()).is_ok())
+        .is_ok_and(|r| switchboard::rails::validate::request(&r, &switchboard::config::Limits::default()).is_ok())
 }
 
 /// Resident memory of a process, from /proc.
@@ -271,7 +271,7 @@ fn ten_thousand_malformed_requests_are_all_answered_4xx_with_a_json_code() {
         switchboard::config::DEFAULT_TOML
     );
     let server = crate::service::Server::start(Some(&config), Some("memory:"), "127.0.0.1:0", &[], 1000);
-    let client = switchboard::http_client::client().unwrap();
+    let client = switchboard::util::http_client().unwrap();
     let done = AtomicUsize::new(0);
     let baseline = std::sync::Mutex::new(0u64);
     let statuses = std::sync::Mutex::new(std::collections::BTreeMap::<u16, usize>::new());

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use switchboard::delegator::Call;
-use switchboard::guard::auth::Caller;
 use switchboard::protocol::{DelegationResponse, ErrorCode, Status};
+use switchboard::rails::auth::Caller;
 use switchboard::store::audit;
 use switchboard::{AgentOutput, DelegationError};
 

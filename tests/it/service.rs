@@ -87,7 +87,7 @@ pub fn envelope(origin: &str, target: &str, objective: &str, input: &str) -> Val
 }
 
 pub async fn post_delegate(url: &str, token: &str, env: &Value) -> (u16, Value) {
-    let res = switchboard::http_client::client()
+    let res = switchboard::util::http_client()
         .unwrap()
         .post(format!("{url}/v1/delegate"))
         .bearer_auth(token)
@@ -102,7 +102,7 @@ pub async fn post_delegate(url: &str, token: &str, env: &Value) -> (u16, Value) 
 }
 
 pub async fn get_json(url: &str, token: &str) -> Value {
-    switchboard::http_client::client().unwrap().get(url).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+    switchboard::util::http_client().unwrap().get(url).bearer_auth(token).send().await.unwrap().json().await.unwrap()
 }
 
 #[tokio::test]
@@ -123,8 +123,7 @@ async fn serve_starts_with_embedded_defaults_and_prints_its_address_and_tokens()
     assert_eq!(status, 200, "{body}");
     assert!(body["summary"].as_str().unwrap().contains("Dining - Coffee"));
     assert!(server.dir().join("switchboard.db").exists(), "state goes to an SQLite file in the working directory");
-    let health =
-        switchboard::http_client::client().unwrap().get(format!("{}/healthz", server.url)).send().await.unwrap();
+    let health = switchboard::util::http_client().unwrap().get(format!("{}/healthz", server.url)).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
 }
 
@@ -608,7 +607,7 @@ user_tokens = { "alice" = "t-alice", "bob" = "t-bob" }
 "#,
     );
     let server = Server::start(Some(&config), Some("memory:"), "127.0.0.1:0", &[], 1000);
-    let client = switchboard::http_client::client().unwrap();
+    let client = switchboard::util::http_client().unwrap();
     let alice_stream = client.get(format!("{}/v1/events", server.url)).bearer_auth("t-alice").send().await.unwrap();
     assert_eq!(alice_stream.status().as_u16(), 200);
     assert_eq!(alice_stream.headers()["content-type"], "text/event-stream");

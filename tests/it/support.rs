@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use switchboard::config::Config;
-use switchboard::guard::auth::Caller;
 use switchboard::protocol::{AgentSlug, DelegationError, DelegationRequest, UserId};
+use switchboard::rails::auth::Caller;
 use switchboard::runtime::RuntimeBuilder;
 use switchboard::{Agent, AgentContext, AgentOutput, Runtime, Task};
 

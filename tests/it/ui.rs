@@ -272,7 +272,7 @@ async fn drive(h: &mut Harness, addr: &str, chromium: &Path) -> Result<(), Strin
     let token_gone = cdp.eval("location.hash === '' && localStorage.getItem('switchboard.token')").await?;
     assert_eq!(token_gone, ADMIN, "the token leaves the address bar and is kept in localStorage");
 
-    switchboard::http_client::install_tls();
+    switchboard::util::install_tls();
     let http = reqwest::Client::builder().no_proxy().timeout(WAIT).build().map_err(|e| e.to_string())?;
     let reply = http
         .post(format!("http://{addr}/v1/chat"))

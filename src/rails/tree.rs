@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::protocol::{RequestId, UserId};
 use crate::redact::Vault;
+use crate::util::lock;
 
 use super::budget::Ledger;
 use super::cycle::CycleKey;
@@ -92,12 +93,6 @@ impl Drop for Tree {
             }
         }
     }
-}
-
-/// Locks a mutex, recovering the data if a panicking thread poisoned it: the
-/// rails' state stays consistent because every update is a single step.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

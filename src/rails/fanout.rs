@@ -51,8 +51,8 @@ impl Drop for FanOutPermit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guard::Trees;
     use crate::protocol::UserId;
+    use crate::rails::Trees;
 
     #[test]
     fn a_batch_of_four_is_refused_and_three_is_allowed() {

@@ -71,8 +71,8 @@ impl Drop for CyclePermit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guard::Trees;
     use crate::protocol::{RequestId, UserId};
+    use crate::rails::Trees;
 
     fn slug(s: &str) -> AgentSlug {
         AgentSlug::parse(s).unwrap()

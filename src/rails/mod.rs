@@ -1,5 +1,5 @@
 //! The rails, one module each (DESIGN §3). Each is a small function or a
-//! permit that releases on drop; `runtime.rs` composes them in order.
+//! permit that releases on drop; the pipeline composes them in order.
 
 pub mod auth;
 pub mod budget;
