@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use async_trait::async_trait;
-use switchboard::delegator::Call;
+use switchboard::Call;
+use switchboard::Principal;
 use switchboard::protocol::{AgentSlug, DelegationRequest, UserId};
-use switchboard::rails::auth::Caller;
 use switchboard::{Agent, AgentContext, AgentOutput, Config, DelegationError, Runtime, Task};
 
 struct Zero;
@@ -171,15 +171,15 @@ fn main() {
         })
         .await;
         let single = measure(n, || async {
-            black_box(runtime.delegate(&Caller::Operator, request("zero")).await);
+            black_box(runtime.delegate(&Principal::Admin, request("zero")).await);
         })
         .await;
         let chain = measure(n / 2, || async {
-            black_box(runtime.delegate(&Caller::Operator, request("chain")).await);
+            black_box(runtime.delegate(&Principal::Admin, request("chain")).await);
         })
         .await;
         let fan = measure(n / 2, || async {
-            black_box(runtime.delegate(&Caller::Operator, request("fan")).await);
+            black_box(runtime.delegate(&Principal::Admin, request("fan")).await);
         })
         .await;
 
@@ -253,7 +253,7 @@ fn memory() {
         // warm up: pools, caches, the first pages of the database
         futures::stream::iter(0..1000)
             .for_each_concurrent(64, |_| async {
-                black_box(runtime.delegate(&Caller::Operator, request("zero")).await);
+                black_box(runtime.delegate(&Principal::Admin, request("zero")).await);
             })
             .await;
         let (idle, _) = rss_kib();
@@ -261,7 +261,7 @@ fn memory() {
         let held: Vec<_> = (0..in_flight)
             .map(|_| {
                 let (runtime, req) = (runtime.clone(), request("held"));
-                tokio::spawn(async move { runtime.delegate(&Caller::Operator, req).await })
+                tokio::spawn(async move { runtime.delegate(&Principal::Admin, req).await })
             })
             .collect();
         while inside.load(Ordering::SeqCst) < in_flight {
@@ -281,7 +281,7 @@ fn memory() {
         for step in [total / 10, total / 2, total] {
             futures::stream::iter(done..step)
                 .for_each_concurrent(64, |_| async {
-                    black_box(runtime.delegate(&Caller::Operator, request("zero")).await);
+                    black_box(runtime.delegate(&Principal::Admin, request("zero")).await);
                 })
                 .await;
             done = step;

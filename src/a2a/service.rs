@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::auth::Principal;
+use crate::pipeline::{AskOptions, Runtime};
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails};
 use crate::protocol::a2a::types::{
@@ -25,8 +26,6 @@ use crate::protocol::a2a::{MESSAGE_ID_HINT, MESSAGE_LABEL, NATIVE_LABEL};
 use crate::protocol::{
     AgentSlug, ArtifactKind, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, TokenUsage, UserId,
 };
-use crate::rails::auth::Caller;
-use crate::runtime::{AskOptions, Runtime};
 use crate::server::AppState;
 use crate::util::lock;
 
@@ -44,7 +43,7 @@ const MAX_PARTS: usize = 256;
 pub(crate) fn owner_of(p: &Principal) -> String {
     match p {
         Principal::User(u) => format!("user:{u}"),
-        Principal::Service(a) => format!("agent:{a}"),
+        Principal::Agent(a) => format!("agent:{a}"),
         _ => "admin".into(),
     }
 }
@@ -312,7 +311,7 @@ impl A2aService {
         let rails = Rails::from_metadata(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
         let who = match (principal, rails) {
             (Principal::User(u), _) => Who::User(u.clone()),
-            (Principal::Service(a), Some(r)) => {
+            (Principal::Agent(a), Some(r)) => {
                 if &r.origin != a {
                     return Err(A2aError::new(
                         Kind::Unauthenticated,
@@ -321,7 +320,7 @@ impl A2aService {
                 }
                 Who::Agent(a.clone(), Box::new(r))
             }
-            (Principal::Service(a), None) => {
+            (Principal::Agent(a), None) => {
                 return Err(A2aError::new(
                     Kind::ExtensionSupportRequired,
                     format!(
@@ -497,7 +496,7 @@ impl A2aService {
                 let mut req = rails.request(turn.agent.clone(), turn.objective.clone(), turn.input.clone());
                 req.child_session_id = turn.session;
                 req.context_hints.extend(hints);
-                let r = runtime.delegate(&Caller::Agent(origin.clone()), req).await;
+                let r = runtime.delegate(&Principal::Agent(origin.clone()), req).await;
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),

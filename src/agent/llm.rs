@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
 use super::{Agent, AgentContext, AgentOutput, Task, TokenEstimate};
+use crate::agent::{Call, Delegator};
 use crate::config::{AgentSpec, Backend, Config, LlmDefaults};
-use crate::delegator::{Call, Delegator};
 use crate::protocol::{
     AgentSlug, Artifact, DelegationError, DelegationResponse, ErrorCode, HandoffData, NewFact, TokenUsage,
 };

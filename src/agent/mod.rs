@@ -1,13 +1,16 @@
 //! What an agent is: one async method from a task (and its context) to an
-//! output. Backends (`builtin`, later `llm`, `http`, `a2a`, `command`) implement
-//! [`Agent`]; the runtime wraps every call in the rails.
+//! output. The backends here (`llm`, `http`, `a2a`, `command`) and the
+//! built-in team implement [`Agent`]; the pipeline wraps every call in the
+//! rails. An agent delegates through its [`Delegator`], whose calls go to a
+//! [`Dispatch`] (the pipeline): nothing here knows the runtime.
 
 pub mod a2a;
 pub mod command;
+mod delegator;
 pub mod http;
 pub mod llm;
+pub mod tokens;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,12 +19,13 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::delegator::Delegator;
+pub use crate::config::ToolSet;
+pub use delegator::{Call, Delegator, Dispatch, Lineage, Scope};
+
 use crate::protocol::{
     AgentSlug, Artifact, DelegationError, ErrorCode, HandoffData, NewFact, RequestId, Status, TokenUsage, UsedSource,
     UserId,
 };
-use crate::tokens;
 
 /// The work handed to an agent: the (redacted) request plus the context the
 /// runtime assembled for it (seeds/002 `buildDelegatedContext`).
@@ -155,9 +159,6 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 }
-
-/// A set of tool names.
-pub type ToolSet = BTreeSet<String>;
 
 /// What an agent may do while it runs: delegate (through the runtime only),
 /// use tools from its effective set, notice cancellation and its deadline.

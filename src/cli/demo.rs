@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
+use crate::pipeline::{AskOptions, Runtime};
 use crate::protocol::UserId;
-use crate::runtime::{AskOptions, Runtime};
 
 use super::{EXIT_FAILED, EXIT_OK, print_ask};
 

@@ -11,13 +11,13 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
+use crate::auth::Principal;
 use crate::config::Config;
+use crate::pipeline::{AskOptions, AskResponse, Runtime};
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Priority,
     SessionId, Status, UserId,
 };
-use crate::rails::auth::Caller;
-use crate::runtime::{AskOptions, AskResponse, Runtime};
 
 /// An SQLite file in the working directory.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://switchboard.db";
@@ -284,7 +284,7 @@ async fn serve(runtime: Runtime, args: ServeArgs) -> u8 {
         println!("first start: these tokens are shown once and stored hashed; keep them");
         for (who, token) in &issued {
             let who = match who {
-                crate::auth::Principal::Service(a) => format!("service token for agent {a}"),
+                crate::auth::Principal::Agent(a) => format!("service token for agent {a}"),
                 crate::auth::Principal::User(u) => format!("user token for {u}"),
                 _ => "admin token".to_string(),
             };
@@ -309,7 +309,7 @@ async fn token(runtime: Runtime, args: TokenArgs) -> u8 {
     use crate::auth::Principal;
     let principal = match (args.agent, args.user, args.admin) {
         (Some(a), _, _) => match AgentSlug::parse(&a) {
-            Ok(a) if runtime.registry().get(&a).is_some() => Principal::Service(a),
+            Ok(a) if runtime.registry().get(&a).is_some() => Principal::Agent(a),
             Ok(a) => return usage_error(format!("--agent: no agent '{a}' in this team")),
             Err(e) => return usage_error(format!("--agent: {e}")),
         },
@@ -486,7 +486,7 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
     for _ in 0..args.repeat {
         let mut r = req.clone();
         r.request_id = Default::default();
-        let response = runtime.delegate(&Caller::Operator, r).await;
+        let response = runtime.delegate(&Principal::Admin, r).await;
         if json && args.repeat > 1 {
             // one line per acknowledged delegation, written as soon as it is durable
             println!("{}", serde_json::to_string(&response).unwrap_or_default());

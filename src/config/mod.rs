@@ -9,6 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, request};
 
+/// The names of the built-in orchestrator in `backend = { kind = "builtin", name = … }`.
+pub const BUILTIN_PRIME: [&str; 2] = ["prime", "prime-boss"];
+
+/// A set of tool names.
+pub type ToolSet = BTreeSet<String>;
+
 /// The configuration shipped inside the binary.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");
 
@@ -168,7 +174,7 @@ pub struct AgentSpec {
     #[serde(default)]
     pub domain: Option<String>,
     #[serde(default)]
-    pub tools_allowed: BTreeSet<String>,
+    pub tools_allowed: ToolSet,
     /// Agents this one may delegate to; `"*"` means any.
     #[serde(default)]
     pub may_delegate_to: BTreeSet<String>,
@@ -291,10 +297,15 @@ impl Default for Backend {
     }
 }
 
-/// Prime's planner and its routes.
+/// Prime: the agent users talk to, its planner and its routes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrimeConfig {
+    /// The agent a user's message goes to (`switchboard ask`, `POST /v1/chat`,
+    /// the default model of `/v1/chat/completions`). Default: the first agent
+    /// whose backend is the built-in `prime` orchestrator, else the first agent.
+    #[serde(default)]
+    pub agent: Option<AgentSlug>,
     /// `rules` (no model needed) or `llm` (the model in `[llm]`, with a
     /// `delegate` tool over Prime's team).
     #[serde(default = "rules")]
@@ -309,7 +320,7 @@ fn rules() -> String {
 
 impl Default for PrimeConfig {
     fn default() -> Self {
-        Self { planner: rules(), routes: Vec::new() }
+        Self { agent: None, planner: rules(), routes: Vec::new() }
     }
 }
 
@@ -361,6 +372,30 @@ pub struct WorkflowStep {
     pub after: Vec<String>,
 }
 
+impl Workflow {
+    /// The steps grouped into levels: every step's dependencies are in earlier
+    /// levels, so the steps of one level can run in parallel. None if the steps
+    /// have a cycle (or wait for a step that does not exist).
+    pub fn levels(&self) -> Option<Vec<Vec<usize>>> {
+        let mut done: BTreeSet<&str> = BTreeSet::new();
+        let mut remaining: Vec<usize> = (0..self.steps.len()).collect();
+        let mut levels = Vec::new();
+        while !remaining.is_empty() {
+            let (ready, blocked): (Vec<usize>, Vec<usize>) =
+                remaining.iter().partition(|&&i| self.steps[i].after.iter().all(|d| done.contains(d.as_str())));
+            if ready.is_empty() {
+                return None;
+            }
+            for &i in &ready {
+                done.insert(self.steps[i].id.as_str());
+            }
+            levels.push(ready);
+            remaining = blocked;
+        }
+        Some(levels)
+    }
+}
+
 impl Config {
     /// The built-in default configuration.
     pub fn builtin() -> Self {
@@ -384,6 +419,18 @@ impl Config {
 
     pub fn agent(&self, slug: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|a| a.slug.as_str() == slug)
+    }
+
+    /// The agent users talk to (see [`PrimeConfig::agent`]).
+    pub fn entry_agent(&self) -> Option<&AgentSpec> {
+        if let Some(slug) = &self.prime.agent {
+            return self.agents.iter().find(|a| &a.slug == slug);
+        }
+        let orchestrator = |a: &&AgentSpec| match &a.backend {
+            Backend::Builtin { name } => BUILTIN_PRIME.contains(&name.as_deref().unwrap_or(a.slug.as_str())),
+            _ => false,
+        };
+        self.agents.iter().find(orchestrator).or_else(|| self.agents.first())
     }
 
     pub fn workflow(&self, name: &str) -> Option<&Workflow> {
@@ -441,6 +488,11 @@ impl Config {
                     return bad(format!("agent '{}' may_delegate_to unknown agent '{t}'", a.slug));
                 }
             }
+        }
+        if let Some(a) = &self.prime.agent
+            && !known(a.as_str())
+        {
+            return bad(format!("prime.agent names unknown agent '{a}'"));
         }
         for r in &self.prime.routes {
             if let Err(e) = regex::Regex::new(&r.pattern) {
@@ -516,7 +568,7 @@ impl Config {
                     }
                 }
             }
-            if crate::orchestrate::workflow::levels(w).is_none() {
+            if w.levels().is_none() {
                 return bad(format!("workflow '{}' has a cycle among its steps", w.name));
             }
         }

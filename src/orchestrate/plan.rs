@@ -6,11 +6,9 @@
 
 use serde_json::{Value, json};
 
+use crate::agent::{Call, Delegator};
 use crate::config::Workflow;
-use crate::delegator::{Call, Delegator};
 use crate::protocol::{AgentSlug, DelegationError, DelegationResponse, ErrorCode, HandoffData, Status};
-
-use super::workflow::levels;
 
 /// One delegation of a plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,7 +144,7 @@ pub async fn execute(plan: &Plan, d: &Delegator, input: &str) -> Result<Vec<Step
 }
 
 async fn run_workflow(w: &Workflow, d: &Delegator, input: &str) -> Result<Vec<StepResult>, DelegationError> {
-    let levels = levels(w).ok_or_else(|| DelegationError::invalid(format!("workflow '{}' has a cycle", w.name)))?;
+    let levels = w.levels().ok_or_else(|| DelegationError::invalid(format!("workflow '{}' has a cycle", w.name)))?;
     let mut done: Vec<(String, StepResult)> = Vec::new();
     for level in levels {
         let mut runnable = Vec::new();

@@ -4,35 +4,22 @@
 
 use std::collections::BTreeSet;
 
-use crate::agent::ToolSet;
-use crate::config::AgentSpec;
+use crate::auth::Principal;
+use crate::config::{AgentSpec, ToolSet};
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, UserId};
 
-/// Who sent a delegation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Caller {
-    /// The local operator (the CLI): may send as any agent.
-    Operator,
-    /// An agent, authenticated by its service token or by being the runtime's
-    /// own handle: may send only as itself.
-    Agent(AgentSlug),
-    /// An end user: talks to Prime, never sends delegation envelopes.
-    User(UserId),
-}
-
 /// The origin named in the envelope must be the calling agent.
-pub fn authenticate(caller: &Caller, origin: &AgentSlug) -> Result<(), DelegationError> {
+pub fn authenticate(caller: &Principal, origin: &AgentSlug) -> Result<(), DelegationError> {
     match caller {
-        Caller::Operator => Ok(()),
-        Caller::Agent(me) if me == origin => Ok(()),
-        Caller::Agent(me) => Err(DelegationError::new(
+        Principal::Admin => Ok(()),
+        Principal::Agent(me) if me == origin => Ok(()),
+        Principal::Agent(me) => Err(DelegationError::new(
             ErrorCode::Unauthenticated,
             format!(
                 "the caller is agent '{me}' but the envelope's origin_employee is '{origin}'; an agent may only delegate as itself"
             ),
         )),
-        Caller::User(_) => Err(DelegationError::new(
+        Principal::User(_) | Principal::Anonymous(_) => Err(DelegationError::new(
             ErrorCode::Unauthenticated,
             "user credentials cannot send delegation envelopes; agents use their service token (users talk to Prime)",
         )),
@@ -124,11 +111,11 @@ mod tests {
     #[test]
     fn origin_must_be_the_calling_agent() {
         let prime = AgentSlug::parse("prime-boss").unwrap();
-        assert!(authenticate(&Caller::Agent(prime.clone()), &prime).is_ok());
-        assert!(authenticate(&Caller::Operator, &prime).is_ok());
-        let err = authenticate(&Caller::Agent(AgentSlug::parse("tag-ai").unwrap()), &prime).unwrap_err();
+        assert!(authenticate(&Principal::Agent(prime.clone()), &prime).is_ok());
+        assert!(authenticate(&Principal::Admin, &prime).is_ok());
+        let err = authenticate(&Principal::Agent(AgentSlug::parse("tag-ai").unwrap()), &prime).unwrap_err();
         assert_eq!(err.code, ErrorCode::Unauthenticated);
-        let err = authenticate(&Caller::User(UserId::parse("alice").unwrap()), &prime).unwrap_err();
+        let err = authenticate(&Principal::User(UserId::parse("alice").unwrap()), &prime).unwrap_err();
         assert_eq!(err.code, ErrorCode::Unauthenticated);
     }
 

@@ -7,7 +7,6 @@ pub mod cycle;
 pub mod deadline;
 pub mod depth;
 pub mod fanout;
-pub mod isolation;
 pub mod tree;
 pub mod validate;
 

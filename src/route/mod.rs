@@ -1,11 +1,10 @@
-//! Who does the work: the registry of team members, and discovery of a target
-//! by keywords and capabilities (seeds/001 "Tool Agent Discovery").
+//! Who should do the work: discovery of a target by keywords and
+//! capabilities (seeds/001 "Tool Agent Discovery"), domain routing with load
+//! balancing (seeds/004), and what a user's history says works.
 
 pub mod discovery;
 pub mod domains;
 pub mod history;
-pub mod registry;
 
 pub use discovery::{Candidate, discover};
 pub use domains::DomainTable;
-pub use registry::{Member, Registry};

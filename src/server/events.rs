@@ -16,8 +16,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::{ApiError, AppState};
 use crate::auth::Principal;
-use crate::events::Event;
 use crate::protocol::{IdError, RequestId};
+use crate::telemetry::Event;
 
 #[derive(Debug, Deserialize)]
 pub struct EventsQuery {
@@ -31,7 +31,7 @@ fn visible(principal: &Principal, e: &Event) -> bool {
     match principal {
         Principal::Admin => true,
         Principal::User(u) => e.user_id() == u.as_str(),
-        Principal::Service(a) => e.involves(a.as_str()),
+        Principal::Agent(a) => e.involves(a.as_str()),
         #[allow(unreachable_patterns)]
         _ => false,
     }

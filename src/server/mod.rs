@@ -30,7 +30,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
 use crate::auth::{Principal, Tokens, bearer};
-use crate::runtime::Runtime;
+use crate::pipeline::Runtime;
 
 pub use error::ApiError;
 

@@ -16,9 +16,8 @@ use tracing::Instrument;
 use super::error::status_of;
 use super::{ApiError, AppState};
 use crate::auth::Principal;
+use crate::pipeline::{AskOptions, TreeView};
 use crate::protocol::{self, DelegationRequest, ErrorCode, RequestId, SessionId};
-use crate::rails::auth::Caller;
-use crate::runtime::{AskOptions, TreeView};
 use crate::store::DelegationRecord;
 
 /// The body, or a clear refusal (413 when it is over the limit).
@@ -95,7 +94,7 @@ pub async fn delegate(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let principal = state.principal(&headers, None).await?;
-    let Principal::Service(agent) = principal else {
+    let Principal::Agent(agent) = principal else {
         return Err(ApiError::unauthenticated(
             "POST /v1/delegate takes an agent's service token, not a user's (users talk to Prime at /v1/chat)",
         ));
@@ -120,7 +119,7 @@ pub async fn delegate(
     let runtime = state.runtime.clone();
     let span = tracing::info_span!("POST /v1/delegate", origin = %agent);
     crate::telemetry::continue_trace(&span, header(&headers, "traceparent")?);
-    let response = tokio::spawn(async move { runtime.delegate(&Caller::Agent(agent), req).await }.instrument(span))
+    let response = tokio::spawn(async move { runtime.delegate(&Principal::Agent(agent), req).await }.instrument(span))
         .await
         .map_err(|e| {
             ApiError::new(
@@ -211,7 +210,7 @@ fn may_see(principal: &Principal, records: &[DelegationRecord]) -> bool {
     match principal {
         Principal::Admin => true,
         Principal::User(u) => records.iter().all(|r| &r.user_id == u),
-        Principal::Service(a) => records.iter().any(|r| r.origin == a.as_str() || r.target == a.as_str()),
+        Principal::Agent(a) => records.iter().any(|r| r.origin == a.as_str() || r.target == a.as_str()),
         #[allow(unreachable_patterns)]
         _ => false,
     }

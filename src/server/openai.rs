@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use super::native::body;
 use super::{ApiError, AppState};
 use crate::auth::Principal;
+use crate::pipeline::AskOptions;
 use crate::protocol::{AgentSlug, ErrorCode};
-use crate::runtime::AskOptions;
 
 #[derive(Debug, Deserialize)]
 struct ChatMessage {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use switchboard::AgentOutput;
-use switchboard::delegator::Call;
+use switchboard::Call;
 
 use crate::support::*;
 

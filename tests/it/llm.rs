@@ -13,9 +13,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
+use switchboard::AskOptions;
 use switchboard::config::Config;
 use switchboard::protocol::{ErrorCode, RetryPolicy, Status};
-use switchboard::runtime::AskOptions;
 use switchboard::{DelegationRequest, Runtime};
 
 use crate::support::*;

@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use switchboard::AskOptions;
 use switchboard::config::Config;
 use switchboard::protocol::{DelegationError, ErrorCode, Status};
-use switchboard::runtime::AskOptions;
 use switchboard::{AgentOutput, Runtime};
 
 use crate::support::*;

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use switchboard::AgentOutput;
-use switchboard::delegator::Call;
+use switchboard::Call;
 
 use crate::support::*;
 

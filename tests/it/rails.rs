@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::future::join_all;
-use switchboard::delegator::Call;
+use switchboard::Call;
+use switchboard::Principal;
 use switchboard::protocol::{DelegationResponse, ErrorCode, Status};
-use switchboard::rails::auth::Caller;
 use switchboard::store::audit;
 use switchboard::{AgentOutput, DelegationError};
 
@@ -442,11 +442,11 @@ async fn the_origin_must_be_the_calling_agent() {
         .agent("c", echo(calls.clone()))
         .build()
         .unwrap();
-    let r = rt.delegate(&Caller::Agent(slug("b")), request("a", "c", "pretend to be a")).await;
+    let r = rt.delegate(&Principal::Agent(slug("b")), request("a", "c", "pretend to be a")).await;
     assert_eq!(code(&r), Some(ErrorCode::Unauthenticated));
-    let r = rt.delegate(&Caller::User(user("alice")), request("a", "c", "a user cannot send envelopes")).await;
+    let r = rt.delegate(&Principal::User(user("alice")), request("a", "c", "a user cannot send envelopes")).await;
     assert_eq!(code(&r), Some(ErrorCode::Unauthenticated));
-    assert!(rt.delegate(&Caller::Agent(slug("a")), request("a", "c", "as itself")).await.is_success());
+    assert!(rt.delegate(&Principal::Agent(slug("a")), request("a", "c", "as itself")).await.is_success());
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -556,7 +556,7 @@ async fn a_flaky_agent_is_retried_with_backoff_and_then_succeeds() {
     assert!(started.elapsed() >= Duration::from_millis(50 + 100), "backoff waited: {:?}", started.elapsed());
     let mut retries = 0;
     while let Ok(e) = events.try_recv() {
-        if matches!(e, switchboard::events::Event::Retry { .. }) {
+        if matches!(e, switchboard::telemetry::Event::Retry { .. }) {
             retries += 1;
         }
     }

@@ -41,7 +41,7 @@ async fn a_failed_verification_retries_with_the_next_seed_and_the_winner_is_trie
 
     let mut retries = Vec::new();
     while let Ok(e) = events.try_recv() {
-        if let switchboard::events::Event::Retry { error_code, next_seed, .. } = e {
+        if let switchboard::telemetry::Event::Retry { error_code, next_seed, .. } = e {
             retries.push((error_code, next_seed));
         }
     }

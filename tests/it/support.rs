@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use switchboard::Principal;
+use switchboard::RuntimeBuilder;
 use switchboard::config::Config;
 use switchboard::protocol::{AgentSlug, DelegationError, DelegationRequest, UserId};
-use switchboard::rails::auth::Caller;
-use switchboard::runtime::RuntimeBuilder;
 use switchboard::{Agent, AgentContext, AgentOutput, Runtime, Task};
 
 /// An agent whose behaviour is a closure.
@@ -85,6 +85,6 @@ pub fn nested_request(from: &str, to: &str, objective: &str) -> DelegationReques
     r
 }
 
-pub fn operator() -> Caller {
-    Caller::Operator
+pub fn operator() -> Principal {
+    Principal::Admin
 }

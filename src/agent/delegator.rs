@@ -1,30 +1,33 @@
 //! The handle through which an agent delegates. It carries the calling node's
 //! lineage (root and parent ids, depth, chain, remaining deadline and budget,
 //! effective tools), so every nested call passes the same rails without the
-//! agent doing anything.
+//! agent doing anything. The calls go to a [`Dispatch`], which the pipeline
+//! implements: agents never see the runtime.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-use crate::agent::ToolSet;
+use async_trait::async_trait;
+
+use super::{Task, ToolSet};
 use crate::protocol::{
-    AgentSlug, ChainLink, Check, Constraints, DelegationError, DelegationRequest, DelegationResponse, HandoffData,
-    Mode, Priority, RequestId, RetryPolicy, SessionId, UserId,
+    AgentSlug, ChainLink, Check, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode,
+    HandoffData, Mode, Priority, RequestId, RetryPolicy, SessionId, UserId,
 };
-use crate::rails::Tree;
-use crate::rails::auth::Caller;
 use crate::rails::fanout;
-use crate::runtime::Runtime;
 
-/// A delegation in progress, as seen by its children.
-pub(crate) struct Node {
+/// Where a running delegation stands: what its agent's [`Delegator`] needs to
+/// build its children's envelopes. The pipeline fills it in when it admits
+/// the delegation; nothing in it changes while the delegation runs.
+#[derive(Debug, Clone)]
+pub struct Scope {
     pub request_id: RequestId,
     pub root_id: RequestId,
     pub user: UserId,
+    /// The agent running this delegation.
     pub agent: AgentSlug,
     /// Who delegated to this node, and from which request and session.
     pub origin: AgentSlug,
@@ -41,35 +44,33 @@ pub(crate) struct Node {
     pub tools: Arc<ToolSet>,
     /// Ancestors and this node, oldest first.
     pub chain: Vec<ChainLink>,
-    pub tree: Arc<Tree>,
-    pub cancel: CancellationToken,
     pub priority: Priority,
+    /// The runtime's default budget and deadline of a child that sets none.
     pub max_tokens_default: u32,
     pub deadline_ms_default: u64,
+    /// The largest parallel batch, and children in flight at once.
     pub fan_out: u32,
-    /// What finished children (and their subtrees) used.
-    pub children_usage: std::sync::Mutex<crate::protocol::TokenUsage>,
-    /// Children admitted so far: an attempt that delegated is not repeated.
-    pub children_started: std::sync::atomic::AtomicU32,
 }
 
-impl Node {
-    pub fn add_child_usage(&self, usage: crate::protocol::TokenUsage) {
-        crate::util::lock(&self.children_usage).add(usage);
-    }
+/// What the pipeline does for a running agent: every nested call goes
+/// through it, so the rails apply to it as they applied to the caller. The
+/// pipeline implements it; an embedder can implement it to run an agent
+/// alone with its own idea of delegation (tests do).
+#[async_trait]
+pub trait Dispatch: Send + Sync + 'static {
+    /// Runs `request`, whose lineage names the calling node, through the
+    /// pipeline. Refusals and failures come back as a failed response.
+    async fn dispatch(&self, request: DelegationRequest) -> DelegationResponse;
 
-    pub fn children_usage(&self) -> crate::protocol::TokenUsage {
-        *crate::util::lock(&self.children_usage)
-    }
+    /// Audits an action the calling agent was refused outside a delegation.
+    async fn record_denied(&self, what: &str, error: &DelegationError);
 
-    /// Whether this node's budget account is still open (its delegation runs).
-    pub fn budget_open(&self) -> bool {
-        self.tree.state().ledger.account(self.request_id).is_some()
-    }
+    /// Tokens the calling node can still grant to children.
+    fn remaining_tokens(&self) -> u32;
 
-    pub fn remaining_tokens(&self) -> u32 {
-        self.tree.state().ledger.account(self.request_id).map_or(0, |a| a.remaining())
-    }
+    /// Whether the calling agent may delegate to `target`: the edge is
+    /// configured and the target exists.
+    fn may_delegate_to(&self, target: &AgentSlug) -> bool;
 }
 
 /// Where a running delegation stands in its tree: what an agent needs to
@@ -104,7 +105,7 @@ impl Lineage {
     /// tokenized). It gets a request id of its own, with this node as its
     /// parent: a loop that comes back through a proxy must never meet a node
     /// with its own id (one budget account, one record, counted twice).
-    pub fn forward(&self, target: AgentSlug, task: &crate::agent::Task) -> DelegationRequest {
+    pub fn forward(&self, target: AgentSlug, task: &Task) -> DelegationRequest {
         let mut req = DelegationRequest::new(
             self.origin.clone(),
             target,
@@ -177,7 +178,7 @@ impl Call {
 
     /// A call to the agent named `target`, refusing a malformed slug.
     pub fn to(target: &str, objective: impl Into<String>) -> Result<Self, DelegationError> {
-        let slug = AgentSlug::parse(target).map_err(|e| DelegationError::new(crate::ErrorCode::AgentNotFound, e.0))?;
+        let slug = AgentSlug::parse(target).map_err(|e| DelegationError::new(ErrorCode::AgentNotFound, e.0))?;
         Ok(Self::new(slug, objective))
     }
 
@@ -226,13 +227,14 @@ impl Call {
 /// An agent's way to delegate. Cloning is cheap.
 #[derive(Clone)]
 pub struct Delegator {
-    runtime: Runtime,
-    node: Arc<Node>,
+    scope: Arc<Scope>,
+    dispatch: Arc<dyn Dispatch>,
 }
 
 impl Delegator {
-    pub(crate) fn new(runtime: Runtime, node: Arc<Node>) -> Self {
-        Self { runtime, node }
+    /// A handle for the delegation `scope` describes; nested calls go to `dispatch`.
+    pub fn new(scope: Arc<Scope>, dispatch: Arc<dyn Dispatch>) -> Self {
+        Self { scope, dispatch }
     }
 
     /// Builds the envelope for `call` with this node's lineage. Limits the call
@@ -240,7 +242,7 @@ impl Delegator {
     /// for tokens the smaller of the default budget and an even share
     /// (remaining ÷ fan-out) of this node's tokens.
     pub fn request(&self, call: Call) -> DelegationRequest {
-        let n = &self.node;
+        let n = &*self.scope;
         let mut req = DelegationRequest::new(n.agent.clone(), call.target, n.user.clone(), call.objective, call.input);
         req.parent_session_id = n.session;
         req.current_depth = n.depth;
@@ -250,7 +252,7 @@ impl Delegator {
         let remaining_ms = n.deadline.saturating_duration_since(Instant::now()).as_millis() as u64;
         // Unless the call says otherwise, a child gets an even share of what is
         // left, so that a full fan-out of children always fits the budget.
-        let share = (n.remaining_tokens() / n.fan_out.max(1)).max(1);
+        let share = (self.dispatch.remaining_tokens() / n.fan_out.max(1)).max(1);
         req.constraints = Constraints {
             max_tokens: call.max_tokens.unwrap_or(n.max_tokens_default.min(share)),
             max_depth: call.max_depth.map_or(n.max_depth, |d| d.min(n.max_depth)),
@@ -270,27 +272,26 @@ impl Delegator {
 
     /// Delegates one task. Refusals and failures come back as a failed response.
     pub async fn delegate(&self, call: Call) -> DelegationResponse {
-        let req = self.request(call);
-        self.runtime.dispatch(Some(&self.node), &Caller::Agent(self.node.agent.clone()), req).await
+        self.dispatch.dispatch(self.request(call)).await
     }
 
     /// Delegates several tasks concurrently. A batch larger than the fan-out
     /// limit is refused before any call is sent; otherwise every response comes
     /// back, in order, each succeeding or failing on its own.
     pub async fn delegate_parallel(&self, calls: Vec<Call>) -> Result<Vec<DelegationResponse>, DelegationError> {
-        fanout::check_batch(calls.len(), self.node.fan_out)?;
+        fanout::check_batch(calls.len(), self.scope.fan_out)?;
         Ok(join_all(calls.into_iter().map(|c| self.delegate(c))).await)
     }
 
     /// Audits an action this agent was refused outside a delegation (a tool
     /// it was not offered): one refused record in its tree.
     pub async fn record_denied(&self, what: &str, error: &DelegationError) {
-        self.runtime.record_denied(&self.node, what, error).await;
+        self.dispatch.record_denied(what, error).await;
     }
 
     /// Where this delegation stands in its tree.
     pub fn lineage(&self) -> Lineage {
-        let n = &self.node;
+        let n = &*self.scope;
         Lineage {
             request_id: n.request_id,
             root_id: n.root_id,
@@ -304,7 +305,7 @@ impl Delegator {
             max_depth: n.max_depth,
             ancestors: n.chain[..n.chain.len().saturating_sub(1)].to_vec(),
             remaining: n.deadline.saturating_duration_since(Instant::now()),
-            remaining_tokens: n.remaining_tokens(),
+            remaining_tokens: self.dispatch.remaining_tokens(),
             tools: (*n.tools).clone(),
             priority: n.priority,
             mode: n.mode,
@@ -314,46 +315,45 @@ impl Delegator {
 
     /// The agent this handle delegates for.
     pub fn agent(&self) -> &AgentSlug {
-        &self.node.agent
+        &self.scope.agent
     }
 
     pub fn user(&self) -> &UserId {
-        &self.node.user
+        &self.scope.user
     }
 
     pub fn request_id(&self) -> RequestId {
-        self.node.request_id
+        self.scope.request_id
     }
 
     pub fn root_id(&self) -> RequestId {
-        self.node.root_id
+        self.scope.root_id
     }
 
     pub fn depth(&self) -> u32 {
-        self.node.depth
+        self.scope.depth
     }
 
     pub fn max_depth(&self) -> u32 {
-        self.node.max_depth
+        self.scope.max_depth
     }
 
     pub fn remaining_time(&self) -> Duration {
-        self.node.deadline.saturating_duration_since(Instant::now())
+        self.scope.deadline.saturating_duration_since(Instant::now())
     }
 
     /// Tokens this node can still grant to children.
     pub fn remaining_tokens(&self) -> u32 {
-        self.node.remaining_tokens()
+        self.dispatch.remaining_tokens()
     }
 
     /// The largest parallel batch allowed.
     pub fn fan_out(&self) -> u32 {
-        self.node.fan_out
+        self.scope.fan_out
     }
 
     /// Whether this node's agent may delegate to `target` per the configuration.
     pub fn may_delegate_to(&self, target: &AgentSlug) -> bool {
-        let reg = self.runtime.registry();
-        reg.get(&self.node.agent).is_some_and(|m| m.spec.may_delegate_to(target)) && reg.get(target).is_some()
+        self.dispatch.may_delegate_to(target)
     }
 }

@@ -1,20 +1,41 @@
-//! User isolation rail: a session belongs to one user. A request that names
-//! another user's session is refused with `USER_MISMATCH` and learns nothing
-//! about that session.
+//! Sessions, and the user isolation rail: a session belongs to one user. A
+//! request that names another user's session is refused with
+//! `USER_MISMATCH` and learns nothing about that session.
 
-use crate::protocol::{AgentSlug, DelegationError, SessionId, UserId};
+use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, Mode, SessionId, UserId};
 use crate::store::{Session, Store, StoreError};
 
 /// The sessions a delegation works in: the origin's (parent) session and the
 /// target's child session under it. An ephemeral consult may have no child
 /// session: it reads what exists and creates nothing.
 #[derive(Debug, Clone)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     pub parent: Option<Session>,
     pub child: Option<Session>,
     /// The child session is new: nothing to read from it, and it is written
     /// with the delegation's own records when it finishes.
     pub new_child: bool,
+}
+
+/// The sessions of `req`: an ephemeral consult reads the target's history
+/// and creates nothing; a persisted delegation gets (or continues) its child
+/// session under the parent's. `parent_session` is the calling node's, which
+/// wins over what the envelope names.
+pub(crate) async fn resolve(
+    store: &dyn Store,
+    req: &DelegationRequest,
+    parent_session: Option<SessionId>,
+) -> Result<Sessions, DelegationError> {
+    let parent = parent_session.or(req.parent_session_id);
+    match req.mode {
+        Mode::Ephemeral => {
+            existing_sessions(store, &req.user_id, &req.target_employee, parent, req.child_session_id).await
+        }
+        _ => {
+            sessions(store, &req.user_id, &req.origin_employee, &req.target_employee, parent, req.child_session_id)
+                .await
+        }
+    }
 }
 
 /// A session that must belong to `user`: another user's is refused, and so
@@ -33,7 +54,7 @@ async fn owned(
 }
 
 /// The sessions of an ephemeral consult (seeds/003): read, never created.
-pub async fn existing_sessions(
+async fn existing_sessions(
     store: &dyn Store,
     user: &UserId,
     target: &AgentSlug,
@@ -54,7 +75,7 @@ pub async fn existing_sessions(
 
 /// Resolves (creating where needed) the parent and child sessions, refusing
 /// any that belongs to another user.
-pub async fn sessions(
+async fn sessions(
     store: &dyn Store,
     user: &UserId,
     origin: &AgentSlug,

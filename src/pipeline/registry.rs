@@ -1,4 +1,6 @@
-//! The team: each member's declared spec and its implementation.
+//! The team: each member's declared spec and its implementation, built from
+//! the configuration (built-in team, Prime, and the backends: http, command,
+//! llm, a2a) unless the embedder supplied one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -7,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::agent::Agent;
 use crate::agent::command::CommandAgent;
 use crate::agent::http::RemoteAgent;
-use crate::config::{AgentSpec, Backend, Config};
+use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::orchestrate::prime::PrimeAgent;
 use crate::protocol::{AgentSlug, DelegationError};
 use crate::team;
@@ -95,7 +97,7 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
     match &spec.backend {
         Backend::Builtin { name } => {
             let name = name.as_deref().unwrap_or(spec.slug.as_str());
-            if name == "prime-boss" || name == "prime" {
+            if BUILTIN_PRIME.contains(&name) {
                 // one line of config switches Prime's planner
                 if config.prime.planner == "llm" {
                     return Ok(Arc::new(crate::agent::llm::LlmAgent::prime(spec, config)?));

@@ -2,7 +2,7 @@
 //! count with a real tokenizer; built-in agents use this estimate, which for
 //! English text is close to BPE tokenizers' counts (about 4 bytes a token).
 
-use crate::agent::Task;
+use super::Task;
 
 /// The completion an agent without a tokenizer is expected to produce.
 pub const EXPECTED_COMPLETION: u32 = 128;

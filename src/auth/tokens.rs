@@ -8,45 +8,10 @@ use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
 
+use super::Principal;
 use crate::config::AuthConfig;
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, UserId};
 use crate::store::Store;
-
-/// Who a token belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Principal {
-    Service(AgentSlug),
-    User(UserId),
-    Admin,
-}
-
-impl Principal {
-    fn kind(&self) -> &'static str {
-        match self {
-            Self::Service(_) => "service",
-            Self::User(_) => "user",
-            Self::Admin => "admin",
-        }
-    }
-
-    fn subject(&self) -> String {
-        match self {
-            Self::Service(a) => a.to_string(),
-            Self::User(u) => u.to_string(),
-            Self::Admin => "admin".into(),
-        }
-    }
-
-    fn from_parts(kind: &str, subject: &str) -> Option<Self> {
-        match kind {
-            "service" => AgentSlug::parse(subject).ok().map(Self::Service),
-            "user" => UserId::parse(subject).ok().map(Self::User),
-            "admin" => Some(Self::Admin),
-            _ => None,
-        }
-    }
-}
 
 /// sha256 hex of a token.
 pub fn hash_token(token: &str) -> String {
@@ -56,9 +21,9 @@ pub fn hash_token(token: &str) -> String {
 /// A new token: a kind prefix and 244 bits from the OS's random source.
 pub fn new_token(principal: &Principal) -> String {
     let prefix = match principal {
-        Principal::Service(_) => "sbs",
+        Principal::Agent(_) => "sbs",
         Principal::User(_) => "sbu",
-        Principal::Admin => "sba",
+        Principal::Admin | Principal::Anonymous(_) => "sba",
     };
     let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
     format!("{prefix}_{}{}", a.simple(), b.simple())
@@ -83,7 +48,7 @@ impl Tokens {
     pub async fn load_config(&self, auth: &AuthConfig) -> Result<(), DelegationError> {
         let hashed = |t: &str| t.strip_prefix("sha256:").map_or_else(|| hash_token(t), str::to_string);
         for (agent, token) in &auth.service_tokens {
-            let p = Principal::Service(AgentSlug::parse(agent.as_str()).map_err(|e| DelegationError::invalid(e.0))?);
+            let p = Principal::Agent(AgentSlug::parse(agent.as_str()).map_err(|e| DelegationError::invalid(e.0))?);
             self.remember(&hashed(token), p).await?;
         }
         for (user, token) in &auth.user_tokens {
@@ -137,7 +102,7 @@ impl Tokens {
         let have: Vec<String> = self.store.token_subjects("service").await?;
         for agent in agents {
             if !have.iter().any(|h| h == agent.as_str()) {
-                let p = Principal::Service(agent.clone());
+                let p = Principal::Agent(agent.clone());
                 issued.push((p.clone(), self.issue(p).await?));
             }
         }
@@ -171,7 +136,7 @@ mod tests {
     async fn issued_tokens_authenticate_and_are_stored_hashed() {
         let store = Arc::new(MemoryStore::new());
         let tokens = Tokens::new(store.clone());
-        let prime = Principal::Service(AgentSlug::parse("prime-boss").unwrap());
+        let prime = Principal::Agent(AgentSlug::parse("prime-boss").unwrap());
         let t = tokens.issue(prime.clone()).await.unwrap();
         assert!(t.starts_with("sbs_") && t.len() == 68);
         assert_eq!(tokens.authenticate(&t).await.unwrap(), prime);

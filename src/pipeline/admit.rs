@@ -1,0 +1,213 @@
+//! Admission: every rail before the agent runs, in the order of DESIGN §1:
+//! validate → lineage → authenticate → route → authorize → depth → fan-out
+//! → cycle → deadline → budget → sessions. What passes becomes an
+//! [`Admitted`] delegation with its [`Node`]; what does not comes back as
+//! [`Refused`] with the request (and the tree, if it was entered) for the record.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::node::Node;
+use super::registry::Member;
+use super::sessions::{self, Sessions};
+use super::{Entry, Runtime, route};
+use crate::agent::{Scope, ToolSet};
+use crate::auth::Principal;
+use crate::config::AgentSpec;
+use crate::protocol::{ChainLink, DelegationError, DelegationRequest, ErrorCode};
+use crate::rails::budget::BudgetAccount;
+use crate::rails::cycle::{self, CyclePermit};
+use crate::rails::fanout::{self, FanOutPermit};
+use crate::rails::{Tree, auth, deadline, depth, validate};
+
+/// A delegation that passed every rail and may run. Its permits (fan-out
+/// place, cycle key, budget account) are released when it drops.
+pub(crate) struct Admitted {
+    pub req: DelegationRequest,
+    pub member: Member,
+    pub node: Arc<Node>,
+    pub budget: BudgetAccount,
+    pub sessions: Sessions,
+    /// The delegation's own deadline, in milliseconds from admission.
+    pub deadline_ms: u64,
+    _fan_out: Option<FanOutPermit>,
+    _cycle: Option<CyclePermit>,
+}
+
+/// A delegation a rail refused: the request as far as admission got, and its tree if it was entered.
+pub(crate) struct Refused {
+    pub req: DelegationRequest,
+    pub tree: Option<Arc<Tree>>,
+    pub error: DelegationError,
+}
+
+impl Refused {
+    /// Refuses an admitted delegation (its permits are released now).
+    pub fn admitted(adm: Admitted, error: DelegationError) -> Self {
+        let (req, tree) = (adm.req.clone(), adm.node.tree.clone());
+        drop(adm);
+        Self { req, tree: Some(tree), error }
+    }
+}
+
+/// Every rail, in order.
+pub(crate) async fn admit(
+    rt: &Runtime,
+    parent: Option<&Arc<Node>>,
+    caller: &Principal,
+    mut req: DelegationRequest,
+    entry: Entry,
+) -> Result<Admitted, Refused> {
+    // a user's own turn starts a tree at depth 0; anything else is a delegation
+    let user_turn = entry == Entry::UserTurn && parent.is_none() && caller.user().is_some();
+    let mut tree = None;
+    match rails(rt, parent, caller, &mut req, user_turn, &mut tree).await {
+        Ok(p) => Ok(Admitted {
+            req,
+            member: p.member,
+            node: p.node,
+            budget: p.budget,
+            sessions: p.sessions,
+            deadline_ms: p.deadline_ms,
+            _fan_out: p.fan_out,
+            _cycle: p.cycle,
+        }),
+        Err(error) => Err(Refused { req, tree, error }),
+    }
+}
+
+/// What the rails granted, for [`Admitted`].
+struct Passed {
+    member: Member,
+    node: Arc<Node>,
+    budget: BudgetAccount,
+    sessions: Sessions,
+    deadline_ms: u64,
+    fan_out: Option<FanOutPermit>,
+    cycle: Option<CyclePermit>,
+}
+
+async fn rails(
+    rt: &Runtime,
+    parent: Option<&Arc<Node>>,
+    caller: &Principal,
+    req: &mut DelegationRequest,
+    user_turn: bool,
+    entered: &mut Option<Arc<Tree>>,
+) -> Result<Passed, DelegationError> {
+    let inner = &*rt.inner;
+    let limits = &inner.config.limits;
+
+    // validate: the envelope itself
+    validate::request(req, limits)?;
+    // lineage: the parent node is authoritative for in-process calls
+    if let Some(p) = parent {
+        req.user_id = p.user.clone();
+        req.current_depth = p.depth;
+        req.root_request_id = Some(p.root_id);
+        req.parent_request_id = Some(p.request_id);
+        req.chain = p.chain.clone();
+    }
+    // authenticate: the origin is the caller (a user's turn has no origin agent)
+    let origin: Option<Arc<AgentSpec>> = if user_turn {
+        None
+    } else {
+        auth::authenticate(caller, &req.origin_employee)?;
+        let spec = inner.registry.get(&req.origin_employee).map(|m| m.spec.clone());
+        Some(spec.ok_or_else(|| {
+            DelegationError::new(
+                ErrorCode::AgentNotFound,
+                format!(
+                    "origin agent '{}' is not registered; list agents with `switchboard agents`",
+                    req.origin_employee
+                ),
+            )
+        })?)
+    };
+    // route: the named target, a domain's member, or discovered
+    let member = route::target(rt, req, origin.as_deref()).await?;
+    let target = member.spec.clone();
+    // authorize: the edge, the user, the tools
+    if let Some(origin) = &origin {
+        auth::authorize_edge(origin, &target)?;
+    }
+    auth::authorize_user(&target, &req.user_id)?;
+    let caller_tools: ToolSet = match (parent, &origin) {
+        (Some(p), _) => (*p.tools).clone(),
+        (None, Some(origin)) => origin.tools_allowed.clone(),
+        (None, None) => target.tools_allowed.clone(),
+    };
+    let tools = auth::effective_tools(&target, &caller_tools, req.tools.as_deref())?;
+
+    // the tree's rails: depth, fan-out, cycle, deadline, budget
+    let tree = inner.trees.enter(&req.user_id, req.root_id());
+    *entered = Some(tree.clone());
+    let (depth, max_depth) = if user_turn {
+        (0, req.constraints.max_depth.min(limits.max_depth_ceiling))
+    } else {
+        let inherited = parent.map_or(limits.max_depth_ceiling, |p| p.max_depth);
+        let d = depth::check(req.current_depth, req.constraints.max_depth, inherited)?;
+        (d.target, d.max)
+    };
+    let fan_out = match req.parent_request_id {
+        Some(p) if !user_turn => Some(fanout::acquire(&tree, p, limits.fan_out)?),
+        _ => None,
+    };
+    let objective_hash = cycle::objective_hash(&req.objective);
+    let cycle = match user_turn {
+        true => None,
+        false => Some(cycle::acquire(&tree, &req.origin_employee, &req.target_employee, &objective_hash, &req.chain)?),
+    };
+    let now = Instant::now();
+    let requested_ms =
+        req.constraints.deadline_ms.min(target.limits.deadline_ms.unwrap_or(u64::MAX)).min(limits.max_deadline_ms);
+    let margin = Duration::from_millis(limits.deadline_margin_ms);
+    let deadline_at =
+        deadline::child_deadline(now, Duration::from_millis(requested_ms), parent.map(|p| p.deadline), margin)?;
+    let requested_tokens =
+        req.constraints.max_tokens.min(target.limits.max_tokens.unwrap_or(u32::MAX)).min(limits.max_tokens_ceiling);
+    if parent.is_some_and(|p| !p.budget_open()) {
+        return Err(DelegationError::new(ErrorCode::Cancelled, "the parent delegation has already finished"));
+    }
+    let budget = BudgetAccount::open(&tree, req.request_id, req.parent_request_id, requested_tokens)?;
+
+    // sessions: user isolation, enforced against the store
+    let sessions = sessions::resolve(&*inner.store, req, parent.and_then(|p| p.session)).await?;
+
+    let mut chain: Vec<ChainLink> = if user_turn { Vec::new() } else { req.chain.clone() };
+    chain.push(ChainLink { agent: req.target_employee.clone(), objective_hash });
+    let scope = Scope {
+        request_id: req.request_id,
+        root_id: req.root_id(),
+        user: req.user_id.clone(),
+        agent: req.target_employee.clone(),
+        origin: req.origin_employee.clone(),
+        parent_request_id: req.parent_request_id,
+        parent_session: sessions.parent.as_ref().map(|p| p.id),
+        idempotency_key: req.idempotency_key.clone(),
+        session: sessions.child.as_ref().map(|c| c.id),
+        mode: req.mode,
+        depth,
+        max_depth,
+        deadline: deadline_at,
+        tools: Arc::new(tools),
+        chain,
+        priority: req.priority,
+        max_tokens_default: limits.max_tokens,
+        deadline_ms_default: limits.deadline_ms,
+        fan_out: limits.fan_out,
+    };
+    let cancel = parent.map_or_else(CancellationToken::new, |p| p.cancel.child_token());
+    Ok(Passed {
+        node: Arc::new(Node::new(scope, tree, cancel)),
+        deadline_ms: deadline_at.saturating_duration_since(now).as_millis() as u64,
+        member,
+        budget,
+        sessions,
+        fan_out,
+        cycle,
+    })
+}

@@ -1,0 +1,119 @@
+//! [`RuntimeBuilder`]: the configuration, the store, agents supplied in Rust
+//! and the breaker settings; every part has an embedded default.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::registry::Registry;
+use super::runtime::{Inner, Runtime};
+use crate::agent::Agent;
+use crate::config::{AgentSpec, Config};
+use crate::protocol::{AgentSlug, DelegationError};
+use crate::rails::Trees;
+use crate::redact::Redactor;
+use crate::resilience::{BreakerConfig, Breakers};
+use crate::route::DomainTable;
+use crate::store::{MemoryStore, Store};
+use crate::telemetry::{Events, Metrics};
+
+/// Builds a [`Runtime`]; every part has an embedded default.
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    config: Option<Config>,
+    store: Option<Arc<dyn Store>>,
+    agents: HashMap<AgentSlug, Arc<dyn Agent>>,
+    specs: Vec<AgentSpec>,
+    breaker: BreakerConfig,
+    bad_slugs: Vec<String>,
+}
+
+impl RuntimeBuilder {
+    /// The configuration (default: the built-in team).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// The store (default: in memory).
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Supplies the implementation of a declared agent.
+    pub fn agent(mut self, slug: &str, agent: impl Agent) -> Self {
+        match AgentSlug::parse(slug) {
+            Ok(slug) => {
+                self.agents.insert(slug, Arc::new(agent));
+            }
+            Err(_) => self.bad_slugs.push(slug.to_string()),
+        }
+        self
+    }
+
+    /// Declares an extra agent (replacing a declared one with the same slug).
+    pub fn spec(mut self, spec: AgentSpec) -> Self {
+        self.specs.push(spec);
+        self
+    }
+
+    /// Circuit breaker settings (default: [`BreakerConfig::default`]).
+    pub fn breaker(mut self, cfg: BreakerConfig) -> Self {
+        self.breaker = cfg;
+        self
+    }
+
+    /// The runtime, or why the configuration cannot run.
+    pub fn build(self) -> Result<Runtime, DelegationError> {
+        if let Some(bad) = self.bad_slugs.first() {
+            return Err(DelegationError::invalid(format!(
+                "'{bad}' is not an agent slug (lowercase letters, digits and dashes)"
+            )));
+        }
+        let mut config = self.config.unwrap_or_else(Config::builtin);
+        for spec in self.specs {
+            config.agents.retain(|a| a.slug != spec.slug);
+            config.agents.push(spec);
+        }
+        config.validate()?;
+        let registry = Registry::build(&config, &self.agents)?;
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                trees: Trees::new(),
+                breakers: Breakers::new(self.breaker),
+                redactor: Redactor::new(),
+                events: Events::default(),
+                domains: DomainTable::from_config(&config),
+                metrics: Metrics::new(config.agents.iter().map(|a| &a.slug)),
+                running: Default::default(),
+                registry,
+                config,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{AgentContext, AgentOutput, Task};
+
+    struct Nop;
+
+    #[async_trait::async_trait]
+    impl Agent for Nop {
+        async fn run(&self, _: &AgentContext, _: &Task) -> Result<AgentOutput, DelegationError> {
+            Ok(AgentOutput::new("", ""))
+        }
+    }
+
+    #[test]
+    fn a_malformed_slug_or_an_undeclared_agent_is_refused_at_build() {
+        let err = Runtime::builder().agent("Not A Slug", Nop).build().err().expect("refused");
+        assert!(err.message.contains("Not A Slug"), "{}", err.message);
+        let err = Runtime::builder().agent("ghost", Nop).build().err().expect("refused");
+        assert!(err.message.contains("ghost"), "{}", err.message);
+        assert!(Runtime::builder().agent("tag-ai", Nop).build().is_ok());
+    }
+}

@@ -1,0 +1,137 @@
+//! Context in and out (seeds/002 `buildDelegatedContext`): what the agent
+//! gets besides the request (the user's global, agent and domain facts, the
+//! target's recent messages), and what a finished delegation leaves in
+//! memory (its conversation and the facts it learned), unless it is an
+//! ephemeral consult (seeds/003), which reads the history but writes nothing.
+
+use super::admit::Admitted;
+use super::pii::Pii;
+use super::{Runtime, USER_ORIGIN, record};
+use crate::agent::{HistoryMessage, Task};
+use crate::config::AgentSpec;
+use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, Mode, NewFact, Status};
+use crate::store::{Conversation, Fact, Message, now_ms};
+
+/// How many of the target's recent messages reach it (seeds/002).
+const HISTORY_MESSAGES: usize = 5;
+
+/// The task the agent sees: the redacted request plus facts and history.
+pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, DelegationError> {
+    let inner = &*rt.inner;
+    let req = &adm.req;
+    let spec = &adm.member.spec;
+    let mut scopes = vec!["global".to_string(), format!("agent:{}", spec.slug)];
+    if let Some(d) = &spec.domain {
+        scopes.push(format!("domain:{d}"));
+    }
+    let facts = inner.store.facts(&req.user_id, &scopes).await?;
+    let history = match &adm.sessions.child {
+        Some(child) if !adm.sessions.new_child => inner.store.recent_messages(child.id, HISTORY_MESSAGES).await?,
+        _ => Vec::new(),
+    };
+    let mut task = Task {
+        request_id: Some(req.request_id),
+        agent: Some(spec.slug.clone()),
+        user_id: Some(req.user_id.clone()),
+        objective: req.objective.clone(),
+        input: req.input.clone(),
+        context_hints: req.context_hints.clone(),
+        handoff: req.handoff_data.clone(),
+        task_note: req.task_note.clone(),
+        facts: facts.into_iter().map(|f| f.fact).collect(),
+        history: history.into_iter().map(|m| HistoryMessage { role: m.role, content: m.content }).collect(),
+        seed: None,
+        attempt: 1,
+        max_completion_tokens: 0,
+    };
+    Pii::new(&inner.redactor, Some(&adm.node.tree)).task(&mut task, spec.pii_access);
+    Ok(task)
+}
+
+/// The conversation and the new facts to save with the delegation's
+/// records. A new child session is saved even when the delegation failed;
+/// its messages only when it did not.
+pub(super) async fn conversation(rt: &Runtime, adm: &Admitted, response: &DelegationResponse) -> Conversation {
+    let req = &adm.req;
+    let Some(child) = adm.sessions.child.as_ref().filter(|_| req.mode == Mode::Persist) else {
+        return Conversation::default(); // an ephemeral consult writes nothing (seeds/003)
+    };
+    let new_session = adm.sessions.new_child.then(|| child.clone());
+    if response.status == Status::Failed {
+        return Conversation { new_session, ..Conversation::default() };
+    }
+    let now = now_ms();
+    let asked =
+        if req.input.is_empty() { req.objective.clone() } else { format!("{}\n\n{}", req.objective, req.input) };
+    let origin = (req.origin_employee.as_str() != USER_ORIGIN).then(|| req.origin_employee.to_string());
+    let message = |role: &str, content: String| Message {
+        session_id: child.id,
+        role: role.into(),
+        content,
+        delegated_from: origin.clone(),
+        delegation_depth: Some(adm.node.depth),
+        created_at: now,
+    };
+    let asked = Pii::new(&rt.inner.redactor, Some(&adm.node.tree)).text(&asked);
+    let messages = vec![message("user", asked), message("assistant", response.result.clone())];
+    let mut facts = Vec::new();
+    for f in &response.new_facts {
+        match fact_scope(f, &adm.member.spec) {
+            Ok(scope) => facts.push(Fact {
+                user_id: req.user_id.clone(),
+                scope,
+                fact: f.fact.clone(),
+                source_request: Some(req.request_id),
+                created_at: now,
+            }),
+            // writing into another agent's memory would let its output steer that agent
+            Err(e) => {
+                let what = format!("facts:{}", f.scope.as_deref().unwrap_or(""));
+                record::denied(rt, &adm.node, &what, &e).await
+            }
+        }
+    }
+    Conversation { new_session, messages, facts }
+}
+
+/// The scope a new fact is saved under: `global`, the agent's own, or its own
+/// domain's. Another agent's or domain's memory is not the agent's to write.
+fn fact_scope(f: &NewFact, spec: &AgentSpec) -> Result<String, DelegationError> {
+    let own = format!("agent:{}", spec.slug);
+    let domain = spec.domain.as_ref().map(|d| format!("domain:{d}"));
+    match f.scope.as_deref() {
+        None | Some("") => Ok(own),
+        Some("global") => Ok("global".into()),
+        Some(s) if s == own || Some(s) == domain.as_deref() => Ok(s.into()),
+        Some(s) => Err(DelegationError::new(
+            ErrorCode::PermissionDenied,
+            format!(
+                "agent '{}' may not write facts into '{s}'; it writes to global, {own} or its own domain",
+                spec.slug
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn fact(scope: Option<&str>) -> NewFact {
+        NewFact { fact: "likes tea".into(), scope: scope.map(str::to_string) }
+    }
+
+    #[test]
+    fn an_agent_writes_facts_to_global_its_own_or_its_domains_memory_only() {
+        let config = Config::builtin();
+        let tag = config.agent("tag-ai").unwrap();
+        let domain = format!("domain:{}", tag.domain.as_deref().unwrap());
+        assert_eq!(fact_scope(&fact(None), tag).unwrap(), "agent:tag-ai");
+        assert_eq!(fact_scope(&fact(Some("global")), tag).unwrap(), "global");
+        assert_eq!(fact_scope(&fact(Some(&domain)), tag).unwrap(), domain);
+        let err = fact_scope(&fact(Some("agent:byte-doc")), tag).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PermissionDenied);
+        assert!(fact_scope(&fact(Some("domain:somebody-else")), tag).is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! The pipeline of one delegation (DESIGN §1), read top to bottom in
+//! [`Runtime::dispatch`]. Every delegation goes through it, whether it comes
+//! from the CLI, HTTP, A2A, MCP or an agent's own `Delegator`:
+//!
+//! ```text
+//! admit ─► idempotency ─► attempts ───────────────────────────────► record ─► respond
+//! validate   a repeat     [context (PII redacted) → breaker →        node, audit,   PII restored
+//! lineage    answers      agent inside the deadline → budget →       conversation:  at the edge;
+//! authn      from the     verify → retry]*                           durable first  kept for repeats
+//! route      store
+//! authz, depth, fan-out, cycle, deadline, budget, sessions
+//! ```
+//!
+//! One file per stage: [`admit`] (with [`route`] and [`sessions`]),
+//! [`idempotency`], [`attempts`] (with [`attempt`], [`context`], [`pii`],
+//! [`verify`] and [`seeds`]), [`record`], [`respond`]; a user's turn is
+//! [`ask`]. [`node`] is a running delegation and how its agent delegates further.
+
+mod admit;
+mod ask;
+mod attempt;
+mod attempts;
+mod builder;
+mod context;
+mod idempotency;
+mod node;
+mod pii;
+mod record;
+pub mod registry;
+mod respond;
+mod route;
+mod runtime;
+mod seeds;
+mod sessions;
+mod tree_view;
+mod verify;
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tracing::Instrument;
+
+pub use ask::{AskOptions, AskResponse};
+pub use builder::RuntimeBuilder;
+pub use registry::{Member, Registry};
+pub use runtime::Runtime;
+pub use tree_view::TreeView;
+
+use crate::auth::Principal;
+use crate::protocol::{DelegationRequest, DelegationResponse};
+use crate::store::now_ms;
+use crate::telemetry::Event;
+use admit::Refused;
+use node::Node;
+use pii::Pii;
+
+/// The origin recorded for a user's own message to Prime.
+pub const USER_ORIGIN: &str = "user";
+
+/// How a delegation enters: a user's own turn (the root of a new tree, at
+/// depth 0, no origin agent) or a delegation from an agent (or an operator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    UserTurn,
+    Delegation,
+}
+
+impl Runtime {
+    /// The pipeline. `parent` is the calling node when the call comes from
+    /// an agent running in this runtime.
+    pub(crate) async fn dispatch(
+        &self,
+        parent: Option<&Arc<Node>>,
+        caller: &Principal,
+        req: DelegationRequest,
+        entry: Entry,
+    ) -> DelegationResponse {
+        let depth = parent.map_or(req.current_depth, |p| p.depth).saturating_add(u32::from(entry == Entry::Delegation));
+        let span = tracing::info_span!(
+            "delegation",
+            otel.name = %format!("delegate {}", req.target_employee),
+            request_id = %req.request_id,
+            root_id = %req.root_id(),
+            origin_agent = %req.origin_employee,
+            target_agent = %req.target_employee,
+            depth,
+        );
+        let response = self.flow(parent, caller, req, entry).instrument(span).await;
+        if let Some(p) = parent {
+            p.add_child_usage(response.token_usage);
+        }
+        response
+    }
+
+    async fn flow(
+        &self,
+        parent: Option<&Arc<Node>>,
+        caller: &Principal,
+        req: DelegationRequest,
+        entry: Entry,
+    ) -> DelegationResponse {
+        let clock = Clock::start();
+        // admit: every rail before the agent runs
+        let adm = match admit::admit(self, parent, caller, req, entry).await {
+            Ok(adm) => adm,
+            Err(refused) => return record::refuse(self, refused, parent, clock).await,
+        };
+        // idempotency: a repeated key gets the stored answer; nothing runs again
+        match idempotency::claim(self, &adm).await {
+            Ok(None) => {}
+            Ok(Some(stored)) => return stored,
+            Err(e) => return record::refuse(self, Refused::admitted(adm, e), parent, clock).await,
+        }
+        if let Some(p) = parent {
+            p.child_started();
+        }
+        let _in_flight = adm.member.enter();
+        let _cancellable = runtime::Cancellable::register(self, adm.node.request_id, adm.node.cancel.clone());
+        // the record exists from here: written as cancelled if this future is dropped
+        let (running, objective) = record::Running::start(self, &adm, &clock);
+        self.started(&adm, objective, &clock);
+        // attempts: context → breaker → agent inside the deadline → budget → verify → retry
+        let attempts = attempts::run(self, &adm).await;
+        adm.node.cancel.cancel(); // whatever the agent started and left behind stops now
+        // record: node, audit and conversation, durable before the response is acknowledged
+        let mut response = respond::response(&adm, &attempts, &clock);
+        let conversation = context::conversation(self, &adm, &response).await;
+        running.finish(&mut response, attempts.execution.attempts, conversation).await;
+        tracing::info!(
+            request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,
+            depth = adm.node.depth, status = response.status.as_str(), duration_ms = response.duration_ms,
+            "delegation finished"
+        );
+        // respond: back at the edge the caller gets its own values back; a keyed answer is kept
+        if parent.is_none() {
+            Pii::new(&self.inner.redactor, Some(&adm.node.tree)).restore(&mut response);
+        }
+        idempotency::keep(self, &adm.req, &response).await;
+        response
+    }
+
+    fn started(&self, adm: &admit::Admitted, objective: String, clock: &Clock) {
+        let req = &adm.req;
+        self.inner.events.emit(|| Event::Started {
+            request_id: req.request_id,
+            root_id: adm.node.root_id,
+            user_id: req.user_id.to_string(),
+            parent_id: req.parent_request_id,
+            origin: req.origin_employee.to_string(),
+            target: req.target_employee.to_string(),
+            objective,
+            depth: adm.node.depth,
+            at_ms: clock.started_ms,
+        });
+    }
+}
+
+/// When a delegation started: for durations, and for its record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    started: Instant,
+    started_ms: i64,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        Self { started: Instant::now(), started_ms: now_ms() }
+    }
+
+    pub fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+}

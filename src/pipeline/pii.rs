@@ -1,0 +1,147 @@
+//! PII, in one place: what reaches an agent is redacted (typed tokens such
+//! as `<EMAIL_1>`, the same value the same token in every hop of a tree);
+//! what an agent returns is redacted before it flows up the tree or into a
+//! record; what goes back to the caller at the edge is restored. An agent
+//! trusted with PII (`pii_access`) sees the real values of its own task.
+
+use crate::agent::{AgentOutput, Task};
+use crate::protocol::DelegationResponse;
+use crate::rails::Tree;
+use crate::redact::{Redactor, Vault};
+
+/// The redactor with the vault of one tree (or, outside any tree, a
+/// throwaway vault: the text is tokenized and nothing can restore it).
+pub(super) struct Pii<'a> {
+    redactor: &'a Redactor,
+    tree: Option<&'a Tree>,
+}
+
+impl<'a> Pii<'a> {
+    pub fn new(redactor: &'a Redactor, tree: Option<&'a Tree>) -> Self {
+        Self { redactor, tree }
+    }
+
+    fn with_vault<T>(&self, f: impl FnOnce(&Redactor, &mut Vault) -> T) -> T {
+        match self.tree {
+            Some(tree) => f(self.redactor, &mut tree.vault()),
+            None => f(self.redactor, &mut Vault::default()),
+        }
+    }
+
+    /// `text` with every PII value replaced by its token.
+    pub fn text(&self, text: &str) -> String {
+        self.with_vault(|r, v| r.redact(text, v))
+    }
+
+    /// The task an agent sees: objective, input, note, facts and handoff
+    /// redacted; a trusted agent gets the real values of its objective,
+    /// input and note back.
+    pub fn task(&self, task: &mut Task, trusted: bool) {
+        self.with_vault(|r, vault| {
+            task.objective = r.redact(&task.objective, vault);
+            task.input = r.redact(&task.input, vault);
+            task.task_note = task.task_note.as_ref().map(|n| r.redact(n, vault));
+            task.facts = task.facts.iter().map(|f| r.redact(f, vault)).collect();
+            task.handoff.facts = task.handoff.facts.iter().map(|f| r.redact(f, vault)).collect();
+            if let Some(v) = task.handoff.intermediate_results.as_mut() {
+                r.redact_json(v, vault);
+            }
+            if trusted {
+                task.objective = vault.restore(&task.objective);
+                task.input = vault.restore(&task.input);
+                task.task_note = task.task_note.as_ref().map(|n| vault.restore(n));
+            }
+        })
+    }
+
+    /// What flows back up the tree carries tokens, not raw PII.
+    pub fn output(&self, out: &mut AgentOutput) {
+        self.with_vault(|r, vault| {
+            out.summary = r.redact(&out.summary, vault);
+            out.result = r.redact(&out.result, vault);
+            for a in &mut out.artifacts {
+                r.redact_json(&mut a.value, vault);
+            }
+            for f in &mut out.new_facts {
+                f.fact = r.redact(&f.fact, vault);
+            }
+        })
+    }
+
+    /// Back at the edge: the caller gave us these values; give them back.
+    pub fn restore(&self, response: &mut DelegationResponse) {
+        if let Some(tree) = self.tree {
+            let vault = tree.vault();
+            response.summary = vault.restore(&response.summary);
+            response.result = vault.restore(&response.result);
+            for a in &mut response.artifacts {
+                vault.restore_json(&mut a.value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Artifact, RequestId, UserId};
+    use crate::rails::Trees;
+
+    const EMAIL: &str = "alex.chan@company.com";
+
+    #[test]
+    fn an_agent_sees_tokens_and_a_trusted_one_sees_its_own_task_in_clear() {
+        let trees = Trees::new();
+        let tree = trees.enter(&UserId::parse("alice").unwrap(), RequestId::new());
+        let redactor = Redactor::new();
+        let pii = Pii::new(&redactor, Some(&tree));
+        let mut task = Task::new(format!("Email {EMAIL}"), format!("cc {EMAIL}"));
+        task.facts = vec![format!("works with {EMAIL}")];
+        let mut trusted = task.clone();
+        pii.task(&mut task, false);
+        assert_eq!(task.objective, "Email <EMAIL_1>");
+        assert_eq!(task.input, "cc <EMAIL_1>", "the same value is the same token");
+        assert_eq!(task.facts, ["works with <EMAIL_1>"]);
+        pii.task(&mut trusted, true);
+        assert_eq!(trusted.objective, format!("Email {EMAIL}"));
+        assert_eq!(trusted.facts, ["works with <EMAIL_1>"], "facts stay tokenized even for a trusted agent");
+    }
+
+    #[test]
+    fn outputs_are_redacted_and_restored_only_at_the_edge_of_their_own_tree() {
+        let trees = Trees::new();
+        let tree = trees.enter(&UserId::parse("alice").unwrap(), RequestId::new());
+        let redactor = Redactor::new();
+        let pii = Pii::new(&redactor, Some(&tree));
+        let mut out = AgentOutput::new(format!("wrote {EMAIL}"), format!("Dear {EMAIL}"))
+            .with_artifact(Artifact::json("draft", serde_json::json!({"to": EMAIL})));
+        pii.output(&mut out);
+        assert_eq!(out.result, "Dear <EMAIL_1>");
+        assert_eq!(out.artifacts[0].value["to"], "<EMAIL_1>");
+
+        let mut response = DelegationResponse::failed(
+            RequestId::new(),
+            crate::protocol::AgentSlug::parse("email").unwrap(),
+            crate::protocol::ErrorCode::AgentFailed.into(),
+        );
+        response.result = out.result.clone();
+        response.artifacts = out.artifacts.clone();
+        pii.restore(&mut response);
+        assert_eq!(response.result, format!("Dear {EMAIL}"));
+        assert_eq!(response.artifacts[0].value["to"], EMAIL);
+
+        // another tree's vault cannot restore this tree's tokens
+        let other = trees.enter(&UserId::parse("bob").unwrap(), RequestId::new());
+        let mut leaked = response.clone();
+        leaked.result = "Dear <EMAIL_1>".into();
+        Pii::new(&redactor, Some(&other)).restore(&mut leaked);
+        assert_eq!(leaked.result, "Dear <EMAIL_1>");
+    }
+
+    #[test]
+    fn outside_a_tree_text_is_tokenized_and_nothing_restores_it() {
+        let redactor = Redactor::new();
+        let pii = Pii::new(&redactor, None);
+        assert_eq!(pii.text(&format!("mail {EMAIL}")), "mail <EMAIL_1>");
+    }
+}

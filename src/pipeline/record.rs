@@ -1,0 +1,256 @@
+//! Records: every delegation, refused or not, and every action refused
+//! inside one, is one [`DelegationRecord`] (the tree node) and one audit
+//! record, durable before the caller hears back; metrics and the finished
+//! event follow. [`new_record`] is the one constructor.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::admit::{Admitted, Refused};
+use super::node::Node;
+use super::pii::Pii;
+use super::{Clock, Runtime};
+use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, TokenUsage, UserId};
+use crate::rails::cycle;
+use crate::route::history;
+use crate::store::{AuditRecord, Conversation, DelegationRecord, now_ms};
+use crate::telemetry::{Event, Observation};
+
+/// Where a record sits in its tree and who it is about.
+pub(super) struct Place<'a> {
+    pub request_id: RequestId,
+    pub root_id: RequestId,
+    pub parent_id: Option<RequestId>,
+    pub user: &'a UserId,
+    pub origin: String,
+    pub target: String,
+    pub depth: u32,
+}
+
+/// A record of `place`, not yet finished: the objective as stored (redacted)
+/// and its hash (of the raw objective, as the cycle rail computes it).
+pub(super) fn new_record(
+    place: Place<'_>,
+    objective: String,
+    objective_hash: String,
+    started_at: i64,
+) -> DelegationRecord {
+    DelegationRecord {
+        request_id: place.request_id,
+        root_id: place.root_id,
+        parent_id: place.parent_id,
+        user_id: place.user.clone(),
+        origin: place.origin,
+        target: place.target,
+        signature: history::task_signature(&objective),
+        objective,
+        objective_hash,
+        status: "refused".into(),
+        error_code: None,
+        attempts: 0,
+        depth: place.depth,
+        started_at,
+        duration_ms: 0,
+        tokens: TokenUsage::default(),
+    }
+}
+
+/// The audit log's view of a record.
+fn audit_of(r: &DelegationRecord) -> AuditRecord {
+    AuditRecord {
+        request_id: r.request_id,
+        root_id: r.root_id,
+        origin: r.origin.clone(),
+        target: r.target.clone(),
+        user_id: r.user_id.to_string(),
+        objective: r.objective.clone(),
+        outcome: r.status.clone(),
+        error_code: r.error_code.clone(),
+        duration_ms: r.duration_ms,
+        tokens: r.tokens.total,
+        created_at: r.started_at,
+    }
+}
+
+/// Ends a record's bookkeeping: the tree node, the audit record and the
+/// conversation (durably, before the caller hears back), metrics and the
+/// finished event.
+pub(super) async fn finish(
+    rt: &Runtime,
+    record: &DelegationRecord,
+    conversation: Conversation,
+    seconds: f64,
+    fallback: bool,
+) -> Result<(), DelegationError> {
+    let inner = &*rt.inner;
+    let written = inner.store.record_delegation(record, audit_of(record), conversation).await;
+    if let Ok(target) = crate::protocol::AgentSlug::parse(&record.target) {
+        inner.metrics.observe(Observation {
+            target: &target,
+            outcome: &record.status,
+            attempts: record.attempts,
+            seconds,
+            tokens: record.tokens.total,
+            fallback,
+        });
+    }
+    inner.events.emit(|| Event::Finished {
+        request_id: record.request_id,
+        root_id: record.root_id,
+        user_id: record.user_id.to_string(),
+        parent_id: record.parent_id,
+        origin: record.origin.clone(),
+        target: record.target.clone(),
+        status: record.status.clone(),
+        error_code: record.error_code.clone(),
+        attempts: record.attempts,
+        duration_ms: record.duration_ms,
+        tokens: record.tokens.total,
+    });
+    written.map(|_| ()).map_err(DelegationError::from)
+}
+
+/// Records a refusal (audit, tree, event) and answers it.
+pub(super) async fn refuse(
+    rt: &Runtime,
+    refused: Refused,
+    parent: Option<&Arc<Node>>,
+    clock: Clock,
+) -> DelegationResponse {
+    let Refused { req, tree, error } = refused;
+    tracing::info!(request_id = %req.request_id, origin = %req.origin_employee, target = %req.target_employee, code = %error.code, "delegation refused");
+    let objective = Pii::new(&rt.inner.redactor, tree.as_deref()).text(&req.objective);
+    let place = Place {
+        request_id: req.request_id,
+        root_id: req.root_id(),
+        parent_id: req.parent_request_id,
+        user: &req.user_id,
+        origin: req.origin_employee.to_string(),
+        target: req.target_employee.to_string(),
+        depth: parent.map_or(req.current_depth, |p| p.depth).saturating_add(1),
+    };
+    let mut record = new_record(place, objective, cycle::objective_hash(&req.objective), clock.started_ms);
+    record.error_code = Some(error.code.to_string());
+    record.duration_ms = clock.elapsed_ms();
+    let mut response = DelegationResponse::failed(req.request_id, req.target_employee.clone(), error);
+    response.duration_ms = record.duration_ms;
+    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false).await {
+        response.error = Some(e);
+    }
+    response
+}
+
+/// Audits an action refused inside a running delegation that is not itself
+/// a delegation (a model calling a tool it was not offered, a fact written
+/// into another agent's memory): one refused record under the node, so
+/// every attempt to widen power is on file.
+pub(super) async fn denied(rt: &Runtime, node: &Node, what: &str, error: &DelegationError) {
+    let place = Place {
+        request_id: RequestId::new(),
+        root_id: node.root_id,
+        parent_id: Some(node.request_id),
+        user: &node.user,
+        origin: node.agent.to_string(),
+        target: what.to_string(),
+        depth: node.depth.saturating_add(1),
+    };
+    let mut record = new_record(place, format!("use {what}"), cycle::objective_hash(what), now_ms());
+    record.error_code = Some(error.code.to_string());
+    tracing::warn!(origin = %node.agent, denied = what, code = %error.code, "action denied");
+    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false).await {
+        tracing::error!("denied action not audited: {e}");
+    }
+}
+
+/// The record of an admitted delegation while it runs. If its future is
+/// dropped before it records (its parent was cancelled or timed out), the
+/// record is written anyway, as cancelled.
+pub(super) struct Running {
+    runtime: Runtime,
+    record: Option<DelegationRecord>,
+    started: Instant,
+}
+
+impl Running {
+    /// The record of `adm`, with its objective redacted (also for the started event).
+    pub fn start(rt: &Runtime, adm: &Admitted, clock: &Clock) -> (Self, String) {
+        let req = &adm.req;
+        let objective = Pii::new(&rt.inner.redactor, Some(&adm.node.tree)).text(&req.objective);
+        let place = Place {
+            request_id: req.request_id,
+            root_id: adm.node.root_id,
+            parent_id: req.parent_request_id,
+            user: &req.user_id,
+            origin: req.origin_employee.to_string(),
+            target: req.target_employee.to_string(),
+            depth: adm.node.depth,
+        };
+        let mut record = new_record(place, objective.clone(), cycle::objective_hash(&req.objective), clock.started_ms);
+        record.status = Status::Failed.as_str().into();
+        record.error_code = Some(ErrorCode::Cancelled.to_string());
+        (Self { runtime: rt.clone(), record: Some(record), started: clock.started }, objective)
+    }
+
+    /// Finishes the record with the response, durable before it returns; a
+    /// failure to write it fails the response.
+    pub async fn finish(mut self, response: &mut DelegationResponse, attempts: u32, conversation: Conversation) {
+        let Some(mut record) = self.record.take() else { return };
+        record.status = response.status.as_str().into();
+        record.error_code = response.error_code().map(|c| c.to_string());
+        record.attempts = attempts;
+        record.duration_ms = response.duration_ms;
+        record.tokens = response.token_usage;
+        let seconds = self.started.elapsed().as_secs_f64();
+        if let Err(e) = finish(&self.runtime, &record, conversation, seconds, response.fallback.is_some()).await {
+            response.status = Status::Failed;
+            response.error = Some(e);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(mut record) = self.record.take() else { return };
+        record.duration_ms = self.started.elapsed().as_millis() as u64;
+        let runtime = self.runtime.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if let Err(e) = finish(&runtime, &record, Conversation::default(), 0.0, false).await {
+                    tracing::error!(request_id = %record.request_id, "record of a cancelled delegation not written: {e}");
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{AgentSlug, DelegationRequest};
+
+    #[tokio::test]
+    async fn a_refusal_is_on_file_with_its_code_and_no_raw_pii() {
+        let rt = Runtime::embedded();
+        let mut req = DelegationRequest::new(
+            AgentSlug::parse("prime-boss").unwrap(),
+            AgentSlug::parse("byte-doc").unwrap(),
+            UserId::parse("alice").unwrap(),
+            "Mail alex.chan@company.com",
+            "",
+        );
+        req.current_depth = 1;
+        let refused = Refused { req: req.clone(), tree: None, error: ErrorCode::DepthLimit.into() };
+        let response = refuse(&rt, refused, None, Clock::start()).await;
+        assert_eq!(response.error_code(), Some(ErrorCode::DepthLimit));
+        let records = rt.store().delegation_tree(req.request_id).await.unwrap();
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!((r.status.as_str(), r.error_code.as_deref()), ("refused", Some("DEPTH_LIMIT")));
+        assert_eq!(r.depth, 2, "one deeper than its origin");
+        assert_eq!(r.objective, "Mail <EMAIL_1>");
+        let audit = rt.store().audit_log().await.unwrap();
+        assert_eq!(audit.len(), 1);
+        assert!(!audit[0].record.objective.contains("alex.chan"));
+    }
+}

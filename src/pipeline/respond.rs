@@ -1,0 +1,81 @@
+//! The response: what the attempts produced, with the subtree's token usage
+//! (so a caller across a hop can reconcile its ledger), the execution, the
+//! verifier's verdict, what was learned, and after a final failure what the
+//! caller should do instead (seeds/001 `fallback`).
+
+use super::Clock;
+use super::admit::Admitted;
+use super::attempts::Attempts;
+use crate::protocol::{DelegationError, DelegationResponse, ErrorClass, ErrorCode, Execution, Fallback, Status};
+
+/// The response of an admitted delegation that ran.
+pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> DelegationResponse {
+    let req = &adm.req;
+    let duration_ms = clock.elapsed_ms();
+    let mut response = match &attempts.result {
+        Ok(out) => DelegationResponse {
+            status: out.status.unwrap_or(Status::Success),
+            summary: out.summary.clone(),
+            result: out.result.clone(),
+            artifacts: out.artifacts.clone(),
+            new_facts: out.new_facts.clone(),
+            used_sources: out.used_sources.clone(),
+            confidence: out.confidence,
+            requires_followup: out.requires_followup,
+            error: None,
+            ..DelegationResponse::failed(req.request_id, req.target_employee.clone(), ErrorCode::AgentFailed.into())
+        },
+        Err(e) => {
+            let mut r = DelegationResponse::failed(req.request_id, req.target_employee.clone(), e.clone());
+            r.fallback = fallback(e);
+            r
+        }
+    };
+    response.token_usage = attempts.usage;
+    response.token_usage.add(adm.node.children_usage());
+    response.duration_ms = duration_ms;
+    response.child_session_id = adm.sessions.child.as_ref().map(|c| c.id);
+    response.execution = Some(Execution { duration_ms, ..attempts.execution.clone() });
+    response.verifier = attempts.verdict.clone();
+    response.learned = attempts.learned.clone();
+    response
+}
+
+/// What the caller should do after a final failure (seeds/001 `fallback`).
+pub(super) fn fallback(e: &DelegationError) -> Option<Fallback> {
+    let (recommended, reasoning) = match e.code.class() {
+        ErrorClass::Verification => (
+            "handle_directly",
+            "All seeds failed verification within budget; the task may require judgment beyond deterministic execution",
+        ),
+        ErrorClass::Timeout => (
+            "retry_later",
+            "The agent did not answer within the deadline; retry with a longer deadline or a smaller task",
+        ),
+        ErrorClass::Unavailable => {
+            ("retry_later", "The agent is unavailable; retry after its circuit breaker cools down")
+        }
+        ErrorClass::Failure => ("handle_directly", "The agent failed on every attempt; handle the task without it"),
+        _ if e.code == ErrorCode::InvalidRequest => {
+            ("clarify_task_note", "The task is ambiguous or incomplete; refine the Task Note and delegate again")
+        }
+        _ => return None,
+    };
+    Some(Fallback { recommended: recommended.into(), reasoning: reasoning.into() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_final_failure_says_what_to_do_instead() {
+        let advice = |code: ErrorCode| fallback(&code.into()).map(|f| f.recommended);
+        assert_eq!(advice(ErrorCode::VerificationFailed).as_deref(), Some("handle_directly"));
+        assert_eq!(advice(ErrorCode::DeadlineExceeded).as_deref(), Some("retry_later"));
+        assert_eq!(advice(ErrorCode::AgentUnavailable).as_deref(), Some("retry_later"));
+        assert_eq!(advice(ErrorCode::AgentFailed).as_deref(), Some("handle_directly"));
+        assert_eq!(advice(ErrorCode::InvalidRequest).as_deref(), Some("clarify_task_note"));
+        assert_eq!(advice(ErrorCode::Cancelled), None, "a cancelled delegation needs no advice");
+    }
+}

@@ -1,0 +1,136 @@
+//! The [`Runtime`]: what a running Switchboard holds (configuration, team,
+//! store, live trees, breakers, redactor, events, metrics) and what callers
+//! outside the pipeline may ask of it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Entry;
+use super::registry::Registry;
+use super::tree_view::TreeView;
+use crate::auth::Principal;
+use crate::config::Config;
+use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, RequestId};
+use crate::rails::Trees;
+use crate::redact::Redactor;
+use crate::resilience::{BreakerState, Breakers};
+use crate::route::DomainTable;
+use crate::store::Store;
+use crate::telemetry::{Event, Events, Metrics};
+use crate::util::lock;
+
+/// The delegation runtime. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(super) inner: Arc<Inner>,
+}
+
+pub(super) struct Inner {
+    pub config: Config,
+    pub registry: Registry,
+    pub domains: DomainTable,
+    pub store: Arc<dyn Store>,
+    pub trees: Arc<Trees>,
+    pub breakers: Breakers,
+    pub redactor: Redactor,
+    pub events: Events,
+    pub metrics: Metrics,
+    /// Running delegations' cancellation, by request id.
+    pub running: std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
+}
+
+impl Runtime {
+    /// A builder; every part has an embedded default.
+    pub fn builder() -> super::RuntimeBuilder {
+        super::RuntimeBuilder::default()
+    }
+
+    /// The built-in team with an in-memory store.
+    pub fn embedded() -> Self {
+        Self::builder().build().expect("the built-in configuration is valid")
+    }
+
+    /// The configuration this runtime runs.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The team: every member's spec and implementation.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Where sessions, memory, trees and the audit log are kept.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// Live events of every delegation (started, attempt, retry, finished).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// The circuit breaker state of an agent.
+    pub fn breaker_state(&self, slug: &AgentSlug) -> BreakerState {
+        self.inner.breakers.state(slug)
+    }
+
+    /// Cancels a running delegation and, through its children's tokens,
+    /// everything it delegated. False when no such delegation runs here.
+    pub fn cancel(&self, request: RequestId) -> bool {
+        let token = lock(&self.inner.running).get(&request).cloned();
+        token.map(|t| t.cancel()).is_some()
+    }
+
+    /// The Prometheus text exposition of this runtime's metrics.
+    pub fn metrics_text(&self) -> String {
+        self.inner.metrics.render(&self.inner.breakers)
+    }
+
+    /// Trees with delegations still running (zero when the runtime is idle).
+    pub fn live_trees(&self) -> usize {
+        self.inner.trees.len()
+    }
+
+    /// One delegation from outside the runtime (CLI, HTTP, A2A). The response
+    /// is never an `Err`: refusals and failures come back with `status:
+    /// failed` and an `error`.
+    pub async fn delegate(&self, caller: &Principal, request: DelegationRequest) -> DelegationResponse {
+        self.dispatch(None, caller, request, Entry::Delegation).await
+    }
+
+    /// Records an envelope refused before it reached the rails (a forged or
+    /// contradictory header at the edge): audited as denied, like any refusal.
+    pub async fn record_refusal(&self, request: DelegationRequest, error: DelegationError) -> DelegationResponse {
+        let refused = super::admit::Refused { req: request, tree: None, error };
+        super::record::refuse(self, refused, None, super::Clock::start()).await
+    }
+
+    /// The stored tree of a delegation.
+    pub async fn tree(&self, request: RequestId) -> Result<Option<TreeView>, DelegationError> {
+        let records = self.inner.store.delegation_tree(request).await?;
+        Ok(TreeView::from_records(&records))
+    }
+}
+
+/// A running delegation's entry in the cancel registry, removed on drop.
+pub(super) struct Cancellable<'a> {
+    map: &'a std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
+    id: RequestId,
+}
+
+impl<'a> Cancellable<'a> {
+    pub fn register(runtime: &'a Runtime, id: RequestId, token: CancellationToken) -> Self {
+        let map = &runtime.inner.running;
+        lock(map).insert(id, token);
+        Self { map, id }
+    }
+}
+
+impl Drop for Cancellable<'_> {
+    fn drop(&mut self) {
+        lock(self.map).remove(&self.id);
+    }
+}
