@@ -1,13 +1,21 @@
-//! A2A 1.0 (a2aproject/A2A): every registered agent is an A2A agent, and
-//! remote A2A agents can join the team.
+//! A2A 1.0 (a2aproject/A2A) as a service over the runtime: every registered
+//! agent is an A2A agent. An A2A task is one delegation tree, its contextId
+//! a session; each turn of a task runs as one delegation.
 //!
-//! - [`server`]: the agent card, JSON-RPC and HTTP+JSON bindings under
-//!   `/a2a/{slug}`; an A2A task is one delegation tree, its contextId a session.
-//! - `service`: tasks over delegation trees, independent of the binding.
+//! - [`A2aService`]: the operations (send, get, list, cancel, subscribe)
+//!   and the tasks of one service, independent of the binding.
+//! - [`agent_card`]: an agent described as an A2A agent.
 //!
-//! The wire types, error kinds and the rails extension are in
-//! [`crate::protocol::a2a`]; the `a2a` backend that calls a remote A2A agent
-//! is [`crate::agent::a2a`]; the conformance agent is in the built-in team.
+//! The HTTP bindings (JSON-RPC, HTTP+JSON, SSE) are in the server; the wire
+//! types, error kinds and the rails extension are in [`crate::protocol::a2a`];
+//! the `a2a` backend that calls a remote A2A agent is [`crate::agent::a2a`];
+//! the conformance agent is in the built-in team.
 
-pub mod server;
+mod card;
+mod convert;
 mod service;
+mod tasks;
+
+pub use card::agent_card;
+pub use convert::{KEEP_ALIVE, ends_stream, message_text, parse_state, to_artifacts};
+pub use service::{A2aService, ListQuery, Mode, Sent};

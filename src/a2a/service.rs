@@ -7,163 +7,55 @@
 //! delegation in the same session. A contextId names a session: the first
 //! task in a context creates the session, later ones continue it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
+use super::convert::{message_text, to_artifacts, validate_message};
+use super::tasks::{EVENT_BUFFER, Entry, Running, Tasks, ours, view};
 use crate::auth::Principal;
 use crate::pipeline::{AskOptions, Runtime};
+use crate::protocol::a2a::MESSAGE_ID_HINT;
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails};
 use crate::protocol::a2a::types::{
-    Artifact, Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
-    TaskStatus, TaskStatusUpdateEvent, base64_decode,
+    Message, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
-use crate::protocol::a2a::{MESSAGE_ID_HINT, MESSAGE_LABEL, NATIVE_LABEL};
-use crate::protocol::{
-    AgentSlug, ArtifactKind, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, TokenUsage, UserId,
-};
-use crate::server::AppState;
+use crate::protocol::{AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, TokenUsage};
 use crate::util::lock;
 
-/// Tasks kept in memory; the oldest finished ones go first.
-const MAX_TASKS: usize = 10_000;
-/// Live events buffered per task for slow readers.
-const EVENT_BUFFER: usize = 256;
-/// Longest objective taken from a text part; longer text goes to the input.
-const MAX_OBJECTIVE: usize = 4000;
-/// Bounds on what a client may send.
-const MAX_ID: usize = 256;
-const MAX_PARTS: usize = 256;
-
-/// Who owns a task: the caller's principal.
-pub(crate) fn owner_of(p: &Principal) -> String {
-    match p {
-        Principal::User(u) => format!("user:{u}"),
-        Principal::Agent(a) => format!("agent:{a}"),
-        _ => "admin".into(),
-    }
-}
-
-struct Entry {
-    owner: String,
-    agent: AgentSlug,
-    task: Task,
-    seq: u64,
-    session: Option<SessionId>,
-    running: Option<Running>,
-    /// Live events while the task can still change; dropped once it is
-    /// terminal (each channel holds a buffer of EVENT_BUFFER slots, and
-    /// thousands of finished tasks are kept).
-    events: Option<broadcast::Sender<StreamResponse>>,
-}
-
-impl Entry {
-    fn send(&mut self, ev: StreamResponse) {
-        if let Some(tx) = &self.events {
-            let _ = tx.send(ev);
-        }
-    }
-
-    /// Closes the live events of a task that reached a terminal state: its
-    /// readers get what was sent, then the end of the stream.
-    fn close_if_terminal(&mut self) {
-        if self.task.status.state.is_terminal() {
-            self.events = None;
-        }
-    }
-}
-
-struct Running {
-    request_id: RequestId,
-    abort: Option<tokio::task::AbortHandle>,
-}
-
-#[derive(Default)]
-struct Tasks {
-    map: HashMap<String, Entry>,
-    /// (owner, agent, contextId) → the session it names.
-    contexts: HashMap<(String, String, String), SessionId>,
-    seq: u64,
-}
-
-impl Tasks {
-    fn bump(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
-    }
-
-    fn evict(&mut self) {
-        if self.contexts.len() > MAX_TASKS * 4 {
-            // the sessions stay in the store; only new tasks in old contexts start fresh ones
-            self.contexts.clear();
-        }
-        if self.map.len() < MAX_TASKS {
-            return;
-        }
-        let mut done: Vec<(u64, String)> =
-            self.map.iter().filter(|(_, e)| e.running.is_none()).map(|(k, e)| (e.seq, k.clone())).collect();
-        done.sort();
-        for (_, k) in done.into_iter().take(MAX_TASKS / 10 + 1) {
-            self.map.remove(&k);
-        }
-    }
-}
-
-/// The A2A side of one service (one [`AppState`]).
-pub(crate) struct A2aService {
+/// The A2A side of one service: its runtime and its tasks. Each server
+/// state has its own; nothing is shared between two in one process.
+pub struct A2aService {
+    runtime: Runtime,
     tasks: Mutex<Tasks>,
-}
-
-/// Each state's service, by a weak reference to the state.
-type Services = Vec<(Weak<AppState>, Arc<A2aService>)>;
-
-static SERVICES: std::sync::LazyLock<Mutex<Services>> = std::sync::LazyLock::new(Default::default);
-
-/// The A2A service of `state`: the server's `AppState` has no slot for it,
-/// so services live beside it, one per state, dropped with it.
-pub(crate) fn for_state(state: &Arc<AppState>) -> Arc<A2aService> {
-    let mut all = lock(&SERVICES);
-    all.retain(|(w, _)| w.strong_count() > 0);
-    if let Some((_, s)) = all.iter().find(|(w, _)| w.upgrade().is_some_and(|a| Arc::ptr_eq(&a, state))) {
-        return s.clone();
-    }
-    let s = Arc::new(A2aService { tasks: Mutex::new(Tasks::default()) });
-    all.push((Arc::downgrade(state), s.clone()));
-    s
 }
 
 /// How a send wants its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     Blocking,
     NonBlocking,
     Stream,
 }
 
 /// What a send produced.
-pub(crate) enum Sent {
+pub enum Sent {
     Task(Task),
     Message(Message),
     /// The task as it was when the stream began, then its live events.
     Stream(Task, broadcast::Receiver<StreamResponse>),
 }
 
-/// Who runs a turn.
-#[derive(Clone)]
-enum Who {
-    User(UserId),
-    Agent(AgentSlug, Box<Rails>),
-}
-
 /// One turn to run.
 struct Turn {
     task_id: String,
     request_id: RequestId,
-    who: Who,
+    caller: Principal,
+    /// An agent's lineage (the rails extension); a user's turn has none.
+    rails: Option<Box<Rails>>,
     agent: AgentSlug,
     objective: String,
     input: String,
@@ -181,116 +73,15 @@ enum Outcome {
     Cancelled,
 }
 
-/// The objective and input a message asks for: the first text part is the
-/// objective, the other parts (text, data, files, links) the input.
-pub(crate) fn message_text(message: &Message) -> (String, String) {
-    let mut objective = String::new();
-    let mut input: Vec<String> = Vec::new();
-    for p in &message.parts {
-        if let Some(t) = &p.text {
-            if objective.is_empty() && !t.trim().is_empty() {
-                if t.len() <= MAX_OBJECTIVE {
-                    objective = t.clone();
-                } else {
-                    let mut cut = 200;
-                    while !t.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    objective = format!("{}…", &t[..cut]);
-                    input.push(t.clone());
-                }
-            } else {
-                input.push(t.clone());
-            }
-        } else if let Some(d) = &p.data {
-            input.push(serde_json::to_string_pretty(d).unwrap_or_default());
-        } else if let Some(u) = &p.url {
-            input.push(format!("{}: {u}", p.filename.as_deref().unwrap_or("link")));
-        } else if let Some(raw) = &p.raw {
-            let media = p.media_type.as_deref().unwrap_or("application/octet-stream");
-            let bytes = base64_decode(raw).unwrap_or_default();
-            let textual = media.starts_with("text/") || media.contains("json") || media.contains("xml");
-            match String::from_utf8(bytes) {
-                Ok(s) if textual => input.push(s),
-                Ok(s) => {
-                    input.push(format!("[file {} ({media}), {} bytes]", p.filename.as_deref().unwrap_or("-"), s.len()))
-                }
-                Err(e) => input.push(format!(
-                    "[file {} ({media}), {} bytes]",
-                    p.filename.as_deref().unwrap_or("-"),
-                    e.as_bytes().len()
-                )),
-            }
-        }
-    }
-    if objective.is_empty() {
-        objective = "Work on the attached content".into();
-    }
-    (objective, input.join("\n\n"))
-}
-
-/// Checks what serde cannot: ids, parts, roles.
-fn validate_message(m: &Message) -> Result<(), A2aError> {
-    let bad = |s: String| Err(A2aError::invalid_params(s));
-    if m.message_id.trim().is_empty() {
-        return bad("message.messageId is required: a unique id of this message".into());
-    }
-    if m.message_id.len() > MAX_ID {
-        return bad(format!("message.messageId is longer than {MAX_ID} characters"));
-    }
-    if m.role != Role::User {
-        return bad("message.role must be ROLE_USER for a message sent to an agent".into());
-    }
-    if m.parts.is_empty() {
-        return bad("message.parts is empty: send at least one part (e.g. {\"text\": \"…\"})".into());
-    }
-    if m.parts.len() > MAX_PARTS {
-        return bad(format!("message.parts has more than {MAX_PARTS} parts"));
-    }
-    for (i, p) in m.parts.iter().enumerate() {
-        if p.contents() != 1 {
-            return bad(format!("message.parts[{i}] must set exactly one of text, raw, url, data"));
-        }
-        if p.raw.as_deref().is_some_and(|r| base64_decode(r).is_none()) {
-            return bad(format!("message.parts[{i}].raw is not base64"));
-        }
-    }
-    for (name, v) in [("contextId", &m.context_id), ("taskId", &m.task_id)] {
-        if v.as_ref().is_some_and(|s| s.is_empty() || s.len() > MAX_ID || s.chars().any(char::is_control)) {
-            return bad(format!("message.{name} must be 1 to {MAX_ID} printable characters"));
-        }
-    }
-    Ok(())
-}
-
-fn ours(e: &Entry, owner: &str, agent: &AgentSlug) -> bool {
-    (e.owner == owner || owner == "admin") && &e.agent == agent
-}
-
-/// The task as a caller sees it: at most `history` recent messages (0: none).
-pub(crate) fn view(task: &Task, history: Option<i32>, artifacts: bool) -> Task {
-    let mut t = task.clone();
-    match history {
-        Some(0) => t.history = None,
-        Some(n) if n > 0 => {
-            if let Some(h) = t.history.as_mut() {
-                let skip = h.len().saturating_sub(n as usize);
-                h.drain(..skip);
-            }
-        }
-        _ => {}
-    }
-    if !artifacts {
-        t.artifacts = None;
-    }
-    t
-}
-
 impl A2aService {
+    /// The A2A service of `runtime`, with no tasks yet.
+    pub fn new(runtime: Runtime) -> Self {
+        Self { runtime, tasks: Mutex::new(Tasks::default()) }
+    }
+
     /// SendMessage / SendStreamingMessage.
-    pub(crate) async fn send(
+    pub async fn send(
         self: &Arc<Self>,
-        runtime: &Runtime,
         principal: &Principal,
         agent: &AgentSlug,
         req: SendMessageRequest,
@@ -309,8 +100,8 @@ impl A2aService {
             ));
         }
         let rails = Rails::from_metadata(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
-        let who = match (principal, rails) {
-            (Principal::User(u), _) => Who::User(u.clone()),
+        let rails = match (principal, rails) {
+            (Principal::User(_) | Principal::Anonymous(_), _) => None,
             (Principal::Agent(a), Some(r)) => {
                 if &r.origin != a {
                     return Err(A2aError::new(
@@ -318,7 +109,7 @@ impl A2aService {
                         format!("this service token belongs to agent '{a}', but the rails name origin '{}'", r.origin),
                     ));
                 }
-                Who::Agent(a.clone(), Box::new(r))
+                Some(Box::new(r))
             }
             (Principal::Agent(a), None) => {
                 return Err(A2aError::new(
@@ -336,12 +127,9 @@ impl A2aService {
                 ));
             }
         };
-        let owner = owner_of(principal);
+        let owner = principal.label();
         let (objective, input) = message_text(&message);
-        let request_id = match &who {
-            Who::Agent(_, r) => r.request_id,
-            Who::User(_) => RequestId::new(),
-        };
+        let request_id = rails.as_ref().map_or_else(RequestId::new, |r| r.request_id);
 
         // the task: a new one, or a turn of one waiting for input
         let (task_id, snapshot, rx, handle) = {
@@ -421,7 +209,8 @@ impl A2aService {
             let turn = Turn {
                 task_id: task_id.clone(),
                 request_id,
-                who,
+                caller: principal.clone(),
+                rails,
                 agent: agent.clone(),
                 objective,
                 input,
@@ -432,8 +221,9 @@ impl A2aService {
             };
             // spawned under the lock, so that a cancel always finds its abort handle
             let service = self.clone();
-            let rt = runtime.clone();
-            let handle = tokio::spawn(async move { service.run_turn(rt, turn).await });
+            // the turn continues the request's trace
+            let handle =
+                tokio::spawn(tracing::Instrument::in_current_span(async move { service.run_turn(turn).await }));
             if let Some(r) = tasks.map.get_mut(&task_id).and_then(|e| e.running.as_mut()) {
                 r.abort = Some(handle.abort_handle());
             }
@@ -458,7 +248,8 @@ impl A2aService {
 
     /// Runs one turn to its end; returns the direct reply message when the
     /// agent answered with one (the conformance agent does).
-    async fn run_turn(self: Arc<Self>, runtime: Runtime, turn: Turn) -> Option<Message> {
+    async fn run_turn(self: Arc<Self>, turn: Turn) -> Option<Message> {
+        let runtime = &self.runtime;
         self.update(&turn.task_id, |e| {
             e.task.status = TaskStatus::now(TaskState::Working, None);
             vec![StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
@@ -469,8 +260,8 @@ impl A2aService {
             })]
         });
         let hints = vec![format!("{}{}", MESSAGE_ID_HINT, turn.message.message_id)];
-        let outcome = match &turn.who {
-            Who::User(user) => {
+        let outcome = match (&turn.rails, turn.caller.user()) {
+            (None, Some(user)) => {
                 let opts = AskOptions {
                     input: (!turn.input.is_empty()).then(|| turn.input.clone()),
                     session: turn.session,
@@ -492,11 +283,11 @@ impl A2aService {
                     Err(e) => Outcome::Failed(e, TokenUsage::default()),
                 }
             }
-            Who::Agent(origin, rails) => {
+            (Some(rails), _) => {
                 let mut req = rails.request(turn.agent.clone(), turn.objective.clone(), turn.input.clone());
                 req.child_session_id = turn.session;
                 req.context_hints.extend(hints);
-                let r = runtime.delegate(&Principal::Agent(origin.clone()), req).await;
+                let r = runtime.delegate(&turn.caller, req).await;
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),
@@ -506,6 +297,11 @@ impl A2aService {
                     }
                 }
             }
+            // `send` admits only users, and agents with their rails
+            (None, None) => Outcome::Refused(DelegationError::new(
+                ErrorCode::PermissionDenied,
+                "only a user, or an agent with the rails extension, may send a message",
+            )),
         };
         self.finish(&turn, outcome)
     }
@@ -616,7 +412,7 @@ impl A2aService {
     }
 
     /// GetTask.
-    pub(crate) fn get(
+    pub fn get(
         &self,
         principal: &Principal,
         agent: &AgentSlug,
@@ -626,14 +422,14 @@ impl A2aService {
         if history.is_some_and(|h| h < 0) {
             return Err(A2aError::invalid_params("historyLength must not be negative"));
         }
-        let owner = owner_of(principal);
+        let owner = principal.label();
         let tasks = lock(&self.tasks);
         let e = tasks.map.get(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
         Ok(view(&e.task, history, true))
     }
 
     /// ListTasks: the caller's tasks with this agent, most recently updated first.
-    pub(crate) fn list(
+    pub fn list(
         &self,
         principal: &Principal,
         agent: &AgentSlug,
@@ -662,7 +458,7 @@ impl A2aService {
                     .with_timezone(&chrono::Utc),
             ),
         };
-        let owner = owner_of(principal);
+        let owner = principal.label();
         let tasks = lock(&self.tasks);
         let mut found: Vec<&Entry> = tasks
             .map
@@ -700,14 +496,8 @@ impl A2aService {
 
     /// CancelTask: the running turn's delegation is cancelled with everything
     /// it delegated ([`Runtime::cancel`] cascades through the children).
-    pub(crate) fn cancel(
-        &self,
-        runtime: &Runtime,
-        principal: &Principal,
-        agent: &AgentSlug,
-        id: &str,
-    ) -> Result<Task, A2aError> {
-        let owner = owner_of(principal);
+    pub fn cancel(&self, principal: &Principal, agent: &AgentSlug, id: &str) -> Result<Task, A2aError> {
+        let owner = principal.label();
         let mut tasks = lock(&self.tasks);
         let seq = tasks.bump();
         let e = tasks.map.get_mut(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
@@ -719,7 +509,7 @@ impl A2aService {
             .with("taskId", id));
         }
         if let Some(r) = e.running.take()
-            && !runtime.cancel(r.request_id)
+            && !self.runtime.cancel(r.request_id)
             && let Some(abort) = r.abort
         {
             // not running in the runtime yet (or any more): stop the turn itself
@@ -746,13 +536,13 @@ impl A2aService {
     }
 
     /// SubscribeToTask: the task now, then its live events.
-    pub(crate) fn subscribe(
+    pub fn subscribe(
         &self,
         principal: &Principal,
         agent: &AgentSlug,
         id: &str,
     ) -> Result<(Task, broadcast::Receiver<StreamResponse>), A2aError> {
-        let owner = owner_of(principal);
+        let owner = principal.label();
         let tasks = lock(&self.tasks);
         let e = tasks.map.get(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
         if e.task.status.state.is_terminal() {
@@ -770,7 +560,7 @@ impl A2aService {
 /// ListTasks' parameters.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ListQuery {
+pub struct ListQuery {
     #[serde(default, alias = "context_id")]
     pub context_id: Option<String>,
     #[serde(default)]
@@ -785,124 +575,4 @@ pub(crate) struct ListQuery {
     pub status_timestamp_after: Option<String>,
     #[serde(default, alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Native {
-    #[serde(default, alias = "artifact_id")]
-    artifact_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
-    parts: Vec<Part>,
-    #[serde(default)]
-    metadata: Option<Map<String, Value>>,
-    #[serde(default)]
-    append: bool,
-    #[serde(default, alias = "last_chunk")]
-    last_chunk: bool,
-}
-
-/// Our answer and artifacts as A2A artifacts (with append/lastChunk flags),
-/// and the direct reply message, if the agent asked for one.
-pub(crate) fn to_artifacts(
-    answer: &str,
-    ours: &[crate::protocol::Artifact],
-) -> (Vec<(Artifact, bool, bool)>, Option<Message>) {
-    let mut out: Vec<(Artifact, bool, bool)> = Vec::new();
-    let mut reply = None;
-    if !answer.trim().is_empty() {
-        out.push((
-            Artifact {
-                artifact_id: "result".into(),
-                name: Some("result".into()),
-                description: None,
-                parts: vec![Part::text(answer)],
-                metadata: None,
-                extensions: Vec::new(),
-            },
-            false,
-            false,
-        ));
-    }
-    for (i, a) in ours.iter().enumerate() {
-        let label = a.label.clone().unwrap_or_else(|| format!("artifact-{i}"));
-        if label == MESSAGE_LABEL
-            && let Ok(n) = serde_json::from_value::<Native>(a.value.clone())
-        {
-            let mut m = Message::agent_text("", None, None);
-            m.parts = n.parts;
-            m.metadata = n.metadata;
-            reply = Some(m);
-            continue;
-        }
-        if label.starts_with(NATIVE_LABEL)
-            && let Ok(n) = serde_json::from_value::<Native>(a.value.clone())
-        {
-            let id = n.artifact_id.unwrap_or_else(|| label.trim_start_matches(NATIVE_LABEL).to_string());
-            out.push((
-                Artifact {
-                    artifact_id: id,
-                    name: n.name,
-                    description: n.description,
-                    parts: n.parts,
-                    metadata: n.metadata,
-                    extensions: Vec::new(),
-                },
-                n.append,
-                n.last_chunk,
-            ));
-            continue;
-        }
-        let part = match (a.kind, &a.value) {
-            (ArtifactKind::Url, Value::String(u)) => Part { url: Some(u.clone()), ..Part::default() },
-            (ArtifactKind::Id, Value::String(s)) => Part::text(s.clone()),
-            (ArtifactKind::File, Value::Object(o)) if o.contains_key("raw") || o.contains_key("url") => {
-                serde_json::from_value::<Part>(a.value.clone()).unwrap_or_else(|_| Part::data(a.value.clone()))
-            }
-            _ => Part::data(a.value.clone()),
-        };
-        let mut id = label.clone();
-        if out.iter().any(|(x, _, _)| x.artifact_id == id) {
-            id = format!("{label}-{i}");
-        }
-        out.push((
-            Artifact {
-                artifact_id: id,
-                name: Some(label),
-                description: None,
-                parts: vec![part],
-                metadata: None,
-                extensions: Vec::new(),
-            },
-            false,
-            false,
-        ));
-    }
-    (out, reply)
-}
-
-/// How long a streaming turn may stay silent before a keep-alive.
-pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// Whether a response is the last of a turn's stream.
-pub(crate) fn ends_stream(ev: &StreamResponse) -> bool {
-    match ev {
-        StreamResponse::StatusUpdate(s) => s.status.state.ends_turn(),
-        StreamResponse::Task(t) => t.status.state.ends_turn(),
-        StreamResponse::Message(_) => true,
-        _ => false,
-    }
-}
-
-/// Parses the status filter of ListTasks given as a string.
-pub(crate) fn parse_state(s: &str) -> Result<TaskState, A2aError> {
-    TaskState::parse(s).ok_or_else(|| {
-        A2aError::invalid_params(format!(
-            "status '{}' is not a TaskState such as TASK_STATE_WORKING",
-            s.chars().take(40).collect::<String>()
-        ))
-    })
 }

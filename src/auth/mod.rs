@@ -3,7 +3,7 @@
 
 mod tokens;
 
-pub use tokens::{Tokens, bearer, hash_token, new_token};
+pub use tokens::{Tokens, hash_token, new_token};
 
 use crate::protocol::{AgentSlug, UserId};
 

@@ -117,16 +117,6 @@ impl Tokens {
     }
 }
 
-/// `Bearer <token>` from an Authorization header value.
-pub fn bearer(value: &str) -> Result<&str, DelegationError> {
-    let v = value.trim();
-    let token = v
-        .strip_prefix("Bearer ")
-        .or_else(|| v.strip_prefix("bearer "))
-        .ok_or_else(|| unauthenticated("the Authorization header must be 'Bearer <token>'"))?;
-    Ok(token.trim())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,12 +152,5 @@ mod tests {
         let kinds: Vec<String> = issued.iter().map(|(p, _)| format!("{}:{}", p.kind(), p.subject())).collect();
         assert_eq!(kinds, ["service:byte-doc", "admin:admin"], "alice already has a user token");
         assert!(tokens.bootstrap(&agents).await.unwrap().is_empty(), "only at first start");
-    }
-
-    #[test]
-    fn bearer_headers_are_parsed_strictly() {
-        assert_eq!(bearer("Bearer abc").unwrap(), "abc");
-        assert_eq!(bearer("Basic abc").unwrap_err().code, ErrorCode::Unauthenticated);
-        assert_eq!(bearer("abc").unwrap_err().code, ErrorCode::Unauthenticated);
     }
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::Stream;
 use serde::Deserialize;
@@ -23,26 +22,21 @@ use crate::telemetry::Event;
 pub struct EventsQuery {
     #[serde(default)]
     root_id: Option<String>,
-    #[serde(default)]
-    access_token: Option<String>,
 }
 
 fn visible(principal: &Principal, e: &Event) -> bool {
     match principal {
         Principal::Admin => true,
-        Principal::User(u) => e.user_id() == u.as_str(),
         Principal::Agent(a) => e.involves(a.as_str()),
-        #[allow(unreachable_patterns)]
-        _ => false,
+        p => p.user().is_some_and(|u| e.user_id() == u.as_str()),
     }
 }
 
 pub async fn stream(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    principal: Principal,
     Query(q): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let principal = state.principal(&headers, q.access_token.as_deref()).await?;
     let root: Option<RequestId> = q
         .root_id
         .as_deref()

@@ -13,10 +13,14 @@
 //! | `GET /healthz`, `GET /metrics` | anyone | health, Prometheus |
 //! | `GET /` | anyone (the page asks for a token) | live delegation trees |
 
+mod a2a;
 pub mod error;
 mod events;
+pub mod extract;
+mod layers;
 mod native;
 mod openai;
+mod state;
 mod ui;
 
 use std::future::Future;
@@ -24,56 +28,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-use crate::auth::{Principal, Tokens, bearer};
-use crate::pipeline::Runtime;
-
 pub use error::ApiError;
+pub use state::AppState;
 
-/// Everything a request handler needs.
-pub struct AppState {
-    pub runtime: Runtime,
-    pub tokens: Tokens,
-    /// Largest request body accepted, in bytes.
-    pub body_limit: usize,
-}
-
-impl AppState {
-    pub fn new(runtime: Runtime) -> Self {
-        let body_limit = runtime.config().limits.max_input_bytes.saturating_mul(4).max(64 * 1024);
-        let tokens = Tokens::new(runtime.store().clone());
-        Self { runtime, tokens, body_limit }
-    }
-
-    /// The caller's principal from `Authorization: Bearer`, or from an
-    /// `access_token` query parameter (EventSource cannot send headers).
-    pub(crate) async fn principal(
-        &self,
-        headers: &HeaderMap,
-        query_token: Option<&str>,
-    ) -> Result<Principal, ApiError> {
-        let token = match headers.get(axum::http::header::AUTHORIZATION) {
-            Some(v) => {
-                bearer(v.to_str().map_err(|_| ApiError::unauthenticated("the Authorization header is not text"))?)?
-            }
-            None => query_token.ok_or_else(|| {
-                ApiError::unauthenticated(
-                    "missing 'Authorization: Bearer <token>'; agents use their service token, users theirs",
-                )
-            })?,
-        };
-        Ok(self.tokens.authenticate(token).await?)
-    }
-}
-
-/// The router.
+/// The router: every surface, with the tower-http stack (see `layers`).
 pub fn app(state: Arc<AppState>) -> Router {
-    let limit = state.body_limit;
-    Router::new()
+    let router = Router::new()
         .route("/v1/delegate", post(native::delegate))
         .route("/v1/chat", post(native::chat))
         .route("/v1/delegations/{id}", get(native::delegation))
@@ -84,36 +47,10 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))
         .route("/", get(ui::index))
-        .merge(crate::a2a::server::routes())
+        .merge(a2a::routes(&state))
         .fallback(error::not_found)
-        .method_not_allowed_fallback(error::method_not_allowed)
-        .layer(DefaultBodyLimit::max(limit))
-        .layer(axum::middleware::from_fn_with_state(limit, refuse_oversize))
-        .with_state(state)
-}
-
-/// A body announced larger than the limit is refused from its headers alone,
-/// before the server asks for it (`Expect: 100-continue`) or reads a byte.
-async fn refuse_oversize(
-    axum::extract::State(limit): axum::extract::State<usize>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let announced = request
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    match announced {
-        Some(len) if len > limit as u64 => ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            crate::ErrorCode::InvalidRequest,
-            format!("the request body is larger than {limit} bytes ({len} announced)"),
-        )
-        .into_response(),
-        _ => next.run(request).await,
-    }
+        .method_not_allowed_fallback(error::method_not_allowed);
+    layers::apply(router, state.body_limit, state.request_timeout).with_state(state)
 }
 
 /// Serves until `shutdown` resolves; then in-flight requests get `grace` to

@@ -1,5 +1,5 @@
 //! An OpenAI-compatible front door: `POST /v1/chat/completions` with an agent
-//! slug as the model (`prime-boss` by default), plain or streamed, and
+//! slug as the model (the entry agent, Prime, by default), plain or streamed, and
 //! `GET /v1/models`, so any OpenAI client can talk to the team. The client's
 //! API key is a Switchboard user token.
 
@@ -7,16 +7,14 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::native::body;
+use super::extract::{self, Body};
 use super::{ApiError, AppState};
 use crate::auth::Principal;
 use crate::pipeline::AskOptions;
@@ -48,29 +46,31 @@ fn text_of(content: &Option<Value>) -> String {
     }
 }
 
-pub async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
-    state.principal(&headers, None).await?;
+pub async fn models(State(state): State<Arc<AppState>>, _caller: Principal) -> Json<Value> {
     let data: Vec<Value> = state
         .runtime
         .registry()
         .members()
         .map(|m| json!({"id": m.spec.slug, "object": "model", "created": 0, "owned_by": "switchboard", "description": m.spec.description}))
         .collect();
-    Ok(Json(json!({"object": "list", "data": data})))
+    Json(json!({"object": "list", "data": data}))
 }
 
 pub async fn completions(
     State(state): State<Arc<AppState>>,
+    caller: Principal,
     headers: HeaderMap,
-    raw: Result<Bytes, BytesRejection>,
+    Body(raw): Body,
 ) -> Result<Response, ApiError> {
-    let Principal::User(user) = state.principal(&headers, None).await? else {
+    let Some(user) = caller.user().cloned() else {
         return Err(ApiError::unauthenticated("use a user token as the API key; agents use POST /v1/delegate"));
     };
-    let raw = body(raw, state.body_limit)?;
     let req: CompletionRequest =
         serde_json::from_slice(&raw).map_err(|e| ApiError::invalid(format!("invalid chat completion request: {e}")))?;
-    let model = req.model.unwrap_or_else(|| "prime-boss".into());
+    let model = match req.model {
+        Some(m) => m,
+        None => state.runtime.entry_agent()?.to_string(),
+    };
     let agent = AgentSlug::parse(model.as_str()).map_err(|_| {
         ApiError::from(crate::DelegationError::new(
             ErrorCode::AgentNotFound,
@@ -95,9 +95,10 @@ pub async fn completions(
         .collect();
     let input = (!earlier.is_empty()).then(|| format!("Conversation so far:\n{}", earlier.join("\n")));
     let runtime = state.runtime.clone();
-    let session = super::native::session_header(&headers, None)?;
+    let session = extract::session(&headers, None)?;
     let opts = AskOptions { input, session, agent: Some(agent.clone()), ..AskOptions::default() };
-    let r = tokio::spawn(async move { runtime.ask(&user, &message, opts).await }).await.map_err(|e| {
+    let turn = async move { runtime.ask(&user, &message, opts).await };
+    let r = tokio::spawn(tracing::Instrument::in_current_span(turn)).await.map_err(|e| {
         ApiError::from(crate::DelegationError::new(ErrorCode::AgentUnavailable, format!("the chat task failed: {e}")))
     })??;
     let id = format!("chatcmpl-{}", r.request_id.0.simple());

@@ -1,0 +1,96 @@
+//! Agent cards: every registered agent described as an A2A agent (its
+//! interfaces, skills from its capabilities, the bearer scheme and the rails
+//! extension).
+
+use serde_json::{Map, json};
+
+use crate::config::AgentSpec;
+use crate::protocol::a2a::RAILS_EXTENSION;
+use crate::protocol::a2a::types::{
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,
+};
+
+/// The card of `spec`, served at `base` (the service's URL as the caller reached it).
+pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
+    let url = format!("{base}/a2a/{}", spec.slug);
+    let interface = |binding: &str| AgentInterface {
+        url: url.clone(),
+        protocol_binding: binding.into(),
+        tenant: String::new(),
+        protocol_version: PROTOCOL_VERSION.into(),
+    };
+    let mut tags: Vec<String> = spec.keywords.iter().take(8).cloned().collect();
+    if let Some(d) = &spec.domain {
+        tags.insert(0, d.clone());
+    }
+    let description = if spec.description.trim().is_empty() {
+        format!("{} (Switchboard agent)", spec.name)
+    } else {
+        spec.description.clone()
+    };
+    let mut skills: Vec<AgentSkill> = spec
+        .capabilities
+        .iter()
+        .map(|c| AgentSkill {
+            id: c.clone(),
+            name: c.replace(['_', '-'], " "),
+            description: format!("{}: {}", spec.name, c.replace(['_', '-'], " ")),
+            tags: std::iter::once(c.clone()).chain(tags.iter().cloned()).collect(),
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+        })
+        .collect();
+    if skills.is_empty() {
+        skills.push(AgentSkill {
+            id: spec.slug.to_string(),
+            name: spec.name.clone(),
+            description: description.clone(),
+            tags: if tags.is_empty() { vec![spec.slug.to_string()] } else { tags },
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+        });
+    }
+    let mut schemes = Map::new();
+    schemes.insert(
+        "bearer".into(),
+        json!({"httpAuthSecurityScheme": {
+            "scheme": "Bearer",
+            "description": "A Switchboard token: a user's token talks to the agent as that user; an agent's service token delegates as that agent and must carry the rails extension."
+        }}),
+    );
+    let mut requirements = vec![json!({"schemes": {"bearer": {"list": []}}})];
+    if anonymous {
+        // this service lets unauthenticated calls act as its configured anonymous user
+        requirements.push(json!({"schemes": {}}));
+    }
+    AgentCard {
+        name: spec.name.clone(),
+        description,
+        supported_interfaces: vec![interface("JSONRPC"), interface("HTTP+JSON")],
+        provider: Some(AgentProvider { url: base.into(), organization: "Switchboard".into() }),
+        version: env!("CARGO_PKG_VERSION").into(),
+        documentation_url: None,
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: vec![AgentExtension {
+                uri: RAILS_EXTENSION.into(),
+                description:
+                    "Switchboard's delegation rails (request/root/parent ids, origin, user, depth, max depth, \
+                              chain, remaining deadline and token budget, tools, priority) in message metadata; \
+                              required with a service token, absent for users (a fresh tree at depth 0)"
+                        .into(),
+                required: false,
+                params: None,
+            }],
+            extended_agent_card: Some(false),
+        },
+        security_schemes: schemes,
+        security_requirements: requirements,
+        default_input_modes: vec!["text/plain".into(), "application/json".into()],
+        default_output_modes: vec!["text/plain".into(), "application/json".into()],
+        skills,
+    }
+}

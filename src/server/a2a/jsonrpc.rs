@@ -1,0 +1,146 @@
+//! The JSON-RPC 2.0 binding: `POST /a2a/{slug}` with one request object.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+
+use super::sse::sse;
+use super::{
+    TaskIdParams, check_content_type, check_id, check_version, json_response, member_spec, no_agent, params, principal,
+    push_unsupported, read_body, rpc_error, unsupported_extended_card,
+};
+use crate::a2a::{ListQuery, Mode, Sent};
+use crate::auth::Principal;
+use crate::protocol::a2a::types::SendMessageRequest;
+use crate::protocol::a2a::{A2aError, Kind};
+use crate::server::{ApiError, AppState};
+
+/// `POST /a2a/{slug}`: JSON-RPC 2.0.
+pub(super) async fn handle(
+    State(state): State<Arc<AppState>>,
+    Path(slug): Path<String>,
+    caller: Result<Principal, ApiError>,
+    headers: HeaderMap,
+    uri: Uri,
+    raw: Result<Bytes, BytesRejection>,
+) -> Response {
+    let null = Value::Null;
+    let raw = match read_body(raw) {
+        Ok(b) => b,
+        Err(e) => return rpc_error(&null, &e),
+    };
+    if let Err(e) = check_content_type(&headers) {
+        return rpc_error(&null, &e);
+    }
+    let body: Value = match serde_json::from_slice(&raw) {
+        Ok(v) => v,
+        Err(e) => return rpc_error(&null, &A2aError::new(Kind::ParseError, format!("the body is not JSON: {e}"))),
+    };
+    let Value::Object(mut obj) = body else {
+        return rpc_error(
+            &null,
+            &A2aError::new(Kind::InvalidRequest, "a JSON-RPC request is one object (batches are not supported)"),
+        );
+    };
+    let id = obj.remove("id").unwrap_or(Value::Null);
+    if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
+        return rpc_error(&null, &A2aError::new(Kind::InvalidRequest, "id must be a string, a number or null"));
+    }
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return rpc_error(&id, &A2aError::new(Kind::InvalidRequest, "\"jsonrpc\" must be \"2.0\""));
+    }
+    let Some(Value::String(method)) = obj.remove("method") else {
+        return rpc_error(
+            &id,
+            &A2aError::new(Kind::InvalidRequest, "\"method\" must be a string such as \"SendMessage\""),
+        );
+    };
+    let p = match obj.remove("params") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => return rpc_error(&id, &A2aError::invalid_params("params must be an object")),
+    };
+    match dispatch_rpc(&state, &slug, caller, &headers, &uri, &method, p, &id).await {
+        Ok(r) => r,
+        Err(e) => rpc_error(&id, &e),
+    }
+}
+
+const METHODS: [&str; 6] =
+    ["SendMessage", "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask", "SubscribeToTask"];
+const PUSH_METHODS: [&str; 4] = [
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+];
+
+#[allow(clippy::too_many_arguments)]
+async fn dispatch_rpc(
+    state: &Arc<AppState>,
+    slug: &str,
+    caller: Result<Principal, ApiError>,
+    headers: &HeaderMap,
+    uri: &Uri,
+    method: &str,
+    p: Value,
+    id: &Value,
+) -> Result<Response, A2aError> {
+    let known = METHODS.contains(&method) || PUSH_METHODS.contains(&method) || method == "GetExtendedAgentCard";
+    if !known {
+        let shown: String = method.chars().take(60).collect();
+        return Err(A2aError::new(
+            Kind::MethodNotFound,
+            format!("method '{shown}' does not exist; A2A 1.0 methods are {}", METHODS.join(", ")),
+        ));
+    }
+    check_version(headers, uri)?;
+    let spec = member_spec(state, slug).ok_or_else(|| no_agent(slug))?;
+    let who = principal(caller)?;
+    let svc = &state.a2a;
+    let ok = |result: Value| json_response(StatusCode::OK, json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    match method {
+        "SendMessage" | "SendStreamingMessage" => {
+            let req: SendMessageRequest = params(p, method)?;
+            let mode = if method == "SendStreamingMessage" {
+                Mode::Stream
+            } else if req.configuration.as_ref().is_some_and(|c| c.return_immediately) {
+                Mode::NonBlocking
+            } else {
+                Mode::Blocking
+            };
+            Ok(match svc.send(&who, &spec.slug, req, mode).await? {
+                Sent::Task(t) => ok(json!({"task": t})),
+                Sent::Message(m) => ok(json!({"message": m})),
+                Sent::Stream(t, rx) => sse(t, rx, Some(id.clone()), false),
+            })
+        }
+        "GetTask" => {
+            let q: TaskIdParams = params(p, method)?;
+            check_id(&q.id)?;
+            Ok(ok(serde_json::to_value(svc.get(&who, &spec.slug, &q.id, q.history_length)?).unwrap_or_default()))
+        }
+        "ListTasks" => {
+            let q: ListQuery = params(p, method)?;
+            Ok(ok(serde_json::to_value(svc.list(&who, &spec.slug, &q)?).unwrap_or_default()))
+        }
+        "CancelTask" => {
+            let q: TaskIdParams = params(p, method)?;
+            check_id(&q.id)?;
+            Ok(ok(serde_json::to_value(svc.cancel(&who, &spec.slug, &q.id)?).unwrap_or_default()))
+        }
+        "SubscribeToTask" => {
+            let q: TaskIdParams = params(p, method)?;
+            check_id(&q.id)?;
+            let (t, rx) = svc.subscribe(&who, &spec.slug, &q.id)?;
+            Ok(sse(t, rx, Some(id.clone()), true))
+        }
+        "GetExtendedAgentCard" => Err(unsupported_extended_card()),
+        _ => Err(push_unsupported()),
+    }
+}

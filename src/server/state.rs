@@ -1,0 +1,37 @@
+//! [`AppState`]: everything a request handler needs, in one value per
+//! service. Two services in one process share nothing (A2A tasks included).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::a2a::A2aService;
+use crate::auth::Tokens;
+use crate::pipeline::Runtime;
+
+/// The state of one service.
+pub struct AppState {
+    pub runtime: Runtime,
+    /// Bearer tokens: who a presented token names.
+    pub tokens: Tokens,
+    /// The A2A tasks of this service.
+    pub a2a: Arc<A2aService>,
+    /// Largest request body accepted, in bytes.
+    pub body_limit: usize,
+    /// Longest a request may take to be answered: the longest deadline a
+    /// delegation may have, and some slack for recording it.
+    pub request_timeout: Duration,
+    /// When this service started: agent cards change only with the
+    /// configuration, which is read at start (their `Last-Modified`).
+    pub started_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl AppState {
+    pub fn new(runtime: Runtime) -> Self {
+        let limits = runtime.config().limits;
+        let body_limit = limits.max_input_bytes.saturating_mul(4).max(64 * 1024);
+        let request_timeout = Duration::from_millis(limits.max_deadline_ms).saturating_add(Duration::from_secs(10));
+        let tokens = Tokens::new(runtime.store().clone());
+        let a2a = Arc::new(A2aService::new(runtime.clone()));
+        Self { runtime, tokens, a2a, body_limit, request_timeout, started_at: chrono::Utc::now() }
+    }
+}
