@@ -234,6 +234,25 @@ async fn json_rpc_send_get_list_cancel_stream_and_subscribe() {
 }
 
 #[tokio::test]
+async fn two_services_in_one_process_do_not_see_each_others_tasks() {
+    // the same configuration and tokens, one store: only the A2A tasks are per service
+    let rt = Runtime::builder().config(team_config()).build().unwrap();
+    let (one, two) = (router_for(rt.clone()).await, router_for(rt).await);
+    let sent =
+        rpc(&one, "tag-ai", ALICE, "SendMessage", json!({"message": message("m-two", "2025-10-01 Starbucks 4.50")}))
+            .await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+    let here = rpc(&one, "tag-ai", ALICE, "GetTask", json!({"id": id})).await;
+    assert_eq!(here["result"]["id"], id.as_str(), "{here}");
+    let there = rpc(&two, "tag-ai", ALICE, "GetTask", json!({"id": id})).await;
+    assert_eq!(error_code(&there), -32001, "the other service has no such task: {there}");
+    let listed = rpc(&two, "tag-ai", ALICE, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
+    let listed = rpc(&one, "tag-ai", ALICE, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(1), "{listed}");
+}
+
+#[tokio::test]
 async fn streams_are_sse_data_frames_of_stream_responses_that_end_at_a_terminal_state() {
     let (r, _) = team().await;
     let body = json!({"jsonrpc": "2.0", "id": "s-1", "method": "SendStreamingMessage",

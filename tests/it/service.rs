@@ -573,6 +573,72 @@ async fn one_trace_spans_both_switchboards_and_is_exported_over_otlp() {
     assert!(workers.iter().all(|w| w.4 == b_splitter.3), "the workers' spans nest under B's splitter");
 }
 
+#[tokio::test]
+async fn every_handler_continues_the_callers_traceparent() {
+    let (collector_url, got) = collector().await;
+    let config = team_with(
+        r#"
+[auth]
+user_tokens = { "alice" = "t-alice" }
+"#,
+    );
+    let server = Server::start(
+        Some(&config),
+        Some("memory:"),
+        "127.0.0.1:0",
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &collector_url), ("OTEL_SERVICE_NAME", "switchboard-traced")],
+        1000,
+    );
+    let client = switchboard::util::http_client().unwrap();
+    // one caller's trace per surface: (route span name, trace id, the caller's span id)
+    let surfaces = [
+        ("POST /v1/chat", "/v1/chat", json!({"message": "What is APR?"}), "11"),
+        (
+            "POST /v1/chat/completions",
+            "/v1/chat/completions",
+            json!({"model": "prime-boss", "messages": [{"role": "user", "content": "What is APR?"}]}),
+            "22",
+        ),
+        (
+            "POST /a2a/{slug}",
+            "/a2a/tag-ai",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                   "params": {"message": {"role": "ROLE_USER", "messageId": "m-trace", "parts": [{"text": "2025-10-01 Starbucks 4.50"}]}}}),
+            "33",
+        ),
+    ];
+    let mut expected = Vec::new();
+    for (name, path, body, tag) in &surfaces {
+        let (trace, parent) = (format!("{tag:0>32}"), format!("{tag:0>16}"));
+        let res = client
+            .post(format!("{}{path}", server.url))
+            .bearer_auth("t-alice")
+            .header("A2A-Version", "1.0")
+            .header("traceparent", format!("00-{trace}-{parent}-01"))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}: {}", res.text().await.unwrap_or_default());
+        expected.push((*name, trace, parent));
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let all = spans(&got.lock().unwrap());
+        let done = expected.iter().all(|(name, trace, parent)| {
+            let Some(request) = all.iter().find(|s| s.1 == *name && &s.2 == trace) else { return false };
+            assert_eq!(&request.4, parent, "{name}: the request span's parent is the caller's span");
+            // the delegation the request ran nests under the request span, in the caller's trace
+            all.iter().any(|s| s.2 == *trace && s.1.starts_with("delegate ") && s.4 == request.3)
+        });
+        if done {
+            break;
+        }
+        assert!(Instant::now() < deadline, "spans never arrived as expected: {expected:?} in {all:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Reads SSE frames (event name, JSON data) until `done` says stop.
 async fn read_events(res: reqwest::Response, done: impl Fn(&[(String, Value)]) -> bool) -> Vec<(String, Value)> {
     let mut res = res;
