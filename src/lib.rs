@@ -1,31 +1,76 @@
-//! Switchboard: a runtime through which AI agents delegate work to each other
-//! safely. Every delegation is one envelope ([`protocol::DelegationRequest`])
-//! that passes the rails (depth, fan-out, cycle, deadline, budget,
-//! authorization, user isolation, PII redaction, audit) composed in
-//! [`pipeline`].
+//! Switchboard: a runtime through which AI agents delegate work to each
+//! other safely. Every delegation is one envelope ([`DelegationRequest`])
+//! that passes the rails (depth, fan-out, cycle, deadline, token budget,
+//! who may call whom, tools, user isolation, PII redaction, audit) on its
+//! way to an [`Agent`], and comes back as a [`DelegationResponse`].
+//!
+//! Embedded, it is a [`Runtime`] with the built-in team and an in-memory
+//! store; your own agents join it by implementing [`Agent`]:
+//!
+//! ```
+//! use async_trait::async_trait;
+//! use switchboard::protocol::{AgentSlug, UserId};
+//! use switchboard::{Agent, AgentContext, AgentOutput, AgentSpec, AskOptions, DelegationError, Runtime, Task};
+//!
+//! struct Shout;
+//!
+//! #[async_trait]
+//! impl Agent for Shout {
+//!     async fn run(&self, _ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+//!         Ok(AgentOutput::new("shouted", task.text().to_uppercase()))
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), DelegationError> {
+//! let runtime = Runtime::builder().spec(AgentSpec::new("shout", "Shout")?).agent("shout", Shout).build()?;
+//! let ask = AskOptions { agent: Some(AgentSlug::parse("shout")?), ..Default::default() };
+//! let answer = runtime.ask(&UserId::parse("ada")?, "hello", ask).await?;
+//! assert_eq!(answer.answer, "HELLO");
+//! println!("{}", answer.tree.render()); // shout "hello" success 0 ms
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! An agent delegates further through its context's [`Delegator`]; its
+//! calls go to a [`Dispatch`], which the pipeline implements. As a service
+//! (`switchboard serve`) the same runtime answers HTTP, A2A and the OpenAI
+//! chat-completions API. `docs/ARCHITECTURE.md` shows how the modules fit.
 
-pub mod a2a;
+// The public API: documented, and re-exported below.
 pub mod agent;
 pub mod auth;
-pub mod cli;
 pub mod config;
-pub mod orchestrate;
 pub mod pipeline;
 pub mod protocol;
-pub mod rails;
-pub mod redact;
 pub mod resilience;
-pub mod route;
 pub mod server;
 pub mod store;
-pub mod team;
 pub mod telemetry;
 pub mod util;
+
+// The parts the API is built from: public for the binary, the tests and the
+// benches, not a promise to embedders.
+#[doc(hidden)]
+pub mod a2a;
+#[doc(hidden)]
+pub mod cli;
+#[doc(hidden)]
+pub mod orchestrate;
+#[doc(hidden)]
+pub mod rails;
+#[doc(hidden)]
+pub mod redact;
+#[doc(hidden)]
+pub mod route;
+#[doc(hidden)]
+pub mod team;
+#[doc(hidden)]
 pub mod verify;
 
-pub use agent::{Agent, AgentContext, AgentOutput, Task};
-pub use agent::{Call, Delegator, Dispatch};
+pub use agent::{Agent, AgentContext, AgentOutput, Call, Delegator, Dispatch, Lineage, Scope, Task};
 pub use auth::Principal;
-pub use config::Config;
+pub use config::{AgentSpec, Config};
 pub use pipeline::{AskOptions, AskResponse, Runtime, RuntimeBuilder, TreeView};
-pub use protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode};
+pub use protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Status};
+pub use store::{MemoryStore, SqlStore, Store};

@@ -143,9 +143,9 @@ struct DelegateArgs {
     /// Target agent slug, or `auto` to discover one.
     #[arg(long, value_name = "SLUG")]
     to: String,
-    /// Origin agent slug.
-    #[arg(long, value_name = "SLUG", default_value = "prime-boss")]
-    from: String,
+    /// Origin agent slug (default: the agent users talk to, `[prime] agent`).
+    #[arg(long, value_name = "SLUG")]
+    from: Option<String>,
     /// What the target should achieve.
     #[arg(long)]
     objective: String,
@@ -457,7 +457,11 @@ fn print_error(e: &DelegationError, json: bool) -> u8 {
 
 async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
     let parse = |flag: &str, s: &str| AgentSlug::parse(s).map_err(|e| format!("{flag}: {e}"));
-    let (to, from) = match (parse("--to", &args.to), parse("--from", &args.from)) {
+    let from = match &args.from {
+        Some(f) => parse("--from", f),
+        None => runtime.entry_agent().map_err(|e| format!("--from: {}", e.message)),
+    };
+    let (to, from) = match (parse("--to", &args.to), from) {
         (Ok(t), Ok(f)) => (t, f),
         (Err(e), _) | (_, Err(e)) => return usage_error(e),
     };

@@ -198,6 +198,41 @@ fn everyone() -> BTreeSet<String> {
 }
 
 impl AgentSpec {
+    /// A built-in-backed agent with nothing but a slug and a name: no tools,
+    /// no one to delegate to, open to every user, the runtime's limits. Give
+    /// it an implementation with [`crate::RuntimeBuilder::agent`].
+    pub fn new(slug: &str, name: impl Into<String>) -> Result<Self, DelegationError> {
+        Ok(Self {
+            slug: AgentSlug::parse(slug).map_err(|e| DelegationError::invalid(e.0))?,
+            name: name.into(),
+            description: String::new(),
+            backend: Backend::default(),
+            system_prompt: String::new(),
+            capabilities: Vec::new(),
+            keywords: Vec::new(),
+            domain: None,
+            tools_allowed: ToolSet::new(),
+            may_delegate_to: BTreeSet::new(),
+            allowed_users: everyone(),
+            pii_access: false,
+            task_notes: false,
+            limits: AgentLimits::default(),
+        })
+    }
+
+    /// This agent may delegate to `targets` (slugs, or `*` for any).
+    pub fn delegating_to<I: IntoIterator<Item = S>, S: Into<String>>(mut self, targets: I) -> Self {
+        self.may_delegate_to.extend(targets.into_iter().map(Into::into));
+        self
+    }
+
+    /// What this agent does, for discovery and for its A2A card.
+    pub fn described(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Whether this agent may delegate to `target` per its `may_delegate_to`.
     pub fn may_delegate_to(&self, target: &AgentSlug) -> bool {
         self.may_delegate_to.contains("*") || self.may_delegate_to.contains(target.as_str())
     }

@@ -198,6 +198,13 @@ impl DelegationError {
     }
 }
 
+impl From<super::ids::IdError> for DelegationError {
+    /// A malformed id is an invalid request; the message says what a valid one looks like.
+    fn from(e: super::ids::IdError) -> Self {
+        Self::invalid(e.0)
+    }
+}
+
 impl From<ErrorCode> for DelegationError {
     fn from(code: ErrorCode) -> Self {
         Self::from_code(code)
