@@ -10,27 +10,10 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 
+use super::patterns;
 use super::text::{self, DATE_PATTERN, KeyCase, re};
 use super::tone;
 use crate::protocol::{Artifact, ArtifactKind, Check, CheckResult, Verdict};
-
-/// Patterns the Task Note parser derives checks from, each with a readable check name.
-pub mod patterns {
-    pub const CAPITALIZED: &str = r"^[^\p{L}]*\p{Lu}";
-    pub const GREETING: &str = r"(?i)^\s*(?:dear|hello|hi|good (?:morning|afternoon|evening)|greetings)\b";
-    pub const BULLETS: &str = r"(?m)^\s*(?:[-*•]|\d+[.)])\s+\S";
-    pub const PERCENTAGE: &str = r"\d+(?:\.\d+)?\s?%";
-    pub const ICALENDAR: &str =
-        r"(?s)\ABEGIN:VCALENDAR\r\n.*\r\nBEGIN:VEVENT\r\n.*\r\nEND:VEVENT\r\n(?:.*\r\n)?END:VCALENDAR(?:\r\n)?\z";
-
-    pub(super) const NAMED: &[(&str, &str)] = &[
-        (CAPITALIZED, "starts_capitalized"),
-        (GREETING, "has_greeting"),
-        (BULLETS, "has_bullet_points"),
-        (PERCENTAGE, "has_percentage"),
-        (ICALENDAR, "is_icalendar"),
-    ];
-}
 
 /// Evaluates every check; `score` is the fraction of check results that passed.
 pub fn verify(result: &str, artifacts: &[Artifact], checks: &[Check]) -> Verdict {

@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 use serde_json::json;
 
-use super::checks::patterns;
+use super::patterns;
 use super::text::{self, DATE_PATTERN, KeyCase, re};
 use crate::protocol::Check;
 
