@@ -7,9 +7,10 @@ use chrono::NaiveDate;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::dates;
 use super::money::{self, Cents};
+use super::reply::{failed, list_lines};
 use super::transactions::{self, Source, Transaction};
-use super::{dates, failed, list_lines};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 

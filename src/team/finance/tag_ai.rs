@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::money::{self, Cents};
+use super::reply::{failed_no_transactions, list_lines};
 use super::transactions::{self, Transaction};
-use super::{failed_no_transactions, list_lines};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
