@@ -23,8 +23,10 @@ pub mod dates;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
+pub mod receipt;
 mod reply;
 pub mod tag_ai;
+pub mod transaction;
 pub mod transactions;
 
 use std::sync::Arc;
