@@ -751,7 +751,7 @@ mod tests {
 
     #[tokio::test]
     async fn tag_ai_categorizes_the_example_statement() {
-        let out = run(Task::new("Categorize", include_str!("../../../examples/statement.csv"))).await.expect("ok");
+        let out = run(Task::new("Categorize", include_str!("../../../../examples/statement.csv"))).await.expect("ok");
         let ts = out.artifacts[0].value.as_array().expect("array").clone();
         let category_of = |m: &str| {
             ts.iter().find(|t| t["merchant"] == m).and_then(|t| t["category"].as_str()).unwrap_or_default().to_string()
