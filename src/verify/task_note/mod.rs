@@ -6,7 +6,7 @@
 //! fenced block or the lines after `Data:`) is taken out; the rest is split
 //! into clauses (sentences and lines, quote-aware); the first clause that
 //! starts with an action verb is the goal and every other clause is matched
-//! against [`rules::RULES`], a table of anchored patterns and what each one sets.
+//! against `rules::RULES`, a table of anchored patterns and what each one sets.
 //! Clauses no rule knows are kept in `constraints.notes`.
 
 mod clause;
