@@ -6,11 +6,12 @@
 
 pub mod checks;
 pub mod decision;
+pub mod patterns;
 pub mod task_note;
 pub mod text;
 pub mod tone;
 
-pub use checks::{check_name, contains_phrase, element_present, patterns, verify};
+pub use checks::{check_name, contains_phrase, element_present, verify};
 pub use decision::DecisionScore;
 pub use task_note::{
     Constraints, Context, EventFields, Goal, Problem, Recipient, TaskKind, TaskNoteError, TaskSpec, Verification,

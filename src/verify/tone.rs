@@ -25,7 +25,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::checks::patterns;
+use super::patterns;
 use super::text::{self, re};
 
 pub const PASS: f64 = 0.6;

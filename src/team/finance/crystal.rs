@@ -4,10 +4,11 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::dates;
 use super::money::{self, Cents};
+use super::reply::failed_no_transactions;
 use super::tag_ai::{self, UNCATEGORIZED};
 use super::transactions::{self, Transaction};
-use super::{dates, failed_no_transactions};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 

@@ -8,8 +8,9 @@ use chrono::Datelike;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::dates;
 use super::money::{self, Cents, Labelled};
-use super::{dates, failed};
+use super::reply::failed;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 

@@ -22,9 +22,9 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::money::{self, Cents};
+use super::reply::{failed_no_transactions, list_lines};
 use super::tag_ai;
 use super::transactions::{self, Transaction};
-use super::{failed_no_transactions, list_lines};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 

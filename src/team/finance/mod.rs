@@ -23,13 +23,15 @@ pub mod dates;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
+pub mod receipt;
+mod reply;
 pub mod tag_ai;
+pub mod transaction;
 pub mod transactions;
 
 use std::sync::Arc;
 
 use crate::agent::Agent;
-use crate::protocol::{DelegationError, ErrorCode};
 
 /// The finance agent called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
@@ -45,44 +47,15 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     Some(agent)
 }
 
-fn failed(message: impl Into<String>) -> DelegationError {
-    DelegationError::new(ErrorCode::AgentFailed, message)
-}
-
-/// The failure of an agent that found no transactions to work on.
-fn failed_no_transactions(verb: &str) -> DelegationError {
-    failed(format!(
-        "no transactions to {verb}: expected an earlier step's 'transactions' artifact, a CSV statement \
-         (date, description, amount), receipt text with a TOTAL line, or lines like '2025-10-09 Starbucks 45.99'"
-    ))
-}
-
-/// One line per item, at most 50, then how many were left out.
-fn list_lines(items: impl Iterator<Item = String>) -> String {
-    const SHOWN: usize = 50;
-    let mut lines = Vec::new();
-    let mut hidden = 0usize;
-    for item in items {
-        if lines.len() < SHOWN {
-            lines.push(item);
-        } else {
-            hidden += 1;
-        }
-    }
-    if hidden > 0 {
-        lines.push(format!("... and {hidden} more"));
-    }
-    lines.join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
     use serde_json::{Value, json};
 
+    use super::reply::failed;
     use super::*;
     use crate::agent::{AgentContext, AgentOutput, Task};
-    use crate::protocol::HandoffData;
+    use crate::protocol::{DelegationError, ErrorCode, HandoffData};
 
     const TEAM: [(&str, &str); 6] = [
         ("byte-doc", byte_doc::TOOL),

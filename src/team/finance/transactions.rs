@@ -1,102 +1,15 @@
-//! The transaction shape the finance agents pass to each other, and the one
-//! place that finds transactions in a task: an earlier step's `transactions`
-//! artifact, JSON, a CSV statement, receipts or free lines.
+//! The one place that finds transactions in a task: an earlier step's
+//! `transactions` artifact, JSON, a CSV statement, receipts or free lines.
+//! The transaction shape itself is in `transaction.rs`, re-exported here.
 
-use chrono::NaiveDate;
-use serde_json::{Value, json};
+pub use super::transaction::{MAX_LINES, MAX_TRANSACTIONS, Transaction, clean_merchant, main_currency, to_json_array};
 
-use super::byte_doc::{self, Receipt};
+use serde_json::Value;
+
 use super::dates;
 use super::money::{self, Cents};
+use super::receipt::{self, Receipt};
 use crate::agent::Task;
-
-/// Bounds on the work done for one task.
-pub const MAX_LINES: usize = 5000;
-pub const MAX_TRANSACTIONS: usize = 5000;
-
-/// One purchase (or, with a negative amount, a refund or deposit).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Transaction {
-    pub date: Option<NaiveDate>,
-    pub merchant: String,
-    /// Positive is money spent.
-    pub amount: Cents,
-    pub currency: String,
-    pub description: String,
-    pub category: Option<String>,
-    pub confidence: Option<u8>,
-}
-
-impl Transaction {
-    pub fn new(merchant: impl Into<String>, amount: Cents, currency: impl Into<String>) -> Self {
-        Self {
-            date: None,
-            merchant: merchant.into(),
-            amount,
-            currency: currency.into(),
-            description: String::new(),
-            category: None,
-            confidence: None,
-        }
-    }
-
-    /// The shared JSON shape: `{date, merchant, amount, currency, description}`
-    /// plus `category` and `confidence` once categorized.
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "date": self.date.map(|d| d.format("%Y-%m-%d").to_string()),
-            "merchant": self.merchant,
-            "amount": money::to_value(self.amount),
-            "currency": self.currency,
-            "description": self.description,
-        });
-        if let (Some(obj), Some(category)) = (v.as_object_mut(), &self.category) {
-            obj.insert("category".into(), json!(category));
-            obj.insert("confidence".into(), json!(self.confidence.unwrap_or(0)));
-        }
-        v
-    }
-
-    /// Reads the shared shape, tolerating other spellings (`payee`, `total`,
-    /// string amounts, other date formats). None without an amount.
-    pub fn from_json(value: &Value) -> Option<Self> {
-        let obj = value.as_object()?;
-        let text = |keys: &[&str]| {
-            keys.iter().find_map(|k| obj.get(*k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
-        };
-        let amount = ["amount", "total", "value"].iter().find_map(|k| obj.get(*k).and_then(money::from_value))?;
-        let description = text(&["description", "memo", "details"]).unwrap_or_default().to_string();
-        let merchant = text(&["merchant", "payee", "vendor", "name"])
-            .map(str::to_string)
-            .or_else(|| (!description.is_empty()).then(|| clean_merchant(&description)))
-            .unwrap_or_else(|| "Unknown".into());
-        let currency = text(&["currency"])
-            .filter(|c| c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()))
-            .map_or_else(|| "USD".to_string(), str::to_ascii_uppercase);
-        Some(Self {
-            date: text(&["date"]).and_then(dates::parse_date),
-            merchant,
-            amount,
-            currency,
-            description,
-            category: text(&["category"]).map(str::to_string),
-            confidence: obj.get("confidence").and_then(Value::as_u64).map(|c| c.min(100) as u8),
-        })
-    }
-
-    /// Lowercased merchant and description, what the keyword rules look at.
-    pub fn search_text(&self) -> String {
-        format!("{} {}", self.merchant, self.description).to_lowercase()
-    }
-
-    pub fn month(&self) -> Option<String> {
-        self.date.map(|d| d.format("%Y-%m").to_string())
-    }
-}
-
-pub fn to_json_array(transactions: &[Transaction]) -> Value {
-    Value::Array(transactions.iter().map(Transaction::to_json).collect())
-}
 
 /// Where `from_task` found the transactions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +65,7 @@ pub fn from_text(text: &str) -> Extracted {
     if let Some((transactions, skipped_rows)) = from_csv(text) {
         return Extracted { source: Some(Source::Csv), transactions, skipped_rows, ..Extracted::default() };
     }
-    let receipts = byte_doc::parse_receipts(text);
+    let receipts = receipt::parse_receipts(text);
     if !receipts.is_empty() {
         let transactions = receipts.iter().map(Receipt::to_transaction).collect();
         return Extracted { source: Some(Source::Receipts), transactions, receipts, ..Extracted::default() };
@@ -411,85 +324,11 @@ fn merchant_from_prose(words: &str) -> Option<String> {
     merchant.chars().any(char::is_alphabetic).then(|| clean_merchant(&merchant))
 }
 
-/// A merchant name from a bank description: card prefixes and store numbers
-/// removed, ALL CAPS turned into Title Case.
-pub fn clean_merchant(raw: &str) -> String {
-    let mut s = raw.trim().trim_matches('"').trim();
-    const PREFIXES: &[&str] = &[
-        "pos purchase ",
-        "debit purchase ",
-        "visa purchase ",
-        "card purchase ",
-        "purchase ",
-        "pos ",
-        "checkcard ",
-        "sq *",
-        "tst* ",
-        "tst*",
-        "paypal *",
-        "pp*",
-    ];
-    loop {
-        let lower = s.to_ascii_lowercase();
-        match PREFIXES.iter().find(|p| lower.starts_with(*p)) {
-            Some(p) => s = s.get(p.len()..).unwrap_or_default().trim(),
-            None => break,
-        }
-    }
-    let lower = s.to_ascii_lowercase();
-    let cut = [" #", "#", "  ", " - ", ".com"].iter().filter_map(|sep| lower.find(sep)).min().unwrap_or(s.len());
-    let s = s.get(..cut).unwrap_or(s);
-    let mut words: Vec<&str> = s.split_whitespace().collect();
-    while words.len() > 1 && words.last().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit() || c == '*')) {
-        words.pop();
-    }
-    let joined = words.join(" ");
-    let out = if joined.chars().any(char::is_lowercase) {
-        joined
-    } else {
-        words.iter().map(|w| title_word(w)).collect::<Vec<_>>().join(" ")
-    };
-    if out.is_empty() { "Unknown".into() } else { out }
-}
-
-/// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`, `ZONE,` is `Zone,`;
-/// acronyms stay (`BP`, `CVS`, `MTA`, `AT&T`): two letters, three without a
-/// vowel, known ones, or words with other symbols.
-fn title_word(w: &str) -> String {
-    const ACRONYMS: &[&str] = &["mta", "amc", "hbo", "aws", "ups", "ibm", "atm", "usa", "ikea"];
-    let core = w.trim_end_matches([',', '.', ';', ':', '!']);
-    let tail = &w[core.len()..];
-    let lower = core.to_ascii_lowercase();
-    let len = core.chars().count();
-    let acronym =
-        len <= 2 || (len == 3 && !lower.contains(['a', 'e', 'i', 'o', 'u', 'y'])) || ACRONYMS.contains(&lower.as_str());
-    if acronym || !core.chars().all(|c| c.is_alphabetic() || c == '\'') {
-        return w.to_string();
-    }
-    let mut chars = core.chars();
-    let titled: String =
-        chars.next().map(|f| f.to_uppercase().chain(chars.flat_map(char::to_lowercase)).collect()).unwrap_or_default();
-    titled + tail
-}
-
-/// The most common currency (the first seen on a tie); USD for none.
-pub fn main_currency(transactions: &[Transaction]) -> String {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for t in transactions {
-        match counts.iter_mut().find(|(c, _)| *c == t.currency) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((&t.currency, 1)),
-        }
-    }
-    let best = counts.iter().fold(None, |best: Option<(&str, usize)>, &(c, n)| match best {
-        Some((_, bn)) if bn >= n => best,
-        _ => Some((c, n)),
-    });
-    best.map_or_else(|| "USD".to_string(), |(c, _)| c.to_string())
-}
-
 #[cfg(test)]
 mod tests {
+    use chrono::NaiveDate;
+    use serde_json::json;
+
     use super::*;
     use crate::protocol::HandoffData;
 
@@ -586,13 +425,5 @@ mod tests {
         for text in ["", "hello there", "{\"a\": 1}", "\u{0}\u{1}💥", "1,2,3\n4,5,6"] {
             assert!(from_text(text).transactions.is_empty(), "{text:?}");
         }
-    }
-
-    #[test]
-    fn transactions_clean_merchant_names() {
-        assert_eq!(clean_merchant("POS PURCHASE STARBUCKS #1234 TORONTO"), "Starbucks");
-        assert_eq!(clean_merchant("SQ *BLUE BOTTLE COFFEE"), "Blue Bottle Coffee");
-        assert_eq!(clean_merchant("Adobe Creative Cloud"), "Adobe Creative Cloud");
-        assert_eq!(clean_merchant("  "), "Unknown");
     }
 }

@@ -13,7 +13,7 @@ use regex::Regex;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{invalid, read_task};
+use super::shared::{invalid, read_task};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::verify::TaskSpec;

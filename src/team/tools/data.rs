@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{invalid, plural, read_task};
+use super::shared::{invalid, plural, read_task};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, ErrorCode};
 use crate::verify::text::{self, KeyCase};

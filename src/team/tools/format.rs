@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use regex::Regex;
 use serde_json::json;
 
-use super::{invalid, read_task};
+use super::shared::{invalid, read_task};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::verify::text::{self, re};

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{invalid, plural, read_task};
+use super::shared::{invalid, plural, read_task};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::verify::TaskSpec;

@@ -1,0 +1,161 @@
+//! Tag: spending categories from merchant and description keyword rules. The
+//! rules (`rules.rs`) and the categorizing (`categorize.rs`) live here and are
+//! shared with Crystal and Ledger; this file holds the agent.
+
+mod categorize;
+mod rules;
+
+pub use categorize::{
+    Recategorized, categorize, categorize_all, categorize_transaction, ensure_categories, totals_by_category,
+};
+pub use rules::{UNCATEGORIZED, categories};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::money::{self, Cents};
+use super::reply::{failed_no_transactions, list_lines};
+use super::transactions;
+use crate::agent::{Agent, AgentContext, AgentOutput, Task};
+use crate::protocol::{Artifact, DelegationError, NewFact};
+
+pub const TOOL: &str = "categorize";
+
+/// Tag (`tag-ai`): transactions in, the same with `category` and `confidence`
+/// plus per-category totals out.
+pub struct TagAi;
+
+#[async_trait]
+impl Agent for TagAi {
+    async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+        ctx.use_tool(TOOL)?;
+        let found = transactions::from_task(task);
+        let mut ts = found.transactions;
+        if ts.is_empty() {
+            return Err(failed_no_transactions("categorize"));
+        }
+        let changes = categorize_all(&mut ts);
+        let currency = transactions::main_currency(&ts);
+        let totals = totals_by_category(&ts);
+        let spent: Cents = totals.iter().map(|(_, s, _)| s).sum();
+        let uncategorized = ts.iter().filter(|t| t.category.as_deref() == Some(UNCATEGORIZED)).count();
+        let summary = match ts.as_slice() {
+            [t] => format!(
+                "Categorized 1 transaction: {} as {}",
+                t.merchant,
+                t.category.as_deref().unwrap_or(UNCATEGORIZED)
+            ),
+            _ => {
+                let top: Vec<String> =
+                    totals.iter().take(3).map(|(c, s, _)| format!("{c} ({})", money::format(*s, &currency))).collect();
+                let mut s = format!(
+                    "Categorized {} transactions into {} categories; top: {}",
+                    ts.len(),
+                    totals.len(),
+                    top.join(", ")
+                );
+                if uncategorized > 0 {
+                    s.push_str(&format!("; {uncategorized} left {UNCATEGORIZED}"));
+                }
+                s
+            }
+        };
+        let mut result = list_lines(ts.iter().map(|t| {
+            format!(
+                "- {} {} -> {} ({}%)",
+                t.merchant,
+                money::format(t.amount, &t.currency),
+                t.category.as_deref().unwrap_or(UNCATEGORIZED),
+                t.confidence.unwrap_or(0)
+            )
+        }));
+        if !changes.is_empty() {
+            result.push_str("\nChanged categories:");
+            for c in &changes {
+                result.push_str(&format!("\n- {}: '{}' -> '{}'", c.merchant, c.from, c.to));
+            }
+        }
+        let categories: Vec<Value> = totals
+            .iter()
+            .map(|(c, s, n)| json!({"category": c, "total": money::to_value(*s), "count": n, "share_pct": money::percent(*s, spent)}))
+            .collect();
+        let average = ts.iter().map(|t| u32::from(t.confidence.unwrap_or(0))).sum::<u32>() / ts.len().max(1) as u32;
+        let mut output = AgentOutput::new(summary, result)
+            .with_artifact(Artifact::json("transactions", transactions::to_json_array(&ts)))
+            .with_artifact(Artifact::json("categories", Value::Array(categories)))
+            .with_confidence(u8::try_from(average).unwrap_or(100));
+        if ts.len() >= 5
+            && let Some((top, total, _)) = totals.first()
+        {
+            output = output.with_fact(NewFact::new(format!(
+                "User's largest spending category is {top} ({} of {})",
+                money::format(*total, &currency),
+                money::format(spent, &currency)
+            )));
+        }
+        Ok(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ErrorCode, HandoffData};
+
+    async fn run(task: Task) -> Result<AgentOutput, DelegationError> {
+        TagAi.run(&AgentContext::detached([TOOL]), &task).await
+    }
+
+    #[tokio::test]
+    async fn tag_ai_categorizes_byte_docs_transactions() {
+        let mut task = Task::new("Categorize extracted transactions", "");
+        task.handoff = HandoffData {
+            intermediate_results: Some(json!([{"agent": "byte-doc", "status": "success", "summary": "", "result": "",
+                "artifacts": [{"type": "json", "label": "transactions", "value": [
+                    {"date": "2025-10-09", "merchant": "Starbucks", "amount": 45.99, "currency": "USD", "description": "Caffe Latte"}]}]}])),
+            ..HandoffData::default()
+        };
+        let out = run(task).await.expect("categorized");
+        assert_eq!(out.summary, "Categorized 1 transaction: Starbucks as Dining - Coffee");
+        assert_eq!(out.confidence, Some(95));
+        let t = &out.artifacts[0].value[0];
+        assert_eq!((t["category"].as_str(), t["confidence"].as_u64()), (Some("Dining - Coffee"), Some(95)));
+        assert_eq!(
+            out.artifacts[1].value,
+            json!([{"category": "Dining - Coffee", "total": 45.99, "count": 1, "share_pct": 100.0}])
+        );
+    }
+
+    #[tokio::test]
+    async fn tag_ai_categorizes_the_example_statement() {
+        let out = run(Task::new("Categorize", include_str!("../../../../examples/statement.csv"))).await.expect("ok");
+        let ts = out.artifacts[0].value.as_array().expect("array").clone();
+        let category_of = |m: &str| {
+            ts.iter().find(|t| t["merchant"] == m).and_then(|t| t["category"].as_str()).unwrap_or_default().to_string()
+        };
+        assert_eq!(category_of("Whole Foods Market"), "Groceries");
+        assert_eq!(category_of("Netflix"), "Entertainment");
+        assert_eq!(category_of("Payroll Deposit Acme Corp"), "Income");
+        assert_eq!(category_of("MTA Metrocard"), "Transport");
+        assert!(!ts.iter().any(|t| t["category"] == UNCATEGORIZED), "{}", out.result);
+        assert_eq!(out.artifacts[1].value[0]["category"], "Rent");
+        assert!(out.new_facts[0].fact.starts_with("User's largest spending category is Rent"));
+    }
+
+    #[tokio::test]
+    async fn tag_ai_keeps_given_categories_unless_sure() {
+        let csv = "date,merchant,amount,category\n2025-10-01,Starbucks,4.50,Food\n2025-10-02,Mystery Co,9.00,Gifts";
+        let out = run(Task::new("Review categorization accuracy", csv)).await.expect("ok");
+        let ts = &out.artifacts[0].value;
+        assert_eq!((ts[0]["category"].as_str(), ts[1]["category"].as_str()), (Some("Dining - Coffee"), Some("Gifts")));
+        assert!(out.result.contains("Starbucks: 'Food' -> 'Dining - Coffee'"), "{}", out.result);
+    }
+
+    #[tokio::test]
+    async fn tag_ai_fails_without_transactions_and_without_its_tool() {
+        let err = run(Task::new("Categorize my stuff", "")).await.expect_err("nothing");
+        assert_eq!(err.code, ErrorCode::AgentFailed);
+        let err = TagAi.run(&AgentContext::detached(["extract_receipt"]), &Task::new("x", "Starbucks 4.50")).await;
+        assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
+    }
+}
