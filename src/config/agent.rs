@@ -1,0 +1,187 @@
+//! One team member as declared: its spec, per-agent limits, and the
+//! backend that does its work.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::ToolSet;
+use crate::protocol::{AgentSlug, DelegationError};
+
+/// One team member as declared in the config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub slug: AgentSlug,
+    /// Display name used when Prime reports who did what ("Byte").
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub backend: Backend,
+    #[serde(default)]
+    pub system_prompt: String,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub domain: Option<String>,
+    #[serde(default)]
+    pub tools_allowed: ToolSet,
+    /// Agents this one may delegate to; `"*"` means any.
+    #[serde(default)]
+    pub may_delegate_to: BTreeSet<String>,
+    /// Users who may use this agent (seeds/003: the agent works with the
+    /// requesting user's permissions); `"*"` means everyone.
+    #[serde(default = "everyone")]
+    pub allowed_users: BTreeSet<String>,
+    /// Whether this agent may see raw PII (default: it sees typed tokens).
+    #[serde(default)]
+    pub pii_access: bool,
+    /// A tool agent (seeds/001): Prime hands it the user's words as a Task
+    /// Note, whose checks the runtime verifies.
+    #[serde(default)]
+    pub task_notes: bool,
+    #[serde(default)]
+    pub limits: AgentLimits,
+}
+
+fn everyone() -> BTreeSet<String> {
+    BTreeSet::from(["*".to_string()])
+}
+
+impl AgentSpec {
+    /// A built-in-backed agent with nothing but a slug and a name: no tools,
+    /// no one to delegate to, open to every user, the runtime's limits. Give
+    /// it an implementation with [`crate::RuntimeBuilder::agent`].
+    pub fn new(slug: &str, name: impl Into<String>) -> Result<Self, DelegationError> {
+        Ok(Self {
+            slug: AgentSlug::parse(slug).map_err(|e| DelegationError::invalid(e.0))?,
+            name: name.into(),
+            description: String::new(),
+            backend: Backend::default(),
+            system_prompt: String::new(),
+            capabilities: Vec::new(),
+            keywords: Vec::new(),
+            domain: None,
+            tools_allowed: ToolSet::new(),
+            may_delegate_to: BTreeSet::new(),
+            allowed_users: everyone(),
+            pii_access: false,
+            task_notes: false,
+            limits: AgentLimits::default(),
+        })
+    }
+
+    /// This agent may delegate to `targets` (slugs, or `*` for any).
+    pub fn delegating_to<I: IntoIterator<Item = S>, S: Into<String>>(mut self, targets: I) -> Self {
+        self.may_delegate_to.extend(targets.into_iter().map(Into::into));
+        self
+    }
+
+    /// What this agent does, for discovery and for its A2A card.
+    pub fn described(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Whether this agent may delegate to `target` per its `may_delegate_to`.
+    pub fn may_delegate_to(&self, target: &AgentSlug) -> bool {
+        self.may_delegate_to.contains("*") || self.may_delegate_to.contains(target.as_str())
+    }
+
+    pub fn allows_user(&self, user: &str) -> bool {
+        self.allowed_users.contains("*") || self.allowed_users.contains(user)
+    }
+}
+
+/// Per-agent overrides of the runtime limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentLimits {
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    /// Attempts per delegation, overriding the priority's default.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    /// Time for one attempt; a timed-out attempt is retried with twice as
+    /// long, inside the delegation's deadline. None: an attempt may use it all.
+    #[serde(default)]
+    pub attempt_timeout_ms: Option<u64>,
+}
+
+/// Where an agent's work is done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum Backend {
+    /// A deterministic agent compiled into Switchboard; `name` defaults to the
+    /// slug (`prime` makes the agent a Prime-style orchestrator).
+    Builtin {
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// Another Switchboard (or anything speaking `POST /v1/delegate`) does the
+    /// work; the envelope carries the rails across the hop.
+    Http {
+        /// Base URL, e.g. `http://127.0.0.1:7421`.
+        url: String,
+        /// The agent's slug over there (default: the same slug).
+        #[serde(default)]
+        agent: Option<String>,
+        /// Environment variable holding the service token the remote issued
+        /// to the calling agent (the origin).
+        #[serde(default)]
+        token_env: Option<String>,
+        /// Per-origin tokens: origin slug → environment variable.
+        #[serde(default)]
+        origin_tokens: BTreeMap<String, String>,
+    },
+    /// A model behind any OpenAI-compatible chat-completions endpoint (a hosted
+    /// API, vLLM, llama.cpp's server, Ollama). Unset fields come from `[llm]`.
+    Llm {
+        #[serde(default)]
+        base_url: Option<String>,
+        #[serde(default)]
+        model: Option<String>,
+        /// Environment variable holding the API key (none: no Authorization header).
+        #[serde(default)]
+        api_key_env: Option<String>,
+        /// Completion tokens per call, at most (the budget may allow fewer).
+        #[serde(default)]
+        max_completion_tokens: Option<u32>,
+        #[serde(default)]
+        temperature: Option<f32>,
+        /// Ask for a JSON object (`response_format`) instead of text.
+        #[serde(default)]
+        json_mode: bool,
+        /// Rounds of tool calls before the agent must answer.
+        #[serde(default)]
+        tool_rounds: Option<u32>,
+    },
+    /// A remote A2A agent (A2A 1.0): `url` is its agent card's URL or its
+    /// base URL; the rails travel in message metadata.
+    A2a {
+        url: String,
+        /// Environment variable holding a bearer token for the remote agent.
+        #[serde(default)]
+        token_env: Option<String>,
+    },
+    /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
+    Command {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    },
+}
+
+impl Default for Backend {
+    fn default() -> Self {
+        Self::Builtin { name: None }
+    }
+}

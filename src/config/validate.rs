@@ -1,0 +1,147 @@
+//! What serde cannot check in a configuration: unique slugs, references
+//! to known agents, sane limits, compilable route patterns, acyclic workflows.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Config, PlanKind};
+use crate::protocol::DelegationError;
+
+impl Config {
+    /// Checks what serde cannot: unique slugs, references to known agents,
+    /// sane limits, compilable route patterns and acyclic workflows.
+    pub fn validate(&self) -> Result<(), DelegationError> {
+        let bad = |msg: String| Err(DelegationError::invalid(format!("invalid configuration: {msg}")));
+        let l = &self.limits;
+        if l.max_depth == 0 || l.max_depth > l.max_depth_ceiling {
+            return bad(format!(
+                "limits.max_depth {} must be between 1 and max_depth_ceiling {}",
+                l.max_depth, l.max_depth_ceiling
+            ));
+        }
+        if l.fan_out == 0 {
+            return bad("limits.fan_out must be at least 1".into());
+        }
+        if l.deadline_ms == 0 || l.deadline_ms > l.max_deadline_ms {
+            return bad(format!(
+                "limits.deadline_ms {} must be between 1 and max_deadline_ms {}",
+                l.deadline_ms, l.max_deadline_ms
+            ));
+        }
+        if l.deadline_margin_ms >= l.deadline_ms {
+            return bad("limits.deadline_margin_ms must be smaller than deadline_ms".into());
+        }
+        if l.max_tokens == 0 || l.max_tokens > l.max_tokens_ceiling || l.ask_max_tokens == 0 {
+            return bad(format!(
+                "limits.max_tokens {} must be between 1 and max_tokens_ceiling {}",
+                l.max_tokens, l.max_tokens_ceiling
+            ));
+        }
+        match self.prime.planner.as_str() {
+            "rules" => {}
+            "llm" if self.llm.base_url.is_some() && self.llm.model.is_some() => {}
+            "llm" => return bad("prime.planner = \"llm\" needs [llm] base_url and model".into()),
+            other => return bad(format!("prime.planner is '{other}'; use \"rules\" or \"llm\"")),
+        }
+        let mut seen = BTreeMap::new();
+        for a in &self.agents {
+            if a.slug.is_auto() {
+                return bad("'auto' is reserved for discovery and cannot be an agent's slug".into());
+            }
+            if seen.insert(a.slug.as_str(), ()).is_some() {
+                return bad(format!("agent '{}' is declared twice", a.slug));
+            }
+        }
+        let known = |s: &str| seen.contains_key(s);
+        for a in &self.agents {
+            for t in &a.may_delegate_to {
+                if t != "*" && !known(t) {
+                    return bad(format!("agent '{}' may_delegate_to unknown agent '{t}'", a.slug));
+                }
+            }
+        }
+        if let Some(a) = &self.prime.agent
+            && !known(a.as_str())
+        {
+            return bad(format!("prime.agent names unknown agent '{a}'"));
+        }
+        for r in &self.prime.routes {
+            if let Err(e) = regex::Regex::new(&r.pattern) {
+                return bad(format!("route '{}' pattern does not compile: {e}", r.name));
+            }
+            for s in &r.agents {
+                if !known(s.as_str()) {
+                    return bad(format!("route '{}' names unknown agent '{s}'", r.name));
+                }
+            }
+            match r.plan {
+                PlanKind::Workflow => match &r.workflow {
+                    Some(w) if self.workflow(w).is_some() => {}
+                    _ => return bad(format!("route '{}' must name a declared workflow", r.name)),
+                },
+                _ => {
+                    if r.agents.is_empty() || r.objectives.len() != r.agents.len() {
+                        return bad(format!("route '{}' needs one objective per agent", r.name));
+                    }
+                }
+            }
+        }
+        let mut domain_names = BTreeSet::new();
+        for d in &self.domains {
+            if !domain_names.insert(d.name.as_str()) {
+                return bad(format!("domain '{}' is declared twice", d.name));
+            }
+            for a in &d.agents {
+                if !known(a.as_str()) {
+                    return bad(format!("domain '{}' names unknown agent '{a}'", d.name));
+                }
+            }
+        }
+        for d in &self.domains {
+            for alt in &d.alternatives {
+                let exists = domain_names.contains(alt.as_str())
+                    || self.agents.iter().any(|a| a.domain.as_deref() == Some(alt.as_str()));
+                if !exists || alt == &d.name {
+                    return bad(format!(
+                        "domain '{}' lists '{alt}' as an alternative, which is not another domain",
+                        d.name
+                    ));
+                }
+            }
+        }
+        for agent in self.auth.service_tokens.keys() {
+            if !known(agent) {
+                return bad(format!("auth.service_tokens names unknown agent '{agent}'"));
+            }
+        }
+        for user in self.auth.user_tokens.keys() {
+            if crate::protocol::UserId::parse(user.as_str()).is_err() {
+                return bad(format!("auth.user_tokens: '{user}' is not a valid user id"));
+            }
+        }
+        if let Some(u) = &self.a2a.anonymous_user
+            && crate::protocol::UserId::parse(u.as_str()).is_err()
+        {
+            return bad(format!("a2a.anonymous_user: '{u}' is not a valid user id"));
+        }
+        for w in &self.workflows {
+            let ids: BTreeSet<&str> = w.steps.iter().map(|s| s.id.as_str()).collect();
+            if ids.len() != w.steps.len() {
+                return bad(format!("workflow '{}' has duplicate step ids", w.name));
+            }
+            for s in &w.steps {
+                if !known(s.agent.as_str()) {
+                    return bad(format!("workflow '{}' step '{}' names unknown agent '{}'", w.name, s.id, s.agent));
+                }
+                for dep in &s.after {
+                    if !ids.contains(dep.as_str()) {
+                        return bad(format!("workflow '{}' step '{}' waits for unknown step '{dep}'", w.name, s.id));
+                    }
+                }
+            }
+            if w.levels().is_none() {
+                return bad(format!("workflow '{}' has a cycle among its steps", w.name));
+            }
+        }
+        Ok(())
+    }
+}
