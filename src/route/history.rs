@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use crate::store::task_signature;
 use crate::store::{AgentHistory, Outcome};
 
 /// The success rate an agent needs on a kind of task to be preferred.
@@ -42,20 +43,6 @@ pub fn similar(outcomes: &[Outcome], signature: &str) -> Vec<AgentHistory> {
     by_agent.into_values().collect()
 }
 
-/// A coarse signature of a task's kind: the objective's first six
-/// significant words, lowercased, digits and punctuation dropped.
-pub fn task_signature(objective: &str) -> String {
-    const STOP: [&str; 12] =
-        ["the", "and", "for", "with", "about", "from", "into", "this", "that", "your", "our", "their"];
-    objective
-        .split(|c: char| !c.is_alphabetic())
-        .map(str::to_lowercase)
-        .filter(|w| w.len() > 2 && !STOP.contains(&w.as_str()))
-        .take(6)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The agent history recommends among `allowed`: the best success rate above
 /// [`PREFERRED_RATE`] with at least [`MIN_SAMPLES`] finished delegations.
 pub fn preferred(history: &[AgentHistory], allowed: impl Fn(&str) -> bool) -> Option<&str> {
@@ -72,12 +59,6 @@ mod tests {
 
     fn h(agent: &str, successes: u64, total: u64) -> AgentHistory {
         AgentHistory { agent: agent.into(), successes, total }
-    }
-
-    #[test]
-    fn signatures_ignore_numbers_case_and_filler() {
-        assert_eq!(task_signature("Extract the receipt data from receipt #42"), "extract receipt data receipt");
-        assert_eq!(task_signature("EXTRACT receipt DATA"), task_signature("extract receipt data"));
     }
 
     #[test]

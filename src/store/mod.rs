@@ -5,6 +5,8 @@
 
 pub mod audit;
 pub mod memory;
+mod rows;
+mod signature;
 pub mod sql;
 mod writer;
 
@@ -15,6 +17,7 @@ use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionI
 
 pub use audit::{AuditEntry, AuditRecord, ChainReport};
 pub use memory::MemoryStore;
+pub use signature::task_signature;
 pub use sql::SqlStore;
 
 /// Milliseconds since the Unix epoch.
@@ -85,7 +88,7 @@ pub struct DelegationRecord {
     /// `success`, `partial`, `failed` or `refused`.
     pub status: String,
     pub error_code: Option<String>,
-    /// The kind of task (`route::history::task_signature`), for learning.
+    /// The kind of task ([`task_signature`]), for learning.
     pub signature: String,
     pub attempts: u32,
     pub depth: u32,

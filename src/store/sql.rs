@@ -5,22 +5,21 @@
 //! PostgreSQL: a transaction-scoped advisory lock), so the hash chain never
 //! forks, and they are committed before the call returns.
 
-use std::str::FromStr;
-
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
-use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::{AnyPool, AssertSqlSafe, Executor, Row, SqlSafeStr};
+use sqlx::{AnyPool, AssertSqlSafe, Executor, SqlSafeStr};
 
 use super::audit::{AuditEntry, AuditRecord};
+use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
 use super::{
     Claim, Conversation, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError,
     StoreResult, now_ms,
 };
-use crate::protocol::{AgentSlug, RequestId, SessionId, TokenUsage, UserId};
+use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
@@ -161,86 +160,17 @@ pub(super) fn hash_hex(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
-fn parse<T: FromStr>(row: &AnyRow, col: &str) -> StoreResult<T> {
-    let s: String = row.try_get(col).map_err(backend_err)?;
-    s.parse().map_err(|_| StoreError::Backend(format!("corrupt value in column {col}: '{s}'")))
-}
-
-fn parse_opt<T: FromStr>(row: &AnyRow, col: &str) -> StoreResult<Option<T>> {
-    let s: Option<String> = row.try_get(col).map_err(backend_err)?;
-    s.map(|s| s.parse().map_err(|_| StoreError::Backend(format!("corrupt value in column {col}: '{s}'")))).transpose()
-}
-
-fn int(row: &AnyRow, col: &str) -> StoreResult<i64> {
-    row.try_get::<i64, _>(col).map_err(backend_err)
-}
-
-fn session_from(row: &AnyRow) -> StoreResult<Session> {
-    Ok(Session {
-        id: parse(row, "id")?,
-        user_id: parse(row, "user_id")?,
-        agent: parse(row, "agent")?,
-        parent_id: parse_opt(row, "parent_id")?,
-        created_at: int(row, "created_at")?,
-    })
-}
-
-fn delegation_from(row: &AnyRow) -> StoreResult<DelegationRecord> {
-    Ok(DelegationRecord {
-        request_id: parse(row, "request_id")?,
-        root_id: parse(row, "root_id")?,
-        parent_id: parse_opt(row, "parent_id")?,
-        user_id: parse(row, "user_id")?,
-        origin: row.try_get("origin").map_err(backend_err)?,
-        target: row.try_get("target").map_err(backend_err)?,
-        objective: row.try_get("objective").map_err(backend_err)?,
-        objective_hash: row.try_get("objective_hash").map_err(backend_err)?,
-        status: row.try_get("status").map_err(backend_err)?,
-        error_code: row.try_get("error_code").map_err(backend_err)?,
-        signature: row.try_get("signature").map_err(backend_err)?,
-        attempts: int(row, "attempts")? as u32,
-        depth: int(row, "depth")? as u32,
-        started_at: int(row, "started_at")?,
-        duration_ms: int(row, "duration_ms")? as u64,
-        tokens: TokenUsage {
-            prompt: int(row, "prompt_tokens")? as u32,
-            completion: int(row, "completion_tokens")? as u32,
-            total: int(row, "total_tokens")? as u32,
-        },
-    })
-}
-
-fn audit_from(row: &AnyRow) -> StoreResult<AuditEntry> {
-    Ok(AuditEntry {
-        seq: int(row, "seq")? as u64,
-        record: AuditRecord {
-            request_id: parse(row, "request_id")?,
-            root_id: parse(row, "root_id")?,
-            origin: row.try_get("origin").map_err(backend_err)?,
-            target: row.try_get("target").map_err(backend_err)?,
-            user_id: row.try_get("user_id").map_err(backend_err)?,
-            objective: row.try_get("objective").map_err(backend_err)?,
-            outcome: row.try_get("outcome").map_err(backend_err)?,
-            error_code: row.try_get("error_code").map_err(backend_err)?,
-            duration_ms: int(row, "duration_ms")? as u64,
-            tokens: int(row, "tokens")? as u32,
-            created_at: int(row, "created_at")?,
-        },
-        prev_hash: row.try_get("prev_hash").map_err(backend_err)?,
-        hash: row.try_get("hash").map_err(backend_err)?,
-    })
-}
-
 const SESSION_COLUMNS: &str = "id, user_id, agent, parent_id, created_at";
 
 impl SqlStore {
     async fn session_by_id(&self, id: SessionId) -> StoreResult<Option<Session>> {
-        let row = sqlx::query("SELECT id, user_id, agent, parent_id, created_at FROM sessions WHERE id = $1")
+        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1");
+        let row = sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
             .bind(id.to_string())
             .fetch_optional(&self.pool)
             .await
             .map_err(backend_err)?;
-        row.as_ref().map(session_from).transpose()
+        row.map(Session::try_from).transpose()
     }
 
     async fn insert_session(&self, s: &Session) -> StoreResult<()> {
@@ -297,14 +227,14 @@ impl Store for SqlStore {
     ) -> StoreResult<Option<Session>> {
         let sql =
             format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE user_id = $1 AND agent = $2 AND parent_id = $3");
-        let row = sqlx::query(AssertSqlSafe(sql))
+        let row = sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
             .bind(user.to_string())
             .bind(agent.to_string())
             .bind(parent.to_string())
             .fetch_optional(&self.pool)
             .await
             .map_err(backend_err)?;
-        row.as_ref().map(session_from).transpose()
+        row.map(Session::try_from).transpose()
     }
 
     async fn append_messages(&self, messages: &[Message]) -> StoreResult<()> {
@@ -312,7 +242,7 @@ impl Store for SqlStore {
     }
 
     async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, MessageRow>(
             "SELECT session_id, role, content, metadata, created_at FROM messages WHERE session_id = $1 \
              ORDER BY id DESC LIMIT $2",
         )
@@ -321,21 +251,7 @@ impl Store for SqlStore {
         .fetch_all(&self.pool)
         .await
         .map_err(backend_err)?;
-        let mut out = rows
-            .iter()
-            .map(|row| {
-                let metadata: String = row.try_get("metadata").map_err(backend_err)?;
-                let meta: serde_json::Value = serde_json::from_str(&metadata).unwrap_or_default();
-                Ok(Message {
-                    session_id: parse(row, "session_id")?,
-                    role: row.try_get("role").map_err(backend_err)?,
-                    content: row.try_get("content").map_err(backend_err)?,
-                    delegated_from: meta["delegated_from"].as_str().map(str::to_string),
-                    delegation_depth: meta["delegation_depth"].as_u64().map(|d| d as u32),
-                    created_at: int(row, "created_at")?,
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
+        let mut out: Vec<Message> = convert(rows)?;
         out.reverse();
         Ok(out)
     }
@@ -351,22 +267,11 @@ impl Store for SqlStore {
              WHERE user_id = $1 AND scope IN ({}) ORDER BY created_at, id",
             marks.join(", ")
         );
-        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(user.to_string());
+        let mut q = sqlx::query_as::<_, FactRow>(AssertSqlSafe(sql)).bind(user.to_string());
         for s in scopes {
             q = q.bind(s.clone());
         }
-        let rows = q.fetch_all(&self.pool).await.map_err(backend_err)?;
-        rows.iter()
-            .map(|row| {
-                Ok(Fact {
-                    user_id: parse(row, "user_id")?,
-                    scope: row.try_get("scope").map_err(backend_err)?,
-                    fact: row.try_get("fact").map_err(backend_err)?,
-                    source_request: parse_opt(row, "source_request")?,
-                    created_at: int(row, "created_at")?,
-                })
-            })
-            .collect()
+        convert(q.fetch_all(&self.pool).await.map_err(backend_err)?)
     }
 
     async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
@@ -378,14 +283,14 @@ impl Store for SqlStore {
     }
 
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, duration_ms, \
              tokens, created_at, prev_hash, hash FROM audit_log ORDER BY seq",
         )
         .fetch_all(&self.pool)
         .await
         .map_err(backend_err)?;
-        rows.iter().map(audit_from).collect()
+        convert(rows)
     }
 
     async fn put_delegation(&self, r: &DelegationRecord) -> StoreResult<()> {
@@ -408,7 +313,7 @@ impl Store for SqlStore {
             .await
             .map_err(backend_err)?;
         let root = root.unwrap_or_else(|| request.to_string());
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, DelegationRow>(
             "SELECT request_id, root_id, parent_id, user_id, origin, target, objective, objective_hash, signature, \
              status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, completion_tokens, \
              total_tokens FROM delegations WHERE root_id = $1 ORDER BY started_at, request_id",
@@ -417,11 +322,11 @@ impl Store for SqlStore {
         .fetch_all(&self.pool)
         .await
         .map_err(backend_err)?;
-        rows.iter().map(delegation_from).collect()
+        convert(rows)
     }
 
     async fn seed_scores(&self, agent: &AgentSlug, signature: &str) -> StoreResult<Vec<(u64, f64)>> {
-        let rows = sqlx::query(
+        let rows: Vec<(i64, f64)> = sqlx::query_as(
             "SELECT seed, score FROM seed_scores WHERE agent = $1 AND signature = $2 ORDER BY score DESC, seed",
         )
         .bind(agent.to_string())
@@ -429,9 +334,7 @@ impl Store for SqlStore {
         .fetch_all(&self.pool)
         .await
         .map_err(backend_err)?;
-        rows.iter()
-            .map(|row| Ok((int(row, "seed")? as u64, row.try_get::<f64, _>("score").map_err(backend_err)?)))
-            .collect()
+        Ok(rows.into_iter().map(|(seed, score)| (seed as u64, score)).collect())
     }
 
     async fn adjust_seed_score(&self, agent: &AgentSlug, signature: &str, seed: u64, delta: f64) -> StoreResult<f64> {
@@ -462,7 +365,7 @@ impl Store for SqlStore {
     }
 
     async fn recent_outcomes(&self, user: &UserId, limit: usize) -> StoreResult<Vec<Outcome>> {
-        let rows = sqlx::query(
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
             "SELECT target, status, signature FROM delegations WHERE user_id = $1 AND status <> 'refused' \
              ORDER BY started_at DESC, request_id DESC LIMIT $2",
         )
@@ -471,15 +374,7 @@ impl Store for SqlStore {
         .fetch_all(&self.pool)
         .await
         .map_err(backend_err)?;
-        rows.iter()
-            .map(|row| {
-                Ok(Outcome {
-                    target: row.try_get("target").map_err(backend_err)?,
-                    status: row.try_get("status").map_err(backend_err)?,
-                    signature: row.try_get("signature").map_err(backend_err)?,
-                })
-            })
-            .collect()
+        Ok(rows.into_iter().map(|(target, status, signature)| Outcome { target, status, signature }).collect())
     }
 
     async fn claim_idempotency(&self, user: &UserId, key: &str, request_hash: &str) -> StoreResult<Claim> {
@@ -497,19 +392,17 @@ impl Store for SqlStore {
         if inserted.rows_affected() == 1 {
             return Ok(Claim::New);
         }
-        let row =
-            sqlx::query("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
+        let row: Option<(String, Option<String>)> =
+            sqlx::query_as("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
                 .bind(user.to_string())
                 .bind(key.to_string())
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(backend_err)?;
-        let Some(row) = row else {
+        let Some((hash, response)) = row else {
             // released between our insert and this read: claim it again
             return Box::pin(self.claim_idempotency(user, key, request_hash)).await;
         };
-        let hash: String = row.try_get("request_hash").map_err(backend_err)?;
-        let response: Option<String> = row.try_get("response").map_err(backend_err)?;
         Ok(match (hash == request_hash, response) {
             (false, _) => Claim::Mismatch,
             (true, Some(r)) => Claim::Done(r),
@@ -553,26 +446,23 @@ impl Store for SqlStore {
     }
 
     async fn find_token(&self, hash: &str) -> StoreResult<Option<(String, String)>> {
-        let row = sqlx::query("SELECT kind, subject FROM tokens WHERE token_hash = $1")
+        sqlx::query_as("SELECT kind, subject FROM tokens WHERE token_hash = $1")
             .bind(hash.to_string())
             .fetch_optional(&self.pool)
             .await
-            .map_err(backend_err)?;
-        row.map(|r| Ok((r.try_get("kind").map_err(backend_err)?, r.try_get("subject").map_err(backend_err)?)))
-            .transpose()
+            .map_err(backend_err)
     }
 
     async fn token_subjects(&self, kind: &str) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query("SELECT DISTINCT subject FROM tokens WHERE kind = $1 ORDER BY subject")
+        sqlx::query_scalar("SELECT DISTINCT subject FROM tokens WHERE kind = $1 ORDER BY subject")
             .bind(kind.to_string())
             .fetch_all(&self.pool)
             .await
-            .map_err(backend_err)?;
-        rows.iter().map(|r| r.try_get("subject").map_err(backend_err)).collect()
+            .map_err(backend_err)
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, CountsRow>(
             "SELECT (SELECT COUNT(*) FROM sessions) AS sessions, (SELECT COUNT(*) FROM messages) AS messages, \
              (SELECT COUNT(*) FROM memory_facts) AS facts, (SELECT COUNT(*) FROM delegations) AS delegations, \
              (SELECT COUNT(*) FROM audit_log) AS audit",
@@ -581,11 +471,11 @@ impl Store for SqlStore {
         .await
         .map_err(backend_err)?;
         Ok(StoreCounts {
-            sessions: int(&row, "sessions")? as u64,
-            messages: int(&row, "messages")? as u64,
-            facts: int(&row, "facts")? as u64,
-            delegations: int(&row, "delegations")? as u64,
-            audit: int(&row, "audit")? as u64,
+            sessions: row.sessions as u64,
+            messages: row.messages as u64,
+            facts: row.facts as u64,
+            delegations: row.delegations as u64,
+            audit: row.audit as u64,
         })
     }
 }

@@ -12,12 +12,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sqlx::{AnyConnection, AnyPool, Row};
+use sqlx::{AnyConnection, AnyPool};
 use tokio::sync::{mpsc, oneshot};
 
 use super::audit::{AuditEntry, AuditRecord, GENESIS};
+use super::signature::task_signature;
 use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult};
-use crate::route::history::task_signature;
 
 /// The most writes committed together.
 const MAX_BATCH: usize = 512;
@@ -187,17 +187,11 @@ async fn commit<'a>(
     nodes.reverse();
     let mut entries = Vec::with_capacity(audits.len());
     if !audits.is_empty() {
-        let row = sqlx::query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+        let head: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
             .fetch_optional(&mut *tx)
             .await
             .map_err(backend_err)?;
-        let (mut seq, mut prev) = match row {
-            Some(row) => (
-                row.try_get::<i64, _>("seq").map_err(backend_err)? as u64,
-                row.try_get::<String, _>("hash").map_err(backend_err)?,
-            ),
-            None => (0, GENESIS.to_string()),
-        };
+        let (mut seq, mut prev) = head.map_or((0, GENESIS.to_string()), |(seq, hash)| (seq as u64, hash));
         for (i, record) in audits {
             let entry = record.clone().seal(seq + 1, &prev);
             (seq, prev) = (entry.seq, entry.hash.clone());

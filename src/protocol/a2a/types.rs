@@ -2,6 +2,10 @@
 //! their SCREAMING_SNAKE_CASE names, bytes as base64, timestamps as ISO 8601
 //! in UTC. Unknown fields are ignored, as the specification asks (§5.7).
 
+use base64::Engine;
+use base64::alphabet;
+use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -425,48 +429,19 @@ pub struct AgentCard {
 
 /// Base64 (standard alphabet, padded) of `bytes`: ProtoJSON's `bytes`.
 pub fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(bytes)
 }
 
-/// Decodes base64, standard or URL-safe alphabet, padded or not; None for anything else.
+/// Decodes base64 as ProtoJSON accepts it: standard or URL-safe alphabet,
+/// padded or not; None for anything else.
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    fn value(c: u8) -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        } as u32)
-    }
-    let body = text.trim().trim_end_matches('=');
-    if body.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    for chunk in body.as_bytes().chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            n |= value(*c)? << (18 - 6 * i);
-        }
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..chunk.len() - 1]);
-    }
-    Some(out)
+    const LENIENT: GeneralPurposeConfig = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    const STANDARD_ANY: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, LENIENT);
+    const URL_SAFE_ANY: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LENIENT);
+    let text = text.trim();
+    STANDARD_ANY.decode(text).or_else(|_| URL_SAFE_ANY.decode(text)).ok()
 }
 
 #[cfg(test)]
@@ -510,5 +485,8 @@ mod tests {
         assert_eq!(base64_encode(b"tck"), "dGNr");
         assert_eq!(base64_decode("dGNr").unwrap(), b"tck");
         assert!(base64_decode("a").is_none() && base64_decode("!!!!").is_none());
+        // URL-safe and unpadded, as other ProtoJSON writers send it
+        assert_eq!(base64_decode("-_8").unwrap(), [0xfb, 0xff]);
+        assert_eq!(base64_decode("+/8=").unwrap(), [0xfb, 0xff]);
     }
 }
