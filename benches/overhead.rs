@@ -290,8 +290,8 @@ fn memory() {
         let wall = started.elapsed();
         let (_, peak) = rss_kib();
         println!("switchboard memory (durable SQLite store, zero-work agents)\n");
-        println!("  idle after warm-up:              {:>8} KiB", idle);
-        println!("  {in_flight} delegations in flight:      {:>8} KiB", with_in_flight);
+        println!("  idle after warm-up:              {idle:>8} KiB");
+        println!("  {in_flight} delegations in flight:      {with_in_flight:>8} KiB");
         for (n, rss) in &samples {
             println!("  after {n:>7} more delegations:   {rss:>8} KiB");
         }

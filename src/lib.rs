@@ -44,6 +44,7 @@ pub mod config;
 pub mod pipeline;
 pub mod protocol;
 pub mod resilience;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod store;
 pub mod telemetry;
@@ -51,8 +52,10 @@ pub mod util;
 
 // The parts the API is built from: public for the binary, the tests and the
 // benches, not a promise to embedders.
+#[cfg(feature = "a2a")]
 #[doc(hidden)]
 pub mod a2a;
+#[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
 #[doc(hidden)]

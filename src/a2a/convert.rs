@@ -48,7 +48,7 @@ pub fn message_text(message: &Message) -> (String, String) {
             match String::from_utf8(bytes) {
                 Ok(s) if textual => input.push(s),
                 Ok(s) => {
-                    input.push(format!("[file {} ({media}), {} bytes]", p.filename.as_deref().unwrap_or("-"), s.len()))
+                    input.push(format!("[file {} ({media}), {} bytes]", p.filename.as_deref().unwrap_or("-"), s.len()));
                 }
                 Err(e) => input.push(format!(
                     "[file {} ({media}), {} bytes]",

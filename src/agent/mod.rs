@@ -4,10 +4,13 @@
 //! rails. An agent delegates through its [`Delegator`], whose calls go to a
 //! [`Dispatch`] (the pipeline): nothing here knows the runtime.
 
+#[cfg(feature = "a2a")]
 pub mod a2a;
 pub mod command;
 mod delegator;
+#[cfg(feature = "remote")]
 pub mod http;
+#[cfg(feature = "llm")]
 pub mod llm;
 pub mod tokens;
 

@@ -251,7 +251,7 @@ impl PrimeAgent {
                     .iter()
                     .all(|r| r.response.fallback.as_ref().is_some_and(|f| f.recommended == "clarify_task_note")) =>
             {
-                text.push_str("I need a bit more detail before the team can do this.\n")
+                text.push_str("I need a bit more detail before the team can do this.\n");
             }
             (Status::Failed, _) => text.push_str("I couldn't get this done.\n"),
             (_, Plan::Single(_)) => {

@@ -51,7 +51,7 @@ impl<'a> Pii<'a> {
                 task.input = vault.restore(&task.input);
                 task.task_note = task.task_note.as_ref().map(|n| vault.restore(n));
             }
-        })
+        });
     }
 
     /// What flows back up the tree carries tokens, not raw PII.
@@ -65,7 +65,7 @@ impl<'a> Pii<'a> {
             for f in &mut out.new_facts {
                 f.fact = r.redact(&f.fact, vault);
             }
-        })
+        });
     }
 
     /// Back at the edge: the caller gave us these values; give them back.

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::agent::Agent;
 use crate::agent::command::CommandAgent;
-use crate::agent::http::RemoteAgent;
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::orchestrate::prime::PrimeAgent;
 use crate::protocol::{AgentSlug, DelegationError};
@@ -100,7 +99,10 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
             if BUILTIN_PRIME.contains(&name) {
                 // one line of config switches Prime's planner
                 if config.prime.planner == "llm" {
+                    #[cfg(feature = "llm")]
                     return Ok(Arc::new(crate::agent::llm::LlmAgent::prime(spec, config)?));
+                    #[cfg(not(feature = "llm"))]
+                    return Err(not_built(spec, "Prime's llm planner", "llm"));
                 }
                 return Ok(Arc::new(PrimeAgent::new(config, spec.slug.as_str())?));
             }
@@ -111,12 +113,85 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
                 ))
             })
         }
+        #[cfg(feature = "remote")]
         Backend::Http { url, agent, token_env, origin_tokens } => Ok(Arc::new(
-            RemoteAgent::new(url, agent.as_deref(), token_env.as_deref(), origin_tokens)
+            crate::agent::http::RemoteAgent::new(url, agent.as_deref(), token_env.as_deref(), origin_tokens)
                 .map_err(|e| DelegationError::invalid(format!("agent '{}': {}", spec.slug, e.message)))?,
         )),
+        #[cfg(not(feature = "remote"))]
+        Backend::Http { .. } => Err(not_built(spec, "the http backend", "remote")),
         Backend::Command { command, args, env } => Ok(Arc::new(CommandAgent::new(command, args, env)?)),
+        #[cfg(feature = "llm")]
         Backend::Llm { .. } => crate::agent::llm::for_spec(spec, config),
+        #[cfg(not(feature = "llm"))]
+        Backend::Llm { .. } => Err(not_built(spec, "the llm backend", "llm")),
+        #[cfg(feature = "a2a")]
         Backend::A2a { .. } => crate::agent::a2a::for_spec(spec, config),
+        #[cfg(not(feature = "a2a"))]
+        Backend::A2a { .. } => Err(not_built(spec, "the a2a backend", "a2a")),
+    }
+}
+
+/// The error for a configured agent whose backend this build left out.
+#[cfg_attr(all(feature = "remote", feature = "llm", feature = "a2a"), allow(dead_code))]
+fn not_built(spec: &AgentSpec, what: &str, feature: &str) -> DelegationError {
+    DelegationError::invalid(format!(
+        "agent '{}' needs {what}, which this build of Switchboard leaves out: build it with the `{feature}` feature",
+        spec.slug
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &str) -> Config {
+        Config::from_toml(&format!("{}\n{extra}", crate::config::DEFAULT_TOML)).unwrap()
+    }
+
+    #[test]
+    fn members_come_in_declaration_order_and_count_their_work() {
+        let config = config("");
+        let reg = Registry::build(&config, &HashMap::new()).unwrap();
+        let order: Vec<_> = reg.members().map(|m| m.spec.slug.clone()).collect();
+        let declared: Vec<_> = config.agents.iter().map(|a| a.slug.clone()).collect();
+        assert_eq!(order, declared);
+        assert_eq!(reg.len(), declared.len());
+        let m = reg.get(&declared[0]).unwrap();
+        let guard = m.enter();
+        assert_eq!(m.busy(), 1);
+        drop(guard);
+        assert_eq!(m.busy(), 0);
+    }
+
+    #[test]
+    fn an_implementation_for_an_undeclared_agent_is_refused() {
+        let echo = team::lookup("echo").unwrap();
+        let overrides = HashMap::from([(AgentSlug::parse("nobody").unwrap(), echo)]);
+        let err = Registry::build(&config(""), &overrides).err().unwrap();
+        assert!(err.message.contains("'nobody'"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_unknown_builtin_is_a_configuration_error() {
+        let err = Registry::build(
+            &config("[[agents]]\nslug = \"ghost\"\nname = \"Ghost\"\n[agents.backend]\nkind = \"builtin\"\nname = \"no-such\""),
+            &HashMap::new(),
+        )
+        .err()
+        .unwrap();
+        assert!(err.message.contains("'no-such'"), "{}", err.message);
+    }
+
+    #[cfg(not(feature = "llm"))]
+    #[test]
+    fn a_backend_this_build_leaves_out_names_the_feature_to_build_with() {
+        let err = Registry::build(
+            &config("[[agents]]\nslug = \"writer\"\nname = \"Writer\"\n[agents.backend]\nkind = \"llm\""),
+            &HashMap::new(),
+        )
+        .err()
+        .unwrap();
+        assert!(err.message.contains("`llm` feature"), "{}", err.message);
     }
 }

@@ -13,6 +13,7 @@
 //! | `GET /healthz`, `GET /metrics` | anyone | health, Prometheus |
 //! | `GET /` | anyone (the page asks for a token) | live delegation trees |
 
+#[cfg(feature = "a2a")]
 mod a2a;
 pub mod error;
 mod events;
@@ -36,7 +37,7 @@ pub use state::AppState;
 
 /// The router: every surface, with the tower-http stack (see `layers`).
 pub fn app(state: Arc<AppState>) -> Router {
-    let router = Router::new()
+    let router: Router<Arc<AppState>> = Router::new()
         .route("/v1/delegate", post(native::delegate))
         .route("/v1/chat", post(native::chat))
         .route("/v1/delegations/{id}", get(native::delegation))
@@ -47,9 +48,10 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))
         .route("/", get(ui::index))
-        .merge(a2a::routes(&state))
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed);
+    #[cfg(feature = "a2a")]
+    let router = router.merge(a2a::routes(&state));
     layers::apply(router, state.body_limit, state.request_timeout).with_state(state)
 }
 

@@ -1,9 +1,11 @@
 //! [`AppState`]: everything a request handler needs, in one value per
 //! service. Two services in one process share nothing (A2A tasks included).
 
+#[cfg(feature = "a2a")]
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "a2a")]
 use crate::a2a::A2aService;
 use crate::auth::Tokens;
 use crate::pipeline::Runtime;
@@ -14,6 +16,7 @@ pub struct AppState {
     /// Bearer tokens: who a presented token names.
     pub tokens: Tokens,
     /// The A2A tasks of this service.
+    #[cfg(feature = "a2a")]
     pub a2a: Arc<A2aService>,
     /// Largest request body accepted, in bytes.
     pub body_limit: usize,
@@ -31,7 +34,14 @@ impl AppState {
         let body_limit = limits.max_input_bytes.saturating_mul(4).max(64 * 1024);
         let request_timeout = Duration::from_millis(limits.max_deadline_ms).saturating_add(Duration::from_secs(10));
         let tokens = Tokens::new(runtime.store().clone());
-        let a2a = Arc::new(A2aService::new(runtime.clone()));
-        Self { runtime, tokens, a2a, body_limit, request_timeout, started_at: chrono::Utc::now() }
+        Self {
+            #[cfg(feature = "a2a")]
+            a2a: Arc::new(A2aService::new(runtime.clone())),
+            runtime,
+            tokens,
+            body_limit,
+            request_timeout,
+            started_at: chrono::Utc::now(),
+        }
     }
 }

@@ -64,6 +64,12 @@ impl SqlStore {
         let (backend, url) = if url.starts_with("sqlite:") {
             (Backend::Sqlite, sqlite_url(url))
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            if cfg!(not(feature = "postgres")) {
+                return Err(StoreError::Backend(format!(
+                    "cannot open '{}': this build of Switchboard leaves out PostgreSQL (the `postgres` feature)",
+                    redact_url(url)
+                )));
+            }
             (Backend::Postgres, url.to_string())
         } else {
             return Err(StoreError::Backend(format!(

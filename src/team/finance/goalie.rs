@@ -154,7 +154,7 @@ impl Progress {
             match self.status {
                 GoalStatus::OnTrack => s.push_str(&format!("; on track for {by} (needs {}/month)", fmt(required))),
                 _ if self.months_left.is_some_and(|l| l <= 0) => {
-                    s.push_str(&format!("; the {by} deadline has passed with {} to go", fmt(self.remaining)))
+                    s.push_str(&format!("; the {by} deadline has passed with {} to go", fmt(self.remaining)));
                 }
                 _ => s.push_str(&format!(
                     "; behind: reaching it by {by} needs {}/month ({} more per month)",

@@ -80,7 +80,7 @@ pub fn check_name(check: &Check) -> String {
 fn evaluate(check: &Check, result: &str, json: Option<&Value>, out: &mut Vec<CheckResult>) {
     let name = check_name(check);
     let mut push = |name: String, passed: bool, actual: Value| {
-        out.push(CheckResult { name, passed, actual: (!actual.is_null()).then_some(actual) })
+        out.push(CheckResult { name, passed, actual: (!actual.is_null()).then_some(actual) });
     };
     match check {
         Check::MaxWords { max } => {

@@ -34,19 +34,19 @@ const RULES: &[(&str, Apply)] = &[
         s.constraints.max_words = num(c, 2);
     }),
     (r"(?:max(?:imum)?\.?|at most|no more than|up to|under|within|fewer than|less than)\s*(\d+)\s*words?\b", |s, c| {
-        s.constraints.max_words = num(c, 1)
+        s.constraints.max_words = num(c, 1);
     }),
     (r"(\d+)\s*words?\s*(?:max(?:imum)?|or (?:less|fewer)|at most)\b", |s, c| s.constraints.max_words = num(c, 1)),
     (r"(?:min(?:imum)?\.?|at least|no fewer than)\s*(\d+)\s*words?\b", |s, c| s.constraints.min_words = num(c, 1)),
     (r"tone\s*:\s*(.+)$", |s, c| set_tone(s, cap(c, 1))),
     (r"(?:use\s+an?\s+|keep (?:it|the tone)\s+|be\s+)?([a-z]+(?:(?:\s+and\s+|[ -])[a-z]+)?)\s+tone$", |s, c| {
-        set_tone(s, cap(c, 1))
+        set_tone(s, cap(c, 1));
     }),
     (r"(?:required(?:\s+elements)?|must (?:include|contain|cover)|include all of|elements)\s*:\s*(.+)$", |s, c| {
-        s.constraints.required.extend(list(cap(c, 1)))
+        s.constraints.required.extend(list(cap(c, 1)));
     }),
     (r"subject(?:\s+(?:hint|line))?\s*:\s*(.+)$", |s, c| {
-        s.constraints.subject_hint = Some(text::unquote(cap(c, 1)).to_string())
+        s.constraints.subject_hint = Some(text::unquote(cap(c, 1)).to_string());
     }),
     // A name next to a redacted address (`<EMAIL_1>`) is the only name there is.
     (r"(?:recipient(?:'s)?\s+name|addressee|greet(?:ing)?\s+name)\s*:\s*(.+)$", |s, c| {
@@ -68,7 +68,7 @@ const RULES: &[(&str, Apply)] = &[
     (r"(?:new\s+)?(?:eta|deadline|due date|due)\s*:\s*(.+)$", |s, c| s.context.eta = Some(cap(c, 1).to_string())),
     (r"include\s+(?:the\s+|a\s+)?completion[ -]rate\b", |s, _| s.verification.completion_rate = true),
     (r"(?:do not|don't|never|avoid)\s+(?:mention(?:ing)?|include|including|use|using|say(?:ing)?)\s+(.+)$", |s, c| {
-        s.constraints.must_not_mention.push(strip_article(text::unquote(cap(c, 1))))
+        s.constraints.must_not_mention.push(strip_article(text::unquote(cap(c, 1))));
     }),
     (r"(?:mention|include|reference|state)\s+(.+)$", |s, c| {
         let phrase = text::unquote(cap(c, 1));
@@ -108,10 +108,10 @@ const RULES: &[(&str, Apply)] = &[
         s.constraints.style_target = Some(target.to_string());
     }),
     (r"(?:event\s+)?(?:title|name|summary)\s*:\s*(.+)$", |s, c| {
-        s.context.event.title = Some(text::unquote(cap(c, 1)).to_string())
+        s.context.event.title = Some(text::unquote(cap(c, 1)).to_string());
     }),
     (r"(?:event\s+)?(?:description|details)\s*:\s*(.+)$", |s, c| {
-        s.context.event.description = Some(text::unquote(cap(c, 1)).to_string())
+        s.context.event.description = Some(text::unquote(cap(c, 1)).to_string());
     }),
     (r"(?:status|show as|availability)\s*:\s*(.+)$", |s, c| {
         let v = cap(c, 1).to_ascii_lowercase();
@@ -137,7 +137,7 @@ const RULES: &[(&str, Apply)] = &[
         }
     }),
     (r"(?:start|starts|starting|start time|when|time)\s*:\s*(.+)$", |s, c| {
-        s.context.event.start = Some(cap(c, 1).to_string())
+        s.context.event.start = Some(cap(c, 1).to_string());
     }),
     (r"(?:end|ends|end time|until)\s*:\s*(.+)$", |s, c| s.context.event.end = Some(cap(c, 1).to_string())),
     (r"duration\s*:\s*(.+)$", |s, c| s.context.event.duration_minutes = parse_duration(cap(c, 1))),
