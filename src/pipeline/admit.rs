@@ -211,3 +211,74 @@ async fn rails(
         cycle,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::testing::{Flaky, request, runtime};
+    use crate::protocol::AgentSlug;
+
+    async fn try_admit(rt: &Runtime, caller: &Principal, req: DelegationRequest) -> Result<Admitted, ErrorCode> {
+        admit(rt, None, caller, req, Entry::Delegation).await.map_err(|r| r.error.code)
+    }
+
+    fn rt() -> Runtime {
+        runtime(Flaky::new(0, ErrorCode::AgentFailed).0)
+    }
+
+    #[tokio::test]
+    async fn an_admitted_delegation_is_one_deeper_inside_the_limits() {
+        let rt = rt();
+        let adm = try_admit(&rt, &Principal::Admin, request("boss", "worker", "Say it", "hi")).await.ok().unwrap();
+        assert_eq!(adm.node.depth, 1);
+        assert_eq!(adm.member.spec.slug.as_str(), "worker");
+        assert!(adm.deadline_ms <= rt.config().limits.max_deadline_ms);
+        assert!(adm.budget.grant() <= rt.config().limits.max_tokens_ceiling);
+    }
+
+    #[tokio::test]
+    async fn each_rail_refuses_with_its_own_code() {
+        let rt = rt();
+        let admin = Principal::Admin;
+        // authenticate: an agent may send only as itself
+        let as_worker = Principal::Agent(AgentSlug::parse("worker").unwrap());
+        assert_eq!(
+            try_admit(&rt, &as_worker, request("boss", "worker", "x", "")).await.err(),
+            Some(ErrorCode::Unauthenticated)
+        );
+        // route: no such target
+        assert_eq!(
+            try_admit(&rt, &admin, request("boss", "ghost", "x", "")).await.err(),
+            Some(ErrorCode::AgentNotFound)
+        );
+        // authorize: stranger may delegate to nobody
+        assert_eq!(
+            try_admit(&rt, &admin, request("stranger", "worker", "x", "")).await.err(),
+            Some(ErrorCode::DelegationNotAllowed)
+        );
+        // depth: one more hop would reach the request's max_depth (2)
+        let mut deep = request("boss", "worker", "x", "");
+        deep.current_depth = 1;
+        assert_eq!(try_admit(&rt, &admin, deep).await.err(), Some(ErrorCode::DepthLimit));
+        // validate: an empty objective
+        assert_eq!(
+            try_admit(&rt, &admin, request("boss", "worker", " ", "")).await.err(),
+            Some(ErrorCode::InvalidRequest)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_same_objective_twice_in_one_chain_is_a_cycle_while_the_first_runs() {
+        let rt = rt();
+        let first =
+            try_admit(&rt, &Principal::Admin, request("boss", "worker", "Loop forever", "")).await.ok().unwrap();
+        let mut again = request("boss", "worker", "Loop forever", "");
+        again.root_request_id = Some(first.node.root_id);
+        again.parent_request_id = Some(first.req.request_id);
+        again.chain = first.node.chain.clone();
+        assert_eq!(try_admit(&rt, &Principal::Admin, again.clone()).await.err(), Some(ErrorCode::CycleDetected));
+        drop(first);
+        // released with its permits: nothing is left running in the tree
+        assert_eq!(rt.live_trees(), 0);
+    }
+}

@@ -156,3 +156,40 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use crate::pipeline::testing::{Flaky, request, runtime, send};
+    use crate::protocol::{ErrorCode, Status};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_transient_failure_is_retried_and_the_answer_counts_its_attempts() {
+        let (worker, runs) = Flaky::new(1, ErrorCode::AgentFailed);
+        let rt = runtime(worker);
+        let r = send(&rt, request("boss", "worker", "Say it", "hi")).await;
+        assert_eq!(r.status, Status::Success, "{:?}", r.error);
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        assert_eq!(r.execution.as_ref().map(|e| e.attempts), Some(2));
+        let stored = rt.store().delegation_tree(r.request_id).await.unwrap();
+        assert_eq!(stored[0].attempts, 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn attempts_stop_at_the_agents_limit_with_the_last_error() {
+        let (worker, runs) = Flaky::new(10, ErrorCode::AgentFailed);
+        let r = send(&runtime(worker), request("boss", "worker", "Say it", "hi")).await;
+        assert_eq!(r.error_code(), Some(ErrorCode::AgentFailed));
+        assert_eq!(runs.load(Ordering::SeqCst), 3, "max_attempts = 3");
+        assert!(r.error.unwrap().message.contains("run 3"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_by_the_agent_is_not_retried() {
+        let (worker, runs) = Flaky::new(10, ErrorCode::InvalidRequest);
+        let r = send(&runtime(worker), request("boss", "worker", "Say it", "hi")).await;
+        assert_eq!(r.error_code(), Some(ErrorCode::InvalidRequest));
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+}

@@ -61,3 +61,42 @@ pub(super) async fn keep(rt: &Runtime, req: &DelegationRequest, response: &Deleg
         tracing::warn!(request_id = %req.request_id, "idempotency record not written: {e}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use crate::pipeline::testing::{Flaky, request, runtime, send};
+    use crate::protocol::{ErrorCode, Status};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_repeated_key_gets_the_stored_answer_without_running_again() {
+        let (worker, runs) = Flaky::new(0, ErrorCode::AgentFailed);
+        let rt = runtime(worker);
+        let mut req = request("boss", "worker", "Say it", "hi");
+        req.idempotency_key = Some("k-1".into());
+        let first = send(&rt, req.clone()).await;
+        req.request_id = Default::default();
+        let again = send(&rt, req.clone()).await;
+        assert_eq!(first.status, Status::Success);
+        assert_eq!((again.request_id, again.result.as_str()), (first.request_id, first.result.as_str()));
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+        req.objective = "Say something else".into();
+        let other = send(&rt, req).await;
+        assert_eq!(other.error_code(), Some(ErrorCode::InvalidRequest));
+        assert!(other.error.unwrap().message.contains("different parameters"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_frees_its_key_for_the_next_try() {
+        let (worker, runs) = Flaky::new(3, ErrorCode::AgentFailed);
+        let rt = runtime(worker);
+        let mut req = request("boss", "worker", "Say it", "hi");
+        req.idempotency_key = Some("k-2".into());
+        assert_eq!(send(&rt, req.clone()).await.status, Status::Failed);
+        req.request_id = Default::default();
+        assert_eq!(send(&rt, req).await.status, Status::Success);
+        assert_eq!(runs.load(Ordering::SeqCst), 4);
+    }
+}

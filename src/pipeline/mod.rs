@@ -35,6 +35,9 @@ mod sessions;
 mod tree_view;
 mod verify;
 
+#[cfg(test)]
+mod testing;
+
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -169,5 +172,53 @@ impl Clock {
 
     pub fn elapsed_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::testing::{Flaky, request, runtime, send};
+    use crate::protocol::{ErrorCode, Status};
+
+    #[tokio::test]
+    async fn one_delegation_runs_the_whole_flow_in_order() {
+        let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
+        let mut events = rt.subscribe();
+        let r = send(&rt, request("boss", "worker", "Repeat for ann@example.com", "ann@example.com")).await;
+        // respond: the caller gets its own values back
+        assert_eq!(r.status, Status::Success, "{:?}", r.error);
+        assert_eq!(r.result, "echo: ann@example.com");
+        // record: the node and one audit entry, neither with the raw address
+        let stored = rt.store().delegation_tree(r.request_id).await.unwrap();
+        assert_eq!(stored.len(), 1);
+        assert!(!stored[0].objective.contains("ann@example.com"), "{}", stored[0].objective);
+        let audit = rt.store().audit_log().await.unwrap();
+        assert_eq!(audit.len(), 1);
+        assert_eq!(audit[0].record.request_id, r.request_id);
+        // events: started, attempt, finished, in that order
+        let mut kinds = Vec::new();
+        while let Ok(e) = events.try_recv() {
+            kinds.push(match e {
+                Event::Started { .. } => "started",
+                Event::Attempt { .. } => "attempt",
+                Event::Retry { .. } => "retry",
+                Event::Finished { .. } => "finished",
+            });
+        }
+        assert_eq!(kinds, ["started", "attempt", "finished"]);
+        assert_eq!(rt.live_trees(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_refused_delegation_is_recorded_and_never_reaches_the_agent() {
+        let (worker, runs) = Flaky::new(0, ErrorCode::AgentFailed);
+        let rt = runtime(worker);
+        let r = send(&rt, request("stranger", "worker", "Say it", "hi")).await;
+        assert_eq!(r.error_code(), Some(ErrorCode::DelegationNotAllowed));
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0);
+        let stored = rt.store().delegation_tree(r.request_id).await.unwrap();
+        assert_eq!(stored[0].status, "refused");
+        assert_eq!(rt.store().audit_log().await.unwrap().len(), 1);
     }
 }

@@ -134,3 +134,34 @@ impl Drop for Cancellable<'_> {
         lock(self.map).remove(&self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::UserId;
+
+    #[test]
+    fn cancel_reaches_a_delegation_only_while_it_is_registered() {
+        let rt = Runtime::embedded();
+        let (id, token) = (RequestId::new(), CancellationToken::new());
+        let entry = Cancellable::register(&rt, id, token.clone());
+        assert!(!rt.cancel(RequestId::new()), "an unknown id cancels nothing");
+        assert!(!token.is_cancelled());
+        assert!(rt.cancel(id));
+        assert!(token.is_cancelled());
+        drop(entry);
+        assert!(!rt.cancel(id), "finished: no longer cancellable");
+    }
+
+    #[tokio::test]
+    async fn a_stored_tree_reads_back_and_an_unknown_one_is_none() {
+        let rt = Runtime::embedded();
+        assert!(rt.tree(RequestId::new()).await.unwrap().is_none());
+        let alice = UserId::parse("alice").unwrap();
+        let r = rt.ask(&alice, "What is APR?", Default::default()).await.unwrap();
+        let tree = rt.tree(r.request_id).await.unwrap().unwrap();
+        assert_eq!(tree.request_id, r.request_id);
+        assert_eq!(rt.live_trees(), 0, "nothing left running");
+        assert!(rt.metrics_text().contains("delegation"));
+    }
+}
