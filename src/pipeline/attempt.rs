@@ -32,7 +32,7 @@ pub(super) async fn run(
         }
     };
     let cancel = node.cancel.child_token();
-    let ctx = node.context(rt, cancel.clone());
+    let ctx = super::dispatch::agent_context(node, rt, cancel.clone());
     let result = tokio::select! {
         // a cancelled delegation is cancelled, even if its agent answered in the same instant
         biased;

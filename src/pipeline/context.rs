@@ -87,7 +87,7 @@ pub(super) async fn conversation(rt: &Runtime, adm: &Admitted, response: &Delega
             // writing into another agent's memory would let its output steer that agent
             Err(e) => {
                 let what = format!("facts:{}", f.scope.as_deref().unwrap_or(""));
-                record::denied(rt, &adm.node, &what, &e).await;
+                record::denied(rt, &adm.node.scope, &what, &e).await;
             }
         }
     }

@@ -14,7 +14,7 @@
 //! One file per stage: [`admit`] (with [`route`] and [`sessions`]),
 //! [`idempotency`], [`attempts`] (with [`attempt`], [`context`], [`pii`],
 //! [`verify`] and [`seeds`]), [`record`], [`respond`]; a user's turn is
-//! [`ask`]. [`node`] is a running delegation and how its agent delegates further.
+//! [`ask`]. [`node`] is a running delegation; [`dispatch`] is how its agent delegates further.
 
 mod admit;
 mod ask;
@@ -22,6 +22,7 @@ mod attempt;
 mod attempts;
 mod builder;
 mod context;
+mod dispatch;
 mod idempotency;
 mod node;
 mod pii;
@@ -103,16 +104,17 @@ impl Runtime {
         entry: Entry,
     ) -> DelegationResponse {
         let clock = Clock::start();
+        let parent_scope = parent.map(|p| &*p.scope);
         // admit: every rail before the agent runs
         let adm = match admit::admit(self, parent, caller, req, entry).await {
             Ok(adm) => adm,
-            Err(refused) => return record::refuse(self, refused, parent, clock).await,
+            Err(refused) => return record::refuse(self, refused, parent_scope, clock).await,
         };
         // idempotency: a repeated key gets the stored answer; nothing runs again
         match idempotency::claim(self, &adm).await {
             Ok(None) => {}
             Ok(Some(stored)) => return stored,
-            Err(e) => return record::refuse(self, Refused::admitted(adm, e), parent, clock).await,
+            Err(e) => return record::refuse(self, Refused::admitted(adm, e), parent_scope, clock).await,
         }
         if let Some(p) = parent {
             p.child_started();

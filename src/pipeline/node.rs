@@ -1,18 +1,15 @@
-//! A delegation in progress ([`Node`]) and how its agent delegates further:
-//! [`NodeDispatch`] implements the agent layer's `Dispatch` by sending each
-//! nested call back into the pipeline as this node's child.
+//! A delegation in progress ([`Node`]): its lineage, its tree, its
+//! cancellation and what its children have done so far. How its agent
+//! delegates further is [`super::dispatch`].
 
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{Entry, Runtime};
-use crate::agent::{AgentContext, Delegator, Dispatch, Scope};
-use crate::auth::Principal;
-use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, TokenUsage};
+use crate::agent::Scope;
+use crate::protocol::TokenUsage;
 use crate::rails::Tree;
 use crate::util::lock;
 
@@ -72,89 +69,32 @@ impl Node {
     pub fn remaining_tokens(&self) -> u32 {
         self.tree.state().ledger.account(self.request_id).map_or(0, |a| a.remaining())
     }
-
-    /// The context one attempt of this node's agent runs with: its delegator,
-    /// its effective tools, a cancellation that ends with the attempt, its deadline.
-    pub fn context(self: &Arc<Self>, runtime: &Runtime, cancel: CancellationToken) -> AgentContext {
-        let dispatch = Arc::new(NodeDispatch { runtime: runtime.clone(), node: self.clone() });
-        AgentContext::new(
-            Some(Delegator::new(self.scope.clone(), dispatch)),
-            self.tools.clone(),
-            cancel,
-            self.deadline,
-            self.depth,
-        )
-    }
-}
-
-/// The pipeline, as the agent of one node sees it.
-struct NodeDispatch {
-    runtime: Runtime,
-    node: Arc<Node>,
-}
-
-#[async_trait]
-impl Dispatch for NodeDispatch {
-    async fn dispatch(&self, request: DelegationRequest) -> DelegationResponse {
-        let caller = Principal::Agent(self.node.agent.clone());
-        self.runtime.dispatch(Some(&self.node), &caller, request, Entry::Delegation).await
-    }
-
-    async fn record_denied(&self, what: &str, error: &DelegationError) {
-        super::record::denied(&self.runtime, &self.node, what, error).await;
-    }
-
-    fn remaining_tokens(&self) -> u32 {
-        self.node.remaining_tokens()
-    }
-
-    fn may_delegate_to(&self, target: &AgentSlug) -> bool {
-        let reg = self.runtime.registry();
-        reg.get(&self.node.agent).is_some_and(|m| m.spec.may_delegate_to(target)) && reg.get(target).is_some()
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::pipeline::testing::{Flaky, runtime};
-    use crate::pipeline::{AskOptions, Runtime};
-    use crate::protocol::{AgentSlug, ErrorCode, Status, UserId};
-
-    async fn ask(rt: &Runtime, agent: &str) -> crate::pipeline::AskResponse {
-        let to = AskOptions { agent: Some(AgentSlug::parse(agent).unwrap()), ..Default::default() };
-        rt.ask(&UserId::parse("alice").unwrap(), "hello", to).await.unwrap()
-    }
+    use crate::auth::Principal;
+    use crate::pipeline::Entry;
+    use crate::pipeline::admit::admit;
+    use crate::pipeline::testing::{Flaky, request, runtime};
+    use crate::protocol::{ErrorCode, TokenUsage};
 
     #[tokio::test]
-    async fn an_agents_own_delegation_inherits_the_nodes_lineage_and_reports_its_usage() {
+    async fn a_node_sums_what_its_children_used_and_started() {
         let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
-        let r = ask(&rt, "boss").await;
-        assert_eq!(r.answer, "echo: hello");
-        let tree = rt.store().delegation_tree(r.request_id).await.unwrap();
-        let (root, child) = (&tree[0], &tree[1]);
-        assert_eq!(child.parent_id, Some(root.request_id));
-        assert_eq!(child.root_id, root.root_id);
-        assert_eq!(child.depth, root.depth + 1);
-        assert_eq!(child.user_id, root.user_id);
-        assert_eq!((child.origin.as_str(), child.target.as_str()), ("boss", "worker"));
-        assert_eq!(child.status, Status::Success.as_str());
-        assert!(root.tokens.total >= child.tokens.total, "the parent's usage includes its child's");
-    }
-
-    #[tokio::test]
-    async fn a_delegation_outside_the_agents_allowed_targets_is_refused_and_on_file() {
-        let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
-        let to = AskOptions { agent: Some(AgentSlug::parse("stranger").unwrap()), ..Default::default() };
-        let err = rt.ask(&UserId::parse("alice").unwrap(), "hello", to).await.unwrap_err();
-        assert_eq!(err.code, ErrorCode::DelegationNotAllowed);
-        assert!(err.message.contains("stranger may not delegate to worker"), "{}", err.message);
-        // the refused hop is on file under the turn that tried it
-        let audit = rt.store().audit_log().await.unwrap();
-        let turn = audit.iter().find(|a| a.record.target == "stranger").unwrap();
-        let tree = rt.store().delegation_tree(turn.record.request_id).await.unwrap();
-        let refused: Vec<_> = tree.iter().filter(|d| d.status == "refused").collect();
-        assert_eq!(refused.len(), 1, "{tree:?}");
-        assert_eq!(refused[0].error_code.as_deref(), Some("DELEGATION_NOT_ALLOWED"));
-        assert_eq!(refused[0].parent_id, Some(turn.record.request_id));
+        let req = request("boss", "worker", "Say it", "hi");
+        let adm = admit(&rt, None, &Principal::Admin, req, Entry::Delegation).await.ok().unwrap();
+        let node = &adm.node;
+        assert_eq!((node.children_started(), node.children_usage()), (0, TokenUsage::default()));
+        node.child_started();
+        node.child_started();
+        node.add_child_usage(TokenUsage { prompt: 10, completion: 5, total: 15 });
+        node.add_child_usage(TokenUsage { prompt: 1, completion: 1, total: 2 });
+        assert_eq!(node.children_started(), 2);
+        assert_eq!(node.children_usage(), TokenUsage { prompt: 11, completion: 6, total: 17 });
+        // the node reads through to its lineage
+        assert_eq!((node.depth, node.agent.as_str()), (1, "worker"));
+        assert!(node.budget_open());
+        assert!(node.remaining_tokens() > 0);
     }
 }

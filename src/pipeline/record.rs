@@ -3,14 +3,12 @@
 //! record, durable before the caller hears back; metrics and the finished
 //! event follow. [`new_record`] is the one constructor.
 
-use std::sync::Arc;
-
 use tokio::time::Instant;
 
 use super::admit::{Admitted, Refused};
-use super::node::Node;
 use super::pii::Pii;
 use super::{Clock, Runtime};
+use crate::agent::Scope;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, TokenUsage, UserId};
 use crate::rails::cycle;
 use crate::route::history;
@@ -112,12 +110,7 @@ pub(super) async fn finish(
 }
 
 /// Records a refusal (audit, tree, event) and answers it.
-pub(super) async fn refuse(
-    rt: &Runtime,
-    refused: Refused,
-    parent: Option<&Arc<Node>>,
-    clock: Clock,
-) -> DelegationResponse {
+pub(super) async fn refuse(rt: &Runtime, refused: Refused, parent: Option<&Scope>, clock: Clock) -> DelegationResponse {
     let Refused { req, tree, error } = refused;
     tracing::info!(request_id = %req.request_id, origin = %req.origin_employee, target = %req.target_employee, code = %error.code, "delegation refused");
     let objective = Pii::new(&rt.inner.redactor, tree.as_deref()).text(&req.objective);
@@ -145,7 +138,7 @@ pub(super) async fn refuse(
 /// a delegation (a model calling a tool it was not offered, a fact written
 /// into another agent's memory): one refused record under the node, so
 /// every attempt to widen power is on file.
-pub(super) async fn denied(rt: &Runtime, node: &Node, what: &str, error: &DelegationError) {
+pub(super) async fn denied(rt: &Runtime, node: &Scope, what: &str, error: &DelegationError) {
     let place = Place {
         request_id: RequestId::new(),
         root_id: node.root_id,

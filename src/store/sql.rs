@@ -6,7 +6,6 @@
 //! forks, and they are committed before the call returns.
 
 use async_trait::async_trait;
-use sha2::{Digest, Sha256};
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, AssertSqlSafe, Executor, SqlSafeStr};
@@ -160,10 +159,6 @@ fn redact_url(url: &str) -> String {
         (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
         _ => url.to_string(),
     }
-}
-
-pub(super) fn hash_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 const SESSION_COLUMNS: &str = "id, user_id, agent, parent_id, created_at";

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, AnyPool};
 use tokio::sync::{mpsc, oneshot};
 
@@ -287,7 +288,7 @@ impl Rows {
             Val::Text(f.user_id.to_string()),
             Val::Text(f.scope.clone()),
             Val::Text(f.fact.clone()),
-            Val::Text(super::sql::hash_hex(&f.fact)),
+            Val::Text(hex::encode(Sha256::digest(f.fact.as_bytes()))),
             Val::Opt(f.source_request.map(|r| r.to_string())),
             Val::Int(f.created_at),
         ]);

@@ -1,0 +1,99 @@
+//! How the agent of a running [`Node`] delegates further: [`NodeDispatch`]
+//! implements the agent layer's `Dispatch` by sending each nested call back
+//! into the pipeline as the node's child, and records what it refused.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::node::Node;
+use super::{Entry, Runtime};
+use crate::agent::{AgentContext, Delegator, Dispatch};
+use crate::auth::Principal;
+use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse};
+
+/// The context one attempt of this node's agent runs with: its delegator,
+/// its effective tools, a cancellation that ends with the attempt, its deadline.
+pub(super) fn agent_context(node: &Arc<Node>, runtime: &Runtime, cancel: CancellationToken) -> AgentContext {
+    let dispatch = Arc::new(NodeDispatch { runtime: runtime.clone(), node: node.clone() });
+    AgentContext::new(
+        Some(Delegator::new(node.scope.clone(), dispatch)),
+        node.tools.clone(),
+        cancel,
+        node.deadline,
+        node.depth,
+    )
+}
+
+/// The pipeline, as the agent of one node sees it.
+struct NodeDispatch {
+    runtime: Runtime,
+    node: Arc<Node>,
+}
+
+#[async_trait]
+impl Dispatch for NodeDispatch {
+    async fn dispatch(&self, request: DelegationRequest) -> DelegationResponse {
+        let caller = Principal::Agent(self.node.agent.clone());
+        self.runtime.dispatch(Some(&self.node), &caller, request, Entry::Delegation).await
+    }
+
+    async fn record_denied(&self, what: &str, error: &DelegationError) {
+        super::record::denied(&self.runtime, &self.node.scope, what, error).await;
+    }
+
+    fn remaining_tokens(&self) -> u32 {
+        self.node.remaining_tokens()
+    }
+
+    fn may_delegate_to(&self, target: &AgentSlug) -> bool {
+        let reg = self.runtime.registry();
+        reg.get(&self.node.agent).is_some_and(|m| m.spec.may_delegate_to(target)) && reg.get(target).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pipeline::testing::{Flaky, runtime};
+    use crate::pipeline::{AskOptions, Runtime};
+    use crate::protocol::{AgentSlug, ErrorCode, Status, UserId};
+
+    async fn ask(rt: &Runtime, agent: &str) -> crate::pipeline::AskResponse {
+        let to = AskOptions { agent: Some(AgentSlug::parse(agent).unwrap()), ..Default::default() };
+        rt.ask(&UserId::parse("alice").unwrap(), "hello", to).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_agents_own_delegation_inherits_the_nodes_lineage_and_reports_its_usage() {
+        let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
+        let r = ask(&rt, "boss").await;
+        assert_eq!(r.answer, "echo: hello");
+        let tree = rt.store().delegation_tree(r.request_id).await.unwrap();
+        let (root, child) = (&tree[0], &tree[1]);
+        assert_eq!(child.parent_id, Some(root.request_id));
+        assert_eq!(child.root_id, root.root_id);
+        assert_eq!(child.depth, root.depth + 1);
+        assert_eq!(child.user_id, root.user_id);
+        assert_eq!((child.origin.as_str(), child.target.as_str()), ("boss", "worker"));
+        assert_eq!(child.status, Status::Success.as_str());
+        assert!(root.tokens.total >= child.tokens.total, "the parent's usage includes its child's");
+    }
+
+    #[tokio::test]
+    async fn a_delegation_outside_the_agents_allowed_targets_is_refused_and_on_file() {
+        let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
+        let to = AskOptions { agent: Some(AgentSlug::parse("stranger").unwrap()), ..Default::default() };
+        let err = rt.ask(&UserId::parse("alice").unwrap(), "hello", to).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::DelegationNotAllowed);
+        assert!(err.message.contains("stranger may not delegate to worker"), "{}", err.message);
+        // the refused hop is on file under the turn that tried it
+        let audit = rt.store().audit_log().await.unwrap();
+        let turn = audit.iter().find(|a| a.record.target == "stranger").unwrap();
+        let tree = rt.store().delegation_tree(turn.record.request_id).await.unwrap();
+        let refused: Vec<_> = tree.iter().filter(|d| d.status == "refused").collect();
+        assert_eq!(refused.len(), 1, "{tree:?}");
+        assert_eq!(refused[0].error_code.as_deref(), Some("DELEGATION_NOT_ALLOWED"));
+        assert_eq!(refused[0].parent_id, Some(turn.record.request_id));
+    }
+}
