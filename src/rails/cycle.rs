@@ -9,19 +9,13 @@ use sha2::{Digest, Sha256};
 
 use crate::protocol::{AgentSlug, ChainLink, DelegationError, ErrorCode};
 
+pub use super::tree::CycleKey;
 use super::tree::Tree;
 
 /// First 8 hex digits of sha256(objective) (seeds/000).
 pub fn objective_hash(objective: &str) -> String {
     let digest = Sha256::digest(objective.as_bytes());
     hex::encode(&digest[..4])
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CycleKey {
-    pub origin: AgentSlug,
-    pub target: AgentSlug,
-    pub objective_hash: String,
 }
 
 /// The key stays registered as in progress until the permit drops.

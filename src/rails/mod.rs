@@ -7,6 +7,7 @@ pub mod cycle;
 pub mod deadline;
 pub mod depth;
 pub mod fanout;
+pub mod ledger;
 pub mod tree;
 pub mod validate;
 

@@ -6,14 +6,21 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::protocol::{RequestId, UserId};
+use crate::protocol::{AgentSlug, RequestId, UserId};
 use crate::redact::Vault;
 use crate::util::lock;
 
-use super::budget::Ledger;
-use super::cycle::CycleKey;
+use super::ledger::Ledger;
 
 type TreeKey = (UserId, RequestId);
+
+/// A hop in progress in a tree (origin, target, objective): the cycle rail's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CycleKey {
+    pub origin: AgentSlug,
+    pub target: AgentSlug,
+    pub objective_hash: String,
+}
 
 /// All live trees.
 #[derive(Default)]
