@@ -17,13 +17,16 @@ use crate::team;
 /// One team member.
 #[derive(Clone)]
 pub struct Member {
+    /// The agent as declared in the config.
     pub spec: Arc<AgentSpec>,
+    /// The implementation that does its work.
     pub agent: Arc<dyn Agent>,
     /// Delegations to this agent in flight (for least-busy balancing).
     pub in_flight: Arc<AtomicU32>,
 }
 
 impl Member {
+    /// Delegations to this agent in flight now.
     pub fn busy(&self) -> u32 {
         self.in_flight.load(Ordering::Relaxed)
     }
@@ -75,6 +78,7 @@ impl Registry {
         Ok(reg)
     }
 
+    /// The member with this slug, if any.
     pub fn get(&self, slug: &AgentSlug) -> Option<&Member> {
         self.members.get(slug)
     }
@@ -84,10 +88,12 @@ impl Registry {
         self.order.iter().filter_map(|s| self.members.get(s))
     }
 
+    /// How many members there are.
     pub fn len(&self) -> usize {
         self.order.len()
     }
 
+    /// Whether there are no members.
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
     }
