@@ -37,6 +37,8 @@
 //! (`switchboard serve`) the same runtime answers HTTP, A2A and the OpenAI
 //! chat-completions API. `docs/ARCHITECTURE.md` shows how the modules fit.
 
+#![warn(missing_docs)]
+
 // The public API: documented, and re-exported below.
 pub mod agent;
 pub mod auth;

@@ -18,6 +18,7 @@ use crate::protocol::{
 /// Largest reply read from a command.
 const MAX_REPLY: u64 = 8 * 1024 * 1024;
 
+/// An agent run as a subprocess: the request as JSON on stdin, the response as JSON on stdout.
 pub struct CommandAgent {
     command: String,
     args: Vec<String>,
@@ -25,6 +26,7 @@ pub struct CommandAgent {
 }
 
 impl CommandAgent {
+    /// A backend running `command` with `args` and extra `env`; an empty command is refused.
     pub fn new(command: &str, args: &[String], env: &BTreeMap<String, String>) -> Result<Self, DelegationError> {
         if command.trim().is_empty() {
             return Err(DelegationError::invalid("a command backend needs a command"));

@@ -24,29 +24,41 @@ use crate::rails::fanout;
 /// the delegation; nothing in it changes while the delegation runs.
 #[derive(Debug, Clone)]
 pub struct Scope {
+    /// This delegation's id; its children name it as their parent.
     pub request_id: RequestId,
+    /// The id of the tree's root request.
     pub root_id: RequestId,
+    /// The user the delegation runs for; children run for the same user.
     pub user: UserId,
     /// The agent running this delegation.
     pub agent: AgentSlug,
     /// Who delegated to this node, and from which request and session.
     pub origin: AgentSlug,
+    /// The request that delegated to this node; None at the root.
     pub parent_request_id: Option<RequestId>,
+    /// The origin's session this node's session hangs under; None when there is none.
     pub parent_session: Option<SessionId>,
+    /// The request's idempotency key, carried along when the delegation is forwarded.
     pub idempotency_key: Option<String>,
+    /// This node's own session, under which its children's sessions hang; None for a consult without one.
     pub session: Option<SessionId>,
     /// An ephemeral node's children are ephemeral too: a consult writes nothing.
     pub mode: Mode,
     /// The depth this node's agent runs at.
     pub depth: u32,
+    /// The depth limit in force for this subtree; children may lower it, never raise it.
     pub max_depth: u32,
+    /// When this node's time is up; children get at most what is left of it.
     pub deadline: Instant,
+    /// This node's effective tools; a child's are a subset of them.
     pub tools: Arc<ToolSet>,
     /// Ancestors and this node, oldest first.
     pub chain: Vec<ChainLink>,
+    /// This node's priority, inherited by children that set none.
     pub priority: Priority,
     /// The runtime's default budget and deadline of a child that sets none.
     pub max_tokens_default: u32,
+    /// Deadline in milliseconds of a child that sets none (capped by what this node has left).
     pub deadline_ms_default: u64,
     /// The largest parallel batch, and children in flight at once.
     pub fan_out: u32,
@@ -77,24 +89,39 @@ pub trait Dispatch: Send + Sync + 'static {
 /// hand the delegation on to another runtime with the rails intact.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lineage {
+    /// This delegation's id.
     pub request_id: RequestId,
+    /// The id of the tree's root request.
     pub root_id: RequestId,
+    /// The request that delegated to this agent; None at the root.
     pub parent_request_id: Option<RequestId>,
+    /// Who delegated to this agent.
     pub origin: AgentSlug,
+    /// The agent running this delegation.
     pub agent: AgentSlug,
+    /// The user the delegation runs for.
     pub user: UserId,
+    /// The origin's session; None when there is none.
     pub parent_session: Option<SessionId>,
+    /// This agent's own session for the delegation; None for a consult without one.
     pub session: Option<SessionId>,
     /// The depth this agent runs at.
     pub depth: u32,
+    /// The depth limit in force for this subtree.
     pub max_depth: u32,
     /// Ancestors of this agent, oldest first (not this agent).
     pub ancestors: Vec<ChainLink>,
+    /// Time left before the deadline.
     pub remaining: Duration,
+    /// Tokens this node can still grant to children.
     pub remaining_tokens: u32,
+    /// This agent's effective tools.
     pub tools: ToolSet,
+    /// The delegation's priority.
     pub priority: Priority,
+    /// Whether the delegation writes to sessions or only reads them.
     pub mode: Mode,
+    /// The request's idempotency key, if it had one.
     pub idempotency_key: Option<String>,
 }
 
@@ -138,24 +165,40 @@ impl Lineage {
 /// input, handoff data and tighter limits.
 #[derive(Debug, Clone)]
 pub struct Call {
+    /// The agent to delegate to.
     pub target: AgentSlug,
+    /// What the target is asked to do, in one sentence.
     pub objective: String,
+    /// The material to work on; empty when the objective says it all.
     pub input: String,
+    /// Facts, references and earlier results handed to the target.
     pub handoff: HandoffData,
+    /// Hints for the target; capability names also steer discovery.
     pub context_hints: Vec<String>,
+    /// Token budget for the call; None takes the default or an even share of what is left, whichever is smaller.
     pub max_tokens: Option<u32>,
+    /// Deadline in milliseconds, capped by the time this node has left; None takes the default.
     pub deadline_ms: Option<u64>,
+    /// Depth limit for the call's subtree; None inherits this node's, and a larger one is lowered to it.
     pub max_depth: Option<u32>,
+    /// Persist (the default) or an ephemeral consult; an ephemeral node's calls are always ephemeral.
     pub mode: Mode,
+    /// A Task Note for the target; verification checks are derived from it.
     pub task_note: Option<String>,
+    /// Checks the target's output must pass.
     pub checks: Vec<Check>,
+    /// Priority of the call; None inherits this node's.
     pub priority: Option<Priority>,
+    /// The caller's retry wishes; None leaves them to the target's config and the priority.
     pub retry_policy: Option<RetryPolicy>,
+    /// Tools granted to the target, which must be among this node's own; None adds no cap.
     pub tools: Option<Vec<String>>,
+    /// A key that makes retrying the same call safe: it replays the first response.
     pub idempotency_key: Option<String>,
 }
 
 impl Call {
+    /// A call to `target` with everything else left to the defaults.
     pub fn new(target: AgentSlug, objective: impl Into<String>) -> Self {
         Self {
             target,
@@ -182,26 +225,31 @@ impl Call {
         Ok(Self::new(slug, objective))
     }
 
+    /// Sets the material to work on.
     pub fn input(mut self, input: impl Into<String>) -> Self {
         self.input = input.into();
         self
     }
 
+    /// Sets the facts, references and earlier results handed to the target.
     pub fn handoff(mut self, handoff: HandoffData) -> Self {
         self.handoff = handoff;
         self
     }
 
+    /// Sets the call's token budget.
     pub fn max_tokens(mut self, n: u32) -> Self {
         self.max_tokens = Some(n);
         self
     }
 
+    /// Sets the call's deadline, in milliseconds.
     pub fn deadline_ms(mut self, ms: u64) -> Self {
         self.deadline_ms = Some(ms);
         self
     }
 
+    /// Lowers the depth limit for the call's subtree.
     pub fn max_depth(mut self, n: u32) -> Self {
         self.max_depth = Some(n);
         self
@@ -213,11 +261,13 @@ impl Call {
         self
     }
 
+    /// Attaches a Task Note, from which verification checks are derived.
     pub fn task_note(mut self, note: impl Into<String>) -> Self {
         self.task_note = Some(note.into());
         self
     }
 
+    /// Grants the target only these tools (they must be among this node's own).
     pub fn tools(mut self, tools: Vec<String>) -> Self {
         self.tools = Some(tools);
         self
@@ -318,26 +368,32 @@ impl Delegator {
         &self.scope.agent
     }
 
+    /// The user the delegation runs for.
     pub fn user(&self) -> &UserId {
         &self.scope.user
     }
 
+    /// This delegation's id.
     pub fn request_id(&self) -> RequestId {
         self.scope.request_id
     }
 
+    /// The id of the tree's root request.
     pub fn root_id(&self) -> RequestId {
         self.scope.root_id
     }
 
+    /// The depth this node's agent runs at.
     pub fn depth(&self) -> u32 {
         self.scope.depth
     }
 
+    /// The depth limit in force for this subtree.
     pub fn max_depth(&self) -> u32 {
         self.scope.max_depth
     }
 
+    /// Time left before this node's deadline.
     pub fn remaining_time(&self) -> Duration {
         self.scope.deadline.saturating_duration_since(Instant::now())
     }

@@ -17,6 +17,7 @@ use crate::telemetry;
 /// Largest answer read from a remote.
 const MAX_REPLY: usize = 8 * 1024 * 1024;
 
+/// An agent whose work is done by a remote runtime, through its `POST /v1/delegate`.
 pub struct RemoteAgent {
     client: reqwest::Client,
     endpoint: String,
@@ -32,6 +33,7 @@ fn env_token(var: &str) -> Result<String, DelegationError> {
 }
 
 impl RemoteAgent {
+    /// A backend for the runtime at `url`, optionally naming the remote `agent`, with service tokens read from the named environment variables (per origin, else `token_env`).
     pub fn new(
         url: &str,
         agent: Option<&str>,

@@ -51,6 +51,7 @@ const MIN_COMPLETION: u32 = 16;
 /// Largest reply read from a model server.
 const MAX_REPLY: usize = 8 * 1024 * 1024;
 
+/// An agent backed by an OpenAI-compatible chat-completions endpoint; it gets `delegate` and `ask_agent` tools when it may delegate.
 pub struct LlmAgent {
     client: reqwest::Client,
     endpoint: String,

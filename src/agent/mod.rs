@@ -34,13 +34,21 @@ use crate::protocol::{
 /// runtime assembled for it (seeds/002 `buildDelegatedContext`).
 #[derive(Debug, Clone, Default)]
 pub struct Task {
+    /// The delegation's id; None when the task is run outside a runtime.
     pub request_id: Option<RequestId>,
+    /// The agent the task is for; None outside a runtime.
     pub agent: Option<AgentSlug>,
+    /// The user the task is done for; None outside a runtime.
     pub user_id: Option<UserId>,
+    /// What the agent is asked to do, in one sentence.
     pub objective: String,
+    /// The material to work on; PII is replaced by tokens such as `<EMAIL_1>` unless the agent is trusted with it.
     pub input: String,
+    /// Hints from the caller (the request's `context_hints`).
     pub context_hints: Vec<String>,
+    /// Facts, references and earlier results handed over by the caller.
     pub handoff: HandoffData,
+    /// The request's Task Note (seeds/001), if it had one.
     pub task_note: Option<String>,
     /// Memory facts: global, the agent's own and its domain's.
     pub facts: Vec<String>,
@@ -77,44 +85,57 @@ impl Task {
     }
 }
 
+/// One earlier message of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryMessage {
+    /// Who wrote it: `user` or `assistant`.
     pub role: String,
+    /// The message's text.
     pub content: String,
 }
 
 /// What an agent produced.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentOutput {
+    /// One to three sentences.
     pub summary: String,
+    /// The full answer.
     pub result: String,
+    /// Structured data produced alongside the text.
     pub artifacts: Vec<Artifact>,
+    /// Facts the runtime should remember about the user.
     pub new_facts: Vec<NewFact>,
+    /// Sources the agent consulted.
     pub used_sources: Vec<UsedSource>,
     /// Reported usage; when None the runtime counts the prompt and the result.
     pub token_usage: Option<TokenUsage>,
     /// 0 to 100.
     pub confidence: Option<u8>,
+    /// The agent needs more from the user before the task is done.
     pub requires_followup: bool,
     /// Set by orchestrating agents when only some of their delegates succeeded.
     pub status: Option<Status>,
 }
 
 impl AgentOutput {
+    /// An output with a summary and a full answer, and nothing else.
     pub fn new(summary: impl Into<String>, result: impl Into<String>) -> Self {
         Self { summary: summary.into(), result: result.into(), ..Self::default() }
     }
 
+    /// Adds an artifact.
     pub fn with_artifact(mut self, artifact: Artifact) -> Self {
         self.artifacts.push(artifact);
         self
     }
 
+    /// Adds a fact to remember.
     pub fn with_fact(mut self, fact: NewFact) -> Self {
         self.new_facts.push(fact);
         self
     }
 
+    /// Sets the confidence, capped at 100.
     pub fn with_confidence(mut self, confidence: u8) -> Self {
         self.confidence = Some(confidence.min(100));
         self
@@ -124,11 +145,14 @@ impl AgentOutput {
 /// The tokens a call is expected to use, checked against the budget before dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TokenEstimate {
+    /// Tokens of the prompt.
     pub prompt: u32,
+    /// Tokens the completion is expected to take.
     pub completion: u32,
 }
 
 impl TokenEstimate {
+    /// Prompt plus completion, saturating.
     pub fn total(&self) -> u32 {
         self.prompt.saturating_add(self.completion)
     }
@@ -227,6 +251,7 @@ impl AgentContext {
         }
     }
 
+    /// The tools this agent may use in this delegation.
     pub fn effective_tools(&self) -> &ToolSet {
         &self.tools
     }
@@ -241,6 +266,7 @@ impl AgentContext {
         self.deadline.saturating_duration_since(Instant::now())
     }
 
+    /// When this delegation's time is up.
     pub fn deadline(&self) -> Instant {
         self.deadline
     }

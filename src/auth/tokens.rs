@@ -40,6 +40,7 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// A token table over `store`, with an empty cache.
     pub fn new(store: Arc<dyn Store>) -> Self {
         Self { store, cache: RwLock::new(HashMap::new()) }
     }

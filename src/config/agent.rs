@@ -12,21 +12,29 @@ use crate::protocol::{AgentSlug, DelegationError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
+    /// The agent's unique slug, e.g. `byte-doc`.
     pub slug: AgentSlug,
     /// Display name used when Prime reports who did what ("Byte").
     pub name: String,
+    /// What the agent does; used for discovery, for Prime's roster and for the A2A card.
     #[serde(default)]
     pub description: String,
+    /// Where its work is done; built-in by default.
     #[serde(default)]
     pub backend: Backend,
+    /// The agent's own instructions; a model agent gets them after the base prompt.
     #[serde(default)]
     pub system_prompt: String,
+    /// What it can do; a context hint naming one counts twice in discovery.
     #[serde(default)]
     pub capabilities: Vec<String>,
+    /// Words that route a task to it in discovery (one point each, a multi-word keyword two).
     #[serde(default)]
     pub keywords: Vec<String>,
+    /// The domain it belongs to (seeds/004), for domain routing and `domain:<name>` facts; None for none.
     #[serde(default)]
     pub domain: Option<String>,
+    /// The tools it may ever use; along a chain its effective tools are a subset of these.
     #[serde(default)]
     pub tools_allowed: ToolSet,
     /// Agents this one may delegate to; `"*"` means any.
@@ -43,6 +51,7 @@ pub struct AgentSpec {
     /// Note, whose checks the runtime verifies.
     #[serde(default)]
     pub task_notes: bool,
+    /// Overrides of the runtime's limits for delegations to this agent.
     #[serde(default)]
     pub limits: AgentLimits,
 }
@@ -91,6 +100,7 @@ impl AgentSpec {
         self.may_delegate_to.contains("*") || self.may_delegate_to.contains(target.as_str())
     }
 
+    /// Whether `user` may use this agent per its `allowed_users`.
     pub fn allows_user(&self, user: &str) -> bool {
         self.allowed_users.contains("*") || self.allowed_users.contains(user)
     }
@@ -100,8 +110,10 @@ impl AgentSpec {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentLimits {
+    /// Token budget ceiling of a delegation to this agent; None keeps the runtime's.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// Deadline ceiling, in milliseconds, of a delegation to this agent; None keeps the runtime's.
     #[serde(default)]
     pub deadline_ms: Option<u64>,
     /// Attempts per delegation, overriding the priority's default.
@@ -121,6 +133,7 @@ pub enum Backend {
     /// A deterministic agent compiled into Switchboard; `name` defaults to the
     /// slug (`prime` makes the agent a Prime-style orchestrator).
     Builtin {
+        /// Which built-in agent runs; None: the one named like the slug.
         #[serde(default)]
         name: Option<String>,
     },
@@ -143,8 +156,10 @@ pub enum Backend {
     /// A model behind any OpenAI-compatible chat-completions endpoint (a hosted
     /// API, vLLM, llama.cpp's server, Ollama). Unset fields come from `[llm]`.
     Llm {
+        /// The endpoint's base URL; None takes `[llm]`'s.
         #[serde(default)]
         base_url: Option<String>,
+        /// The model name sent to the endpoint; None takes `[llm]`'s.
         #[serde(default)]
         model: Option<String>,
         /// Environment variable holding the API key (none: no Authorization header).
@@ -153,6 +168,7 @@ pub enum Backend {
         /// Completion tokens per call, at most (the budget may allow fewer).
         #[serde(default)]
         max_completion_tokens: Option<u32>,
+        /// Sampling temperature; None leaves it to the server.
         #[serde(default)]
         temperature: Option<f32>,
         /// Ask for a JSON object (`response_format`) instead of text.
@@ -165,6 +181,7 @@ pub enum Backend {
     /// A remote A2A agent (A2A 1.0): `url` is its agent card's URL or its
     /// base URL; the rails travel in message metadata.
     A2a {
+        /// The agent card's URL or the agent's base URL.
         url: String,
         /// Environment variable holding a bearer token for the remote agent.
         #[serde(default)]
@@ -172,9 +189,12 @@ pub enum Backend {
     },
     /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
     Command {
+        /// The program to run (looked up in `PATH` when not a path).
         command: String,
+        /// Arguments passed to the program.
         #[serde(default)]
         args: Vec<String>,
+        /// Environment variables set for the program, on top of the inherited ones.
         #[serde(default)]
         env: BTreeMap<String, String>,
     },

@@ -25,15 +25,20 @@ pub type ToolSet = BTreeSet<String>;
 /// The configuration shipped inside the binary.
 pub const DEFAULT_TOML: &str = include_str!("default.toml");
 
+/// The whole configuration: limits, the team, Prime, workflows, domains, tokens, model defaults and A2A.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Runtime-wide limits (`[limits]`).
     #[serde(default)]
     pub limits: Limits,
+    /// The team (`[[agents]]`), in declaration order; discovery breaks ties by it.
     #[serde(default)]
     pub agents: Vec<AgentSpec>,
+    /// The agent users talk to and how it plans (`[prime]`).
     #[serde(default)]
     pub prime: PrimeConfig,
+    /// Declared workflows (`[[workflows]]`) that Prime's routes can run.
     #[serde(default)]
     pub workflows: Vec<Workflow>,
     /// Domain routing (seeds/004): members, alternatives and load balancing.
@@ -69,12 +74,16 @@ pub struct LlmDefaults {
     /// `http://127.0.0.1:8080/v1` (llama.cpp), `http://127.0.0.1:8000/v1` (vLLM).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// Model name used when an agent names none.
     #[serde(default)]
     pub model: Option<String>,
+    /// Environment variable holding the API key, for agents that name none.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Completion tokens per call, at most, for agents that set none (512 when unset here too).
     #[serde(default)]
     pub max_completion_tokens: Option<u32>,
+    /// Rounds of tool calls before an answer is required, for agents that set none (6 when unset here too).
     #[serde(default)]
     pub tool_rounds: Option<u32>,
 }
@@ -89,6 +98,7 @@ pub struct AuthConfig {
     /// user id → their token
     #[serde(default)]
     pub user_tokens: BTreeMap<String, String>,
+    /// Operator tokens, each acting as an admin (any agent, every tree).
     #[serde(default)]
     pub admin_tokens: Vec<String>,
 }
@@ -98,12 +108,15 @@ pub struct AuthConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DomainSpec {
+    /// The domain's name, as agents name it in their `domain`.
     pub name: String,
+    /// Its members; empty means the agents whose `domain` is this name.
     #[serde(default)]
     pub agents: Vec<AgentSlug>,
     /// Domains to ask instead when the caller itself belongs to this one.
     #[serde(default)]
     pub alternatives: Vec<String>,
+    /// How the members share the work.
     #[serde(default)]
     pub balance: Balance,
 }
@@ -113,8 +126,10 @@ pub struct DomainSpec {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Balance {
+    /// The default: members take turns.
     #[default]
     RoundRobin,
+    /// The member with the fewest delegations in flight takes it; ties take turns.
     LeastBusy,
 }
 
@@ -182,6 +197,7 @@ impl Config {
         Self::from_toml(&text).map_err(|e| DelegationError::invalid(format!("{}: {}", path.display(), e.message)))
     }
 
+    /// The agent with this slug, if it is declared.
     pub fn agent(&self, slug: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|a| a.slug.as_str() == slug)
     }
@@ -198,6 +214,7 @@ impl Config {
         self.agents.iter().find(orchestrator).or_else(|| self.agents.first())
     }
 
+    /// The declared workflow with this name, if any.
     pub fn workflow(&self, name: &str) -> Option<&Workflow> {
         self.workflows.iter().find(|w| w.name == name)
     }

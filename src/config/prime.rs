@@ -20,6 +20,7 @@ pub struct PrimeConfig {
     /// `delegate` tool over Prime's team).
     #[serde(default = "rules")]
     pub planner: String,
+    /// Regex routes, tried in order; the first that matches and yields a plan wins.
     #[serde(default)]
     pub routes: Vec<Route>,
 }
@@ -38,8 +39,11 @@ impl Default for PrimeConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
+    /// The route's name, used in error messages.
     pub name: String,
+    /// The regular expression tried on the user's message.
     pub pattern: String,
+    /// What kind of plan the route makes.
     pub plan: PlanKind,
     /// The agents, in order (for `workflow`: empty, `workflow` names it).
     #[serde(default)]
@@ -47,17 +51,23 @@ pub struct Route {
     /// One objective per agent.
     #[serde(default)]
     pub objectives: Vec<String>,
+    /// The workflow to run when `plan` is `workflow`; None otherwise.
     #[serde(default)]
     pub workflow: Option<String>,
 }
 
+/// The shape of a route's plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PlanKind {
+    /// One agent does the task.
     Single,
+    /// The agents run one after another, each getting the earlier results.
     Chain,
+    /// The agents run at once, within the fan-out limit.
     Parallel,
+    /// A declared workflow runs.
     Workflow,
 }
 
@@ -65,17 +75,24 @@ pub enum PlanKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workflow {
+    /// The workflow's name, as routes refer to it.
     pub name: String,
+    /// What the workflow is for.
     #[serde(default)]
     pub description: String,
+    /// Its steps; their `after` lists make the DAG.
     pub steps: Vec<WorkflowStep>,
 }
 
+/// One step of a workflow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowStep {
+    /// The step's id, which other steps name in `after`.
     pub id: String,
+    /// The agent that does the step.
     pub agent: AgentSlug,
+    /// What the agent is asked to do.
     pub objective: String,
     /// Steps whose results this one needs.
     #[serde(default)]

@@ -35,8 +35,11 @@ pub struct AskResponse {
     pub answer: String,
     /// The user's session with the agent: pass it back to continue the conversation.
     pub session_id: SessionId,
+    /// The id of the turn's root delegation (for `switchboard trace`).
     pub request_id: RequestId,
+    /// Whether the turn succeeded, partly succeeded or failed.
     pub status: Status,
+    /// The delegations the turn made, from the entry agent down.
     pub tree: TreeView,
     /// The whole response of the turn's root delegation.
     #[serde(skip)]

@@ -16,13 +16,16 @@ use crate::team;
 /// One team member.
 #[derive(Clone)]
 pub struct Member {
+    /// The agent as declared in the config.
     pub spec: Arc<AgentSpec>,
+    /// The implementation that does its work.
     pub agent: Arc<dyn Agent>,
     /// Delegations to this agent in flight (for least-busy balancing).
     pub in_flight: Arc<AtomicU32>,
 }
 
 impl Member {
+    /// Delegations to this agent in flight now.
     pub fn busy(&self) -> u32 {
         self.in_flight.load(Ordering::Relaxed)
     }
@@ -74,6 +77,7 @@ impl Registry {
         Ok(reg)
     }
 
+    /// The member with this slug, if any.
     pub fn get(&self, slug: &AgentSlug) -> Option<&Member> {
         self.members.get(slug)
     }
@@ -83,10 +87,12 @@ impl Registry {
         self.order.iter().filter_map(|s| self.members.get(s))
     }
 
+    /// How many members there are.
     pub fn len(&self) -> usize {
         self.order.len()
     }
 
+    /// Whether there are no members.
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
     }

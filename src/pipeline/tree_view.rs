@@ -9,16 +9,26 @@ use crate::store::DelegationRecord;
 /// One node of a delegation tree as shown to people.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TreeView {
+    /// The delegation's id.
     pub request_id: RequestId,
+    /// The agent that was asked (the target).
     pub agent: String,
+    /// Who asked: an agent's slug, or `user` for a user's turn.
     pub origin: String,
+    /// What the agent was asked to do, PII redacted.
     pub objective: String,
+    /// `success`, `partial`, `failed` or `refused`.
     pub status: String,
+    /// The error code when it did not succeed, e.g. `DEPTH_LIMIT`; None otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// Attempts made; 0 when refused before running.
     pub attempts: u32,
+    /// Milliseconds the delegation took, retries included.
     pub duration_ms: u64,
+    /// Tokens used by the delegation and its subtree.
     pub tokens: u32,
+    /// The delegations this one made, in order of their records.
     pub children: Vec<TreeView>,
 }
 

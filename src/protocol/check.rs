@@ -10,40 +10,72 @@ use serde_json::Value;
 #[non_exhaustive]
 pub enum Check {
     /// At most `max` words in the result.
-    MaxWords { max: usize },
+    MaxWords {
+        /// The most words allowed.
+        max: usize,
+    },
     /// At least `min` words in the result.
-    MinWords { min: usize },
+    MinWords {
+        /// The fewest words allowed.
+        min: usize,
+    },
     /// The result mentions `phrase` (case-insensitive, whitespace-tolerant).
-    Contains { phrase: String },
+    Contains {
+        /// The phrase that must appear.
+        phrase: String,
+    },
     /// The result does not mention `phrase`.
-    NotContains { phrase: String },
+    NotContains {
+        /// The phrase that must not appear.
+        phrase: String,
+    },
     /// Each named element is present (e.g. apologize, acknowledge impact, new timeline).
-    Required { elements: Vec<String> },
+    Required {
+        /// The elements, each a word or short phrase to find evidence of.
+        elements: Vec<String>,
+    },
     /// The result matches the regular expression.
-    Regex { pattern: String },
+    Regex {
+        /// The regular expression, in the `regex` crate's syntax.
+        pattern: String,
+    },
     /// The JSON artifact (or the result parsed as JSON) satisfies this JSON Schema subset.
-    JsonSchema { schema: Value },
+    JsonSchema {
+        /// The schema the JSON output must satisfy.
+        schema: Value,
+    },
     /// Every object key in the JSON output uses this casing: `camel`, `snake`, `pascal`, `kebab`.
-    KeyCase { case: String },
+    KeyCase {
+        /// The casing: `camel`, `snake`, `pascal` or `kebab`.
+        case: String,
+    },
     /// No two items of the JSON array share the value of `field` (or the whole item).
     Unique {
+        /// The array items' field that must be unique; None compares whole items.
         #[serde(default)]
         field: Option<String>,
     },
     /// Every value of `field` in the JSON array (or every email in the text) is a valid address.
     EmailsValid {
+        /// The field holding the addresses; None checks every email in the text.
         #[serde(default)]
         field: Option<String>,
     },
     /// The tone heuristic scores at least the threshold for the named tone.
-    Tone { tone: String },
+    Tone {
+        /// The tone's name, e.g. `warm_professional`.
+        tone: String,
+    },
 }
 
 /// The outcome of one check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
+    /// The check's name, e.g. `max_120_words` or `required_apologize`.
     pub name: String,
+    /// Whether the output passed it.
     pub passed: bool,
+    /// What was found (a word count, the match, what is missing); None when there is nothing to show.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actual: Option<Value>,
 }
@@ -51,9 +83,11 @@ pub struct CheckResult {
 /// The verifier's verdict on an output (seeds/001 `verifier`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// Whether every check passed.
     pub passed: bool,
     /// Fraction of checks passed, 0.0 to 1.0.
     pub score: f64,
+    /// Each check's outcome, in order.
     pub checks: Vec<CheckResult>,
 }
 

@@ -10,22 +10,39 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[non_exhaustive]
 pub enum ErrorCode {
+    /// The envelope is malformed: bad JSON, a wrong type, a missing or unknown field (400).
     InvalidRequest,
+    /// The envelope's protocol version is not one this runtime speaks (400).
     UnsupportedVersion,
+    /// No valid service token or credential (401).
     Unauthenticated,
+    /// The user may not use that agent (403).
     PermissionDenied,
+    /// The request names a session of another user (403).
     UserMismatch,
+    /// The origin agent may not delegate to the target (`may_delegate_to`) (403).
     DelegationNotAllowed,
+    /// A tool outside the agent's effective tools was asked for (403).
     ToolNotAllowed,
+    /// No agent has that slug, or discovery found none (404).
     AgentNotFound,
+    /// The target would run at or beyond `max_depth` (422).
     DepthLimit,
+    /// More targets in a batch, or children in flight, than the fan-out limit (422).
     FanOutLimit,
+    /// The same delegation is already in progress in this tree (409).
     CycleDetected,
+    /// The call's estimate does not fit the remaining token budget (422).
     TokenBudgetExceeded,
+    /// The deadline passed, or too little of it was left to send the call (504).
     DeadlineExceeded,
+    /// The agent's breaker is open or its backend is down (503).
     AgentUnavailable,
+    /// The output failed its checks on every seed tried (502).
     VerificationFailed,
+    /// The agent failed in some other way (502).
     AgentFailed,
+    /// The caller cancelled the delegation (499).
     Cancelled,
 }
 
@@ -48,6 +65,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order.
     pub const ALL: [ErrorCode; 17] = [
         Self::InvalidRequest,
         Self::UnsupportedVersion,
@@ -154,6 +172,7 @@ impl ErrorCode {
         self.class() == ErrorClass::Refusal
     }
 
+    /// The code with this wire spelling (`DEPTH_LIMIT`), if any.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -169,7 +188,9 @@ impl fmt::Display for ErrorCode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct DelegationError {
+    /// The stable code.
     pub code: ErrorCode,
+    /// What happened and what to do next, meant for the caller.
     pub message: String,
     /// How long the failing service asked us to wait (`Retry-After`); the
     /// retry policy waits at least this long. Not part of the wire format.
@@ -178,6 +199,7 @@ pub struct DelegationError {
 }
 
 impl DelegationError {
+    /// An error with a code and a specific message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self { code, message: message.into(), retry_after: None }
     }
@@ -193,6 +215,7 @@ impl DelegationError {
         Self::new(code, code.hint())
     }
 
+    /// An `INVALID_REQUEST` error with this message.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidRequest, message)
     }

@@ -74,6 +74,7 @@ impl AgentSlug {
     /// The slug that asks the runtime to discover the target (seeds/001 `"auto"`).
     pub const AUTO: &'static str = "auto";
 
+    /// Parses a slug, refusing anything but 1-64 lowercase letters, digits and single dashes.
     pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
         let s = s.into();
         let ok = !s.is_empty()
@@ -92,10 +93,12 @@ impl AgentSlug {
         }
     }
 
+    /// The slug as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// Whether this is `auto`: the runtime picks the target.
     pub fn is_auto(&self) -> bool {
         self.0 == Self::AUTO
     }
@@ -152,6 +155,7 @@ impl PartialEq<&str> for AgentSlug {
 pub struct UserId(String);
 
 impl UserId {
+    /// Parses a user id, refusing anything but 1-128 letters, digits and `._@:+-`.
     pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
         let s = s.into();
         let ok =
@@ -163,6 +167,7 @@ impl UserId {
         }
     }
 
+    /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -8,72 +8,94 @@ use serde_json::{Map, Value};
 use super::check::Check;
 use super::ids::{AgentSlug, RequestId, SessionId, UserId};
 
+/// Token budget of a delegation (prompt + completion, its subtree included) when the request names none.
 pub const DEFAULT_MAX_TOKENS: u32 = 1200;
+/// Depth limit when the request names none: Prime → Byte is allowed, Prime → Byte → Tag is not.
 pub const DEFAULT_MAX_DEPTH: u32 = 2;
+/// Deadline of a delegation, in milliseconds, when the request names none.
 pub const DEFAULT_DEADLINE_MS: u64 = 15_000;
 
 /// One delegation from an origin agent to a target agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DelegationRequest {
+    /// Envelope version, e.g. "1.0"; an unknown major version is refused with `UNSUPPORTED_VERSION`.
     #[serde(default = "current_version")]
     pub protocol_version: String,
 
     // Identity
+    /// This delegation's id: one envelope, one id.
     pub request_id: RequestId,
+    /// The agent that delegates; must match the agent named by the service token.
     pub origin_employee: AgentSlug,
     /// The target's slug, or `auto` to let the runtime discover it (by
     /// `target_domain` when set, else by keywords and capabilities).
     pub target_employee: AgentSlug,
+    /// The user on whose behalf the delegation runs; every session it touches must be theirs.
     pub user_id: UserId,
 
     // Session threading
+    /// The origin's session the child session hangs under; None at the root of a conversation.
     #[serde(default)]
     pub parent_session_id: Option<SessionId>,
+    /// A child session to continue; None lets the runtime find or create the target's session.
     #[serde(default)]
     pub child_session_id: Option<SessionId>,
 
     // Task definition
+    /// What the target is asked to do, in one sentence; its hash identifies the delegation for the cycle rail.
     pub objective: String,
+    /// The material to work on (text, a receipt, a draft); PII in it is redacted before the target sees it.
     #[serde(default)]
     pub input: String,
 
     // Safety and performance
+    /// Token, depth and deadline limits for this delegation and its subtree.
     #[serde(default)]
     pub constraints: Constraints,
 
     // Context sharing
+    /// Free-form hints for the target (capability names also steer discovery).
     #[serde(default)]
     pub context_hints: Vec<String>,
+    /// Facts, references and earlier results handed from the origin to the target.
     #[serde(default)]
     pub handoff_data: HandoffData,
 
     /// Depth of the origin: a user's message to Prime is depth 0.
     #[serde(default)]
     pub current_depth: u32,
+    /// When the origin created the envelope; None when it did not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<DateTime<Utc>>,
 
     // Lineage
+    /// The id of the tree's first request; None when this request is the root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_request_id: Option<RequestId>,
+    /// The id of the request whose agent sent this one; None when this request is the root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_request_id: Option<RequestId>,
     /// The ancestors of this request, oldest first, each with its objective hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chain: Vec<ChainLink>,
 
+    /// How urgent the delegation is; sets the default number of attempts.
     #[serde(default)]
     pub priority: Priority,
+    /// The caller's retry wishes; None leaves attempts to the agent's config and the priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<RetryPolicy>,
     /// A natural-language Task Note (seeds/001); checks are derived from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_note: Option<String>,
+    /// Verification checks the output must pass, in addition to those derived from `task_note`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// A caller's key for safe retries: the same key with the same request replays its response instead of running it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Whether the delegation writes to the target's session (`persist`) or only reads it (`ephemeral`).
     #[serde(default)]
     pub mode: Mode,
     /// The tools the caller grants the target; the effective set is this ∩ the
@@ -163,10 +185,13 @@ impl DelegationRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Constraints {
+    /// Most tokens (prompt + completion) the delegation and its subtree may use.
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
+    /// Depth limit for the subtree: the target runs at `current_depth + 1`, which must stay below it.
     #[serde(default = "default_max_depth")]
     pub max_depth: u32,
+    /// Milliseconds the delegation may take, retries and subtree included.
     #[serde(default = "default_deadline_ms")]
     pub deadline_ms: u64,
 }
@@ -191,18 +216,22 @@ impl Default for Constraints {
 /// `constraints` here) are kept as they are.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HandoffData {
+    /// Facts the origin knows and the target should take as given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<String>,
+    /// Documents or records the target may consult.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<Reference>,
     /// Results of previous delegates (a chain's earlier steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intermediate_results: Option<Value>,
+    /// Any other keys, kept as they came.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl HandoffData {
+    /// Whether nothing at all is handed over.
     pub fn is_empty(&self) -> bool {
         self.facts.is_empty()
             && self.references.is_empty()
@@ -215,7 +244,9 @@ impl HandoffData {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reference {
+    /// The kind of source, e.g. `receipt` or `bank-statement`.
     pub owner_scope: String,
+    /// The document's or record's id within that scope.
     pub source_id: String,
 }
 
@@ -223,6 +254,7 @@ pub struct Reference {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainLink {
+    /// The ancestor agent.
     pub agent: AgentSlug,
     /// First 8 hex digits of sha256(objective).
     pub objective_hash: String,
@@ -233,10 +265,14 @@ pub struct ChainLink {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Priority {
+    /// Few attempts (2 by default).
     Low,
+    /// The default: 3 attempts.
     #[default]
     Normal,
+    /// 5 attempts by default.
     High,
+    /// 8 attempts by default, the most a caller may ask for.
     Urgent,
 }
 
@@ -257,8 +293,10 @@ impl Priority {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Mode {
+    /// The default: the target's session keeps the exchange.
     #[default]
     Persist,
+    /// A consult (seeds/003): reads the target's history, writes nothing to it.
     Ephemeral,
 }
 
@@ -266,10 +304,13 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryPolicy {
+    /// False allows one attempt only.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Attempts wanted, clamped to 1..=8; None keeps the agent's or the priority's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+    /// How the wait between attempts grows.
     #[serde(default)]
     pub backoff_strategy: BackoffStrategy,
 }
@@ -278,11 +319,14 @@ fn yes() -> bool {
     true
 }
 
+/// How the wait between retries grows: 100 ms × 2ⁿ⁻¹ or × n, capped at 5 s, with jitter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum BackoffStrategy {
+    /// The default: the wait doubles after each failed attempt.
     #[default]
     Exponential,
+    /// The wait grows by the base (100 ms) after each failed attempt.
     Linear,
 }

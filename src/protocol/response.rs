@@ -12,10 +12,14 @@ use super::request::Reference;
 /// What a target agent answered, or why it did not.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DelegationResponse {
+    /// Envelope version the response is written in, e.g. "1.0".
     #[serde(default = "current_version")]
     pub protocol_version: String,
+    /// The id of the request this answers.
     pub request_id: RequestId,
+    /// The agent that answered (the discovered one when the request said `auto`).
     pub target_employee: AgentSlug,
+    /// Whether the delegation succeeded, partly succeeded or failed.
     pub status: Status,
 
     /// One to three sentences.
@@ -24,34 +28,46 @@ pub struct DelegationResponse {
     /// The full answer.
     #[serde(default)]
     pub result: String,
+    /// Structured data produced alongside the text (tables, JSON, links, ids, files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
 
+    /// Facts the runtime should remember about the user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub new_facts: Vec<NewFact>,
+    /// Sources the agent consulted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub used_sources: Vec<UsedSource>,
 
+    /// Tokens used by the delegation and its whole subtree, so a caller can reconcile its ledger.
     #[serde(default)]
     pub token_usage: TokenUsage,
+    /// Milliseconds the delegation took, retries included.
     #[serde(default)]
     pub duration_ms: u64,
+    /// The target's session that holds the exchange; None when none was created (an ephemeral consult, a refusal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_session_id: Option<SessionId>,
     /// 0 to 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<u8>,
+    /// The agent needs more from the user before the task is done (e.g. a question, a goal falling behind).
     #[serde(default)]
     pub requires_followup: bool,
 
+    /// Why the delegation failed; None on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<DelegationError>,
+    /// Attempts, seeds tried and time taken; None when the delegation was refused before running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Execution>,
+    /// The verifier's verdict on the output; None when no checks applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verifier: Option<Verdict>,
+    /// What to do instead after a final failure; None on success or when there is no advice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
+    /// What the seeds taught the runtime; None unless a seeded agent passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learned: Option<Learned>,
 }
@@ -86,6 +102,7 @@ impl DelegationResponse {
         }
     }
 
+    /// Whether the status is `success`.
     pub fn is_success(&self) -> bool {
         self.status == Status::Success
     }
@@ -101,17 +118,21 @@ impl DelegationResponse {
     }
 }
 
+/// How a delegation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Status {
+    /// The agent answered in full.
     Success,
     /// Some branches of a parallel delegation failed; the others' results are kept.
     Partial,
+    /// Nothing usable came back; `error` says why.
     Failed,
 }
 
 impl Status {
+    /// The wire spelling: `success`, `partial` or `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Success => "success",
@@ -124,27 +145,37 @@ impl Status {
 /// Structured data produced by an agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Artifact {
+    /// What the value is (the JSON field `type`).
     #[serde(rename = "type")]
     pub kind: ArtifactKind,
+    /// The data itself.
     pub value: Value,
+    /// A name to find it by; None when unnamed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
 }
 
 impl Artifact {
+    /// A JSON artifact with a label.
     pub fn json(label: impl Into<String>, value: Value) -> Self {
         Self { kind: ArtifactKind::Json, value, label: Some(label.into()) }
     }
 }
 
+/// The kind of an artifact, as seeds/000 lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ArtifactKind {
+    /// Tabular data.
     Table,
+    /// Any JSON value.
     Json,
+    /// A link.
     Url,
+    /// An identifier of a record.
     Id,
+    /// A file reference.
     File,
 }
 
@@ -154,16 +185,20 @@ pub enum ArtifactKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "NewFactWire")]
 pub struct NewFact {
+    /// The fact, in one sentence.
     pub fact: String,
+    /// Where it applies: `global`, `agent:<slug>` or `domain:<name>`; None scopes it to the answering agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
 }
 
 impl NewFact {
+    /// A fact scoped to the answering agent.
     pub fn new(fact: impl Into<String>) -> Self {
         Self { fact: fact.into(), scope: None }
     }
 
+    /// A fact with an explicit scope.
     pub fn scoped(fact: impl Into<String>, scope: impl Into<String>) -> Self {
         Self { fact: fact.into(), scope: Some(scope.into()) }
     }
@@ -192,27 +227,35 @@ impl From<NewFactWire> for NewFact {
 /// A source the agent consulted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsedSource {
+    /// Which source it was.
     #[serde(flatten)]
     pub reference: Reference,
+    /// How much the source mattered to the answer; None when not scored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relevance: Option<f64>,
 }
 
+/// Tokens used: prompt, completion and their sum.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
+    /// Tokens sent to the model.
     #[serde(default)]
     pub prompt: u32,
+    /// Tokens the model produced.
     #[serde(default)]
     pub completion: u32,
+    /// Prompt plus completion.
     #[serde(default)]
     pub total: u32,
 }
 
 impl TokenUsage {
+    /// Usage with `total` computed as the sum.
     pub fn new(prompt: u32, completion: u32) -> Self {
         Self { prompt, completion, total: prompt.saturating_add(completion) }
     }
 
+    /// Adds another usage to this one, saturating.
     pub fn add(&mut self, other: TokenUsage) {
         self.prompt = self.prompt.saturating_add(other.prompt);
         self.completion = self.completion.saturating_add(other.completion);
@@ -223,9 +266,12 @@ impl TokenUsage {
 /// How the runtime executed the delegation (seeds/001 `execution`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Execution {
+    /// Attempts made, the first included.
     pub attempts: u32,
+    /// The seeds (variants) tried, in order; empty for an agent without seeds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seeds_tried: Vec<u64>,
+    /// Milliseconds the delegation took, retries included.
     pub duration_ms: u64,
 }
 
@@ -234,13 +280,17 @@ pub struct Execution {
 pub struct Fallback {
     /// `handle_directly`, `clarify_task_note`, `retry_later`, `use_partial_result`.
     pub recommended: String,
+    /// Why, in a sentence the caller can act on.
     pub reasoning: String,
 }
 
 /// What the runtime learned from this delegation (seeds/001 `learned`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Learned {
+    /// The seed that passed had no score for this kind of task before.
     pub new_seed: bool,
+    /// The passing seed's score was raised for this kind of task.
     pub seed_promoted: bool,
+    /// The verifier's score for the passing output, 0.0 to 1.0 (1.0 without checks).
     pub confidence: f64,
 }

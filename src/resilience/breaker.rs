@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode};
 use crate::util::lock;
 
+/// When a target's breaker opens, and how it closes again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BreakerConfig {
@@ -22,7 +23,9 @@ pub struct BreakerConfig {
     /// ...or when the failure rate over the last `window` calls reaches
     /// `failure_rate`, once at least `min_calls` were made.
     pub window: usize,
+    /// Calls the window must hold before the failure rate counts.
     pub min_calls: usize,
+    /// Failure rate, 0.0 to 1.0, that opens the breaker.
     pub failure_rate: f64,
     /// How long to stay open before letting a probe through.
     pub cool_down_ms: u64,
@@ -36,16 +39,21 @@ impl Default for BreakerConfig {
     }
 }
 
+/// Where a breaker stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum BreakerState {
+    /// Calls go through; failures are counted.
     Closed,
+    /// Calls fail fast with `AGENT_UNAVAILABLE` until the cool-down ends.
     Open,
+    /// After the cool-down: a few probe calls go through to test the agent.
     HalfOpen,
 }
 
 impl BreakerState {
+    /// The state's name: `closed`, `open` or `half_open`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Closed => "closed",
@@ -83,6 +91,7 @@ pub struct BreakerPermit {
 }
 
 impl Breaker {
+    /// A closed breaker for the agent `slug`.
     pub fn new(slug: AgentSlug, cfg: BreakerConfig) -> Self {
         Self {
             slug,
@@ -98,6 +107,7 @@ impl Breaker {
         }
     }
 
+    /// The current state (an open breaker whose cool-down has ended is half-open).
     pub fn state(&self) -> BreakerState {
         let mut i = lock(&self.inner);
         self.refresh(&mut i);
@@ -185,11 +195,13 @@ impl Breaker {
 }
 
 impl BreakerPermit {
+    /// The call succeeded.
     pub fn success(mut self) {
         self.done = true;
         self.breaker.record(self.probe, true);
     }
 
+    /// The call failed in a way that counts against the agent.
     pub fn failure(mut self) {
         self.done = true;
         self.breaker.record(self.probe, false);
@@ -213,14 +225,17 @@ pub struct Breakers {
 }
 
 impl Breakers {
+    /// No breakers yet, each to be made with `cfg` when first asked for.
     pub fn new(cfg: BreakerConfig) -> Self {
         Self { cfg, map: Mutex::new(HashMap::new()) }
     }
 
+    /// The breaker of `slug`, made closed on first use.
     pub fn get(&self, slug: &AgentSlug) -> Arc<Breaker> {
         lock(&self.map).entry(slug.clone()).or_insert_with(|| Arc::new(Breaker::new(slug.clone(), self.cfg))).clone()
     }
 
+    /// The state of `slug`'s breaker; closed when it has none yet.
     pub fn state(&self, slug: &AgentSlug) -> BreakerState {
         lock(&self.map).get(slug).map_or(BreakerState::Closed, |b| b.state())
     }

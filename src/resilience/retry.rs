@@ -9,9 +9,13 @@ use crate::protocol::{BackoffStrategy, ErrorClass, Priority, RetryPolicy};
 /// How many attempts a delegation gets and how long to wait between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPlan {
+    /// Attempts in all, the first included (at least 1).
     pub max_attempts: u32,
+    /// How the wait grows between attempts.
     pub strategy: BackoffStrategy,
+    /// Backoff after the first failed attempt, before jitter (100 ms).
     pub base: Duration,
+    /// Longest backoff, before jitter (5 s).
     pub cap: Duration,
 }
 
@@ -21,10 +25,14 @@ pub enum Next {
     /// Try again after `delay`; `next_seed` asks for the next variant, and
     /// `longer_timeout` for more time on the same seed.
     Retry {
+        /// How long to wait first.
         delay: Duration,
+        /// Retry with the next seed (after a failed verification).
         next_seed: bool,
+        /// Give the same seed more time (after a timeout).
         longer_timeout: bool,
     },
+    /// Stop: no attempts left, no time left, or a failure that is not retried.
     GiveUp,
 }
 

@@ -8,21 +8,27 @@ use serde_json::json;
 
 use crate::protocol::{DelegationError, ErrorCode};
 
+/// An error as the HTTP edge answers it: a status and a `{"error":{"code","message"}}` body.
 #[derive(Debug)]
 pub struct ApiError {
+    /// The HTTP status answered, usually the code's own.
     pub status: StatusCode,
+    /// The code and the message put in the body.
     pub error: DelegationError,
 }
 
 impl ApiError {
+    /// An error with an explicit status, code and message.
     pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         Self { status, error: DelegationError::new(code, message) }
     }
 
+    /// A 400 `INVALID_REQUEST` with this message.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message)
     }
 
+    /// A 401 `UNAUTHENTICATED` with this message.
     pub fn unauthenticated(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthenticated, message)
     }
@@ -45,6 +51,7 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The fallback handler: a 404 that names the unknown route.
 pub async fn not_found(method: Method, uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -53,6 +60,7 @@ pub async fn not_found(method: Method, uri: Uri) -> ApiError {
     )
 }
 
+/// The answer to a known path called with the wrong method: a 405.
 pub async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,

@@ -12,6 +12,7 @@ use crate::pipeline::Runtime;
 
 /// The state of one service.
 pub struct AppState {
+    /// The runtime that runs the delegations.
     pub runtime: Runtime,
     /// Bearer tokens: who a presented token names.
     pub tokens: Tokens,
@@ -29,6 +30,7 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The state of a service over `runtime`, with its limits for bodies and timeouts derived from the runtime's config.
     pub fn new(runtime: Runtime) -> Self {
         let limits = runtime.config().limits;
         let body_limit = limits.max_input_bytes.saturating_mul(4).max(64 * 1024);

@@ -12,27 +12,41 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 /// One delegation, refused or not. Objectives are stored redacted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRecord {
+    /// The delegation's id.
     pub request_id: RequestId,
+    /// The id of its tree's root.
     pub root_id: RequestId,
+    /// Who delegated: an agent's slug, or `user`.
     pub origin: String,
+    /// The agent that was asked.
     pub target: String,
+    /// The user the delegation ran for.
     pub user_id: String,
+    /// What the agent was asked to do, PII redacted.
     pub objective: String,
     /// `success`, `partial`, `failed` or `refused`.
     pub outcome: String,
+    /// The error code when it did not succeed; None otherwise.
     pub error_code: Option<String>,
+    /// Milliseconds the delegation took, retries included.
     pub duration_ms: u64,
+    /// Tokens used by the delegation and its subtree.
     pub tokens: u32,
+    /// When the delegation started, in milliseconds since the Unix epoch.
     pub created_at: i64,
 }
 
 /// A record as stored: its place in the log and its links in the chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
+    /// Position in the log, from 1, without gaps.
     pub seq: u64,
+    /// The record itself.
     #[serde(flatten)]
     pub record: AuditRecord,
+    /// The previous entry's hash ([`GENESIS`] for the first).
     pub prev_hash: String,
+    /// This entry's hash: see [`AuditRecord::hash`].
     pub hash: String,
 }
 
@@ -47,6 +61,7 @@ impl AuditRecord {
         hex::encode(h.finalize())
     }
 
+    /// The entry this record makes at `seq` after `prev_hash`.
     pub fn seal(self, seq: u64, prev_hash: &str) -> AuditEntry {
         let hash = self.hash(seq, prev_hash);
         AuditEntry { seq, record: self, prev_hash: prev_hash.to_string(), hash }
@@ -56,10 +71,13 @@ impl AuditRecord {
 /// The result of checking a chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChainReport {
+    /// Entries checked.
     pub records: usize,
+    /// Whether the whole chain verifies.
     pub valid: bool,
     /// The first entry that does not verify, and why.
     pub broken_at: Option<u64>,
+    /// Why the chain breaks there; None when it is valid.
     pub reason: Option<String>,
 }
 

@@ -11,6 +11,7 @@ use super::{Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, Sto
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
 
+/// A store that keeps everything in the process, lost when it exits; for tests, demos and embedding.
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
@@ -33,6 +34,7 @@ struct Inner {
 }
 
 impl MemoryStore {
+    /// An empty store.
     pub fn new() -> Self {
         Self::default()
     }

@@ -25,12 +25,18 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// One conversation of one agent with one user; a child session hangs under the session of the agent that delegated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
+    /// The session's id.
     pub id: SessionId,
+    /// The user who owns it; no other user may read or continue it.
     pub user_id: UserId,
+    /// The agent whose session it is.
     pub agent: AgentSlug,
+    /// The delegating agent's session it hangs under; None for a top-level session.
     pub parent_id: Option<SessionId>,
+    /// When it was created, in milliseconds since the Unix epoch.
     pub created_at: i64,
 }
 
@@ -41,24 +47,35 @@ impl Session {
     }
 }
 
+/// One message of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
+    /// The session it belongs to.
     pub session_id: SessionId,
+    /// Who wrote it: `user` (the task as asked, PII redacted) or `assistant` (the agent's answer).
     pub role: String,
+    /// The message's text.
     pub content: String,
     /// The agent that delegated the work this message belongs to.
     pub delegated_from: Option<String>,
+    /// The depth the answering agent ran at; None when not recorded.
     pub delegation_depth: Option<u32>,
+    /// When it was written, in milliseconds since the Unix epoch.
     pub created_at: i64,
 }
 
 /// A remembered fact. Scope is `global`, `agent:<slug>` or `domain:<name>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fact {
+    /// The user the fact is about; only their delegations see it.
     pub user_id: UserId,
+    /// Who sees it: `global`, `agent:<slug>` or `domain:<name>`.
     pub scope: String,
+    /// The fact, in one sentence.
     pub fact: String,
+    /// The delegation that taught it; None when it came from elsewhere.
     pub source_request: Option<RequestId>,
+    /// When it was saved, in milliseconds since the Unix epoch.
     pub created_at: i64,
 }
 
@@ -68,52 +85,75 @@ pub struct Fact {
 /// node and the audit record, or not at all.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Conversation {
+    /// The child session created for the delegation; None when it reused one (or made none).
     pub new_session: Option<Session>,
+    /// The task as asked and the agent's answer; empty for a failed delegation or an ephemeral consult.
     pub messages: Vec<Message>,
+    /// The facts it learned, each under a scope the agent may write to.
     pub facts: Vec<Fact>,
 }
 
 /// One node of a delegation tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DelegationRecord {
+    /// The delegation's id.
     pub request_id: RequestId,
+    /// The id of its tree's root.
     pub root_id: RequestId,
+    /// The delegation that made this one; None for the root.
     pub parent_id: Option<RequestId>,
+    /// The user the delegation ran for.
     pub user_id: UserId,
+    /// Who delegated: an agent's slug, or `user` for a user's turn.
     pub origin: String,
+    /// The agent that was asked.
     pub target: String,
     /// Redacted: no raw PII is stored.
     pub objective: String,
+    /// First 8 hex digits of sha256 of the raw objective, as the cycle rail compares them.
     pub objective_hash: String,
     /// `success`, `partial`, `failed` or `refused`.
     pub status: String,
+    /// The error code (e.g. `DEPTH_LIMIT`) when it did not succeed; None otherwise.
     pub error_code: Option<String>,
     /// The kind of task ([`task_signature`]), for learning.
     pub signature: String,
+    /// Attempts made; 0 when refused.
     pub attempts: u32,
+    /// The depth the target ran (or would have run) at.
     pub depth: u32,
+    /// When it started, in milliseconds since the Unix epoch.
     pub started_at: i64,
+    /// Milliseconds it took, retries included.
     pub duration_ms: u64,
+    /// Tokens used by the delegation and its subtree.
     pub tokens: TokenUsage,
 }
 
 /// One finished delegation, as history sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Outcome {
+    /// The agent that was asked.
     pub target: String,
+    /// `success`, `partial` or `failed`.
     pub status: String,
+    /// The kind of task ([`task_signature`]).
     pub signature: String,
 }
 
 /// How an agent fared on one kind of task for one user (learning from history).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentHistory {
+    /// The agent's slug.
     pub agent: String,
+    /// Delegations of this kind that succeeded.
     pub successes: u64,
+    /// Delegations of this kind in all.
     pub total: u64,
 }
 
 impl AgentHistory {
+    /// Successes over total, 0.0 to 1.0; 0.0 with no history.
     pub fn success_rate(&self) -> f64 {
         if self.total == 0 { 0.0 } else { self.successes as f64 / self.total as f64 }
     }
@@ -136,10 +176,15 @@ pub enum Claim {
 /// Row counts, for operations and for tests that assert nothing was written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct StoreCounts {
+    /// Sessions stored.
     pub sessions: u64,
+    /// Messages stored.
     pub messages: u64,
+    /// Facts stored.
     pub facts: u64,
+    /// Delegation records stored.
     pub delegations: u64,
+    /// Audit entries stored.
     pub audit: u64,
 }
 
@@ -150,6 +195,7 @@ pub enum StoreError {
     /// The named session belongs to another user. Carries nothing about it.
     #[error("session does not belong to this user")]
     UserMismatch,
+    /// The backend failed (connection, query, migration); answered as `AGENT_UNAVAILABLE`.
     #[error("store failure: {0}")]
     Backend(String),
 }
@@ -169,8 +215,10 @@ impl From<StoreError> for DelegationError {
     }
 }
 
+/// What every store method returns.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Where state lives: one trait for the in-memory and the SQL (SQLite, PostgreSQL) backends.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The session `id` of `user`, adopting an unknown id as a new session of
@@ -198,6 +246,7 @@ pub trait Store: Send + Sync + 'static {
         parent: SessionId,
     ) -> StoreResult<Option<Session>>;
 
+    /// Appends messages to their sessions.
     async fn append_messages(&self, messages: &[Message]) -> StoreResult<()>;
 
     /// The last `limit` messages of a session, oldest first.
@@ -206,6 +255,7 @@ pub trait Store: Send + Sync + 'static {
     /// The user's facts in any of `scopes`, oldest first.
     async fn facts(&self, user: &UserId, scopes: &[String]) -> StoreResult<Vec<Fact>>;
 
+    /// Saves facts; a fact already stored with the same scope is not saved twice.
     async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()>;
 
     /// Appends to the audit log, chaining the record to the previous one. Must
@@ -215,6 +265,7 @@ pub trait Store: Send + Sync + 'static {
     /// The audit log, oldest first.
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>>;
 
+    /// Saves a delegation record; for one already stored under the request id, its outcome is updated.
     async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()>;
 
     /// A finished delegation's conversation, tree node and audit record,
@@ -245,6 +296,7 @@ pub trait Store: Send + Sync + 'static {
     /// Seed scores of `agent` for tasks with `signature`, best first.
     async fn seed_scores(&self, agent: &AgentSlug, signature: &str) -> StoreResult<Vec<(u64, f64)>>;
 
+    /// Adds `delta` to a seed's score for `agent` and `signature` (clamped to -10..=10), returning the new score.
     async fn adjust_seed_score(&self, agent: &AgentSlug, signature: &str, seed: u64, delta: f64) -> StoreResult<f64>;
 
     /// The user's most recent finished (not refused) delegations, newest first.
@@ -268,6 +320,7 @@ pub trait Store: Send + Sync + 'static {
     /// The subjects that have at least one token of `kind`.
     async fn token_subjects(&self, kind: &str) -> StoreResult<Vec<String>>;
 
+    /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;
 }
 

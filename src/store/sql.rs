@@ -127,6 +127,7 @@ impl SqlStore {
         Ok(Self { pool, backend, writer })
     }
 
+    /// Whether the backend is PostgreSQL (else SQLite).
     pub fn is_postgres(&self) -> bool {
         self.backend == Backend::Postgres
     }

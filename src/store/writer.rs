@@ -66,7 +66,9 @@ struct Stats {
 /// the mean group size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteStats {
+    /// Writes committed.
     pub writes: u64,
+    /// Transactions they were committed in.
     pub commits: u64,
 }
 

@@ -50,15 +50,21 @@ struct AgentMetrics {
 /// The outcome of one delegation, as metrics see it.
 #[derive(Debug, Clone, Copy)]
 pub struct Observation<'a> {
+    /// The agent that was asked.
     pub target: &'a AgentSlug,
     /// `success`, `partial`, `failed` or `refused`.
     pub outcome: &'a str,
+    /// Attempts made; 0 when refused.
     pub attempts: u32,
+    /// Seconds the delegation took, retries included.
     pub seconds: f64,
+    /// Tokens used by the delegation and its subtree.
     pub tokens: u32,
+    /// Whether the final failure recommended a fallback.
     pub fallback: bool,
 }
 
+/// The runtime's Prometheus registry, with handles made per agent at start.
 pub struct Metrics {
     registry: Registry,
     agents: HashMap<AgentSlug, AgentMetrics>,
@@ -77,6 +83,7 @@ fn latency_histogram() -> Histogram {
 }
 
 impl Metrics {
+    /// Metrics for `agents`, each with its handles made now.
     pub fn new<'a>(agents: impl IntoIterator<Item = &'a AgentSlug>) -> Self {
         let mut registry = Registry::with_prefix("switchboard");
         let outcomes = Family::<TargetOutcome, Counter>::default();
