@@ -1,5 +1,5 @@
 //! The pipeline of one delegation (DESIGN §1), read top to bottom in
-//! [`Runtime::dispatch`]. Every delegation goes through it, whether it comes
+//! `Runtime::dispatch`. Every delegation goes through it, whether it comes
 //! from the CLI, HTTP, A2A, MCP or an agent's own `Delegator`:
 //!
 //! ```text
@@ -11,10 +11,10 @@
 //! authz, depth, fan-out, cycle, deadline, budget, sessions
 //! ```
 //!
-//! One file per stage: [`admit`] (with [`route`] and [`sessions`]),
-//! [`idempotency`], [`attempts`] (with [`attempt`], [`context`], [`pii`],
-//! [`verify`] and [`seeds`]), [`record`], [`respond`]; a user's turn is
-//! [`ask`]. [`node`] is a running delegation; [`dispatch`] is how its agent delegates further.
+//! One file per stage: `admit` (with `route` and `sessions`),
+//! `idempotency`, `attempts` (with `attempt`, `context`, `pii`,
+//! `verify` and `seeds`), `record`, `respond`; a user's turn is
+//! `ask`. `node` is a running delegation; `dispatch` is how its agent delegates further.
 
 mod admit;
 mod ask;
