@@ -332,14 +332,13 @@ async fn token(runtime: Runtime, args: TokenArgs) -> u8 {
 }
 
 async fn audit(runtime: &Runtime, args: AuditArgs, json: bool) -> u8 {
-    let entries = match runtime.store().audit_log().await {
-        Ok(e) => e,
-        Err(e) => {
+    let (entries, report) = match (runtime.store().audit_log().await, runtime.store().verify_audit().await) {
+        (Ok(e), Ok(r)) => (e, r),
+        (Err(e), _) | (_, Err(e)) => {
             eprintln!("error: {e}");
             return EXIT_FAILED;
         }
     };
-    let report = crate::store::audit::verify(&entries);
     let shown = &entries[entries.len().saturating_sub(args.last.unwrap_or(usize::MAX))..];
     if json {
         let mut v = json!({"records": shown});

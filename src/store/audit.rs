@@ -81,32 +81,84 @@ pub struct ChainReport {
     pub reason: Option<String>,
 }
 
-/// Verifies the chain from the genesis hash.
+/// The chain's head as the store anchors it: the last sequence number and
+/// hash, written in the same transaction as every append, beside the log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditHead {
+    /// The last record's sequence number.
+    pub seq: u64,
+    /// The last record's hash.
+    pub hash: String,
+}
+
+/// Verifies the chain on its own: every record links to the one before, in
+/// sequence from 1. Records deleted from the end go unseen here; use
+/// [`verify_anchored`] with the store's head to catch those too.
 pub fn verify(entries: &[AuditEntry]) -> ChainReport {
     let mut prev = GENESIS.to_string();
     for (i, e) in entries.iter().enumerate() {
         let expected_seq = i as u64 + 1;
-        let fail = |reason: String| ChainReport {
+        let fail = |at: u64, reason: String| ChainReport {
             records: entries.len(),
             valid: false,
-            broken_at: Some(e.seq),
+            broken_at: Some(at),
             reason: Some(reason),
         };
+        if e.seq > expected_seq {
+            return fail(
+                expected_seq,
+                format!("record {expected_seq} is missing: the next one on file is {} (records were deleted)", e.seq),
+            );
+        }
         if e.seq != expected_seq {
-            return fail(format!(
-                "sequence {} where {expected_seq} was expected (a record is missing or out of order)",
-                e.seq
-            ));
+            return fail(e.seq, format!("sequence {} where {expected_seq} was expected (out of order)", e.seq));
         }
         if e.prev_hash != prev {
-            return fail("prev_hash does not match the previous record's hash".into());
+            return fail(e.seq, "prev_hash does not match the previous record's hash".into());
         }
         if e.record.hash(e.seq, &e.prev_hash) != e.hash {
-            return fail("the record's content does not match its hash (it was altered)".into());
+            return fail(e.seq, "the record's content does not match its hash (it was altered)".into());
         }
         prev = e.hash.clone();
     }
     ChainReport { records: entries.len(), valid: true, broken_at: None, reason: None }
+}
+
+/// Verifies the chain and that it ends where the anchored head says: records
+/// deleted from the end are named by the first missing sequence number.
+pub fn verify_anchored(entries: &[AuditEntry], head: Option<&AuditHead>) -> ChainReport {
+    let report = verify(entries);
+    if !report.valid {
+        return report;
+    }
+    let last = entries.last().map(|e| (e.seq, e.hash.as_str()));
+    let fail = |at: u64, reason: String| ChainReport {
+        records: entries.len(),
+        valid: false,
+        broken_at: Some(at),
+        reason: Some(reason),
+    };
+    match (head, last) {
+        (None, None) => report,
+        (None, Some((seq, _))) => fail(seq, "the log has records but its anchored head is missing".into()),
+        (Some(h), None) => fail(1, format!("records 1 to {} are missing: the anchored head is at {}", h.seq, h.seq)),
+        (Some(h), Some((seq, _))) if seq < h.seq => fail(
+            seq + 1,
+            format!(
+                "records {} to {} are missing: the log ends at {seq}, its anchored head at {}",
+                seq + 1,
+                h.seq,
+                h.seq
+            ),
+        ),
+        (Some(h), Some((seq, _))) if seq > h.seq => {
+            fail(h.seq + 1, format!("records after the anchored head ({}) were written around the store", h.seq))
+        }
+        (Some(h), Some((seq, hash))) if hash != h.hash => {
+            fail(seq, format!("record {seq} does not match the anchored head's hash (it was replaced)"))
+        }
+        _ => report,
+    }
 }
 
 #[cfg(test)]
@@ -156,11 +208,28 @@ mod tests {
     }
 
     #[test]
-    fn a_deleted_record_is_detected() {
+    fn a_deleted_record_is_named_by_its_sequence_number() {
         let mut c = chain(5);
         c.remove(1);
         let r = verify(&c);
         assert!(!r.valid);
-        assert_eq!(r.broken_at, Some(3));
+        assert_eq!(r.broken_at, Some(2));
+        assert!(r.reason.unwrap().contains("record 2 is missing"));
+    }
+
+    #[test]
+    fn only_the_anchored_head_sees_records_deleted_from_the_end() {
+        let c = chain(5);
+        let head = AuditHead { seq: 5, hash: c[4].hash.clone() };
+        assert!(verify_anchored(&c, Some(&head)).valid);
+        assert!(verify(&c[..3]).valid, "the chain alone can't tell");
+        let r = verify_anchored(&c[..3], Some(&head));
+        assert_eq!((r.valid, r.broken_at), (false, Some(4)));
+        assert!(r.reason.unwrap().contains("records 4 to 5 are missing"));
+        assert_eq!(verify_anchored(&[], Some(&head)).broken_at, Some(1));
+        assert_eq!(verify_anchored(&c, None).broken_at, Some(5), "a log without its head");
+        let other = AuditHead { seq: 5, hash: "f".repeat(64) };
+        assert_eq!(verify_anchored(&c, Some(&other)).broken_at, Some(5));
+        assert!(verify_anchored(&[], None).valid);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::audit::{AuditEntry, AuditRecord, GENESIS};
+use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult};
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -137,6 +137,10 @@ impl Store for MemoryStore {
 
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>> {
         Ok(lock(&self.inner).audit.clone())
+    }
+
+    async fn audit_head(&self) -> StoreResult<Option<AuditHead>> {
+        Ok(lock(&self.inner).audit.last().map(|e| AuditHead { seq: e.seq, hash: e.hash.clone() }))
     }
 
     async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()> {

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionId, TokenUsage, UserId};
 
-pub use audit::{AuditEntry, AuditRecord, ChainReport};
+pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
 pub use memory::MemoryStore;
 pub use signature::task_signature;
 pub use sql::SqlStore;
@@ -264,6 +264,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// The audit log, oldest first.
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>>;
+
+    /// The chain's anchored head (last sequence number and hash), kept
+    /// beside the log and written with every append; None before the first.
+    async fn audit_head(&self) -> StoreResult<Option<AuditHead>>;
+
+    /// Verifies the audit log against its anchored head: an altered,
+    /// reordered or deleted record (first, middle or last) is named.
+    async fn verify_audit(&self) -> StoreResult<ChainReport> {
+        let entries = self.audit_log().await?;
+        let head = self.audit_head().await?;
+        Ok(audit::verify_anchored(&entries, head.as_ref()))
+    }
 
     /// Saves a delegation record; for one already stored under the request id, its outcome is updated.
     async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()>;

@@ -10,7 +10,7 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, AssertSqlSafe, Executor, SqlSafeStr};
 
-use super::audit::{AuditEntry, AuditRecord};
+use super::audit::{AuditEntry, AuditHead, AuditRecord};
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
@@ -45,6 +45,7 @@ fn migrator() -> Migrator {
     Migrator::with_migrations(vec![
         m(1, "init", include_str!("migrations/0001_init.sql")),
         m(2, "tokens", include_str!("migrations/0002_tokens.sql")),
+        m(3, "audit_head", include_str!("migrations/0003_audit_head.sql")),
     ])
 }
 
@@ -293,6 +294,14 @@ impl Store for SqlStore {
         .await
         .map_err(backend_err)?;
         convert(rows)
+    }
+
+    async fn audit_head(&self) -> StoreResult<Option<AuditHead>> {
+        let head: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend_err)?;
+        Ok(head.map(|(seq, hash)| AuditHead { seq: seq as u64, hash }))
     }
 
     async fn put_delegation(&self, r: &DelegationRecord) -> StoreResult<()> {

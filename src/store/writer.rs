@@ -190,10 +190,20 @@ async fn commit<'a>(
     nodes.reverse();
     let mut entries = Vec::with_capacity(audits.len());
     if !audits.is_empty() {
-        let head: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+        // chain from the anchored head, not from the log's last row: records
+        // deleted from the end stay a visible gap
+        let mut head: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
             .fetch_optional(&mut *tx)
             .await
             .map_err(backend_err)?;
+        if head.is_none() {
+            // no head (a new log, or one deleted): go on from the log, so the
+            // service keeps recording; verify reports the missing head until then
+            head = sqlx::query_as("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend_err)?;
+        }
         let (mut seq, mut prev) = head.map_or((0, GENESIS.to_string()), |(seq, hash)| (seq as u64, hash));
         for (i, record) in audits {
             let entry = record.clone().seal(seq + 1, &prev);
@@ -201,6 +211,16 @@ async fn commit<'a>(
             entries.push(audit_row(&entry));
             out[i] = Written::Audit(Box::new(entry));
         }
+        sqlx::query(
+            "INSERT INTO audit_head (id, seq, hash, updated_at) VALUES (1, $1, $2, $3) \
+             ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, updated_at = excluded.updated_at",
+        )
+        .bind(seq as i64)
+        .bind(prev)
+        .bind(super::now_ms())
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_err)?;
     }
     let mut statements = Statements::new(postgres);
     for (table, rows) in [

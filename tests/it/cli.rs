@@ -259,6 +259,17 @@ fn state_lives_in_the_database_named_by_the_flag_or_the_environment() {
     assert_eq!(v["records"].as_array().unwrap().len(), 1);
     assert_eq!(v["records"][0]["target"], "prime-boss");
 
+    // issue 15: the last record deleted behind the service's back is named, not missed
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use sqlx::Executor;
+        let store = switchboard::SqlStore::connect(&url).await.unwrap();
+        store.pool().execute("DELETE FROM audit_log WHERE seq = 3").await.unwrap();
+    });
+    let o = run_on(&url, &["audit", "--verify"]);
+    assert!(!o.status.success(), "a truncated log must not verify");
+    assert!(stdout(&o).contains("BROKEN at record 3: records 3 to 3 are missing"), "{}", stdout(&o));
+
     // a tree that is not there, and an id that is not one
     let o = run_on(&url, &["trace", "01a20144-ac5b-73dc-b3ce-30d30f72c767"]);
     assert_eq!(o.status.code(), Some(2));

@@ -140,6 +140,34 @@ async fn concurrent_audit_appends_form_one_verifying_chain_and_tampering_is_dete
     }
 }
 
+/// Issue 15, reproduced on main: deleting the last records of the audit log
+/// left `audit --verify` green, because nothing anchored the head.
+#[tokio::test]
+async fn records_deleted_from_the_tail_middle_or_start_of_the_audit_log_are_named() {
+    for (what, delete, first_missing) in [
+        ("tail", "DELETE FROM audit_log WHERE seq > 8", 9),
+        ("middle", "DELETE FROM audit_log WHERE seq = 4", 4),
+        ("start", "DELETE FROM audit_log WHERE seq <= 2", 1),
+        ("all", "DELETE FROM audit_log", 1),
+    ] {
+        for db in db::both().await {
+            let s = db.dyn_store();
+            for i in 0..10 {
+                s.append_audit(record(i)).await.unwrap();
+            }
+            assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
+            db.store.pool().execute(delete).await.unwrap();
+            let report = s.verify_audit().await.unwrap();
+            assert!(!report.valid, "{} {what}: {report:?}", db.name);
+            assert_eq!(report.broken_at, Some(first_missing), "{} {what}: {report:?}", db.name);
+            // appending goes on from the anchored head: the gap stays visible
+            let next = s.append_audit(record(99)).await.unwrap();
+            assert_eq!(next.seq, 11, "{} {what}", db.name);
+            assert_eq!(s.verify_audit().await.unwrap().broken_at, Some(first_missing), "{} {what}", db.name);
+        }
+    }
+}
+
 #[tokio::test]
 async fn delegation_trees_and_history_come_back_from_the_store() {
     for db in db::both().await {
@@ -258,7 +286,7 @@ async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
         }
         seqs.sort();
         assert_eq!(seqs, (1..=300).collect::<Vec<_>>(), "{}: one chain, no gap", db.name);
-        assert!(audit::verify(&s.audit_log().await.unwrap()).valid, "{}", db.name);
+        assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
         assert_eq!(s.counts().await.unwrap().delegations, 300, "{}", db.name);
         if db.name == "postgres" {
             assert!(bad_write.is_err(), "postgres took a NUL byte");
@@ -338,7 +366,7 @@ async fn a_delegation_and_its_conversation_commit_together() {
         }
         let facts = s.facts(&alice, &["agent:byte-doc".to_string()]).await.unwrap();
         assert!(facts.iter().any(|f| f.fact == "fact 59"), "{}: facts committed", db.name);
-        assert!(audit::verify(&s.audit_log().await.unwrap()).valid, "{}", db.name);
+        assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
         if db.name == "postgres" {
             assert!(bad.is_err(), "postgres took a NUL byte");
             assert!(s.delegation_tree(bad_node.request_id).await.unwrap().is_empty(), "half a delegation committed");
