@@ -195,6 +195,8 @@ pub struct Call {
     pub tools: Option<Vec<String>>,
     /// A key that makes retrying the same call safe: it replays the first response.
     pub idempotency_key: Option<String>,
+    /// The earlier delegation this call deliberately repeats (see [`Call::retry_of`]).
+    pub retry_of: Option<RequestId>,
 }
 
 impl Call {
@@ -216,7 +218,16 @@ impl Call {
             retry_policy: None,
             tools: None,
             idempotency_key: None,
+            retry_of: None,
         }
+    }
+
+    /// Marks the call as a deliberate repeat of `earlier`, a delegation of
+    /// this tree that has finished: without it, the same target and
+    /// objective a second time in one tree is a cycle (seeds/000).
+    pub fn retry_of(mut self, earlier: RequestId) -> Self {
+        self.retry_of = Some(earlier);
+        self
     }
 
     /// A call to the agent named `target`, refusing a malformed slug.
@@ -317,6 +328,7 @@ impl Delegator {
         req.retry_policy = call.retry_policy;
         req.tools = call.tools;
         req.idempotency_key = call.idempotency_key;
+        req.retry_of = call.retry_of;
         req
     }
 

@@ -159,7 +159,18 @@ async fn rails(
     let objective_hash = cycle::objective_hash(&req.objective);
     let cycle = match user_turn {
         true => None,
-        false => Some(cycle::acquire(&tree, &req.origin_employee, &req.target_employee, &objective_hash, &req.chain)?),
+        false => {
+            let repeat =
+                cycle::Repeat { retry_of: req.retry_of.is_some(), idempotency_key: req.idempotency_key.as_deref() };
+            Some(cycle::acquire(
+                &tree,
+                &req.origin_employee,
+                &req.target_employee,
+                &objective_hash,
+                &req.chain,
+                repeat,
+            )?)
+        }
     };
     let now = Instant::now();
     let requested_ms =

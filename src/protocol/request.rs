@@ -95,6 +95,10 @@ pub struct DelegationRequest {
     /// A caller's key for safe retries: the same key with the same request replays its response instead of running it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The earlier request (in the same tree) this one deliberately repeats:
+    /// a retry of a finished delegation, which the cycle rail then allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<RequestId>,
     /// Whether the delegation writes to the target's session (`persist`) or only reads it (`ephemeral`).
     #[serde(default)]
     pub mode: Mode,
@@ -143,6 +147,7 @@ impl DelegationRequest {
             task_note: None,
             checks: Vec::new(),
             idempotency_key: None,
+            retry_of: None,
             mode: Mode::Persist,
             tools: None,
             target_domain: None,

@@ -1,7 +1,9 @@
-//! Cycle rail: refused when `(origin, target, sha256(objective)[..8])` is
-//! already in progress in the same tree, or when the target already stands in
-//! the chain of ancestors with the same objective hash. The same request after
-//! the first has finished is not a cycle.
+//! Cycle rail (seeds/000): refused when `(origin, target,
+//! sha256(objective)[..8])` is already in progress in the same tree or has
+//! already run in it, or when the target already stands in the chain of
+//! ancestors with the same objective hash. A deliberate repeat of a finished
+//! hop is not a cycle: it names the earlier request (`retry_of`), or carries
+//! the idempotency key the earlier one ran under (a retried send).
 
 use std::sync::Arc;
 
@@ -18,10 +20,21 @@ pub fn objective_hash(objective: &str) -> String {
     hex::encode(&digest[..4])
 }
 
-/// The key stays registered as in progress until the permit drops.
+/// The key stays registered as in progress until the permit drops; then it
+/// is remembered as finished in the tree.
 pub struct CyclePermit {
     tree: Arc<Tree>,
     key: CycleKey,
+    idempotency_key: Option<String>,
+}
+
+/// How a delegation says it repeats an earlier one on purpose.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Repeat<'a> {
+    /// It names the earlier request it retries.
+    pub retry_of: bool,
+    /// The idempotency key it is sent under, if any.
+    pub idempotency_key: Option<&'a str>,
 }
 
 /// Checks the chain and the tree, then marks the delegation as in progress.
@@ -31,6 +44,7 @@ pub fn acquire(
     target: &AgentSlug,
     objective_hash: &str,
     chain: &[ChainLink],
+    repeat: Repeat<'_>,
 ) -> Result<CyclePermit, DelegationError> {
     if chain.iter().any(|l| &l.agent == target && l.objective_hash == objective_hash) {
         let path: Vec<&str> = chain.iter().map(|l| l.agent.as_str()).collect();
@@ -44,21 +58,35 @@ pub fn acquire(
     }
     let key = CycleKey { origin: origin.clone(), target: target.clone(), objective_hash: objective_hash.to_string() };
     let mut state = tree.state();
-    let n = state.in_progress.entry(key.clone()).or_insert(0);
-    if *n > 0 {
+    if state.in_progress.get(&key).is_some_and(|n| *n > 0) {
         return Err(DelegationError::new(
             ErrorCode::CycleDetected,
             format!("Cycle detected: {origin} → {target} with same objective already in progress."),
         ));
     }
+    if let Some(first_key) = state.finished.get(&key) {
+        let same_key = repeat.idempotency_key.is_some() && first_key.as_deref() == repeat.idempotency_key;
+        if !repeat.retry_of && !same_key {
+            return Err(DelegationError::new(
+                ErrorCode::CycleDetected,
+                format!(
+                    "Cycle detected: {origin} → {target} with the same objective already ran in this tree. \
+                     Use its result; to run it again on purpose, send retry_of naming the first request."
+                ),
+            ));
+        }
+    }
+    let n = state.in_progress.entry(key.clone()).or_insert(0);
     *n += 1;
     drop(state);
-    Ok(CyclePermit { tree: tree.clone(), key })
+    Ok(CyclePermit { tree: tree.clone(), key, idempotency_key: repeat.idempotency_key.map(str::to_string) })
 }
 
 impl Drop for CyclePermit {
     fn drop(&mut self) {
-        self.tree.state().in_progress.remove(&self.key);
+        let mut state = self.tree.state();
+        state.in_progress.remove(&self.key);
+        state.finished.entry(self.key.clone()).or_insert_with(|| self.idempotency_key.take());
     }
 }
 
@@ -91,8 +119,8 @@ mod tests {
     fn the_same_delegation_in_progress_is_refused() {
         let (_t, tree) = tree();
         let h = objective_hash("extract receipt");
-        let _first = acquire(&tree, &slug("prime"), &slug("byte"), &h, &[]).unwrap();
-        let err = acquire(&tree, &slug("prime"), &slug("byte"), &h, &[]).err().unwrap();
+        let _first = acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], Repeat::default()).unwrap();
+        let err = acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], Repeat::default()).err().unwrap();
         assert_eq!(err.code, ErrorCode::CycleDetected);
         assert!(err.message.contains("already in progress"));
     }
@@ -100,16 +128,37 @@ mod tests {
     #[test]
     fn a_different_objective_is_allowed() {
         let (_t, tree) = tree();
-        let _first = acquire(&tree, &slug("prime"), &slug("byte"), &objective_hash("extract receipt"), &[]).unwrap();
-        assert!(acquire(&tree, &slug("prime"), &slug("byte"), &objective_hash("analyze document"), &[]).is_ok());
+        let _first =
+            acquire(&tree, &slug("prime"), &slug("byte"), &objective_hash("extract receipt"), &[], Repeat::default())
+                .unwrap();
+        assert!(
+            acquire(&tree, &slug("prime"), &slug("byte"), &objective_hash("analyze document"), &[], Repeat::default())
+                .is_ok()
+        );
     }
 
     #[test]
-    fn the_same_request_after_the_first_finished_is_allowed() {
+    fn the_same_hop_after_the_first_finished_is_a_cycle_unless_it_says_it_repeats() {
         let (_t, tree) = tree();
         let h = objective_hash("extract receipt");
-        drop(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[]).unwrap());
-        assert!(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[]).is_ok());
+        let keyed = Repeat { retry_of: false, idempotency_key: Some("k1") };
+        drop(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], keyed).unwrap());
+        // seeds/000 Test 2: the same call again in the same tree
+        let err = acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], Repeat::default()).err().unwrap();
+        assert_eq!(err.code, ErrorCode::CycleDetected);
+        assert!(err.message.contains("already ran in this tree"), "{}", err.message);
+        // another key is not the same send
+        let other = Repeat { retry_of: false, idempotency_key: Some("k2") };
+        assert!(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], other).is_err());
+        // a retried send (same idempotency key) and an explicit retry are not cycles
+        drop(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], keyed).unwrap());
+        let retry = Repeat { retry_of: true, idempotency_key: None };
+        let again = acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], retry).unwrap();
+        // ... but not while the same hop is still in progress
+        assert!(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], retry).is_err());
+        drop(again);
+        // another origin asking the same is another hop
+        assert!(acquire(&tree, &slug("tag"), &slug("byte"), &h, &[], Repeat::default()).is_ok());
     }
 
     #[test]
@@ -120,10 +169,10 @@ mod tests {
             ChainLink { agent: slug("a"), objective_hash: h.clone() },
             ChainLink { agent: slug("b"), objective_hash: h.clone() },
         ];
-        let err = acquire(&tree, &slug("b"), &slug("a"), &h, &chain).err().unwrap();
+        let err = acquire(&tree, &slug("b"), &slug("a"), &h, &chain, Repeat::default()).err().unwrap();
         assert_eq!(err.code, ErrorCode::CycleDetected);
         assert!(err.message.contains("a → b → a"), "{}", err.message);
         // With another objective, B may ask A.
-        assert!(acquire(&tree, &slug("b"), &slug("a"), &objective_hash("other"), &chain).is_ok());
+        assert!(acquire(&tree, &slug("b"), &slug("a"), &objective_hash("other"), &chain, Repeat::default()).is_ok());
     }
 }

@@ -39,6 +39,9 @@ pub struct Tree {
 #[derive(Default)]
 pub(crate) struct TreeState {
     pub in_progress: HashMap<CycleKey, u32>,
+    /// Hops that ran and finished in this tree, with the idempotency key they
+    /// ran under: the same hop again is a cycle unless it says it repeats one.
+    pub finished: HashMap<CycleKey, Option<String>>,
     pub children: HashMap<RequestId, u32>,
     pub ledger: Ledger,
 }
