@@ -12,6 +12,7 @@ use super::pii::Pii;
 use crate::agent::{AgentOutput, Task, TokenEstimate, tokens};
 use crate::protocol::{DelegationError, ErrorCode, TokenUsage};
 use crate::rails::deadline;
+use crate::resilience::Failure;
 
 /// Runs the agent once. `timeout` is the agent's own per-attempt limit, if
 /// it has one; the delegation's deadline ends everything.
@@ -77,9 +78,16 @@ pub(super) fn charge(
     Ok(out)
 }
 
-/// Failures that say something about the agent's health (the breaker counts them).
-pub(super) fn counts_against_breaker(code: ErrorCode) -> bool {
-    matches!(code, ErrorCode::AgentFailed | ErrorCode::DeadlineExceeded | ErrorCode::AgentUnavailable)
+/// Failures that say something about the agent's health, and how the
+/// breaker counts them: a failure on a request may be the request's doing
+/// (it opens the agent's breaker only across users); a timeout or an
+/// unreachable backend is not.
+pub(super) fn breaker_failure(code: ErrorCode) -> Option<Failure> {
+    match code {
+        ErrorCode::AgentFailed => Some(Failure::OnRequest),
+        ErrorCode::DeadlineExceeded | ErrorCode::AgentUnavailable => Some(Failure::Fault),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -88,8 +96,9 @@ mod tests {
 
     #[test]
     fn only_the_agents_own_faults_count_against_its_breaker() {
-        for code in [ErrorCode::AgentFailed, ErrorCode::DeadlineExceeded, ErrorCode::AgentUnavailable] {
-            assert!(counts_against_breaker(code), "{code}");
+        assert_eq!(breaker_failure(ErrorCode::AgentFailed), Some(Failure::OnRequest));
+        for code in [ErrorCode::DeadlineExceeded, ErrorCode::AgentUnavailable] {
+            assert_eq!(breaker_failure(code), Some(Failure::Fault), "{code}");
         }
         for code in [
             ErrorCode::InvalidRequest,
@@ -98,7 +107,7 @@ mod tests {
             ErrorCode::Cancelled,
             ErrorCode::PermissionDenied,
         ] {
-            assert!(!counts_against_breaker(code), "{code}");
+            assert!(breaker_failure(code).is_none(), "{code}");
         }
     }
 }

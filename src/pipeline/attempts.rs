@@ -55,7 +55,6 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
     let seeds = Seeds::load(rt, agent.as_ref(), &spec.slug, &history::task_signature(&task.objective)).await;
     let attempts = spec.limits.max_attempts.or_else(|| agent.default_attempts());
     let plan = RetryPlan::for_request(req.priority, req.retry_policy.as_ref(), attempts);
-    let breaker = inner.breakers.get(&spec.slug);
     let jitter = req.request_id.0.as_u64_pair().0;
     let mut seed_idx = 0usize;
     let mut attempt_timeout = spec.limits.attempt_timeout_ms.map(Duration::from_millis);
@@ -84,13 +83,15 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
         inner.events.emit(|| event(attempt, task.seed));
 
         let delegated_before = node.children_started();
-        let result = match breaker.acquire() {
+        let result = match inner.breakers.acquire(&spec.slug, &req.user_id) {
             Err(e) => Err(e),
             Ok(permit) => {
                 let r = attempt::run(rt, adm, &task, attempt_timeout).await;
-                match &r {
-                    Err(e) if attempt::counts_against_breaker(e.code) => permit.failure(),
-                    _ => permit.success(),
+                match r.as_ref().err().map(|e| attempt::breaker_failure(e.code)) {
+                    None | Some(None) => permit.success(),
+                    // a failure passed up from its children is theirs: their breakers counted it
+                    Some(Some(_)) if node.children_started() > delegated_before => drop(permit),
+                    Some(Some(failure)) => permit.failed(failure),
                 }
                 r
             }

@@ -77,6 +77,12 @@ impl Runtime {
         self.inner.breakers.state(slug)
     }
 
+    /// The state of `user`'s own breaker for an agent: open when their own
+    /// requests kept failing (other users are not affected).
+    pub fn user_breaker_state(&self, slug: &AgentSlug, user: &crate::protocol::UserId) -> BreakerState {
+        self.inner.breakers.user_state(slug, user)
+    }
+
     /// Cancels a running delegation and, through its children's tokens,
     /// everything it delegated. False when no such delegation runs here.
     pub fn cancel(&self, request: RequestId) -> bool {

@@ -3,15 +3,21 @@
 //! after a cool-down, letting a few probes through → closed after successful
 //! probes, or open again on a failed one. While open, calls fail fast with
 //! `AGENT_UNAVAILABLE` without touching the agent.
+//!
+//! No user can switch an agent off for everyone: failures on users' requests
+//! open an agent's breaker only when they come from at least `min_users`
+//! distinct users, or when they are faults no input causes (crashes,
+//! timeouts, an unreachable backend). One user's run of failures opens that
+//! user's own breaker for the agent instead: their calls wait, others' don't.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::protocol::{AgentSlug, DelegationError, ErrorCode};
+use crate::protocol::{AgentSlug, DelegationError, ErrorCode, UserId};
 use crate::util::lock;
 
 /// When a target's breaker opens, and how it closes again.
@@ -31,11 +37,22 @@ pub struct BreakerConfig {
     pub cool_down_ms: u64,
     /// Successful probes needed to close again.
     pub probes: u32,
+    /// Distinct users whose requests must have failed before the agent's
+    /// breaker opens for everyone (faults no input causes count regardless).
+    pub min_users: u32,
 }
 
 impl Default for BreakerConfig {
     fn default() -> Self {
-        Self { consecutive_failures: 5, window: 20, min_calls: 10, failure_rate: 0.5, cool_down_ms: 30_000, probes: 2 }
+        Self {
+            consecutive_failures: 5,
+            window: 20,
+            min_calls: 10,
+            failure_rate: 0.5,
+            cool_down_ms: 30_000,
+            probes: 2,
+            min_users: 3,
+        }
     }
 }
 
@@ -63,11 +80,30 @@ impl BreakerState {
     }
 }
 
+/// How a call failed, as far as the breaker can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The agent failed on a user's request: the request may be the cause.
+    OnRequest,
+    /// The agent crashed, timed out or could not be reached: no input causes that.
+    Fault,
+}
+
+/// One call's outcome in the window.
+#[derive(Debug)]
+struct Outcome {
+    failure: Option<Failure>,
+    user: Option<UserId>,
+}
+
 #[derive(Debug)]
 struct Inner {
     state: BreakerState,
     consecutive: u32,
-    recent: VecDeque<bool>,
+    /// Users whose requests failed in the current run of failures, and how many of those were faults.
+    run_users: HashSet<UserId>,
+    run_faults: u32,
+    recent: VecDeque<Outcome>,
     opened_at: Instant,
     probes_in_flight: u32,
     probe_successes: u32,
@@ -99,6 +135,8 @@ impl Breaker {
             inner: Mutex::new(Inner {
                 state: BreakerState::Closed,
                 consecutive: 0,
+                run_users: HashSet::new(),
+                run_faults: 0,
                 recent: VecDeque::with_capacity(cfg.window),
                 opened_at: Instant::now(),
                 probes_in_flight: 0,
@@ -148,7 +186,8 @@ impl Breaker {
         Ok(BreakerPermit { breaker: self.clone(), probe, done: false })
     }
 
-    fn record(&self, probe: bool, ok: bool) {
+    fn record(&self, probe: bool, failure: Option<Failure>, user: Option<&UserId>) {
+        let ok = failure.is_none();
         let mut i = lock(&self.inner);
         if probe {
             i.probes_in_flight = i.probes_in_flight.saturating_sub(1);
@@ -162,6 +201,8 @@ impl Breaker {
                 if i.probe_successes >= self.cfg.probes {
                     i.state = BreakerState::Closed;
                     i.consecutive = 0;
+                    i.run_users.clear();
+                    i.run_faults = 0;
                     i.recent.clear();
                 }
             } else {
@@ -175,14 +216,41 @@ impl Breaker {
         if i.recent.len() == self.cfg.window {
             i.recent.pop_front();
         }
-        i.recent.push_back(ok);
-        i.consecutive = if ok { 0 } else { i.consecutive + 1 };
-        let failures = i.recent.iter().filter(|ok| !**ok).count();
-        let rate_tripped =
-            i.recent.len() >= self.cfg.min_calls && failures as f64 / i.recent.len() as f64 >= self.cfg.failure_rate;
-        if i.consecutive >= self.cfg.consecutive_failures || rate_tripped {
+        i.recent.push_back(Outcome { failure, user: user.cloned() });
+        if ok {
+            i.consecutive = 0;
+            i.run_users.clear();
+            i.run_faults = 0;
+        } else {
+            i.consecutive += 1;
+            if let Some(u) = user {
+                i.run_users.insert(u.clone());
+            }
+            if failure == Some(Failure::Fault) {
+                i.run_faults += 1;
+            }
+        }
+        if self.tripped(&i) {
             self.open(&mut i);
         }
+    }
+
+    /// Whether the failures on file open the breaker: enough of them, and
+    /// from enough users or faults no input causes.
+    fn tripped(&self, i: &Inner) -> bool {
+        let min_users = self.cfg.min_users.max(1) as usize;
+        let run = i.consecutive >= self.cfg.consecutive_failures
+            && (i.run_users.len() >= min_users || i.run_faults >= self.cfg.consecutive_failures);
+        let calls = i.recent.len();
+        if run || calls < self.cfg.min_calls {
+            return run;
+        }
+        let failed = i.recent.iter().filter(|o| o.failure.is_some()).count();
+        let faults = i.recent.iter().filter(|o| o.failure == Some(Failure::Fault)).count();
+        let users: HashSet<&UserId> =
+            i.recent.iter().filter(|o| o.failure.is_some()).filter_map(|o| o.user.as_ref()).collect();
+        let rate = |n: usize| n as f64 / calls as f64 >= self.cfg.failure_rate;
+        rate(failed) && (users.len() >= min_users || rate(faults))
     }
 
     fn open(&self, i: &mut Inner) {
@@ -198,13 +266,19 @@ impl BreakerPermit {
     /// The call succeeded.
     pub fn success(mut self) {
         self.done = true;
-        self.breaker.record(self.probe, true);
+        self.breaker.record(self.probe, None, None);
     }
 
-    /// The call failed in a way that counts against the agent.
+    /// The call failed in a way that counts against the agent: a fault no input causes.
     pub fn failure(mut self) {
         self.done = true;
-        self.breaker.record(self.probe, false);
+        self.breaker.record(self.probe, Some(Failure::Fault), None);
+    }
+
+    /// The call failed on `user`'s request.
+    pub fn failed(mut self, failure: Failure, user: &UserId) {
+        self.done = true;
+        self.breaker.record(self.probe, Some(failure), Some(user));
     }
 }
 
@@ -217,27 +291,101 @@ impl Drop for BreakerPermit {
     }
 }
 
-/// The breakers of all agents.
+/// Each user's own breaker per agent, by (agent, user).
+type UserBreakers = Mutex<HashMap<(AgentSlug, UserId), Arc<Breaker>>>;
+
+/// Every agent's breaker, and each user's own breaker per agent (created on
+/// that user's first failure, dropped once they succeed again).
 #[derive(Debug, Default)]
 pub struct Breakers {
     cfg: BreakerConfig,
     map: Mutex<HashMap<AgentSlug, Arc<Breaker>>>,
+    users: Arc<UserBreakers>,
 }
 
 impl Breakers {
-    /// No breakers yet, each to be made with `cfg` when first asked for.
+    /// No breakers yet; each is created with `cfg` on first use.
     pub fn new(cfg: BreakerConfig) -> Self {
-        Self { cfg, map: Mutex::new(HashMap::new()) }
+        Self { cfg, map: Mutex::new(HashMap::new()), users: Arc::default() }
     }
 
-    /// The breaker of `slug`, made closed on first use.
+    /// The breaker of `slug`, created closed on first use.
     pub fn get(&self, slug: &AgentSlug) -> Arc<Breaker> {
         lock(&self.map).entry(slug.clone()).or_insert_with(|| Arc::new(Breaker::new(slug.clone(), self.cfg))).clone()
     }
 
-    /// The state of `slug`'s breaker; closed when it has none yet.
+    /// The state of `slug`'s breaker (closed if it was never used).
     pub fn state(&self, slug: &AgentSlug) -> BreakerState {
         lock(&self.map).get(slug).map_or(BreakerState::Closed, |b| b.state())
+    }
+
+    /// The state of `user`'s own breaker for `slug` (closed if they have no failures on file).
+    pub fn user_state(&self, slug: &AgentSlug, user: &UserId) -> BreakerState {
+        lock(&self.users).get(&(slug.clone(), user.clone())).map_or(BreakerState::Closed, |b| b.state())
+    }
+
+    /// Admits a call to `slug` for `user` through the user's own breaker
+    /// (if they have failures on file), then the agent's.
+    pub fn acquire(&self, slug: &AgentSlug, user: &UserId) -> Result<CallPermit, DelegationError> {
+        let key = (slug.clone(), user.clone());
+        let own = lock(&self.users).get(&key).cloned();
+        let own = match own.map(|b| b.acquire()).transpose() {
+            Ok(own) => own,
+            Err(e) => {
+                return Err(DelegationError::new(
+                    ErrorCode::AgentUnavailable,
+                    format!(
+                        "your recent requests to '{slug}' kept failing, so it is resting for you, not for others; \
+                         check what you sent. {}",
+                        e.message.rsplit(". ").next().unwrap_or("Retry later.")
+                    ),
+                ));
+            }
+        };
+        let agent = self.get(slug).acquire()?;
+        Ok(CallPermit { agent, own, key, users: self.users.clone(), cfg: BreakerConfig { min_users: 1, ..self.cfg } })
+    }
+}
+
+/// Leave to call an agent for one user: reports the outcome to the agent's
+/// breaker and to the user's own.
+#[must_use]
+pub struct CallPermit {
+    agent: BreakerPermit,
+    own: Option<BreakerPermit>,
+    key: (AgentSlug, UserId),
+    users: Arc<UserBreakers>,
+    cfg: BreakerConfig,
+}
+
+impl CallPermit {
+    /// The call succeeded: a user back on track keeps no breaker of their own.
+    pub fn success(self) {
+        self.agent.success();
+        if let Some(own) = self.own {
+            let breaker = own.breaker.clone();
+            own.success();
+            let mut users = lock(&self.users);
+            if breaker.state() == BreakerState::Closed && lock(&breaker.inner).consecutive == 0 {
+                users.remove(&self.key);
+            }
+        }
+    }
+
+    /// The call failed in a way that says something about the agent.
+    pub fn failed(self, failure: Failure) {
+        let user = &self.key.1;
+        self.agent.failed(failure, user);
+        match self.own {
+            Some(own) => own.failed(failure, user),
+            None => {
+                let own = lock(&self.users)
+                    .entry(self.key.clone())
+                    .or_insert_with(|| Arc::new(Breaker::new(self.key.0.clone(), self.cfg)))
+                    .clone();
+                own.record(false, Some(failure), Some(user));
+            }
+        }
     }
 }
 
@@ -313,5 +461,60 @@ mod tests {
         tokio::time::advance(Duration::from_secs(30)).await;
         drop(b.acquire().unwrap());
         assert!(b.acquire().is_ok());
+    }
+
+    fn user(name: &str) -> UserId {
+        UserId::parse(name).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_users_failures_rest_the_agent_for_them_only() {
+        let breakers = Breakers::new(BreakerConfig::default());
+        let (agent, alice, bob) = (AgentSlug::parse("goalie").unwrap(), user("alice"), user("bob"));
+        let mut refused = 0;
+        for _ in 0..50 {
+            match breakers.acquire(&agent, &alice) {
+                Ok(p) => p.failed(Failure::OnRequest),
+                Err(e) => {
+                    assert!(e.message.contains("resting for you, not for others"), "{}", e.message);
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!(breakers.state(&agent), BreakerState::Closed, "alice alone can't switch goalie off");
+        assert_eq!(breakers.user_state(&agent, &alice), BreakerState::Open);
+        assert_eq!(refused, 45, "after 5 failures her calls wait");
+        assert_eq!(breakers.user_state(&agent, &bob), BreakerState::Closed);
+        breakers.acquire(&agent, &bob).unwrap().success();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_across_users_or_faults_open_it_for_everyone() {
+        let breakers = Breakers::new(BreakerConfig::default());
+        let agent = AgentSlug::parse("broken").unwrap();
+        let users = ["u1", "u2", "u3", "u4", "u5"].map(user);
+        for (n, u) in users.iter().enumerate() {
+            assert_eq!(breakers.state(&agent), BreakerState::Closed, "after {n}");
+            breakers.acquire(&agent, u).unwrap().failed(Failure::OnRequest);
+        }
+        assert_eq!(breakers.state(&agent), BreakerState::Open, "5 in a row from 5 users");
+        assert!(breakers.acquire(&agent, &user("u6")).is_err());
+
+        // faults count whoever asked: one user's timeouts are the agent's
+        let timeouts = AgentSlug::parse("slow").unwrap();
+        for _ in 0..5 {
+            breakers.acquire(&timeouts, &users[0]).unwrap().failed(Failure::Fault);
+        }
+        assert_eq!(breakers.state(&timeouts), BreakerState::Open);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_user_who_succeeds_again_keeps_no_breaker_of_their_own() {
+        let breakers = Breakers::new(BreakerConfig::default());
+        let (agent, alice) = (AgentSlug::parse("goalie").unwrap(), user("alice"));
+        breakers.acquire(&agent, &alice).unwrap().failed(Failure::OnRequest);
+        assert_eq!(lock(&breakers.users).len(), 1);
+        breakers.acquire(&agent, &alice).unwrap().success();
+        assert!(lock(&breakers.users).is_empty());
     }
 }

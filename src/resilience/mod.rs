@@ -3,5 +3,5 @@
 pub mod breaker;
 pub mod retry;
 
-pub use breaker::{Breaker, BreakerConfig, BreakerState, Breakers};
+pub use breaker::{Breaker, BreakerConfig, BreakerState, Breakers, CallPermit, Failure};
 pub use retry::{Next, RetryPlan};

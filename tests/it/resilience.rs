@@ -190,7 +190,15 @@ async fn the_breaker_opens_fails_fast_half_opens_and_closes() {
     let cfg = config(&[("a", &["b"], &[]), ("b", &[], &[])]);
     let rt = Runtime::builder()
         .config(cfg)
-        .breaker(BreakerConfig { consecutive_failures: 3, cool_down_ms: 10_000, probes: 1, ..BreakerConfig::default() })
+        // min_users 1: this breaker opens on one user's failures (the default
+        // asks for three users, or faults; see the issue-15 tests below)
+        .breaker(BreakerConfig {
+            consecutive_failures: 3,
+            cool_down_ms: 10_000,
+            probes: 1,
+            min_users: 1,
+            ..BreakerConfig::default()
+        })
         .agent("a", echo(counter()))
         .agent(
             "b",
@@ -309,11 +317,77 @@ async fn metrics_count_outcomes_attempts_fallbacks_and_show_the_breaker() {
 
     let rt = Runtime::builder()
         .config(config(&[("a", &["b"], &[]), ("b", &[], &[])]))
-        .breaker(BreakerConfig { consecutive_failures: 2, ..BreakerConfig::default() })
+        .breaker(BreakerConfig { consecutive_failures: 2, min_users: 1, ..BreakerConfig::default() })
         .agent("a", echo(counter()))
         .agent("b", agent(|_c, _t| async { Err(DelegationError::new(ErrorCode::AgentFailed, "down")) }))
         .build()
         .unwrap();
     let _ = rt.delegate(&operator(), request("a", "b", "trip it")).await;
     assert!(rt.metrics_text().contains(r#"switchboard_breaker_state{agent="b"} 2"#), "{}", rt.metrics_text());
+}
+
+/// Issue 15, reproduced on main: unanswerable savings questions from alice
+/// opened goalie-goals's breaker and then prime-boss's, and bob's "What is
+/// APR?" was refused with "circuit breaker for 'prime-boss' is open".
+#[tokio::test(start_paused = true)]
+async fn one_users_bad_requests_cannot_switch_an_agent_off_for_everyone() {
+    use switchboard::protocol::{AgentSlug, UserId};
+    let rt = Runtime::embedded();
+    let (alice, bob) = (UserId::parse("alice").unwrap(), UserId::parse("bob").unwrap());
+    for _ in 0..50 {
+        // no goal on file: each fails for alice
+        let r = rt.ask(&alice, "Am I on track with my savings goal?", Default::default()).await;
+        assert!(r.map_or(true, |r| r.status != Status::Success));
+    }
+    for agent in ["prime-boss", "goalie-goals"] {
+        let slug = AgentSlug::parse(agent).unwrap();
+        assert_eq!(rt.breaker_state(&slug), BreakerState::Closed, "{agent}: alice alone can't switch it off");
+    }
+    let r = rt.ask(&bob, "What is APR?", Default::default()).await.unwrap();
+    assert_eq!(r.status, Status::Success, "{}", r.answer);
+    // goalie itself still serves bob, with his goal in the input
+    let mut req = request("prime-boss", "goalie-goals", "Am I on track with my savings goal?");
+    req.user_id = bob.clone();
+    req.input = "Emergency fund: target $10,000, saved $2,500, saving $500/month, by 2026-12".into();
+    let r = rt.delegate(&operator(), req).await;
+    assert_eq!(r.status, Status::Success, "{:?}", r.error);
+}
+
+/// ...while a genuinely broken agent still opens its breaker for everyone.
+#[tokio::test(start_paused = true)]
+async fn a_broken_agent_opens_its_breaker_for_everyone_by_the_tenth_failure() {
+    use switchboard::protocol::{AgentSlug, UserId};
+    struct Broken(Arc<AtomicU32>);
+    #[async_trait]
+    impl Agent for Broken {
+        async fn run(&self, _ctx: &AgentContext, _task: &Task) -> Result<AgentOutput, DelegationError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(DelegationError::new(ErrorCode::AgentFailed, "internal error"))
+        }
+    }
+    let calls = Arc::new(AtomicU32::new(0));
+    let rt = switchboard::RuntimeBuilder::default()
+        .spec(switchboard::AgentSpec::new("caller", "Caller").unwrap().delegating_to(["broken"]))
+        .spec(switchboard::AgentSpec::new("broken", "Broken").unwrap())
+        .agent("caller", Broken(Arc::default()))
+        .agent("broken", Broken(calls.clone()))
+        .build()
+        .unwrap();
+    let slug = AgentSlug::parse("broken").unwrap();
+    for i in 0..10 {
+        let mut req = request("caller", "broken", "Do the thing");
+        req.user_id = UserId::parse(format!("user-{i}")).unwrap();
+        assert_eq!(rt.delegate(&operator(), req).await.status, Status::Failed);
+        if rt.breaker_state(&slug) == BreakerState::Open {
+            break;
+        }
+    }
+    let failures = calls.load(Ordering::SeqCst);
+    assert_eq!(rt.breaker_state(&slug), BreakerState::Open, "after {failures} failures");
+    assert!(failures <= 10, "{failures}");
+    let mut req = request("caller", "broken", "Do the thing");
+    req.user_id = UserId::parse("someone-new").unwrap();
+    let r = rt.delegate(&operator(), req).await;
+    assert_eq!(r.error.unwrap().code, ErrorCode::AgentUnavailable);
+    assert_eq!(calls.load(Ordering::SeqCst), failures, "an open breaker does not touch the agent");
 }
