@@ -210,6 +210,9 @@ def stop(proc: subprocess.Popen, grace_s: float = 15) -> None:
         pass
 
 
+NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 class Failure(Exception):
     pass
 
@@ -222,6 +225,9 @@ class Runner:
         for var in ("SWITCHBOARD_CONFIG", "SWITCHBOARD_USER", "OTEL_EXPORTER_OTLP_ENDPOINT", *PROVIDERS):
             self.env.pop(var, None)
         self.env["SWITCHBOARD_DATABASE_URL"] = f"sqlite://{tmp}/switchboard.db"
+        # the server is local: no proxy in between (curl and urllib read these)
+        for var in ("no_proxy", "NO_PROXY"):
+            self.env[var] = ",".join(filter(None, [self.env.get(var), "127.0.0.1", "localhost"]))
         self.server: subprocess.Popen | None = None
         self.server_log = tmp / "server.log"
         self.ran = 0
@@ -247,7 +253,7 @@ class Runner:
                 raise Failure(f"{c.key} exited with status {self.server.returncode} before {url} answered\n"
                               + excerpt(self.server_log.read_text(errors="replace"), 2000))
             try:
-                with urllib.request.urlopen(url, timeout=2) as r:
+                with NO_PROXY_OPENER.open(url, timeout=2) as r:
                     if r.status == 200:
                         break
             except OSError:
@@ -304,8 +310,9 @@ class Runner:
                     current, since = started, time.monotonic()
                 elif time.monotonic() - since > COMMAND_S:
                     stop(proc, grace_s=5)
-                    shown = steps[current][0] if current >= 0 else "(the block's shell)"
-                    raise Failure(f"README.md: still running after {COMMAND_S} s: {shown}")
+                    shown, _, c = steps[current] if current >= 0 else ("(the block's shell)", "", None)
+                    where = f"README.md line {c.line}" if c else "README.md"
+                    raise Failure(f"{where}: still running after {COMMAND_S} s: {shown}")
                 time.sleep(0.1)
         finally:
             stop(proc, grace_s=5)
@@ -393,8 +400,8 @@ def main() -> int:
         except Failure as e:
             print(f"\nFAILED: {e}", file=sys.stderr, flush=True)
             if runner.server is not None:
-                print(f"the server's log (last lines):\n{excerpt(runner.server_log.read_text(errors='replace')[-2000:], 2000)}",
-                      file=sys.stderr)
+                tail = runner.server_log.read_text(errors="replace").splitlines()[-15:]
+                print("the server's log (last lines):\n" + excerpt("\n".join(tail), 2000), file=sys.stderr)
             return 1
         finally:
             runner.stop()
