@@ -78,6 +78,8 @@ README_PORT = 7420
 # Bounds: the server's start (the binary is built beforehand), one command.
 SERVER_START_S = 60
 COMMAND_S = 120
+# and all of them together, after the build
+TOTAL_S = 300
 # How much of an output is printed for a command that passed.
 EXCERPT_CHARS = 300
 
@@ -231,6 +233,7 @@ class Runner:
         self.server: subprocess.Popen | None = None
         self.server_log = tmp / "server.log"
         self.ran = 0
+        self.deadline = time.monotonic() + TOTAL_S
         self.segments = 0
 
     # --- the server -----------------------------------------------------------
@@ -308,11 +311,12 @@ class Runner:
                 started = max((i for i in range(len(steps)) if (d / f"{i}.started").exists()), default=-1)
                 if started != current:
                     current, since = started, time.monotonic()
-                elif time.monotonic() - since > COMMAND_S:
+                elif time.monotonic() - since > COMMAND_S or time.monotonic() > self.deadline:
                     stop(proc, grace_s=5)
                     shown, _, c = steps[current] if current >= 0 else ("(the block's shell)", "", None)
                     where = f"README.md line {c.line}" if c else "README.md"
-                    raise Failure(f"{where}: still running after {COMMAND_S} s: {shown}")
+                    raise Failure(f"{where}: still running after {time.monotonic() - since:.0f} s (bounds: "
+                                  f"{COMMAND_S} s a command, {TOTAL_S} s in all): {shown}")
                 time.sleep(0.1)
         finally:
             stop(proc, grace_s=5)
