@@ -12,6 +12,7 @@ mod delegator;
 pub mod http;
 #[cfg(feature = "llm")]
 pub mod llm;
+mod off_thread;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::config::ToolSet;
 pub use delegator::{Call, Delegator, Dispatch, Lineage, Scope};
+pub use off_thread::OffThread;
 
 use crate::protocol::{
     AgentSlug, Artifact, DelegationError, ErrorCode, HandoffData, NewFact, RequestId, Status, TokenUsage, UsedSource,

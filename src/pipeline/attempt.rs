@@ -81,10 +81,12 @@ pub(super) fn charge(
 /// Failures that say something about the agent's health, and how the
 /// breaker counts them: a failure on a request may be the request's doing
 /// (it opens the agent's breaker only across users); a timeout or an
-/// unreachable backend is not.
-pub(super) fn breaker_failure(code: ErrorCode) -> Option<Failure> {
+/// unreachable backend is not, unless the caller cut the deadline short
+/// (`shortened`), when the timeout may be theirs too.
+pub(super) fn breaker_failure(code: ErrorCode, shortened: bool) -> Option<Failure> {
     match code {
         ErrorCode::AgentFailed => Some(Failure::OnRequest),
+        ErrorCode::DeadlineExceeded if shortened => Some(Failure::OnRequest),
         ErrorCode::DeadlineExceeded | ErrorCode::AgentUnavailable => Some(Failure::Fault),
         _ => None,
     }
@@ -96,10 +98,12 @@ mod tests {
 
     #[test]
     fn only_the_agents_own_faults_count_against_its_breaker() {
-        assert_eq!(breaker_failure(ErrorCode::AgentFailed), Some(Failure::OnRequest));
+        assert_eq!(breaker_failure(ErrorCode::AgentFailed, false), Some(Failure::OnRequest));
         for code in [ErrorCode::DeadlineExceeded, ErrorCode::AgentUnavailable] {
-            assert_eq!(breaker_failure(code), Some(Failure::Fault), "{code}");
+            assert_eq!(breaker_failure(code, false), Some(Failure::Fault), "{code}");
         }
+        // a timeout under a deadline the caller cut short is not proof of a broken agent
+        assert_eq!(breaker_failure(ErrorCode::DeadlineExceeded, true), Some(Failure::OnRequest));
         for code in [
             ErrorCode::InvalidRequest,
             ErrorCode::VerificationFailed,
@@ -107,7 +111,7 @@ mod tests {
             ErrorCode::Cancelled,
             ErrorCode::PermissionDenied,
         ] {
-            assert!(breaker_failure(code).is_none(), "{code}");
+            assert!(breaker_failure(code, false).is_none(), "{code}");
         }
     }
 }

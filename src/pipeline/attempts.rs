@@ -58,6 +58,8 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
     let jitter = req.request_id.0.as_u64_pair().0;
     let mut seed_idx = 0usize;
     let mut attempt_timeout = spec.limits.attempt_timeout_ms.map(Duration::from_millis);
+    // a timeout under a deadline the caller cut short may be the caller's doing
+    let shortened = req.constraints.deadline_ms < inner.config.limits.deadline_ms;
     let event = |attempt, seed| Event::Attempt {
         request_id: req.request_id,
         root_id: node.root_id,
@@ -87,7 +89,7 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
             Err(e) => Err(e),
             Ok(permit) => {
                 let r = attempt::run(rt, adm, &task, attempt_timeout).await;
-                match r.as_ref().err().map(|e| attempt::breaker_failure(e.code)) {
+                match r.as_ref().err().map(|e| attempt::breaker_failure(e.code, shortened)) {
                     None | Some(None) => permit.success(),
                     // a failure passed up from its children is theirs: their breakers counted it
                     Some(Some(_)) if node.children_started() > delegated_before => drop(permit),

@@ -4,12 +4,15 @@
 //! memory (its conversation and the facts it learned), unless it is an
 //! ephemeral consult (seeds/003), which reads the history but writes nothing.
 
+use std::time::Duration;
+
 use super::admit::Admitted;
 use super::pii::Pii;
 use super::{Runtime, USER_ORIGIN, record};
 use crate::agent::{HistoryMessage, Task};
 use crate::config::AgentSpec;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, Mode, NewFact, Status};
+use crate::rails::deadline;
 use crate::store::{Conversation, Fact, Message, now_ms};
 
 /// How many of the target's recent messages reach it (seeds/002).
@@ -44,9 +47,26 @@ pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, Deleg
         attempt: 1,
         max_completion_tokens: 0,
     };
-    Pii::new(&inner.redactor, Some(&adm.node.tree)).task(&mut task, spec.pii_access);
-    Ok(task)
+    if task.input.len() + task.objective.len() < OFF_THREAD_BYTES {
+        Pii::new(&inner.redactor, Some(&adm.node.tree)).task(&mut task, spec.pii_access);
+        return Ok(task);
+    }
+    // a large input takes a while to redact: off the async workers, inside the deadline
+    let (runtime, tree, trusted) = (rt.clone(), adm.node.tree.clone(), spec.pii_access);
+    let redacting = tokio::task::spawn_blocking(move || {
+        Pii::new(&runtime.inner.redactor, Some(&tree)).task(&mut task, trusted);
+        task
+    });
+    match tokio::time::timeout_at(adm.node.deadline, redacting).await {
+        Ok(Ok(task)) => Ok(task),
+        Ok(Err(e)) => Err(DelegationError::new(ErrorCode::AgentFailed, format!("redacting the input failed: {e}"))),
+        Err(_) => Err(deadline::timeout_error(Duration::from_millis(adm.deadline_ms))),
+    }
 }
+
+/// Inputs this large (bytes) are redacted on the blocking pool, where the
+/// deadline can give up on them; smaller ones take microseconds inline.
+const OFF_THREAD_BYTES: usize = 16 * 1024;
 
 /// The conversation and the new facts to save with the delegation's
 /// records. A new child session is saved even when the delegation failed;

@@ -70,6 +70,10 @@ impl<'a> Pii<'a> {
 
     /// Back at the edge: the caller gave us these values; give them back.
     pub fn restore(&self, response: &mut DelegationResponse) {
+        let tokens = |t: &str| t.contains('<');
+        if !tokens(&response.summary) && !tokens(&response.result) && response.artifacts.is_empty() {
+            return; // nothing to restore: the vault is not even locked
+        }
         if let Some(tree) = self.tree {
             let vault = tree.vault();
             response.summary = vault.restore(&response.summary);

@@ -11,14 +11,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::agent::{Agent, AgentContext, AgentOutput, Task};
+use crate::agent::{Agent, AgentContext, AgentOutput, OffThread, Task};
 use crate::protocol::DelegationError;
 
-/// The built-in agent implementation called `name`, if there is one.
+/// The built-in agent implementation called `name`, if there is one. The
+/// finance and tool agents compute without awaiting, so they run off the
+/// async workers ([`OffThread`]): deadlines and cancellation bind them too.
 pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     match name {
         "echo" => Some(Arc::new(Echo)),
-        _ => finance::lookup(name).or_else(|| tools::lookup(name)).or_else(|| a2a_conformance::lookup(name)),
+        _ => finance::lookup(name)
+            .or_else(|| tools::lookup(name))
+            .map(|agent| Arc::new(OffThread::new(agent)) as Arc<dyn Agent>)
+            .or_else(|| a2a_conformance::lookup(name)),
     }
 }
 

@@ -228,6 +228,57 @@ async fn a_to_b_to_a_with_the_same_objective_is_refused_and_another_objective_is
 
 // ── deadline ─────────────────────────────────────────────────────────────
 
+/// Issue 15, reproduced on main: a 3,000-row CSV to `data` with a 5 ms
+/// deadline came back a success after 321 ms; the built-in agents computed
+/// on the async worker, where the deadline could not interrupt them. Over
+/// random sizes: an answer in time, or DEADLINE_EXCEEDED at the deadline
+/// (plus a margin for a shared machine), never a late success.
+#[test]
+fn deadlines_bind_the_built_in_agents_over_random_sizes() {
+    use proptest::prelude::*;
+    const NOTE: &str = "Transform CSV data to JSON format.\nInput columns: name, email, role.\n\
+        Output structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.";
+    fn csv_request(rows: usize, deadline_ms: u64) -> switchboard::DelegationRequest {
+        let mut csv = String::from("name,email,role\n");
+        for i in 0..rows {
+            csv.push_str(&format!("Person {i},person{i}@example.com,role{}\n", i % 7));
+        }
+        let mut req = request("prime-boss", "data", "Transform CSV data to JSON");
+        req.task_note = Some(NOTE.into());
+        req.input = csv;
+        req.constraints.deadline_ms = deadline_ms;
+        req.constraints.max_tokens = 200_000; // the budget is not what this test is about
+        req
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // a breaker that stays closed: most cases here time out on purpose
+    let lenient =
+        switchboard::resilience::BreakerConfig { consecutive_failures: 1_000, min_calls: 1_000, ..Default::default() };
+    let runtime = switchboard::Runtime::builder().breaker(lenient).build().unwrap();
+    // the path works: a small table in plenty of time
+    let r = rt.block_on(runtime.delegate(&operator(), csv_request(10, 10_000)));
+    assert_eq!(r.status, Status::Success, "{:?}", r.error);
+    let config = ProptestConfig { cases: 8, failure_persistence: None, ..ProptestConfig::default() };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    runner
+        .run(&(500usize..6000, 5u64..40), |(rows, deadline_ms)| {
+            let started = std::time::Instant::now();
+            let r = rt.block_on(runtime.delegate(&operator(), csv_request(rows, deadline_ms)));
+            let took = started.elapsed();
+            // an answer ready in time may come back later, after its PII is
+            // restored; a refusal must not wait for the work it gave up on
+            if r.status != Status::Success {
+                prop_assert_eq!(r.error_code(), Some(ErrorCode::DeadlineExceeded), "{} rows: {:?}", rows, r.error);
+                prop_assert!(took <= Duration::from_millis(deadline_ms + 250), "{rows} rows: told after {took:?}");
+            }
+            Ok(())
+        })
+        .unwrap();
+    // the reproduction: 3,000 rows at 5 ms
+    let r = rt.block_on(runtime.delegate(&operator(), csv_request(3000, 5)));
+    assert_eq!(r.error_code(), Some(ErrorCode::DeadlineExceeded), "{:?}", r.status);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_childs_deadline_is_the_smaller_of_requested_and_parents_remaining_minus_margin() {
     let rt = builder(&[("p", &["*"], &[]), ("parent", &["child"], &[]), ("child", &[], &[])])

@@ -13,6 +13,8 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::shared::{invalid, plural, read_task};
+use tokio_util::sync::CancellationToken;
+
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, ErrorCode};
 use crate::verify::text::{self, KeyCase};
@@ -83,7 +85,15 @@ struct Transformed {
     malformed: Vec<Value>,
 }
 
-fn transform(input: &str, columns: &[String], case: KeyCase) -> Result<Transformed, DelegationError> {
+/// Rows between two looks at the cancellation: a given-up transform stops soon.
+const CHECK_EVERY: usize = 256;
+
+fn transform(
+    input: &str,
+    columns: &[String],
+    case: KeyCase,
+    cancel: &CancellationToken,
+) -> Result<Transformed, DelegationError> {
     let mut rows = parse_csv(input, delimiter(input));
     if rows.is_empty() {
         return Err(invalid("no CSV rows: put the data after the instructions or in the request's input"));
@@ -116,6 +126,9 @@ fn transform(input: &str, columns: &[String], case: KeyCase) -> Result<Transform
     };
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (i, fields) in rows.iter().enumerate() {
+        if i % CHECK_EVERY == 0 && cancel.is_cancelled() {
+            return Err(DelegationError::from_code(ErrorCode::Cancelled));
+        }
         let row = i + 1;
         if fields.len() != keys.len() {
             out.malformed.push(json!({"row": row, "expected": keys.len(), "found": fields.len()}));
@@ -151,7 +164,7 @@ impl Agent for DataAgent {
             invalid("no CSV data: put the rows after the instructions (header first) or in the request's input")
         })?;
         let case = spec.constraints.key_case.unwrap_or(KeyCase::Camel);
-        let t = transform(&input, &spec.context.columns, case)?;
+        let t = transform(&input, &spec.context.columns, case, ctx.cancellation())?;
         let result = serde_json::to_string_pretty(&t.records)
             .map_err(|e| DelegationError::new(ErrorCode::AgentFailed, format!("could not serialize records: {e}")))?;
         let summary = format!(
