@@ -33,17 +33,34 @@ impl<'a> Pii<'a> {
         self.with_vault(|r, v| r.redact(text, v))
     }
 
-    /// The task an agent sees: objective, input, note, facts and handoff
-    /// redacted; a trusted agent gets the real values of its objective,
-    /// input and note back.
+    /// The task an agent sees: every field it can read (objective, input,
+    /// note, hints, facts, history, every part of the hand-off) redacted; a
+    /// trusted agent gets the real values of its objective, input and note
+    /// back. Tokens already in that text (an earlier turn's, in the history)
+    /// are reserved first, so a new value never gets a token that stands for
+    /// another one there.
     pub fn task(&self, task: &mut Task, trusted: bool) {
         self.with_vault(|r, vault| {
+            for text in readable(task) {
+                vault.reserve_literals(&text);
+            }
             task.objective = r.redact(&task.objective, vault);
             task.input = r.redact(&task.input, vault);
             task.task_note = task.task_note.as_ref().map(|n| r.redact(n, vault));
+            task.context_hints = task.context_hints.iter().map(|h| r.redact(h, vault)).collect();
             task.facts = task.facts.iter().map(|f| r.redact(f, vault)).collect();
-            task.handoff.facts = task.handoff.facts.iter().map(|f| r.redact(f, vault)).collect();
-            if let Some(v) = task.handoff.intermediate_results.as_mut() {
+            for m in &mut task.history {
+                m.content = r.redact(&m.content, vault);
+            }
+            let handoff = &mut task.handoff;
+            handoff.facts = handoff.facts.iter().map(|f| r.redact(f, vault)).collect();
+            for reference in &mut handoff.references {
+                reference.source_id = r.redact(&reference.source_id, vault);
+            }
+            if let Some(v) = handoff.intermediate_results.as_mut() {
+                r.redact_json(v, vault);
+            }
+            for v in handoff.extra.values_mut() {
                 r.redact_json(v, vault);
             }
             if trusted {
@@ -83,6 +100,20 @@ impl<'a> Pii<'a> {
             }
         }
     }
+}
+
+/// Every text of a task an agent can read, JSON parts as their text.
+fn readable(task: &Task) -> Vec<String> {
+    let h = &task.handoff;
+    let mut texts = vec![task.objective.clone(), task.input.clone(), task.task_note.clone().unwrap_or_default()];
+    texts.extend(task.context_hints.iter().cloned());
+    texts.extend(task.facts.iter().cloned());
+    texts.extend(task.history.iter().map(|m| m.content.clone()));
+    texts.extend(h.facts.iter().cloned());
+    texts.extend(h.references.iter().map(|r| r.source_id.clone()));
+    texts.extend(h.intermediate_results.iter().map(|v| v.to_string()));
+    texts.extend(h.extra.values().map(|v| v.to_string()));
+    texts
 }
 
 #[cfg(test)]
@@ -147,5 +178,27 @@ mod tests {
         let redactor = Redactor::new();
         let pii = Pii::new(&redactor, None);
         assert_eq!(pii.text(&format!("mail {EMAIL}")), "mail <EMAIL_1>");
+    }
+
+    /// Issue 15, reproduced on main: context hints, hand-off references and
+    /// hand-off keys other than the known ones reached agents raw.
+    #[test]
+    fn every_field_an_agent_reads_is_redacted_and_earlier_tokens_are_kept() {
+        let trees = Trees::new();
+        let tree = trees.enter(&UserId::parse("alice").unwrap(), RequestId::new());
+        let redactor = Redactor::new();
+        let mut task = Task::new("Write to bob@example.org", "");
+        task.context_hints = vec![format!("reply-to {EMAIL}")];
+        task.handoff.references =
+            vec![crate::protocol::Reference { owner_scope: "mail".into(), source_id: EMAIL.into() }];
+        task.handoff.extra.insert("contact".into(), serde_json::json!({"email": EMAIL}));
+        task.history = vec![crate::agent::HistoryMessage { role: "user".into(), content: "Email <EMAIL_1>".into() }];
+        Pii::new(&redactor, Some(&tree)).task(&mut task, false);
+        let seen =
+            serde_json::json!([task.objective, task.context_hints, task.handoff, task.history[0].content]).to_string();
+        assert!(!seen.contains(EMAIL) && !seen.contains("bob@example.org"), "{seen}");
+        // the earlier turn's <EMAIL_1> is not reissued to a new address
+        assert!(!task.objective.contains("<EMAIL_1>"), "{}", task.objective);
+        assert_eq!(task.history[0].content, "Email <EMAIL_1>");
     }
 }

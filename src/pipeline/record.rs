@@ -166,10 +166,13 @@ pub(super) struct Running {
 }
 
 impl Running {
-    /// The record of `adm`, with its objective redacted (also for the started event).
+    /// The record of `adm`, with its objective redacted (also for the started
+    /// event). Redacted apart from the tree's vault: the tree issues its
+    /// tokens when the agent's context is assembled, after the history's
+    /// tokens are reserved, so a record never takes a token first.
     pub fn start(rt: &Runtime, adm: &Admitted, clock: &Clock) -> (Self, String) {
         let req = &adm.req;
-        let objective = Pii::new(&rt.inner.redactor, Some(&adm.node.tree)).text(&req.objective);
+        let objective = Pii::new(&rt.inner.redactor, None).text(&req.objective);
         let place = Place {
             request_id: req.request_id,
             root_id: adm.node.root_id,

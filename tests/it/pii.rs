@@ -185,3 +185,41 @@ async fn logs_of_three_delegations() {
         assert!(!logs.contains(raw), "raw {raw} in the logs:\n{logs}");
     }
 }
+
+/// Issue 15, reproduced on main: the vault lives per tree, so in turn 2 of a
+/// session the new number got `<PHONE_1>` too, and turn 1's `<PHONE_1>` in
+/// the history was restored with turn 2's number: another person's.
+#[tokio::test]
+async fn two_persons_numbers_in_two_turns_are_each_restored_to_their_own_turn() {
+    const ANN: &str = "(415) 555-2671";
+    const BOB: &str = "(212) 555-0198";
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s = seen.clone();
+    // answers with what it remembers of the session, then with this turn's input
+    let parrot = agent(move |_ctx, task| {
+        let s = s.clone();
+        async move {
+            let remembered: Vec<String> = task.history.iter().map(|m| format!("{}: {}", m.role, m.content)).collect();
+            s.lock().unwrap().push(format!("{} || {}", remembered.join(" / "), task.objective));
+            Ok(AgentOutput::new("noted", format!("earlier [{}] now [{}]", remembered.join(" / "), task.objective)))
+        }
+    });
+    let rt = builder(&[("parrot", &[], &[])]).agent("parrot", parrot).build().unwrap();
+    let alice = switchboard::protocol::UserId::parse("alice").unwrap();
+    let to = |session| switchboard::AskOptions {
+        agent: Some(switchboard::protocol::AgentSlug::parse("parrot").unwrap()),
+        session,
+        ..Default::default()
+    };
+    let first = rt.ask(&alice, &format!("Call Ann at {ANN}"), to(None)).await.unwrap();
+    assert!(first.answer.contains(ANN), "{}", first.answer);
+    let second = rt.ask(&alice, &format!("Call Bob at {BOB}"), to(Some(first.session_id))).await.unwrap();
+    // the agent saw two different tokens for two different numbers
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen[1].contains("<PHONE_1>") && seen[1].contains("<PHONE_2>"), "{seen:?}");
+    assert!(!seen.iter().any(|s| s.contains(ANN) || s.contains(BOB)), "{seen:?}");
+    // and Bob's number appears once, in this turn, never in place of Ann's
+    assert_eq!(second.answer.matches(BOB).count(), 1, "{}", second.answer);
+    let earlier = second.answer.split("now [").next().unwrap();
+    assert!(!earlier.contains(BOB), "turn 1's number was restored with turn 2's: {}", second.answer);
+}
