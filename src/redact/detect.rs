@@ -28,6 +28,21 @@ static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[- ][0-9]{2}[- ][0-9
 // bare number; the digits in our tokens keep a label from reaching past one.
 static SSN_LABELLED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:ssn|social security)\b[^0-9\n]{0,24}?([0-9]{9})"));
+/// A Canadian SIN as written: three groups of three digits.
+static SIN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[ -][0-9]{3}[ -][0-9]{3}"));
+static SIN_LABELLED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:sin|social insurance(?: number)?)\b[^0-9\n]{0,24}?([0-9]{9})"));
+/// Credentials, each by the shape its issuer gives it.
+static SECRETS: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z]+ )?PRIVATE KEY-----",
+        r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}",
+        r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        r"|\bgh[pousr]_[A-Za-z0-9]{36,}",
+        r"|\bgithub_pat_[A-Za-z0-9_]{40,}",
+        r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",
+    ))
+});
 static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}"));
 static IPV6: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:\.[0-9]{1,3}){0,3}"));
@@ -46,7 +61,8 @@ static VERSION_LABEL: LazyLock<Regex> =
 type Validate = fn(&str, usize, usize) -> bool;
 
 /// Candidates, where a match may be cut short, kind, validation.
-static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 7] = [
+static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 8] = [
+    (&SIN, b"", PiiKind::Sin, sin_span_ok),
     (&CARD, b" -", PiiKind::Card, card_ok),
     (&IBAN, b" ", PiiKind::Iban, iban_span_ok),
     (&SSN, b"", PiiKind::Ssn, ssn_span_ok),
@@ -58,13 +74,16 @@ static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 7] = [
 ];
 
 /// Patterns whose first group is the value and the rest its label.
-static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 2] =
-    [(&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok), (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok)];
+static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 3] = [
+    (&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok),
+    (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok),
+    (&SIN_LABELLED, PiiKind::Sin, sin_span_ok),
+];
 
 /// Compiles every pattern now rather than on the first message.
 pub(super) fn warm_up() {
     let rules = RULES.iter().map(|r| r.0);
-    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([&EMAIL, &VERSION_LABEL]) {
+    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([&EMAIL, &VERSION_LABEL, &SECRETS]) {
         LazyLock::force(re);
     }
 }
@@ -108,7 +127,8 @@ impl Chosen {
 /// match.
 fn strength(kind: PiiKind) -> u8 {
     match kind {
-        PiiKind::Card | PiiKind::Iban => 3,
+        PiiKind::Secret => 4,
+        PiiKind::Card | PiiKind::Iban | PiiKind::Sin => 3,
         PiiKind::Phone => 1,
         _ => 2,
     }
@@ -118,11 +138,15 @@ fn detect(text: &str) -> Chosen {
     let digit = text.bytes().any(|b| b.is_ascii_digit());
     let at = text.contains('@');
     let mut chosen = Chosen::default();
-    if !digit && !at {
-        // Every rule but email needs a digit (IPv6 too: see `ipv6_ok`).
+    let mut found = Vec::new();
+    // credentials start with a fixed prefix, so this pass is cheap
+    for m in SECRETS.find_iter(text) {
+        found.push(Finding { kind: PiiKind::Secret, start: m.start(), end: m.end() });
+    }
+    if !digit && !at && found.is_empty() {
+        // Every other rule but email needs a digit (IPv6 too: see `ipv6_ok`).
         return chosen;
     }
-    let mut found = Vec::new();
     if at {
         for m in EMAIL.find_iter(text) {
             emails(text, m.start(), m.end(), &mut found);
@@ -314,6 +338,21 @@ fn iban_span_ok(text: &str, start: usize, end: usize) -> bool {
 
 /// `AAA-GG-SSSS`, `AAA GG SSSS` (one separator throughout) or, after a label,
 /// `AAAGGSSSS`.
+/// Nine digits, bare or as 3-3-3 with one separator, that pass Luhn and
+/// start as SINs do (not 0 or 8), standing alone.
+fn sin_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let digits: Vec<u8> = span.bytes().filter(u8::is_ascii_digit).map(|b| b - b'0').collect();
+    let one_separator = span.len() == 9 || (span.len() == 11 && span.get(3..4) == span.get(7..8));
+    digits.len() == 9
+        && one_separator
+        && !matches!(digits[0], 0 | 8)
+        && luhn_ok(&digits)
+        && stands_alone(PiiKind::Sin, text, start, end)
+}
+
 fn ssn_span_ok(text: &str, start: usize, end: usize) -> bool {
     let Some(span) = text.get(start..end) else {
         return false;

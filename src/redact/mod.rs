@@ -56,10 +56,15 @@ pub enum PiiKind {
     Ssn,
     /// IPv4 or IPv6.
     Ip,
+    /// A Canadian Social Insurance Number (Luhn-checked).
+    Sin,
+    /// An API key, access token or private key (`sk-…`, `AKIA…`, `ghp_…`, a JWT, a PEM block).
+    Secret,
 }
 
 impl PiiKind {
-    pub const ALL: [PiiKind; 6] = [Self::Email, Self::Phone, Self::Card, Self::Iban, Self::Ssn, Self::Ip];
+    pub const ALL: [PiiKind; 8] =
+        [Self::Email, Self::Phone, Self::Card, Self::Iban, Self::Ssn, Self::Ip, Self::Sin, Self::Secret];
 
     /// `EMAIL` in `<EMAIL_1>`.
     pub fn prefix(self) -> &'static str {
@@ -70,6 +75,8 @@ impl PiiKind {
             Self::Iban => "IBAN",
             Self::Ssn => "SSN",
             Self::Ip => "IP",
+            Self::Sin => "SIN",
+            Self::Secret => "SECRET",
         }
     }
 
