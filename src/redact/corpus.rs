@@ -411,7 +411,8 @@ fn look_alike(rng: &mut Rng) -> String {
                 0 => format!("{payload}{}", (good + rng.range(1, 9) as u32) % 10),
                 _ => format!("{}{}", rng.pick(&[0, 8]), &format!("{payload}{good}")[1..]),
             };
-            grouped(&number, &[3, 3], rng.pick(&[" ", "-"]))
+            let sep = if rng.chance(50) { " " } else { "-" };
+            grouped(&number, &[3, 3], sep)
         }
         // Key-like words that are not keys.
         14 => match rng.below(5) {
