@@ -162,6 +162,21 @@ impl Breaker {
 
     /// Lets a call through, or fails fast while open.
     pub fn acquire(self: &Arc<Self>) -> Result<BreakerPermit, DelegationError> {
+        self.admit().map_err(|(state, wait)| {
+            DelegationError::new(
+                ErrorCode::AgentUnavailable,
+                format!(
+                    "circuit breaker for '{}' is {} after repeated failures; the agent was not called. Retry in {} ms.",
+                    self.slug,
+                    state.as_str(),
+                    wait.as_millis()
+                ),
+            )
+        })
+    }
+
+    /// A permit, or the state that refused it and how long until the next probe.
+    fn admit(self: &Arc<Self>) -> Result<BreakerPermit, (BreakerState, Duration)> {
         let mut i = lock(&self.inner);
         self.refresh(&mut i);
         let probe = match i.state {
@@ -170,16 +185,10 @@ impl Breaker {
                 i.probes_in_flight += 1;
                 true
             }
-            _ => {
-                let wait = Duration::from_millis(self.cfg.cool_down_ms).saturating_sub(i.opened_at.elapsed());
-                return Err(DelegationError::new(
-                    ErrorCode::AgentUnavailable,
-                    format!(
-                        "circuit breaker for '{}' is {} after repeated failures; the agent was not called. Retry in {} ms.",
-                        self.slug,
-                        i.state.as_str(),
-                        wait.as_millis()
-                    ),
+            state => {
+                return Err((
+                    state,
+                    Duration::from_millis(self.cfg.cool_down_ms).saturating_sub(i.opened_at.elapsed()),
                 ));
             }
         };
@@ -329,19 +338,16 @@ impl Breakers {
     pub fn acquire(&self, slug: &AgentSlug, user: &UserId) -> Result<CallPermit, DelegationError> {
         let key = (slug.clone(), user.clone());
         let own = lock(&self.users).get(&key).cloned();
-        let own = match own.map(|b| b.acquire()).transpose() {
-            Ok(own) => own,
-            Err(e) => {
-                return Err(DelegationError::new(
-                    ErrorCode::AgentUnavailable,
-                    format!(
-                        "your recent requests to '{slug}' kept failing, so it is resting for you, not for others; \
-                         check what you sent. {}",
-                        e.message.rsplit(". ").next().unwrap_or("Retry later.")
-                    ),
-                ));
-            }
-        };
+        let own = own.map(|b| b.admit()).transpose().map_err(|(_, wait)| {
+            DelegationError::new(
+                ErrorCode::AgentUnavailable,
+                format!(
+                    "your recent requests to '{slug}' kept failing, so it is resting for you, not for others; \
+                     check what you sent. Retry in {} ms.",
+                    wait.as_millis()
+                ),
+            )
+        })?;
         let agent = self.get(slug).acquire()?;
         Ok(CallPermit { agent, own, key, users: self.users.clone(), cfg: BreakerConfig { min_users: 1, ..self.cfg } })
     }
