@@ -332,13 +332,15 @@ async fn token(runtime: Runtime, args: TokenArgs) -> u8 {
 }
 
 async fn audit(runtime: &Runtime, args: AuditArgs, json: bool) -> u8 {
-    let (entries, report) = match (runtime.store().audit_log().await, runtime.store().verify_audit().await) {
-        (Ok(e), Ok(r)) => (e, r),
+    // the log is read once: it is shown and verified against the anchored head
+    let (entries, head) = match (runtime.store().audit_log().await, runtime.store().audit_head().await) {
+        (Ok(e), Ok(h)) => (e, h),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("error: {e}");
             return EXIT_FAILED;
         }
     };
+    let report = crate::store::audit::verify_anchored(&entries, head.as_ref());
     let shown = &entries[entries.len().saturating_sub(args.last.unwrap_or(usize::MAX))..];
     if json {
         let mut v = json!({"records": shown});
