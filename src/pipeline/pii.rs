@@ -41,9 +41,7 @@ impl<'a> Pii<'a> {
     /// another one there.
     pub fn task(&self, task: &mut Task, trusted: bool) {
         self.with_vault(|r, vault| {
-            for text in readable(task) {
-                vault.reserve_literals(&text);
-            }
+            for_each_readable(task, |text| vault.reserve_literals(text));
             task.objective = r.redact(&task.objective, vault);
             task.input = r.redact(&task.input, vault);
             task.task_note = task.task_note.as_ref().map(|n| r.redact(n, vault));
@@ -102,18 +100,15 @@ impl<'a> Pii<'a> {
     }
 }
 
-/// Every text of a task an agent can read, JSON parts as their text.
-fn readable(task: &Task) -> Vec<String> {
+/// Calls `f` on every text of a task an agent can read (JSON parts as their
+/// text), without copying the plain ones.
+fn for_each_readable(task: &Task, mut f: impl FnMut(&str)) {
     let h = &task.handoff;
-    let mut texts = vec![task.objective.clone(), task.input.clone(), task.task_note.clone().unwrap_or_default()];
-    texts.extend(task.context_hints.iter().cloned());
-    texts.extend(task.facts.iter().cloned());
-    texts.extend(task.history.iter().map(|m| m.content.clone()));
-    texts.extend(h.facts.iter().cloned());
-    texts.extend(h.references.iter().map(|r| r.source_id.clone()));
-    texts.extend(h.intermediate_results.iter().map(|v| v.to_string()));
-    texts.extend(h.extra.values().map(|v| v.to_string()));
-    texts
+    [task.objective.as_str(), &task.input, task.task_note.as_deref().unwrap_or_default()].into_iter().for_each(&mut f);
+    task.context_hints.iter().chain(&task.facts).chain(&h.facts).for_each(|t| f(t));
+    task.history.iter().for_each(|m| f(&m.content));
+    h.references.iter().for_each(|r| f(&r.source_id));
+    h.intermediate_results.iter().chain(h.extra.values()).for_each(|v| f(&v.to_string()));
 }
 
 #[cfg(test)]
