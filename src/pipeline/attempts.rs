@@ -14,7 +14,7 @@ use crate::agent::{AgentOutput, tokens};
 use crate::protocol::{DelegationError, ErrorCode, Execution, Learned, TokenUsage, Verdict};
 use crate::rails::budget;
 use crate::resilience::{Next, RetryPlan};
-use crate::route::history;
+use crate::store::task_signature;
 use crate::telemetry::Event;
 
 /// What the attempt loop produced.
@@ -52,7 +52,7 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
     };
     let mut out = Attempts::failed(ErrorCode::AgentFailed.into());
     // the kind of task, from what the agent sees (PII already tokenized)
-    let seeds = Seeds::load(rt, agent.as_ref(), &spec.slug, &history::task_signature(&task.objective)).await;
+    let seeds = Seeds::load(rt, agent.as_ref(), &spec.slug, &task_signature(&task.objective)).await;
     let attempts = spec.limits.max_attempts.or_else(|| agent.default_attempts());
     let plan = RetryPlan::for_request(req.priority, req.retry_policy.as_ref(), attempts);
     let jitter = req.request_id.0.as_u64_pair().0;

@@ -11,8 +11,7 @@ use super::{Clock, Runtime};
 use crate::agent::Scope;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, TokenUsage, UserId};
 use crate::rails::cycle;
-use crate::route::history;
-use crate::store::{AuditRecord, Conversation, DelegationRecord, now_ms};
+use crate::store::{AuditRecord, Conversation, DelegationRecord, now_ms, task_signature};
 use crate::telemetry::{Event, Observation};
 
 /// Where a record sits in its tree and who it is about.
@@ -41,7 +40,7 @@ pub(super) fn new_record(
         user_id: place.user.clone(),
         origin: place.origin,
         target: place.target,
-        signature: history::task_signature(&objective),
+        signature: task_signature(&objective),
         objective,
         objective_hash,
         status: "refused".into(),

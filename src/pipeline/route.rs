@@ -10,6 +10,7 @@ use crate::config::AgentSpec;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, ErrorCode};
 use crate::resilience::BreakerState;
 use crate::route::{discover, history};
+use crate::store::task_signature;
 
 /// Resolves `req.target_employee` (filling it in when it is `auto`) and
 /// returns the member that will run the delegation.
@@ -33,7 +34,7 @@ pub(super) async fn target(
     }
     if req.target_employee.is_auto() {
         // what this user's past delegations of this kind say
-        let signature = history::task_signature(&inner.redactor.redact(&req.objective, &mut Default::default()));
+        let signature = task_signature(&inner.redactor.redact(&req.objective, &mut Default::default()));
         let recent = inner.store.recent_outcomes(&req.user_id, history::WINDOW).await?;
         let past = history::similar(&recent, &signature);
         let allowed = |a: &str| {

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use crate::store::task_signature;
 use crate::store::{AgentHistory, Outcome};
 
 /// The success rate an agent needs on a kind of task to be preferred.
@@ -56,6 +55,7 @@ pub fn preferred(history: &[AgentHistory], allowed: impl Fn(&str) -> bool) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::task_signature;
 
     fn h(agent: &str, successes: u64, total: u64) -> AgentHistory {
         AgentHistory { agent: agent.into(), successes, total }
