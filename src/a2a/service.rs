@@ -272,8 +272,9 @@ impl A2aService {
                 match runtime.ask(user, &turn.objective, opts).await {
                     Ok(r) => match r.response.error.clone() {
                         Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
-                        Some(e) => Outcome::Failed(e, r.response.token_usage),
-                        None => Outcome::Done {
+                        // a question for the user: the task waits for their answer (input-required)
+                        Some(e) if e.code != ErrorCode::NeedsInput => Outcome::Failed(e, r.response.token_usage),
+                        _ => Outcome::Done {
                             session: Some(r.session_id),
                             answer: r.answer,
                             response: Box::new(r.response),
@@ -291,10 +292,8 @@ impl A2aService {
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),
-                    Some(e) => Outcome::Failed(e, r.token_usage),
-                    None => {
-                        Outcome::Done { session: r.child_session_id, answer: r.result.clone(), response: Box::new(r) }
-                    }
+                    Some(e) if e.code != ErrorCode::NeedsInput => Outcome::Failed(e, r.token_usage),
+                    _ => Outcome::Done { session: r.child_session_id, answer: r.result.clone(), response: Box::new(r) },
                 }
             }
             // `send` admits only users, and agents with their rails
@@ -365,7 +364,9 @@ impl A2aService {
                     reply = Some(m);
                 }
                 let text = reply.as_ref().map(Message::text).filter(|t| !t.is_empty()).unwrap_or_else(|| {
-                    if !response.summary.is_empty() {
+                    if response.error_code() == Some(ErrorCode::NeedsInput) {
+                        response.result.clone() // the question for the user
+                    } else if !response.summary.is_empty() {
                         response.summary.clone()
                     } else if state == TaskState::InputRequired {
                         "More input is needed to go on.".into()

@@ -1,7 +1,7 @@
 //! The `switchboard` command line.
 //!
-//! Exit codes: 0 ok, 2 usage or configuration error, 3 refused by a rail,
-//! 4 the agent failed or timed out.
+//! Exit codes: 0 ok (an answer, or a question back for the user), 2 usage or
+//! configuration error, 3 refused by a rail, 4 the agent failed or timed out.
 
 mod demo;
 
@@ -33,7 +33,7 @@ pub const EXIT_FAILED: u8 = 4;
     version,
     about = "A runtime through which AI agents delegate work to each other safely",
     long_about = "A runtime through which AI agents delegate work to each other safely.\n\n\
-        Runs with the built-in team and no configuration. Exit codes: 0 ok, 2 usage or \
+        Runs with the built-in team and no configuration. Exit codes: 0 ok (an answer, or a question back for the user), 2 usage or \
         configuration error, 3 refused by a rail, 4 the agent failed or timed out."
 )]
 pub struct Cli {
@@ -224,6 +224,8 @@ pub fn main() -> ExitCode {
 pub fn exit_code(code: ErrorCode) -> u8 {
     match code {
         ErrorCode::InvalidRequest | ErrorCode::UnsupportedVersion | ErrorCode::AgentNotFound => EXIT_USAGE,
+        // a question for the user is an answer, not a failure
+        ErrorCode::NeedsInput => EXIT_OK,
         c if c.is_refusal() => EXIT_REFUSED,
         _ => EXIT_FAILED,
     }
@@ -514,7 +516,11 @@ fn print_response(r: &DelegationResponse, json: bool) {
     }
     if let Some(e) = &r.error {
         let verb = if e.code.is_refusal() { "refused" } else { "failed" };
-        eprintln!("{verb}: {}: {}", e.code, e.message);
+        if e.code == ErrorCode::NeedsInput {
+            println!("{} needs more from you: {}", r.target_employee, e.message);
+        } else {
+            eprintln!("{verb}: {}: {}", e.code, e.message);
+        }
     } else {
         println!("{} ({}): {}", r.target_employee, r.status.as_str(), r.summary);
         if !r.result.is_empty() {

@@ -74,13 +74,21 @@ impl StepResult {
             "artifacts": self.response.artifacts,
         })
     }
+
+    /// The step ended with a question for the user (`NEEDS_INPUT`).
+    pub fn needs_input(&self) -> bool {
+        self.response.status == Status::NeedsInput
+    }
 }
 
 /// The status of a whole plan from its steps: success when all succeeded,
-/// partial when some did, failed when none did.
+/// partial when some did, needs input when none did and every other step
+/// asked the user something, failed otherwise.
 pub fn overall(results: &[StepResult]) -> Status {
     let ok = results.iter().filter(|r| r.succeeded()).count();
+    let asking = results.iter().filter(|r| r.needs_input()).count();
     match ok {
+        0 if asking > 0 && asking == results.len() => Status::NeedsInput,
         0 => Status::Failed,
         n if n == results.len() => Status::Success,
         _ => Status::Partial,

@@ -237,15 +237,18 @@ impl PrimeAgent {
         &self.planner
     }
 
-    /// One answer from the steps' results, saying who did what.
+    /// One answer from the steps' results, saying who did what; the
+    /// questions the specialists need answered are asked once each.
     fn merge(&self, plan: &Plan, results: &[StepResult]) -> AgentOutput {
         let status = overall(results);
         let name = |r: &StepResult| self.planner.name_of(r.agent.as_str()).to_string();
         let ok: Vec<&StepResult> = results.iter().filter(|r| r.succeeded()).collect();
-        let failed: Vec<&StepResult> = results.iter().filter(|r| !r.succeeded()).collect();
+        let asking: Vec<&StepResult> = results.iter().filter(|r| r.needs_input()).collect();
+        let failed: Vec<&StepResult> = results.iter().filter(|r| !r.succeeded() && !r.needs_input()).collect();
         let mut text = String::new();
         let names: Vec<String> = ok.iter().map(|r| name(r)).collect();
         match (status, plan) {
+            (Status::NeedsInput, _) => text.push_str("I need a bit more from you before the team can do this.\n"),
             (Status::Failed, _)
                 if failed
                     .iter()
@@ -258,7 +261,12 @@ impl PrimeAgent {
                 let _ = write!(text, "I had {} take this. ", names.join(""));
             }
             (Status::Partial, _) => {
-                let _ = writeln!(text, "Here's what I could get: {} finished, {} did not.", list(&names), failed.len());
+                let _ = writeln!(
+                    text,
+                    "Here's what I could get: {} finished, {} did not.",
+                    list(&names),
+                    failed.len() + asking.len()
+                );
             }
             _ => {
                 let _ = writeln!(text, "Done! I had {} work on this ({}):", list(&names), plan.kind());
@@ -283,13 +291,27 @@ impl PrimeAgent {
             };
             let _ = writeln!(text, "• {} could not finish ({code}): {msg}{advice}", name(r));
         }
+        // the same question from several specialists is asked once, naming them all
+        let mut questions: Vec<(&str, Vec<String>)> = Vec::new();
+        for r in &asking {
+            let q = r.response.error.as_ref().map_or(r.response.result.as_str(), |e| e.message.as_str());
+            match questions.iter_mut().find(|(known, _)| *known == q) {
+                Some((_, who)) => who.push(name(r)),
+                None => questions.push((q, vec![name(r)])),
+            }
+        }
+        for (q, who) in &questions {
+            let _ = writeln!(text, "• {} {}: {q}", list(who), if who.len() == 1 { "asks" } else { "ask" });
+        }
         let summary = match status {
             Status::Success => format!("{} via {}", plan.kind(), list(&names)),
             Status::Partial => format!("partial: {} of {} steps succeeded", ok.len(), results.len()),
+            Status::NeedsInput => "asked the user for what the team needs".to_string(),
             _ => "no step succeeded".to_string(),
         };
         let mut out = AgentOutput::new(summary, text.trim_end().to_string());
         out.status = Some(status);
+        out.requires_followup = !asking.is_empty();
         out.confidence = ok.iter().filter_map(|r| r.response.confidence).min();
         out.artifacts.push(Artifact::json(
             "plan",

@@ -110,6 +110,7 @@ mod tests {
             ErrorCode::TokenBudgetExceeded,
             ErrorCode::Cancelled,
             ErrorCode::PermissionDenied,
+            ErrorCode::NeedsInput,
         ] {
             assert!(breaker_failure(code, false).is_none(), "{code}");
         }

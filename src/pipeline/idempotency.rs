@@ -51,7 +51,8 @@ pub(super) async fn keep(rt: &Runtime, req: &DelegationRequest, response: &Deleg
     let Some(key) = &req.idempotency_key else { return };
     let store = &rt.inner.store;
     let kept = match response.status {
-        Status::Failed => store.release_idempotency(&req.user_id, key).await,
+        // the same key sent again after the user answered runs again
+        Status::Failed | Status::NeedsInput => store.release_idempotency(&req.user_id, key).await,
         _ => match serde_json::to_string(response) {
             Ok(json) => store.complete_idempotency(&req.user_id, key, &json).await,
             Err(_) => store.release_idempotency(&req.user_id, key).await,

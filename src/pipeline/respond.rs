@@ -22,9 +22,20 @@ pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> De
             used_sources: out.used_sources.clone(),
             confidence: out.confidence,
             requires_followup: out.requires_followup,
-            error: None,
+            // an agent that answers with a question says so in its status
+            error: (out.status == Some(Status::NeedsInput))
+                .then(|| DelegationError::new(ErrorCode::NeedsInput, out.result.clone())),
             ..DelegationResponse::failed(req.request_id, req.target_employee.clone(), ErrorCode::AgentFailed.into())
         },
+        Err(e) if e.code == ErrorCode::NeedsInput => {
+            let mut r = DelegationResponse::failed(req.request_id, req.target_employee.clone(), e.clone());
+            r.status = Status::NeedsInput;
+            r.summary = "needs more from the user".into();
+            r.result = e.message.clone();
+            r.requires_followup = true;
+            r.fallback = fallback(e);
+            r
+        }
         Err(e) => {
             let mut r = DelegationResponse::failed(req.request_id, req.target_employee.clone(), e.clone());
             r.fallback = fallback(e);
@@ -56,6 +67,9 @@ pub(super) fn fallback(e: &DelegationError) -> Option<Fallback> {
             ("retry_later", "The agent is unavailable; retry after its circuit breaker cools down")
         }
         ErrorClass::Failure => ("handle_directly", "The agent failed on every attempt; handle the task without it"),
+        ErrorClass::NeedsInput => {
+            ("ask_user", "The input lacks what the task needs; ask the user the question in the error")
+        }
         _ if e.code == ErrorCode::InvalidRequest => {
             ("clarify_task_note", "The task is ambiguous or incomplete; refine the Task Note and delegate again")
         }
@@ -76,6 +90,7 @@ mod tests {
         assert_eq!(advice(ErrorCode::AgentUnavailable).as_deref(), Some("retry_later"));
         assert_eq!(advice(ErrorCode::AgentFailed).as_deref(), Some("handle_directly"));
         assert_eq!(advice(ErrorCode::InvalidRequest).as_deref(), Some("clarify_task_note"));
+        assert_eq!(advice(ErrorCode::NeedsInput).as_deref(), Some("ask_user"));
         assert_eq!(advice(ErrorCode::Cancelled), None, "a cancelled delegation needs no advice");
     }
 }

@@ -44,6 +44,10 @@ pub enum ErrorCode {
     AgentFailed,
     /// The caller cancelled the delegation (499).
     Cancelled,
+    /// The input does not hold what the task needs; the message is the
+    /// question to ask the user (422). The caller's to answer: never retried,
+    /// never counted against the agent's breaker.
+    NeedsInput,
 }
 
 /// How a failure should be treated by the retry loop (seeds/001 error handling).
@@ -62,11 +66,13 @@ pub enum ErrorClass {
     Failure,
     /// The caller went away: stop.
     Cancelled,
+    /// The input lacks what the task needs: ask the user, never retry.
+    NeedsInput,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         Self::InvalidRequest,
         Self::UnsupportedVersion,
         Self::Unauthenticated,
@@ -84,6 +90,7 @@ impl ErrorCode {
         Self::VerificationFailed,
         Self::AgentFailed,
         Self::Cancelled,
+        Self::NeedsInput,
     ];
 
     /// The wire spelling, e.g. `DEPTH_LIMIT`.
@@ -106,6 +113,7 @@ impl ErrorCode {
             Self::VerificationFailed => "VERIFICATION_FAILED",
             Self::AgentFailed => "AGENT_FAILED",
             Self::Cancelled => "CANCELLED",
+            Self::NeedsInput => "NEEDS_INPUT",
         }
     }
 
@@ -117,7 +125,7 @@ impl ErrorCode {
             Self::PermissionDenied | Self::UserMismatch | Self::DelegationNotAllowed | Self::ToolNotAllowed => 403,
             Self::AgentNotFound => 404,
             Self::CycleDetected => 409,
-            Self::DepthLimit | Self::FanOutLimit | Self::TokenBudgetExceeded => 422,
+            Self::DepthLimit | Self::FanOutLimit | Self::TokenBudgetExceeded | Self::NeedsInput => 422,
             // 499: the caller closed the request (nginx's convention).
             Self::Cancelled => 499,
             Self::AgentFailed | Self::VerificationFailed => 502,
@@ -152,6 +160,9 @@ impl ErrorCode {
             }
             Self::AgentFailed => "The agent failed; see the message, then retry or handle the task directly.",
             Self::Cancelled => "The delegation was cancelled by its caller.",
+            Self::NeedsInput => {
+                "The task needs more from the user: ask them the question in the message, then delegate again with the answer."
+            }
         }
     }
 
@@ -163,8 +174,17 @@ impl ErrorCode {
             Self::AgentUnavailable => ErrorClass::Unavailable,
             Self::AgentFailed => ErrorClass::Failure,
             Self::Cancelled => ErrorClass::Cancelled,
+            Self::NeedsInput => ErrorClass::NeedsInput,
             _ => ErrorClass::Refusal,
         }
+    }
+
+    /// Whose failure it is: the caller's (bad or insufficient input, refused
+    /// by a rail, cancelled) or the agent's (a crash, a timeout, output that
+    /// fails its checks, a backend down). Only the agent's are retried and
+    /// count toward its breaker.
+    pub fn is_agents_fault(self) -> bool {
+        !matches!(self.class(), ErrorClass::Refusal | ErrorClass::Cancelled | ErrorClass::NeedsInput)
     }
 
     /// Refused before the agent ran (validation, authorization, a rail).
@@ -259,6 +279,15 @@ mod tests {
             }
         }
         assert_eq!(ErrorCode::DeadlineExceeded.http_status(), 504);
+        // the caller's missing input is neither a refusal by a rail nor the agent's fault
+        assert!(!ErrorCode::NeedsInput.is_refusal() && !ErrorCode::NeedsInput.is_agents_fault());
+        assert_eq!(ErrorCode::NeedsInput.http_status(), 422);
+        for code in [ErrorCode::AgentFailed, ErrorCode::DeadlineExceeded, ErrorCode::VerificationFailed] {
+            assert!(code.is_agents_fault(), "{code}");
+        }
+        for code in [ErrorCode::InvalidRequest, ErrorCode::DepthLimit, ErrorCode::Cancelled] {
+            assert!(!code.is_agents_fault(), "{code}");
+        }
         assert_eq!(ErrorCode::AgentUnavailable.http_status(), 503);
         assert_eq!(ErrorCode::DepthLimit.hint(), "Delegation depth limit reached. Return results to parent.");
     }

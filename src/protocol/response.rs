@@ -129,15 +129,20 @@ pub enum Status {
     Partial,
     /// Nothing usable came back; `error` says why.
     Failed,
+    /// The input did not hold what the task needs: `result` is the question
+    /// for the user and `error` is `NEEDS_INPUT` with the same question. Not
+    /// a failure of the agent.
+    NeedsInput,
 }
 
 impl Status {
-    /// The wire spelling: `success`, `partial` or `failed`.
+    /// The wire spelling: `success`, `partial`, `failed` or `needs_input`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Success => "success",
             Self::Partial => "partial",
             Self::Failed => "failed",
+            Self::NeedsInput => "needs_input",
         }
     }
 }
@@ -278,7 +283,8 @@ pub struct Execution {
 /// What the caller should do after a final failure (seeds/001 `fallback`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallback {
-    /// `handle_directly`, `clarify_task_note`, `retry_later`, `use_partial_result`.
+    /// `handle_directly`, `clarify_task_note`, `retry_later`, `use_partial_result`,
+    /// `ask_user` (the question is in `error.message`).
     pub recommended: String,
     /// Why, in a sentence the caller can act on.
     pub reasoning: String,

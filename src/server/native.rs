@@ -105,7 +105,9 @@ pub async fn delegate(
     let runtime = state.runtime.clone();
     let response = detached(async move { runtime.delegate(&caller, req).await }).await?;
     Ok(match &response.error {
+        // an answer, or a question for the user (status needs_input): 200
         None => Json(response).into_response(),
+        Some(e) if e.code == ErrorCode::NeedsInput => Json(response).into_response(),
         // refused before anything ran: the error alone
         Some(e) if response.execution.is_none() => ApiError::from(e.clone()).into_response(),
         // ran and failed: the whole response (attempts, fallback, usage) under the code's status

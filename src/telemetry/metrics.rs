@@ -40,6 +40,7 @@ struct AgentMetrics {
     partial: Counter,
     failed: Counter,
     refused: Counter,
+    needs_input: Counter,
     attempts: Counter,
     first_attempt: Counter,
     fallbacks: Counter,
@@ -116,6 +117,7 @@ impl Metrics {
                     partial: o("partial"),
                     failed: o("failed"),
                     refused: o("refused"),
+                    needs_input: o("needs_input"),
                     attempts: attempts.get_or_create(&t).clone(),
                     first_attempt: first_attempt.get_or_create(&t).clone(),
                     fallbacks: fallbacks.get_or_create(&t).clone(),
@@ -140,6 +142,7 @@ impl Metrics {
                     success: Counter::default(),
                     partial: Counter::default(),
                     failed: Counter::default(),
+                    needs_input: Counter::default(),
                     refused: self
                         .outcomes
                         .get_or_create(&TargetOutcome { target: t.target.clone(), outcome: "refused".into() })
@@ -157,6 +160,7 @@ impl Metrics {
             "success" => m.success.inc(),
             "partial" => m.partial.inc(),
             "refused" => m.refused.inc(),
+            "needs_input" => m.needs_input.inc(),
             _ => m.failed.inc(),
         };
         m.attempts.inc_by(u64::from(o.attempts));

@@ -129,10 +129,27 @@ fn exit_codes_say_refused_failed_or_usage() {
     let o = run(&["delegate", "--from", "tag-ai", "--to", "ledger-tax", "--objective", "x"]);
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("DELEGATION_NOT_ALLOWED"));
-    // the agent failed: 4
+    // input without what the agent needs: a question back, 0
     let o = run(&["delegate", "--to", "byte-doc", "--objective", "Extract receipt data", "--input", "no receipt here"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("needs more from you") && stdout(&o).contains("paste the receipt"), "{}", stdout(&o));
+    // the agent failed or timed out: 4 (3,000 rows cannot be converted in 1 ms)
+    let csv: String = (0..3000).map(|i| format!("Person {i},p{i}@example.com,role\n")).collect();
+    let o = run(&[
+        "delegate",
+        "--to",
+        "data",
+        "--objective",
+        "Transform CSV data to JSON",
+        "--task-note",
+        "Transform CSV data to JSON format.\nInput columns: name, email, role.",
+        "--deadline-ms",
+        "1",
+        "--input",
+        &format!("name,email,role\n{csv}"),
+    ]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    assert!(stderr(&o).contains("AGENT_FAILED"));
+    assert!(stderr(&o).contains("DEADLINE_EXCEEDED"), "{}", stderr(&o));
     // usage: 2
     for args in [
         vec!["delegate", "--to", "Not A Slug", "--objective", "x"],
@@ -321,4 +338,46 @@ fn an_idempotency_key_replays_the_stored_response() {
     let o = run_on(&url, &changed);
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("INVALID_REQUEST"), "{}", stdout(&o));
+}
+
+/// issue 15 item 6: a question with no data behind it is the caller's to
+/// answer, not three agents failing three times each.
+#[test]
+fn analyzing_spending_with_no_data_asks_the_user_instead_of_failing() {
+    let o = run(&["ask", "--json", "Analyze my spending"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["status"], "needs_input", "{v}");
+    let answer = v["answer"].as_str().unwrap();
+    assert!(answer.contains("transactions"), "the question says what is missing: {answer}");
+    assert!(answer.contains("upload") || answer.contains("--file"), "and how to give it: {answer}");
+    assert!(!answer.contains("AGENT_FAILED") && !answer.contains("couldn't"), "{answer}");
+    // one question, not three copies of it
+    assert_eq!(answer.matches("I don't have any transactions").count(), 1, "{answer}");
+    assert_eq!(v["tree"]["status"], "needs_input");
+    for child in v["tree"]["children"].as_array().unwrap() {
+        assert_eq!(child["status"], "needs_input", "{child}");
+        assert_eq!(child["error_code"], "NEEDS_INPUT", "{child}");
+        assert_eq!(child["attempts"], 1, "the caller's missing input is not retried: {child}");
+    }
+
+    // three specialists missing the same data: one question, naming them all, no retries
+    let o = run(&["ask", "--json", "Analyze my spending and suggest improvements"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["status"], "needs_input", "{v}");
+    let answer = v["answer"].as_str().unwrap();
+    assert_eq!(answer.matches("I don't have any transactions").count(), 1, "{answer}");
+    assert!(answer.contains("Crystal, Tag and Ledger ask"), "{answer}");
+    assert_eq!(children(&v["tree"]), ["crystal-analytics", "tag-ai", "ledger-tax"]);
+    assert!(v["tree"]["children"].as_array().unwrap().iter().all(|c| c["attempts"] == 1), "{v}");
+
+    // sent straight to the agent, the envelope says so too
+    let o = run(&["delegate", "--json", "--to", "crystal-analytics", "--objective", "Analyze my spending"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = json(&o);
+    assert_eq!(r["status"], "needs_input", "{r}");
+    assert_eq!(r["error"]["code"], "NEEDS_INPUT");
+    assert_eq!(r["requires_followup"], true);
+    assert_eq!(r["execution"]["attempts"], 1);
 }

@@ -108,15 +108,29 @@ async fn a_refusal_is_the_error_alone_with_the_codes_status() {
     assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
     let v = res.json();
     assert_eq!(v, json!({"error": {"code": "DEPTH_LIMIT", "message": v["error"]["message"]}}));
-    // a failure after running carries the whole response under the code's status
+    // input that lacks what the agent needs is answered with its question, 200
     let mut env = envelope(ID, "prime-boss", "byte-doc", "alice");
     env["input"] = json!("no receipt here");
     let res = call(&r, delegate(Some(PRIME), &good_headers(), env.to_string())).await;
-    assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(res.status, StatusCode::OK);
     let v = res.json();
-    assert_eq!(v["error"]["code"], "AGENT_FAILED");
-    assert_eq!(v["status"], "failed");
-    assert!(v["execution"]["attempts"].as_u64().unwrap() >= 1);
+    assert_eq!(v["error"]["code"], "NEEDS_INPUT");
+    assert_eq!(v["status"], "needs_input");
+    assert!(v["result"].as_str().unwrap().contains("paste the receipt text"), "{v}");
+    assert_eq!(v["execution"]["attempts"], 1);
+    // the agent's failure (here: out of time) under the code's status
+    let mut env = envelope(ID, "prime-boss", "data", "alice");
+    env["objective"] = json!("Transform CSV data to JSON");
+    env["task_note"] = json!("Transform CSV data to JSON format.\nInput columns: name, email, role.");
+    env["input"] = json!(format!(
+        "name,email,role\n{}",
+        (0..3000).map(|i| format!("P {i},p{i}@example.com,r\n")).collect::<String>()
+    ));
+    env["constraints"]["deadline_ms"] = json!(1);
+    let res = call(&r, delegate(Some(PRIME), &good_headers(), env.to_string())).await;
+    assert_eq!(res.status, StatusCode::GATEWAY_TIMEOUT, "{}", String::from_utf8_lossy(&res.body));
+    let v = res.json();
+    assert_eq!(v["error"]["code"], "DEADLINE_EXCEEDED");
 }
 
 #[tokio::test]

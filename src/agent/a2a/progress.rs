@@ -190,7 +190,12 @@ pub(super) fn outcome(progress: &Progress) -> Result<AgentOutput, DelegationErro
         artifacts,
         token_usage: usage,
         requires_followup: status.state == TaskState::InputRequired,
-        status: (ext.get("status").and_then(Value::as_str) == Some("partial")).then_some(Status::Partial),
+        // a remote agent waiting for its user asks our caller the same question
+        status: if status.state == TaskState::InputRequired {
+            Some(Status::NeedsInput)
+        } else {
+            (ext.get("status").and_then(Value::as_str) == Some("partial")).then_some(Status::Partial)
+        },
         ..AgentOutput::default()
     })
 }

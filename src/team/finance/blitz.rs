@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::money::{self, Cents, Labelled};
-use super::reply::{failed, list_lines};
+use super::reply::{list_lines, needs_input};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
@@ -258,9 +258,9 @@ impl Agent for BlitzDebt {
         let text = format!("{}\n{}", task.objective, task.input);
         let mut req = parse_request(&text);
         if req.debts.is_empty() {
-            return Err(failed(
-                "no debts found: expected one debt per line with a balance, an APR and a minimum payment, \
-                 e.g. 'Visa: $5,000 at 19.99% APR, minimum $150', plus optionally 'extra $300/month'",
+            return Err(needs_input(
+                "Which debts should I plan? Tell me each one's balance, interest rate (APR) and minimum payment, \
+                 e.g. 'Visa: $5,000 at 19.99% APR, minimum $150', and what extra you can pay each month.",
             ));
         }
         let currency = money::detect_currency(&text).unwrap_or("USD");
@@ -484,7 +484,7 @@ mod tests {
     #[tokio::test]
     async fn blitz_fails_on_garbage_and_without_its_tool() {
         let err = run("I feel broke").await.expect_err("no debts");
-        assert_eq!(err.code, ErrorCode::AgentFailed);
+        assert_eq!(err.code, ErrorCode::NeedsInput);
         let err = BlitzDebt.run(&AgentContext::detached(["track_goals"]), &Task::new("x", DEBTS)).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
     }

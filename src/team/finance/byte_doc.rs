@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::money::{self, Cents};
 use super::receipt::{Receipt, TotalSource};
-use super::reply::{failed, list_lines};
+use super::reply::{list_lines, needs_input};
 use super::transactions::{self, Source, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
@@ -23,10 +23,11 @@ impl Agent for ByteDoc {
         ctx.use_tool(TOOL)?;
         let found = transactions::from_text(task.text());
         let (Some(source), false) = (found.source.clone(), found.transactions.is_empty()) else {
-            return Err(failed(
-                "no receipt found: expected receipt text with a merchant name and a TOTAL line \
-                 (e.g. 'Starbucks ... TOTAL $45.99'), a CSV statement with date, description and \
-                 amount columns, or lines like '2025-10-09 Starbucks 45.99'",
+            return Err(needs_input(
+                "I couldn't find a receipt or statement in what you sent: paste the receipt text with its \
+                 merchant and TOTAL line (e.g. 'Starbucks ... TOTAL $45.99'), upload a CSV statement with \
+                 date, description and amount columns (--file statement.csv), or send lines like \
+                 '2025-10-09 Starbucks 45.99'.",
             ));
         };
         let ts = &found.transactions;
@@ -236,11 +237,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn byte_doc_fails_clearly_on_garbage() {
+    async fn byte_doc_asks_for_a_receipt_when_there_is_none() {
         for text in ["", "Hello, how are you?", "!!!\n---\n???", "\u{0}💥\u{fffd}"] {
             let err = run(text).await.expect_err("no receipt");
-            assert_eq!(err.code, ErrorCode::AgentFailed);
-            assert!(err.message.contains("expected receipt text"), "{}", err.message);
+            assert_eq!(err.code, ErrorCode::NeedsInput);
+            assert!(err.message.contains("paste the receipt text"), "{}", err.message);
         }
     }
 

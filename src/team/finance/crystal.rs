@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::dates;
 use super::money::{self, Cents};
-use super::reply::failed_no_transactions;
+use super::reply::no_transactions;
 use super::tag_ai::{self, UNCATEGORIZED};
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
@@ -291,7 +291,7 @@ impl Agent for CrystalAnalytics {
         ctx.use_tool(TOOL)?;
         let found = transactions::from_task(task);
         if found.transactions.is_empty() {
-            return Err(failed_no_transactions("analyze"));
+            return Err(no_transactions());
         }
         let a = analyze(&found.transactions);
         let fmt = |c: Cents| money::format(c, &a.currency);
@@ -445,10 +445,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn crystal_fails_on_garbage_and_without_its_tool() {
+    async fn crystal_asks_for_transactions_and_refuses_without_its_tool() {
         assert_eq!(
             run(Task::new("analyze my spending", "nothing here")).await.expect_err("none").code,
-            ErrorCode::AgentFailed
+            ErrorCode::NeedsInput
         );
         let err = CrystalAnalytics.run(&AgentContext::detached(["categorize"]), &Task::new("x", STATEMENT)).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);

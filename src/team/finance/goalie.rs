@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::dates;
 use super::money::{self, Cents, Labelled};
-use super::reply::failed;
+use super::reply::needs_input;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
@@ -300,9 +300,10 @@ impl Agent for GoalieGoals {
         let text = format!("{}\n{}", task.objective, task.input);
         let (goals, _) = parse_goals(&text);
         if goals.is_empty() {
-            return Err(failed(
-                "no savings goal found: expected lines like 'Emergency fund: target $10,000, saved $2,500, \
-                 saving $500/month, by 2026-12'",
+            return Err(needs_input(
+                "Which savings goal should I track? Tell me its target, what you have saved and, if you like, \
+                 what you save each month and by when, e.g. 'Emergency fund: target $10,000, saved $2,500, \
+                 saving $500/month, by 2026-12'.",
             ));
         }
         let currency = money::detect_currency(&text).unwrap_or("USD");
@@ -428,9 +429,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn goalie_fails_on_garbage_and_without_its_tool() {
+    async fn goalie_asks_for_a_goal_and_refuses_without_its_tool() {
         let err = run("what's the weather?").await.expect_err("no goals");
-        assert_eq!(err.code, ErrorCode::AgentFailed);
+        assert_eq!(err.code, ErrorCode::NeedsInput);
         assert!(err.message.contains("Emergency fund"));
         let err = GoalieGoals.run(&AgentContext::detached(["plan_debt"]), &Task::new("x", "Car $5,000")).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);

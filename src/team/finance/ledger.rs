@@ -22,7 +22,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::money::{self, Cents};
-use super::reply::{failed_no_transactions, list_lines};
+use super::reply::{list_lines, no_transactions};
 use super::tag_ai;
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
@@ -254,7 +254,7 @@ impl Agent for LedgerTax {
         ctx.use_tool(TOOL)?;
         let found = transactions::from_task(task);
         if found.transactions.is_empty() {
-            return Err(failed_no_transactions("review for deductions"));
+            return Err(no_transactions());
         }
         let context_text = format!("{}\n{}\n{}", task.objective, task.input, task.facts.join("\n"));
         let d = find_deductions(&found.transactions, &TaxContext::from_text(&context_text));
@@ -365,8 +365,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn ledger_fails_on_garbage_and_without_its_tool() {
-        assert_eq!(run(Task::new("taxes?", "")).await.expect_err("none").code, ErrorCode::AgentFailed);
+    async fn ledger_asks_for_transactions_and_refuses_without_its_tool() {
+        assert_eq!(run(Task::new("taxes?", "")).await.expect_err("none").code, ErrorCode::NeedsInput);
         let err = LedgerTax.run(&AgentContext::detached(Vec::<String>::new()), &Task::new("x", "Staples 5.00")).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
     }

@@ -52,7 +52,6 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::{Value, json};
 
-    use super::reply::failed;
     use super::*;
     use crate::agent::{AgentContext, AgentOutput, Task};
     use crate::protocol::{DelegationError, ErrorCode, HandoffData};
@@ -77,7 +76,7 @@ mod tests {
 
     fn run(slug: &str, task: &Task) -> Result<AgentOutput, DelegationError> {
         let (_, tool) = TEAM.iter().find(|(s, _)| *s == slug).copied().unwrap_or_default();
-        let agent = lookup(slug).ok_or_else(|| failed("unknown agent"))?;
+        let agent = lookup(slug).expect("a finance agent");
         futures::executor::block_on(agent.run(&AgentContext::detached([tool]), task))
     }
 
@@ -128,7 +127,8 @@ mod tests {
             for (slug, _) in TEAM {
                 match run(slug, &Task::new("Do the work", input.clone())) {
                     Ok(out) => prop_assert!(!out.summary.is_empty()),
-                    Err(e) => prop_assert_eq!(e.code, ErrorCode::AgentFailed),
+                    // input without what the agent needs is the caller's to fix
+                    Err(e) => prop_assert_eq!(e.code, ErrorCode::NeedsInput, "{}: {}", slug, e.message),
                 }
             }
         }

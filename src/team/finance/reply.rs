@@ -1,19 +1,22 @@
-//! What the finance agents' answers share: the `AGENT_FAILED` error they fail
-//! with, and result text that lists at most 50 items.
+//! What the finance agents' answers share: the `NEEDS_INPUT` question they
+//! ask when the input lacks what they need (their only failure: they are
+//! deterministic), and result text that lists at most 50 items.
 
 use crate::protocol::{DelegationError, ErrorCode};
 
-/// An `AGENT_FAILED` error saying what went wrong.
-pub(super) fn failed(message: impl Into<String>) -> DelegationError {
-    DelegationError::new(ErrorCode::AgentFailed, message)
+/// A `NEEDS_INPUT` answer: what the input lacks, as the question to ask the
+/// user. The caller's to answer, so it is never retried.
+pub(super) fn needs_input(question: impl Into<String>) -> DelegationError {
+    DelegationError::new(ErrorCode::NeedsInput, question)
 }
 
-/// The failure of an agent that found no transactions to work on.
-pub(super) fn failed_no_transactions(verb: &str) -> DelegationError {
-    failed(format!(
-        "no transactions to {verb}: expected an earlier step's 'transactions' artifact, a CSV statement \
-         (date, description, amount), receipt text with a TOTAL line, or lines like '2025-10-09 Starbucks 45.99'"
-    ))
+/// The question of an agent that found no transactions to work on; the
+/// same words from every agent, so Prime asks it once.
+pub(super) fn no_transactions() -> DelegationError {
+    needs_input(
+        "I don't have any transactions yet: upload a statement or receipt (--file statement.csv), paste the \
+         receipt text, or tell me lines like '2025-10-09 Starbucks 45.99'.",
+    )
 }
 
 /// One line per item, at most 50, then how many were left out.

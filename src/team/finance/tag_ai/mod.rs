@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::money::{self, Cents};
-use super::reply::{failed_no_transactions, list_lines};
+use super::reply::{list_lines, no_transactions};
 use super::transactions;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
@@ -32,7 +32,7 @@ impl Agent for TagAi {
         let found = transactions::from_task(task);
         let mut ts = found.transactions;
         if ts.is_empty() {
-            return Err(failed_no_transactions("categorize"));
+            return Err(no_transactions());
         }
         let changes = categorize_all(&mut ts);
         let currency = transactions::main_currency(&ts);
@@ -152,9 +152,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tag_ai_fails_without_transactions_and_without_its_tool() {
+    async fn tag_ai_asks_for_transactions_and_refuses_without_its_tool() {
         let err = run(Task::new("Categorize my stuff", "")).await.expect_err("nothing");
-        assert_eq!(err.code, ErrorCode::AgentFailed);
+        assert_eq!(err.code, ErrorCode::NeedsInput);
         let err = TagAi.run(&AgentContext::detached(["extract_receipt"]), &Task::new("x", "Starbucks 4.50")).await;
         assert_eq!(err.expect_err("refused").code, ErrorCode::ToolNotAllowed);
     }
