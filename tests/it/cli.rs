@@ -381,3 +381,19 @@ fn analyzing_spending_with_no_data_asks_the_user_instead_of_failing() {
     assert_eq!(r["requires_followup"], true);
     assert_eq!(r["execution"]["attempts"], 1);
 }
+
+/// issue 15 item 5: balances with no rate or minimum are not a plan; Blitz
+/// asks for what is missing instead of planning with a misread amount.
+#[test]
+fn blitz_asks_for_rates_and_minimums_instead_of_misreading_balances() {
+    let o = run(&["ask", "--json", "I have 9000 on my car loan and 2500 on a card. How do I pay them off?"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["status"], "needs_input", "{v}");
+    assert_eq!(children(&v["tree"]), ["blitz-debt"]);
+    let answer = v["answer"].as_str().unwrap();
+    for needle in ["car loan ($9,000.00)", "card ($2,500.00)", "interest rate (APR)", "minimum monthly payment"] {
+        assert!(answer.contains(needle), "{needle} missing from: {answer}");
+    }
+    assert!(!answer.contains("plan:") && !answer.contains("debt-free"), "no plan from guesses: {answer}");
+}

@@ -4,16 +4,18 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::money::{self, Cents, Labelled};
-use super::reply::{list_lines, needs_input};
+mod parse;
+
+pub use parse::{Request, parse_request};
+
+use super::money::{self, Cents};
+use super::reply::list_lines;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
 pub const TOOL: &str = "plan_debt";
 /// Fifty years; a plan that takes longer is treated as never finishing.
 pub const MAX_MONTHS: u32 = 600;
-const MAX_DEBTS: usize = 50;
-const MIN_PAYMENT_FLOOR: Cents = 2500;
 const MAX_BALANCE: Cents = 1_000_000_000_000_000;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -140,101 +142,6 @@ pub fn simulate(debts: &[Debt], monthly_payment: Cents, strategy: Strategy) -> P
     Plan { strategy, monthly_payment, months, total_interest: interest.iter().sum(), total_paid, payoff_order }
 }
 
-/// Debts, the extra monthly amount and the chosen strategy, read from text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Request {
-    pub debts: Vec<Debt>,
-    pub extra: Cents,
-    /// A total monthly budget, when the text gives one instead of an extra.
-    pub budget: Option<Cents>,
-    pub strategy: Strategy,
-    pub warnings: Vec<String>,
-}
-
-fn has_percent_or_rate(l: &[Labelled]) -> bool {
-    l.iter().any(|l| l.figure.is_percent || l.before_has(&["apr", "interest", "rate"]))
-}
-
-/// One debt per line: `Visa: $5,000 at 19.99% APR, minimum $150`, `Car loan
-/// balance 12000, 6.5% interest, min payment 250`. A line with "extra" or
-/// "budget" and no rate sets the monthly amount instead.
-pub fn parse_request(text: &str) -> Request {
-    let lower = text.to_lowercase();
-    let strategy = if lower.contains("snowball") && !lower.contains("avalanche") {
-        Strategy::Snowball
-    } else {
-        Strategy::Avalanche
-    };
-    let mut req = Request { debts: Vec::new(), extra: 0, budget: None, strategy, warnings: Vec::new() };
-    for line in text.lines().take(1000) {
-        let labelled = money::labelled_figures(line);
-        let mut amounts = Vec::new();
-        let (mut apr, mut minimum, mut balance) = (None, None, None);
-        for l in &labelled {
-            let v = l.figure.value;
-            if l.before_has(&["extra", "additional", "on top"]) || l.after_starts(&["extra", "additional", "more"]) {
-                req.extra = req.extra.max(v);
-            } else if l.before_has(&["budget", "afford", "can pay", "total of"]) && !l.figure.is_percent {
-                req.budget = Some(v);
-            } else if l.figure.is_percent || l.before_has(&["apr", "interest", "rate"]) || l.after_starts(&["apr"]) {
-                apr = apr.or(Some(v));
-            } else if l.before_has(&["min", "payment", "pay "])
-                || l.after_starts(&["min", "/month", "/mo", "per month", "a month", "monthly", "payment"])
-            {
-                minimum = minimum.or(Some(v));
-            } else if l.before_has(&["balance", "owe", "owing", "of"]) {
-                balance = balance.or(Some(v));
-            } else {
-                amounts.push(v);
-            }
-        }
-        let mut rest = amounts.into_iter();
-        let Some(balance) = balance.or_else(|| rest.next()).filter(|b| *b > 0) else {
-            continue;
-        };
-        if !has_percent_or_rate(&labelled) && minimum.is_none() {
-            continue;
-        }
-        let name = debt_name(line, labelled.first().map(|l| l.figure.start), req.debts.len() + 1);
-        let apr_bp = apr.unwrap_or_else(|| {
-            req.warnings.push(format!("No interest rate for {name}; assumed 0%."));
-            0
-        });
-        let mut debt = Debt { name, balance, apr_bp: apr_bp.clamp(0, 100_000), minimum: 0 };
-        debt.minimum = match minimum.or_else(|| rest.next()).filter(|m| *m > 0) {
-            Some(m) => m,
-            None => {
-                // A common card formula: the month's interest plus 1% of the balance.
-                let m = (debt.monthly_interest(balance) + balance / 100).max(MIN_PAYMENT_FLOOR).min(balance);
-                req.warnings.push(format!(
-                    "No minimum payment for {}; assumed {} (interest plus 1% of the balance).",
-                    debt.name,
-                    money::format(m, "USD")
-                ));
-                m
-            }
-        };
-        req.debts.push(debt);
-        if req.debts.len() >= MAX_DEBTS {
-            break;
-        }
-    }
-    req
-}
-
-fn debt_name(line: &str, first_figure: Option<usize>, n: usize) -> String {
-    let head = line.get(..first_figure.unwrap_or(line.len())).unwrap_or(line);
-    let head = head.split(':').next().unwrap_or(head);
-    const FILLER: &[&str] = &["my", "i", "owe", "balance", "of", "at", "with", "is", "-", "on", "the", "a", "have"];
-    let words: Vec<&str> = head
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '&'))
-        .filter(|w| !w.is_empty() && !FILLER.contains(&w.to_lowercase().as_str()))
-        .filter(|w| !(w.len() <= 3 && w.chars().all(|c| c.is_ascii_digit())))
-        .collect();
-    if words.is_empty() { format!("Debt {n}") } else { words.join(" ") }
-}
-
 fn plan_json(plan: &Plan) -> Value {
     json!({
         "strategy": plan.strategy.name(),
@@ -255,14 +162,13 @@ pub struct BlitzDebt;
 impl Agent for BlitzDebt {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
-        let text = format!("{}\n{}", task.objective, task.input);
-        let mut req = parse_request(&text);
-        if req.debts.is_empty() {
-            return Err(needs_input(
-                "Which debts should I plan? Tell me each one's balance, interest rate (APR) and minimum payment, \
-                 e.g. 'Visa: $5,000 at 19.99% APR, minimum $150', and what extra you can pay each month.",
-            ));
-        }
+        let text = if task.input.trim() == task.objective.trim() {
+            task.objective.clone()
+        } else {
+            format!("{}\n{}", task.objective, task.input)
+        };
+        // what the text does not say is asked, never assumed
+        let mut req = parse_request(&text)?;
         let currency = money::detect_currency(&text).unwrap_or("USD");
         let fmt = |c: Cents| money::format(c, currency);
         let minimums: Cents = req.debts.iter().map(|d| d.minimum).sum();
@@ -409,7 +315,8 @@ mod tests {
     fn blitz_parses_debts_and_extra() {
         let req = parse_request(
             "Car loan balance 12000, 6.5% interest, min payment 250\nVisa $5,000 19.99% $150 min\nextra $300/month",
-        );
+        )
+        .expect("every field given");
         assert_eq!(
             req.debts,
             vec![
