@@ -168,6 +168,20 @@ pub(super) fn ssn_ok(area: u32, group: u32, serial: u32) -> bool {
     !matches!(area, 0 | 666 | 900..) && group != 0 && serial != 0
 }
 
+/// A day that exists on the Gregorian calendar (29 February only in leap
+/// years), in a year someone alive or lately dead could have been born.
+pub(super) fn birth_date_ok(year: u32, month: u32, day: u32) -> bool {
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1870..=2099).contains(&year) && (1..=days).contains(&day)
+}
+
 /// Value of a run of ASCII digits (`None` if anything else, or too long).
 pub(super) fn number(digits: &str) -> Option<u32> {
     (!digits.is_empty() && digits.len() <= 9 && digits.bytes().all(|b| b.is_ascii_digit()))
@@ -217,5 +231,18 @@ mod tests {
         assert!(!ssn_ok(912, 45, 6789));
         assert!(!ssn_ok(123, 0, 6789));
         assert!(!ssn_ok(123, 45, 0));
+    }
+
+    #[test]
+    fn birth_dates_exist_on_the_calendar() {
+        assert!(birth_date_ok(1985, 3, 14));
+        assert!(birth_date_ok(2000, 2, 29));
+        assert!(birth_date_ok(1984, 12, 31));
+        assert!(!birth_date_ok(1900, 2, 29));
+        assert!(!birth_date_ok(1985, 2, 29));
+        assert!(!birth_date_ok(1985, 4, 31));
+        assert!(!birth_date_ok(1985, 13, 1));
+        assert!(!birth_date_ok(1985, 3, 0));
+        assert!(!birth_date_ok(1066, 10, 14));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::checksums::{card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
+use super::checksums::{birth_date_ok, card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
 use super::vault::{ends_with_token, starts_with_token};
 use super::{Finding, PiiKind};
 
@@ -32,6 +32,26 @@ static SSN_LABELLED: LazyLock<Regex> =
 static SIN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[ -][0-9]{3}[ -][0-9]{3}"));
 static SIN_LABELLED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:sin|social insurance(?: number)?)\b[^0-9\n]{0,24}?([0-9]{9})"));
+/// Month names as people write them, whole or cut short (`Mar`, `Sept`).
+const MONTHS: &str = "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?";
+/// A label that makes the date a birth date, then separators or a linking
+/// word (`born on`, `DOB is:`), then the date as people write it: the date
+/// alone is the value. Letters other than those words keep a label from
+/// reaching a date further on (`DOB unknown, paid 2025-10-09`).
+static DOB_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        concat!(
+            r"(?i)\b(?:dob|d\.o\.b|date of birth|birth[ -]?date|birthday|born)\b\.?",
+            r"(?:[ \t:=#,(-]|\b(?:is|was|on|the)\b){{0,8}}(",
+            r"[0-9]{{4}}-[0-9]{{1,2}}-[0-9]{{1,2}}",
+            r"|[0-9]{{1,2}}[/.-][0-9]{{1,2}}[/.-](?:[0-9]{{4}}|[0-9]{{2}})",
+            r"|(?:{m})\.? [0-9]{{1,2}}(?:st|nd|rd|th)?,? [0-9]{{4}}",
+            r"|[0-9]{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{m})\.?,? [0-9]{{4}}",
+            r")"
+        ),
+        m = MONTHS
+    ))
+});
 /// Credentials, each by the shape its issuer gives it.
 static SECRETS: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
@@ -74,10 +94,11 @@ static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 8] = [
 ];
 
 /// Patterns whose first group is the value and the rest its label.
-static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 3] = [
+static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 4] = [
     (&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok),
     (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok),
     (&SIN_LABELLED, PiiKind::Sin, sin_span_ok),
+    (&DOB_LABELLED, PiiKind::Dob, dob_span_ok),
 ];
 
 /// Compiles every pattern now rather than on the first message.
@@ -123,14 +144,16 @@ impl Chosen {
 }
 
 /// When rules overlap, the one whose checksum held wins over structure-only
-/// rules, and anything wins over phone (the loosest rule); then the longer
+/// rules, those over the kinds that lean on a label or on words (birth
+/// dates), and anything wins over phone (the loosest rule); then the longer
 /// match.
 fn strength(kind: PiiKind) -> u8 {
     match kind {
-        PiiKind::Secret => 4,
-        PiiKind::Card | PiiKind::Iban | PiiKind::Sin => 3,
+        PiiKind::Secret => 5,
+        PiiKind::Card | PiiKind::Iban | PiiKind::Sin => 4,
+        PiiKind::Email | PiiKind::Ssn | PiiKind::Ip => 3,
+        PiiKind::Dob => 2,
         PiiKind::Phone => 1,
-        _ => 2,
     }
 }
 
@@ -366,6 +389,50 @@ fn ssn_span_ok(text: &str, start: usize, end: usize) -> bool {
         return false;
     };
     ssn_ok(area, group, serial) && stands_alone(PiiKind::Ssn, text, start, end)
+}
+
+/// `1985-03-14`, `03/14/1985` or `14/03/1985` (one separator throughout;
+/// either reading will do), `14.03.85`, `March 14, 1985`, `14th of Mar
+/// 1985`: a day that exists, standing alone.
+fn dob_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let parts: Vec<&str> = span.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| !p.is_empty()).collect();
+    let exists = if span.bytes().any(|b| b.is_ascii_alphabetic()) {
+        // A month word, a day (perhaps `14th`), a four-digit year.
+        let month = parts.iter().find_map(|p| month_number(p));
+        let day = parts.iter().find_map(|p| number(p.trim_end_matches(|c: char| c.is_ascii_alphabetic())));
+        let year = parts.iter().rev().find_map(|p| number(p).filter(|_| p.len() == 4));
+        matches!((year, month, day), (Some(y), Some(m), Some(d)) if d < 100 && birth_date_ok(y, m, d))
+    } else {
+        let mut seps = span.bytes().filter(|b| !b.is_ascii_digit());
+        let one_separator = seps.next().is_some_and(|first| seps.all(|b| b == first));
+        let [a, b, c] = parts.as_slice() else {
+            return false;
+        };
+        let [Some(x), Some(y), Some(z)] = [a, b, c].map(|p| number(p)) else {
+            return false;
+        };
+        let exists = match (a.len(), c.len()) {
+            (4, _) => birth_date_ok(x, y, z),
+            // A two-digit year may be either century.
+            (_, 2) => {
+                [1900, 2000].iter().any(|century| birth_date_ok(century + z, x, y) || birth_date_ok(century + z, y, x))
+            }
+            _ => birth_date_ok(z, x, y) || birth_date_ok(z, y, x),
+        };
+        one_separator && exists
+    };
+    exists && stands_alone(PiiKind::Dob, text, start, end)
+}
+
+/// 1 for `jan`, `Jan.`, `January` … 12 for `december`.
+fn month_number(word: &str) -> Option<u32> {
+    const NAMES: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    let head = word.get(..3)?.to_ascii_lowercase();
+    let n = NAMES.iter().position(|&m| m == head)?;
+    u32::try_from(n + 1).ok()
 }
 
 fn ipv4_ok(text: &str, start: usize, end: usize) -> bool {

@@ -13,6 +13,7 @@
 //! | `IBAN`  | upper-case country, check digits, BBAN; compact or groups of four; the country's length; mod 97 == 1 |
 //! | `SSN`   | `AAA-GG-SSSS` or `AAA GG SSSS`; bare nine digits only a few words after `SSN`/`social security`; area not 000, 666, 9xx; group not 00; serial not 0000 |
 //! | `IP`    | IPv4 (std parsing: octets ≤ 255, no leading zeros; not after `version`, `v`, `build`…), IPv6 (std parsing, ≥ 4 hex digits and a decimal digit, so not `::1` nor `std::io`; not a stretch of a longer `a:b:…` chain) |
+//! | `DOB`   | a date only right after a label (`DOB`, `D.O.B.`, `date of birth`, `birth date`, `birthday`, `born`, with `is`/`was`/`on`/`the` between): `1985-03-14`, `03/14/1985`, `14/03/1985`, `14.03.1985`, `3/4/85`, `March 14, 1985`, `14 March 1985`, `Mar 14 1985`; the day must exist; the label stays |
 //!
 //! A value must stand alone: a letter, digit, `@` or currency sign right next
 //! to it, or a `.`/`-`/`_` joining it to one (`1.2.3.4.5`, `ORD-415-555-2671`),
@@ -60,11 +61,13 @@ pub enum PiiKind {
     Sin,
     /// An API key, access token or private key (`sk-…`, `AKIA…`, `ghp_…`, a JWT, a PEM block).
     Secret,
+    /// A date of birth: a date right after a label such as `DOB` or `born`.
+    Dob,
 }
 
 impl PiiKind {
-    pub const ALL: [PiiKind; 8] =
-        [Self::Email, Self::Phone, Self::Card, Self::Iban, Self::Ssn, Self::Ip, Self::Sin, Self::Secret];
+    pub const ALL: [PiiKind; 9] =
+        [Self::Email, Self::Phone, Self::Card, Self::Iban, Self::Ssn, Self::Ip, Self::Sin, Self::Secret, Self::Dob];
 
     /// `EMAIL` in `<EMAIL_1>`.
     pub fn prefix(self) -> &'static str {
@@ -77,6 +80,7 @@ impl PiiKind {
             Self::Ip => "IP",
             Self::Sin => "SIN",
             Self::Secret => "SECRET",
+            Self::Dob => "DOB",
         }
     }
 

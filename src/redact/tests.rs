@@ -360,3 +360,40 @@ fn stretches_of_long_colon_chains_are_not_ipv6() {
 fn a_shorter_reading_survives_when_the_longer_one_overlaps() {
     assert_eq!(redact("2001:db8::1 415-555-2671"), "<IP_1> <PHONE_1>");
 }
+
+#[test]
+fn labelled_birth_dates_are_found_without_their_label() {
+    assert_one(
+        PiiKind::Dob,
+        &[
+            ("DOB: 1985-03-14", "1985-03-14"),
+            ("dob 03/14/1985, member since 2019", "03/14/1985"),
+            ("D.O.B. 14/03/1985", "14/03/1985"),
+            ("Date of birth: 14.03.1985.", "14.03.1985"),
+            ("I was born on March 14, 1985 in Ohio", "March 14, 1985"),
+            ("born 14 March 1985", "14 March 1985"),
+            ("Birthday - Mar 14 1985", "Mar 14 1985"),
+            ("birth date is 29/02/2000", "29/02/2000"),
+            ("Birthdate: Sept. 5, 1990", "Sept. 5, 1990"),
+            ("Patient (DOB 3/4/85) seen today", "3/4/85"),
+            ("born on the 1st of May 1990", "1st of May 1990"),
+        ],
+    );
+}
+
+#[test]
+fn unlabelled_and_impossible_dates_are_not_birth_dates() {
+    assert_none(&[
+        "2025-10-09 Starbucks 45.99",
+        "due by 2026-12-01",
+        "Statement 03/14/2025 to 04/13/2025",
+        "paid on March 14, 2025",
+        "DOB unknown, paid 2025-10-09",
+        "DOB: 1985-02-29",
+        "DOB: 14/14/1985",
+        "born 1985-03-14T10:00",
+        "DOB: 1985-03-145",
+        "reborn 1985-03-14",
+        "birth certificate issued 2001-05-06",
+    ]);
+}
