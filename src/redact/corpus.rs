@@ -332,6 +332,121 @@ fn dob_look_alike(rng: &mut Rng) -> String {
     }
 }
 
+/// A street address: number, name, suffix in its many spellings, perhaps a
+/// direction, a unit, a city with state and ZIP or province and postal code.
+fn address(rng: &mut Rng) -> (String, String) {
+    const NAMES: &[&str] = &[
+        "Main",
+        "Oak",
+        "Maple",
+        "Elm",
+        "Cedar Hill",
+        "Pennsylvania",
+        "5th",
+        "42nd",
+        "Martin Luther King Jr.",
+        "O'Connell",
+        "St. Claire",
+        "N Broad",
+        "W. Lake",
+        "Evergreen",
+        "Old Mill",
+        "Sunset",
+        "Baker",
+    ];
+    const SUFFIXES: &[&str] = &[
+        "Street",
+        "St",
+        "St.",
+        "Avenue",
+        "Ave",
+        "Ave.",
+        "Road",
+        "Rd",
+        "Boulevard",
+        "Blvd",
+        "Lane",
+        "Ln",
+        "Drive",
+        "Dr",
+        "Court",
+        "Ct",
+        "Way",
+        "Place",
+        "Pl",
+        "Terrace",
+        "Circle",
+        "Parkway",
+        "Highway",
+        "street",
+        "ST",
+        "AVE",
+    ];
+    const UNITS: &[&str] = &["Apt 4B", "Apt. 12", "Suite 200", "Unit 5", "#12", "Ste 310"];
+    const CITIES: &[(&str, &str)] = &[
+        ("Springfield", "IL"),
+        ("New York", "NY"),
+        ("San Francisco", "CA"),
+        ("Austin", "TX"),
+        ("Salt Lake City", "UT"),
+        ("St. Louis", "MO"),
+    ];
+    const CANADA: &[(&str, &str)] = &[("Toronto", "ON"), ("Ottawa", "ON"), ("Vancouver", "BC"), ("Montréal", "QC")];
+    let letters = |rng: &mut Rng| char::from(b'A' + rng.below(26) as u8);
+    let digits = rng.range(1, 5) as usize;
+    let mut raw = format!("{}{}", rng.range(1, 9), rng.digits(digits - 1));
+    if rng.chance(5) {
+        raw.push(letters(rng));
+    }
+    if rng.chance(10) {
+        // Everything in lower case, as typed in a hurry.
+        let name = *rng.pick(&["main", "oak", "elm", "park"]);
+        raw = format!("{raw} {name} {}", rng.pick(&["st", "ave", "rd", "dr", "blvd"]));
+        return (raw.clone(), raw);
+    }
+    raw = format!("{raw} {} {}", rng.pick(NAMES), rng.pick(SUFFIXES));
+    if rng.chance(10) {
+        raw = format!("{raw} {}", rng.pick(&["NW", "SE", "N", "E"]));
+    }
+    if rng.chance(30) {
+        raw = format!("{raw}{}{}", rng.pick(&[" ", ", "]), rng.pick(UNITS));
+    }
+    if rng.chance(30) {
+        let &(city, state) = rng.pick(CITIES);
+        let zip = if rng.chance(30) { format!("{}-{}", rng.digits(5), rng.digits(4)) } else { rng.digits(5) };
+        raw = format!("{raw}, {city}, {state} {zip}");
+    } else if rng.chance(15) {
+        let &(city, province) = rng.pick(CANADA);
+        let (l, d) = (letters, |rng: &mut Rng| char::from(b'0' + rng.below(10) as u8));
+        let code = format!("{}{}{} {}{}{}", l(rng), d(rng), l(rng), d(rng), l(rng), d(rng));
+        raw = format!("{raw}, {city}, {province} {code}");
+    } else if raw.ends_with('.') {
+        // A lone abbreviation's `.` reads as the end of the sentence.
+        raw.pop();
+    }
+    (raw.clone(), raw)
+}
+
+/// A number before words, a street's name without a house number, routes.
+fn address_look_alike(rng: &mut Rng) -> String {
+    let n = rng.range(2, 99);
+    let street = *rng.pick(&["Main Street", "Oak Avenue", "Park Road", "Sunset Blvd", "Elm St"]);
+    match rng.below(12) {
+        0 => format!("{n} St. Patrick's Day parties"),
+        1 => format!("{n} Main courses and {} desserts", rng.range(2, 9)),
+        2 => format!("Route {n} and Highway {} traffic", rng.range(1, 9)),
+        3 => format!("Order {} shipped to the {street} store", rng.digits(5)),
+        4 => format!("${n} at {street} Cafe"),
+        5 => format!("Chapter {n} Drive Train"),
+        6 => format!("walked {n} blocks down the road"),
+        7 => format!("found {n} bugs along the way"),
+        8 => format!("Exit {n} {street}"),
+        9 => format!("On {} {n} {street} was closed", rng.pick(MONTH_NAMES)),
+        10 => format!("drove {n} miles on the highway"),
+        _ => format!("Top {n} Places To Visit"),
+    }
+}
+
 const VALID_SENTENCES: &[&str] = &[
     "Please contact me at {} tomorrow.",
     "My details: {} (private).",
@@ -504,7 +619,7 @@ fn fill(template: &str, value: &str) -> (String, usize) {
 fn corpus_recall_and_false_positives() {
     type Generator = fn(&mut Rng) -> (String, String);
     type LookAlike = fn(&mut Rng) -> String;
-    let generators: [(PiiKind, Generator); 9] = [
+    let generators: [(PiiKind, Generator); 10] = [
         (PiiKind::Email, email),
         (PiiKind::Phone, phone),
         (PiiKind::Card, card),
@@ -514,10 +629,12 @@ fn corpus_recall_and_false_positives() {
         (PiiKind::Sin, sin),
         (PiiKind::Secret, secret),
         (PiiKind::Dob, dob),
+        (PiiKind::Address, address),
     ];
     // Look-alikes of the kinds that lean on a label or on words, each
     // measured on its own besides the shared look-alikes.
-    let look_alike_generators: [(PiiKind, LookAlike); 1] = [(PiiKind::Dob, dob_look_alike)];
+    let look_alike_generators: [(PiiKind, LookAlike); 2] =
+        [(PiiKind::Dob, dob_look_alike), (PiiKind::Address, address_look_alike)];
     const PER_KIND: u32 = 500;
     let (r, mut rng) = (Redactor::new(), Rng(0x5317_c4b0));
     let (mut valid, mut hits, mut misses) = (0, 0, Vec::new());
@@ -602,6 +719,8 @@ fn pii_soup() -> impl Strategy<Value = String> {
         Just("DOB: ".to_owned()),
         Just("1985-03-14".to_owned()),
         Just("March 14, 1985".to_owned()),
+        Just("12 Main St".to_owned()),
+        Just(", Springfield, IL 62704".to_owned()),
         "[0-9]{1,6}",
         "[ .:@<>_/+()-]",
         "[a-zA-Z]{1,3}",

@@ -52,6 +52,34 @@ static DOB_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
         m = MONTHS
     ))
 });
+/// Street suffixes written out: a `.` after one ends a sentence.
+const STREET_WORDS: &str = "street|avenue|road|boulevard|lane|drive|court|way|place|terrace|circle|parkway|highway|square|trail|crescent|alley|plaza|expressway|freeway|turnpike";
+/// Street suffixes cut short, which may take a `.`.
+const STREET_ABBREVIATIONS: &str =
+    "st|ave|av|rd|blvd|ln|dr|ct|pl|ter|terr|cir|pkwy|hwy|sq|trl|cres|aly|plz|expy|fwy|tpke";
+const US_STATES: &str = "AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|PR|GU|VI|AS|MP";
+const PROVINCES: &str = "AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT";
+/// House number, street name words (fewest first), suffix; then, as `rest`,
+/// a direction, a unit, and a city with a state and ZIP or a province and
+/// postal code, each optional. `detect::addresses` judges the words.
+static ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        concat!(
+            r"[1-9][0-9]{{0,5}}(?:-[0-9]{{1,5}})?[A-Za-z]?",
+            r"(?P<name>(?: (?:\p{{L}}[\p{{L}}'.-]*|[0-9]{{1,3}}(?:st|nd|rd|th))){{1,4}}?) ",
+            r"(?P<suffix>(?i:{words})\b|(?i:{abbreviations})\b\.?)",
+            r"(?P<rest>(?: (?:N|S|E|W|NE|NW|SE|SW)\b)?",
+            r"(?:,? (?i:apt|apartment|suite|ste|unit|room|rm|floor|fl)\.? ?#?[0-9A-Za-z-]{{1,6}}\b|,? #[0-9A-Za-z-]{{1,6}}\b)?",
+            r"(?:,? {city},? (?:{states}) [0-9]{{5}}(?:-[0-9]{{4}})?\b",
+            r"|,? {city},? (?:{provinces}),? [A-Z][0-9][A-Z] ?[0-9][A-Z][0-9]\b)?)",
+        ),
+        words = STREET_WORDS,
+        abbreviations = STREET_ABBREVIATIONS,
+        city = r"[A-Z][\p{L}'.-]*(?: [A-Z][\p{L}'.-]*){0,2}",
+        states = US_STATES,
+        provinces = PROVINCES,
+    ))
+});
 /// Credentials, each by the shape its issuer gives it.
 static SECRETS: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
@@ -104,7 +132,7 @@ static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 4] = [
 /// Compiles every pattern now rather than on the first message.
 pub(super) fn warm_up() {
     let rules = RULES.iter().map(|r| r.0);
-    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([&EMAIL, &VERSION_LABEL, &SECRETS]) {
+    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([&EMAIL, &VERSION_LABEL, &SECRETS, &ADDRESS]) {
         LazyLock::force(re);
     }
 }
@@ -145,14 +173,14 @@ impl Chosen {
 
 /// When rules overlap, the one whose checksum held wins over structure-only
 /// rules, those over the kinds that lean on a label or on words (birth
-/// dates), and anything wins over phone (the loosest rule); then the longer
+/// dates, street addresses), and anything wins over phone (the loosest rule); then the longer
 /// match.
 fn strength(kind: PiiKind) -> u8 {
     match kind {
         PiiKind::Secret => 5,
         PiiKind::Card | PiiKind::Iban | PiiKind::Sin => 4,
         PiiKind::Email | PiiKind::Ssn | PiiKind::Ip => 3,
-        PiiKind::Dob => 2,
+        PiiKind::Dob | PiiKind::Address => 2,
         PiiKind::Phone => 1,
     }
 }
@@ -182,6 +210,7 @@ fn detect(text: &str) -> Chosen {
         for &(re, kind, valid) in &LABELLED {
             labelled(re, text, kind, &mut found, valid);
         }
+        addresses(text, &mut found);
     }
     found.sort_by_key(|f| (Reverse(strength(f.kind)), Reverse(f.end - f.start), f.start));
     for f in found {
@@ -220,6 +249,134 @@ fn labelled(re: &Regex, text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid
             out.push(Finding { kind, start: g.start(), end: g.end() });
         }
     }
+}
+
+/// Street addresses: each match of [`ADDRESS`] whose number stands alone
+/// and is not a chapter's, a route's or a day's (`Route 66`, `March 14`),
+/// and whose name reads as a street's: capitalised words or ordinals (`12
+/// Main St`, `500 5th Avenue`), or at most two lower-case words before an
+/// abbreviation (`12 main st`), never a function word (`2 bugs along the
+/// way`). Both the whole match and the street alone are offered, in case the
+/// longer one clashes.
+fn addresses(text: &str, out: &mut Vec<Finding>) {
+    let kind = PiiKind::Address;
+    let mut pos = 0;
+    while let Some(caps) = ADDRESS.captures_at(text, pos) {
+        let (Some(all), Some(name), Some(suffix), Some(rest)) =
+            (caps.get(0), caps.name("name"), caps.name("suffix"), caps.name("rest"))
+        else {
+            break;
+        };
+        let start = all.start();
+        let head = text.get(..start).unwrap_or_default();
+        if left_free(kind, head) && !after_number_word(head) && street_name_ok(name.as_str(), suffix.as_str()) {
+            let street_end = suffix.end() - usize::from(suffix.as_str().ends_with('.'));
+            let ends = [(!rest.as_str().is_empty()).then_some(all.end()), Some(street_end)];
+            for end in ends.into_iter().flatten() {
+                if text.get(end..).is_some_and(|tail| right_free(kind, tail)) {
+                    out.push(Finding { kind, start, end });
+                }
+            }
+        }
+        pos = next_char(text, start);
+        while pos < text.len() && !text.get(..pos).is_some_and(|head| left_free(kind, head)) {
+            pos = next_char(text, pos);
+        }
+    }
+}
+
+/// Whether the word before a number makes it something other than a house
+/// number: `Route 66`, `Chapter 12`, `Exit 4`, `March 14`, `Order 12345`.
+fn after_number_word(head: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "chapter",
+        "ch",
+        "route",
+        "rte",
+        "highway",
+        "hwy",
+        "interstate",
+        "exit",
+        "page",
+        "pg",
+        "p",
+        "pp",
+        "step",
+        "section",
+        "sec",
+        "part",
+        "episode",
+        "ep",
+        "season",
+        "order",
+        "item",
+        "room",
+        "gate",
+        "level",
+        "floor",
+        "platform",
+        "figure",
+        "fig",
+        "table",
+        "vol",
+        "volume",
+        "no",
+        "number",
+        "top",
+        "version",
+        "issue",
+        "line",
+        "bus",
+        "track",
+        "lesson",
+        "flight",
+        "grade",
+        "week",
+        "day",
+        "year",
+        "jan",
+        "january",
+        "feb",
+        "february",
+        "mar",
+        "march",
+        "apr",
+        "april",
+        "may",
+        "jun",
+        "june",
+        "jul",
+        "july",
+        "aug",
+        "august",
+        "sep",
+        "sept",
+        "september",
+        "oct",
+        "october",
+        "nov",
+        "november",
+        "dec",
+        "december",
+    ];
+    let word = head.trim_end_matches([' ', '#', ':', '.']);
+    let word = &word[word.rfind(|c: char| !c.is_alphabetic()).map_or(0, |i| i + 1)..];
+    WORDS.iter().any(|w| w.eq_ignore_ascii_case(word))
+}
+
+/// Whether the words between a house number and a street suffix name a
+/// street (see [`addresses`]).
+fn street_name_ok(name: &str, suffix: &str) -> bool {
+    const FUNCTION_WORDS: &[&str] = &[
+        "the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "by", "with", "from", "my", "your", "our",
+        "his", "her", "their", "its", "this", "that", "is", "are", "was", "were",
+    ];
+    let words: Vec<&str> = name.split_whitespace().collect();
+    let function_word = words.iter().any(|w| FUNCTION_WORDS.iter().any(|f| f.eq_ignore_ascii_case(w)));
+    let capitalised = words.iter().all(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()));
+    let abbreviated = !STREET_WORDS.split('|').any(|w| w.eq_ignore_ascii_case(suffix.trim_end_matches('.')));
+    let lower_case = words.len() <= 2 && words.iter().all(|w| w.starts_with(char::is_lowercase));
+    !function_word && (capitalised || (abbreviated && lower_case))
 }
 
 fn next_char(text: &str, i: usize) -> usize {

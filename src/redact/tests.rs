@@ -397,3 +397,47 @@ fn unlabelled_and_impossible_dates_are_not_birth_dates() {
         "birth certificate issued 2001-05-06",
     ]);
 }
+
+#[test]
+fn street_addresses_with_units_and_cities_are_found() {
+    assert_one(
+        PiiKind::Address,
+        &[
+            ("Ship to 123 Main Street please", "123 Main Street"),
+            ("I live at 42 Oak Ave. since May", "42 Oak Ave"),
+            ("1600 Pennsylvania Avenue NW, Washington, DC 20500", "1600 Pennsylvania Avenue NW, Washington, DC 20500"),
+            ("221B Baker Street.", "221B Baker Street"),
+            ("12 main st", "12 main st"),
+            ("500 5th Ave, Apt 4B", "500 5th Ave, Apt 4B"),
+            ("742 Evergreen Terrace, Springfield, IL 62704-1234.", "742 Evergreen Terrace, Springfield, IL 62704-1234"),
+            (
+                "Office: 350 Fifth Avenue Suite 200, New York, NY 10118",
+                "350 Fifth Avenue Suite 200, New York, NY 10118",
+            ),
+            ("24 Sussex Dr., Ottawa, ON K1A 0A2", "24 Sussex Dr., Ottawa, ON K1A 0A2"),
+            ("9 Martin Luther King Jr. Blvd #12", "9 Martin Luther King Jr. Blvd #12"),
+            ("10 Downing Street", "10 Downing Street"),
+            ("$45 at 88 Elm Rd", "88 Elm Rd"),
+        ],
+    );
+}
+
+#[test]
+fn number_and_word_phrases_are_not_addresses() {
+    assert_none(&[
+        "3 St. Patrick's Day parties",
+        "2 Main courses",
+        "Route 66",
+        "Highway 1 traffic",
+        "Order 12345 shipped",
+        "$45 at Main Street Cafe",
+        "Chapter 12 Drive Train",
+        "walked 3 blocks down the road",
+        "found 2 bugs along the way",
+        "Chapter 3 The Long Way Home",
+        "Exit 12 Main Street",
+        "On March 14 Main Street was closed",
+        "drove 10 miles on the highway",
+        "Top 10 Places To Visit",
+    ]);
+}
