@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::checksums::{birth_date_ok, card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
+use super::checksums::{aba_ok, birth_date_ok, card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
 use super::vault::{ends_with_token, starts_with_token};
 use super::{Finding, PiiKind};
 
@@ -80,6 +80,20 @@ static ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
         provinces = PROVINCES,
     ))
 });
+/// A routing number a few words after its label (`routing number:`, `ABA`).
+static ROUTING_LABELLED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:routing|aba|rtn)\b[^0-9\n]{0,24}?([0-9]{9})"));
+/// An account number right after its label: `account number is`, `Acct #:`,
+/// `A/C`, `acc no.`; other words between keep it out (`account ending in`,
+/// `account balance`).
+static ACCOUNT_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?i)\b(?:(?:account|acct|a/c)\b\.?(?:\s*(?:number|num|nbr|no)\b\.?|\s*#)?",
+        r"|acc\b\.?(?:\s*(?:number|no)\b\.?|\s*#))",
+        r"(?:\s+is)?\s*[:#=]?\s*([0-9]{6,17})",
+    ))
+});
+static DIGIT_RUN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]+"));
 /// Credentials, each by the shape its issuer gives it.
 static SECRETS: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
@@ -122,17 +136,25 @@ static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 8] = [
 ];
 
 /// Patterns whose first group is the value and the rest its label.
-static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 4] = [
+static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 5] = [
     (&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok),
     (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok),
     (&SIN_LABELLED, PiiKind::Sin, sin_span_ok),
     (&DOB_LABELLED, PiiKind::Dob, dob_span_ok),
+    (&ROUTING_LABELLED, PiiKind::BankAccount, routing_span_ok),
 ];
 
 /// Compiles every pattern now rather than on the first message.
 pub(super) fn warm_up() {
     let rules = RULES.iter().map(|r| r.0);
-    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([&EMAIL, &VERSION_LABEL, &SECRETS, &ADDRESS]) {
+    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([
+        &EMAIL,
+        &VERSION_LABEL,
+        &SECRETS,
+        &ADDRESS,
+        &ACCOUNT_LABELLED,
+        &DIGIT_RUN,
+    ]) {
         LazyLock::force(re);
     }
 }
@@ -173,14 +195,15 @@ impl Chosen {
 
 /// When rules overlap, the one whose checksum held wins over structure-only
 /// rules, those over the kinds that lean on a label or on words (birth
-/// dates, street addresses), and anything wins over phone (the loosest rule); then the longer
+/// dates, street addresses, bank accounts: `account 4111111111111111` is a
+/// card), and anything wins over phone (the loosest rule); then the longer
 /// match.
 fn strength(kind: PiiKind) -> u8 {
     match kind {
         PiiKind::Secret => 5,
         PiiKind::Card | PiiKind::Iban | PiiKind::Sin => 4,
         PiiKind::Email | PiiKind::Ssn | PiiKind::Ip => 3,
-        PiiKind::Dob | PiiKind::Address => 2,
+        PiiKind::Dob | PiiKind::Address | PiiKind::BankAccount => 2,
         PiiKind::Phone => 1,
     }
 }
@@ -211,6 +234,7 @@ fn detect(text: &str) -> Chosen {
             labelled(re, text, kind, &mut found, valid);
         }
         addresses(text, &mut found);
+        bank_accounts(text, &mut found);
     }
     found.sort_by_key(|f| (Reverse(strength(f.kind)), Reverse(f.end - f.start), f.start));
     for f in found {
@@ -281,6 +305,40 @@ fn addresses(text: &str, out: &mut Vec<Finding>) {
         pos = next_char(text, start);
         while pos < text.len() && !text.get(..pos).is_some_and(|head| left_free(kind, head)) {
             pos = next_char(text, pos);
+        }
+    }
+}
+
+/// Labelled account numbers, and unlabelled routing numbers right beside one
+/// (`acct 12345678, 021000021`, `021000021 / acct 12345678`): only
+/// separators between the routing number and the account's label or number.
+fn bank_accounts(text: &str, out: &mut Vec<Finding>) {
+    let kind = PiiKind::BankAccount;
+    let mut accounts = Vec::new();
+    for caps in ACCOUNT_LABELLED.captures_iter(text) {
+        let (Some(all), Some(number)) = (caps.get(0), caps.get(1)) else {
+            continue;
+        };
+        let after_token = ends_with_token(text.get(..all.start()).unwrap_or_default());
+        if !after_token && stands_alone(kind, text, number.start(), number.end()) {
+            out.push(Finding { kind, start: number.start(), end: number.end() });
+            accounts.push((all.start(), number.end()));
+        }
+    }
+    if accounts.is_empty() {
+        return;
+    }
+    let separators = |gap: Option<&str>| {
+        gap.is_some_and(|g| g.len() <= 5 && g.bytes().all(|b| matches!(b, b' ' | b',' | b';' | b'/' | b'|' | b':')))
+    };
+    for run in DIGIT_RUN.find_iter(text) {
+        let (start, end) = (run.start(), run.end());
+        let beside = accounts.iter().any(|&(label, number_end)| {
+            (end <= label && separators(text.get(end..label)))
+                || (number_end <= start && separators(text.get(number_end..start)))
+        });
+        if beside && routing_span_ok(text, start, end) {
+            out.push(Finding { kind, start, end });
         }
     }
 }
@@ -590,6 +648,12 @@ fn month_number(word: &str) -> Option<u32> {
     let head = word.get(..3)?.to_ascii_lowercase();
     let n = NAMES.iter().position(|&m| m == head)?;
     u32::try_from(n + 1).ok()
+}
+
+/// Nine digits that pass [`aba_ok`], standing alone.
+fn routing_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let digits: Vec<u8> = text.get(start..end).unwrap_or_default().bytes().map(|b| b.wrapping_sub(b'0')).collect();
+    aba_ok(&digits) && stands_alone(PiiKind::BankAccount, text, start, end)
 }
 
 fn ipv4_ok(text: &str, start: usize, end: usize) -> bool {

@@ -441,3 +441,59 @@ fn number_and_word_phrases_are_not_addresses() {
         "Top 10 Places To Visit",
     ]);
 }
+
+#[test]
+fn routing_and_account_numbers_are_found() {
+    assert_one(
+        PiiKind::BankAccount,
+        &[
+            ("Routing number: 021000021", "021000021"),
+            ("ABA 011000015 (Chase)", "011000015"),
+            ("RTN:121000358.", "121000358"),
+            ("routing # for wires is 021000021", "021000021"),
+            ("Account number: 12345678", "12345678"),
+            ("acct # 000123456789", "000123456789"),
+            ("my account number is 9876543210", "9876543210"),
+            ("A/C 1234567, thanks", "1234567"),
+            ("Acc No. 30012345678", "30012345678"),
+            ("account 021000022", "021000022"), // an account number has no check digit
+        ],
+    );
+    assert_eq!(
+        found("acct 12345678, 021000021"),
+        [(PiiKind::BankAccount, "12345678"), (PiiKind::BankAccount, "021000021")]
+    );
+    assert_eq!(
+        found("wire to 021000021 / acct: 9876543210"),
+        [(PiiKind::BankAccount, "021000021"), (PiiKind::BankAccount, "9876543210")]
+    );
+    assert_eq!(redact("Routing 021000021, account 12345678"), "Routing <BANK_1>, account <BANK_2>");
+}
+
+#[test]
+fn unlabelled_or_failing_bank_numbers_are_left_alone() {
+    assert_none(&[
+        "Order 021000021 shipped",
+        "tracking 121000358",
+        "021000021",
+        "routing number 021000022",
+        "ABA 123456789",
+        "routing 0210000210",
+        "account ending in 1234",
+        "account ****5678",
+        "account balance 12345.67",
+        "acct 12345",
+        "3 accounts 123456 total",
+        "Account created 2025-10-09",
+        "order 12345678, 021000021",
+    ]);
+}
+
+#[test]
+fn labelled_bank_numbers_do_not_steal_other_kinds() {
+    // Each number is read both ways; the existing kind wins.
+    assert_one(PiiKind::Card, &[("Account: 4111111111111111", "4111111111111111")]);
+    assert_one(PiiKind::Ssn, &[("SSN / account 123456789", "123456789")]);
+    assert_one(PiiKind::Sin, &[("SIN, account no. 130692544", "130692544")]);
+    assert_one(PiiKind::Iban, &[("account DE89370400440532013000", "DE89370400440532013000")]);
+}

@@ -12,7 +12,7 @@ use super::{PiiKind, for_each_string};
 
 /// Anything shaped like a token; [`parse_token`] decides whether it is one.
 static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP|SIN|SECRET|DOB|ADDRESS)_[0-9]{1,20}>").expect("static pattern")
+    Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP|SIN|SECRET|DOB|ADDRESS|BANK)_[0-9]{1,20}>").expect("static pattern")
 });
 
 /// `<EMAIL_12>` → (Email, 12). Leading zeros are refused so that every number
