@@ -431,7 +431,7 @@ fn address(rng: &mut Rng) -> (String, String) {
 fn address_look_alike(rng: &mut Rng) -> String {
     let n = rng.range(2, 99);
     let street = *rng.pick(&["Main Street", "Oak Avenue", "Park Road", "Sunset Blvd", "Elm St"]);
-    match rng.below(12) {
+    match rng.below(14) {
         0 => format!("{n} St. Patrick's Day parties"),
         1 => format!("{n} Main courses and {} desserts", rng.range(2, 9)),
         2 => format!("Route {n} and Highway {} traffic", rng.range(1, 9)),
@@ -443,6 +443,8 @@ fn address_look_alike(rng: &mut Rng) -> String {
         8 => format!("Exit {n} {street}"),
         9 => format!("On {} {n} {street} was closed", rng.pick(MONTH_NAMES)),
         10 => format!("drove {n} miles on the highway"),
+        11 => format!("Paid ${n},{} {street} Rent", rng.digits(3)),
+        12 => format!("in {} {street} reopened", rng.range(1950, 2025)),
         _ => format!("Top {n} Places To Visit"),
     }
 }

@@ -65,7 +65,7 @@ const PROVINCES: &str = "AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT";
 static ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
         concat!(
-            r"[1-9][0-9]{{0,5}}(?:-[0-9]{{1,5}})?[A-Za-z]?",
+            r"(?P<number>[1-9][0-9]{{0,5}}(?:-[0-9]{{1,5}})?[A-Za-z]?)",
             r"(?P<name>(?: (?:\p{{L}}[\p{{L}}'.-]*|[0-9]{{1,3}}(?:st|nd|rd|th))){{1,4}}?) ",
             r"(?P<suffix>(?i:{words})\b|(?i:{abbreviations})\b\.?)",
             r"(?P<rest>(?: (?:N|S|E|W|NE|NW|SE|SW)\b)?",
@@ -286,14 +286,17 @@ fn addresses(text: &str, out: &mut Vec<Finding>) {
     let kind = PiiKind::Address;
     let mut pos = 0;
     while let Some(caps) = ADDRESS.captures_at(text, pos) {
-        let (Some(all), Some(name), Some(suffix), Some(rest)) =
-            (caps.get(0), caps.name("name"), caps.name("suffix"), caps.name("rest"))
+        let (Some(all), Some(number), Some(name), Some(suffix), Some(rest)) =
+            (caps.get(0), caps.name("number"), caps.name("name"), caps.name("suffix"), caps.name("rest"))
         else {
             break;
         };
         let start = all.start();
         let head = text.get(..start).unwrap_or_default();
-        if left_free(kind, head) && !after_number_word(head) && street_name_ok(name.as_str(), suffix.as_str()) {
+        if left_free(kind, head)
+            && !not_a_house_number(head, number.as_str())
+            && street_name_ok(name.as_str(), suffix.as_str())
+        {
             let street_end = suffix.end() - usize::from(suffix.as_str().ends_with('.'));
             let ends = [(!rest.as_str().is_empty()).then_some(all.end()), Some(street_end)];
             for end in ends.into_iter().flatten() {
@@ -343,94 +346,32 @@ fn bank_accounts(text: &str, out: &mut Vec<Finding>) {
     }
 }
 
-/// Whether the word before a number makes it something other than a house
-/// number: `Route 66`, `Chapter 12`, `Exit 4`, `March 14`, `Order 12345`.
-fn after_number_word(head: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "chapter",
-        "ch",
-        "route",
-        "rte",
-        "highway",
-        "hwy",
-        "interstate",
-        "exit",
-        "page",
-        "pg",
-        "p",
-        "pp",
-        "step",
-        "section",
-        "sec",
-        "part",
-        "episode",
-        "ep",
-        "season",
-        "order",
-        "item",
-        "room",
-        "gate",
-        "level",
-        "floor",
-        "platform",
-        "figure",
-        "fig",
-        "table",
-        "vol",
-        "volume",
-        "no",
-        "number",
-        "top",
-        "version",
-        "issue",
-        "line",
-        "bus",
-        "track",
-        "lesson",
-        "flight",
-        "grade",
-        "week",
-        "day",
-        "year",
-        "jan",
-        "january",
-        "feb",
-        "february",
-        "mar",
-        "march",
-        "apr",
-        "april",
-        "may",
-        "jun",
-        "june",
-        "jul",
-        "july",
-        "aug",
-        "august",
-        "sep",
-        "sept",
-        "september",
-        "oct",
-        "october",
-        "nov",
-        "november",
-        "dec",
-        "december",
-    ];
-    let word = head.trim_end_matches([' ', '#', ':', '.']);
-    let word = &word[word.rfind(|c: char| !c.is_alphabetic()).map_or(0, |i| i + 1)..];
-    WORDS.iter().any(|w| w.eq_ignore_ascii_case(word))
+/// Whether what comes before a number makes it something other than a
+/// house number: a word such as `Route 66`, `Chapter 12`, `Exit 4`, `March
+/// 14`, `Order 12345`; a year after `in`, `by`, `of` (`in 2019 Main Street
+/// reopened`); the thousands of an amount (`$1,200 Rent Ave`).
+fn not_a_house_number(head: &str, house: &str) -> bool {
+    const WORDS: &str = "chapter ch route rte highway hwy interstate exit page pg p pp step section sec part \
+                         episode ep season order item room gate level floor platform figure fig table vol volume \
+                         no number top version issue line bus track lesson flight grade week day year jan january \
+                         feb february mar march apr april may jun june jul july aug august sep sept september oct \
+                         october nov november dec december since until till";
+    const BEFORE_A_YEAR: &str = "in by of";
+    let thousands = head.strip_suffix(',').is_some_and(|h| h.ends_with(|c: char| c.is_ascii_digit()));
+    let trimmed = head.trim_end_matches([' ', '#', ':', '.']);
+    let word = trimmed.rsplit(|c: char| !c.is_alphabetic()).next().unwrap_or_default();
+    let is = |list: &str| list.split_whitespace().any(|w| w.eq_ignore_ascii_case(word));
+    let year = house.len() == 4 && number(house).is_some_and(|y| (1800..=2099).contains(&y));
+    thousands || is(WORDS) || (year && is(BEFORE_A_YEAR))
 }
 
 /// Whether the words between a house number and a street suffix name a
 /// street (see [`addresses`]).
 fn street_name_ok(name: &str, suffix: &str) -> bool {
-    const FUNCTION_WORDS: &[&str] = &[
-        "the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "by", "with", "from", "my", "your", "our",
-        "his", "her", "their", "its", "this", "that", "is", "are", "was", "were",
-    ];
+    const FUNCTION_WORDS: &str =
+        "the a an and or of to in on at for by with from my your our his her their its this that is are was were";
     let words: Vec<&str> = name.split_whitespace().collect();
-    let function_word = words.iter().any(|w| FUNCTION_WORDS.iter().any(|f| f.eq_ignore_ascii_case(w)));
+    let function_word = words.iter().any(|w| FUNCTION_WORDS.split(' ').any(|f| f.eq_ignore_ascii_case(w)));
     let capitalised = words.iter().all(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()));
     let abbreviated = !STREET_WORDS.split('|').any(|w| w.eq_ignore_ascii_case(suffix.trim_end_matches('.')));
     let lower_case = words.len() <= 2 && words.iter().all(|w| w.starts_with(char::is_lowercase));

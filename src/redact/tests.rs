@@ -439,6 +439,10 @@ fn number_and_word_phrases_are_not_addresses() {
         "On March 14 Main Street was closed",
         "drove 10 miles on the highway",
         "Top 10 Places To Visit",
+        "in 2019 Main Street reopened",
+        "Paid $1,200 Rent Ave",
+        "see page 12 Oak St",
+        "Since 1998 Oak Lane Bakery has…",
     ]);
 }
 
