@@ -168,6 +168,37 @@ pub(super) fn ssn_ok(area: u32, group: u32, serial: u32) -> bool {
     !matches!(area, 0 | 666 | 900..) && group != 0 && serial != 0
 }
 
+/// An ABA routing number: nine digits, a Federal Reserve prefix (00–12
+/// banks, 21–32 thrifts, 61–72 electronic, 80 traveller's cheques), and
+/// 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10). All zeros passes
+/// the sum but is no bank's.
+pub(super) fn aba_ok(digits: &[u8]) -> bool {
+    let [d1, d2, ..] = digits else {
+        return false;
+    };
+    let prefix = d1 * 10 + d2;
+    let sum: u32 = digits.iter().zip([3, 7, 1].iter().cycle()).map(|(&d, &w)| u32::from(d) * w).sum();
+    digits.len() == 9
+        && digits.iter().all(|&d| d <= 9)
+        && matches!(prefix, 0..=12 | 21..=32 | 61..=72 | 80)
+        && sum.is_multiple_of(10)
+        && digits.iter().any(|&d| d != 0)
+}
+
+/// A day that exists on the Gregorian calendar (29 February only in leap
+/// years), in a year someone alive or lately dead could have been born.
+pub(super) fn birth_date_ok(year: u32, month: u32, day: u32) -> bool {
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1870..=2099).contains(&year) && (1..=days).contains(&day)
+}
+
 /// Value of a run of ASCII digits (`None` if anything else, or too long).
 pub(super) fn number(digits: &str) -> Option<u32> {
     (!digits.is_empty() && digits.len() <= 9 && digits.bytes().all(|b| b.is_ascii_digit()))
@@ -217,5 +248,39 @@ mod tests {
         assert!(!ssn_ok(912, 45, 6789));
         assert!(!ssn_ok(123, 0, 6789));
         assert!(!ssn_ok(123, 45, 0));
+    }
+
+    #[test]
+    fn aba_routing_numbers() {
+        for valid in ["021000021", "011000015", "121000358", "322271627", "800000006"] {
+            assert!(aba_ok(&digits(valid)), "{valid}");
+        }
+        // Any one digit changed breaks the sum.
+        let base = digits("021000021");
+        for i in 0..9 {
+            for d in 0..10 {
+                let mut changed = base.clone();
+                changed[i] = d;
+                assert_eq!(aba_ok(&changed), d == base[i], "{changed:?}");
+            }
+        }
+        assert!(!aba_ok(&digits("000000000")));
+        assert!(!aba_ok(&digits("131000005"))); // the sum holds, prefix 13 is unused
+        assert!(!aba_ok(&digits("02100002")));
+        assert!(!aba_ok(&digits("0210000210")));
+        assert!(!aba_ok(&[]));
+    }
+
+    #[test]
+    fn birth_dates_exist_on_the_calendar() {
+        assert!(birth_date_ok(1985, 3, 14));
+        assert!(birth_date_ok(2000, 2, 29));
+        assert!(birth_date_ok(1984, 12, 31));
+        assert!(!birth_date_ok(1900, 2, 29));
+        assert!(!birth_date_ok(1985, 2, 29));
+        assert!(!birth_date_ok(1985, 4, 31));
+        assert!(!birth_date_ok(1985, 13, 1));
+        assert!(!birth_date_ok(1985, 3, 0));
+        assert!(!birth_date_ok(1066, 10, 14));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::checksums::{card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
+use super::checksums::{aba_ok, birth_date_ok, card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
 use super::vault::{ends_with_token, starts_with_token};
 use super::{Finding, PiiKind};
 
@@ -32,6 +32,68 @@ static SSN_LABELLED: LazyLock<Regex> =
 static SIN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[ -][0-9]{3}[ -][0-9]{3}"));
 static SIN_LABELLED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:sin|social insurance(?: number)?)\b[^0-9\n]{0,24}?([0-9]{9})"));
+/// Month names as people write them, whole or cut short (`Mar`, `Sept`).
+const MONTHS: &str = "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?";
+/// A label that makes the date a birth date, then separators or a linking
+/// word (`born on`, `DOB is:`), then the date as people write it: the date
+/// alone is the value. Letters other than those words keep a label from
+/// reaching a date further on (`DOB unknown, paid 2025-10-09`).
+static DOB_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        concat!(
+            r"(?i)\b(?:dob|d\.o\.b|date of birth|birth[ -]?date|birthday|born)\b\.?",
+            r"(?:[ \t:=#,(-]|\b(?:is|was|on|the)\b){{0,8}}(",
+            r"[0-9]{{4}}-[0-9]{{1,2}}-[0-9]{{1,2}}",
+            r"|[0-9]{{1,2}}[/.-][0-9]{{1,2}}[/.-](?:[0-9]{{4}}|[0-9]{{2}})",
+            r"|(?:{m})\.? [0-9]{{1,2}}(?:st|nd|rd|th)?,? [0-9]{{4}}",
+            r"|[0-9]{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{m})\.?,? [0-9]{{4}}",
+            r")"
+        ),
+        m = MONTHS
+    ))
+});
+/// Street suffixes written out: a `.` after one ends a sentence.
+const STREET_WORDS: &str = "street|avenue|road|boulevard|lane|drive|court|way|place|terrace|circle|parkway|highway|square|trail|crescent|alley|plaza|expressway|freeway|turnpike";
+/// Street suffixes cut short, which may take a `.`.
+const STREET_ABBREVIATIONS: &str =
+    "st|ave|av|rd|blvd|ln|dr|ct|pl|ter|terr|cir|pkwy|hwy|sq|trl|cres|aly|plz|expy|fwy|tpke";
+const US_STATES: &str = "AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|PR|GU|VI|AS|MP";
+const PROVINCES: &str = "AB|BC|MB|NB|NL|NS|NT|NU|ON|PE|QC|SK|YT";
+/// House number, street name words (fewest first), suffix; then, as `rest`,
+/// a direction, a unit, and a city with a state and ZIP or a province and
+/// postal code, each optional. `detect::addresses` judges the words.
+static ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        concat!(
+            r"(?P<number>[1-9][0-9]{{0,5}}(?:-[0-9]{{1,5}})?[A-Za-z]?)",
+            r"(?P<name>(?: (?:\p{{L}}[\p{{L}}'.-]*|[0-9]{{1,3}}(?:st|nd|rd|th))){{1,4}}?) ",
+            r"(?P<suffix>(?i:{words})\b|(?i:{abbreviations})\b\.?)",
+            r"(?P<rest>(?: (?:N|S|E|W|NE|NW|SE|SW)\b)?",
+            r"(?:,? (?i:apt|apartment|suite|ste|unit|room|rm|floor|fl)\.? ?#?[0-9A-Za-z-]{{1,6}}\b|,? #[0-9A-Za-z-]{{1,6}}\b)?",
+            r"(?:,? {city},? (?:{states}) [0-9]{{5}}(?:-[0-9]{{4}})?\b",
+            r"|,? {city},? (?:{provinces}),? [A-Z][0-9][A-Z] ?[0-9][A-Z][0-9]\b)?)",
+        ),
+        words = STREET_WORDS,
+        abbreviations = STREET_ABBREVIATIONS,
+        city = r"[A-Z][\p{L}'.-]*(?: [A-Z][\p{L}'.-]*){0,2}",
+        states = US_STATES,
+        provinces = PROVINCES,
+    ))
+});
+/// A routing number a few words after its label (`routing number:`, `ABA`).
+static ROUTING_LABELLED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:routing|aba|rtn)\b[^0-9\n]{0,24}?([0-9]{9})"));
+/// An account number right after its label: `account number is`, `Acct #:`,
+/// `A/C`, `acc no.`; other words between keep it out (`account ending in`,
+/// `account balance`).
+static ACCOUNT_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?i)\b(?:(?:account|acct|a/c)\b\.?(?:\s*(?:number|num|nbr|no)\b\.?|\s*#)?",
+        r"|acc\b\.?(?:\s*(?:number|no)\b\.?|\s*#))",
+        r"(?:\s+is)?\s*[:#=]?\s*([0-9]{6,17})",
+    ))
+});
+static DIGIT_RUN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]+"));
 /// Credentials, each by the shape its issuer gives it.
 static SECRETS: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
@@ -74,16 +136,25 @@ static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 8] = [
 ];
 
 /// Patterns whose first group is the value and the rest its label.
-static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 3] = [
+static LABELLED: [(&LazyLock<Regex>, PiiKind, Validate); 5] = [
     (&SSN_LABELLED, PiiKind::Ssn, ssn_span_ok),
     (&PHONE_LABELLED, PiiKind::Phone, nanp_phone_ok),
     (&SIN_LABELLED, PiiKind::Sin, sin_span_ok),
+    (&DOB_LABELLED, PiiKind::Dob, dob_span_ok),
+    (&ROUTING_LABELLED, PiiKind::BankAccount, routing_span_ok),
 ];
 
 /// Compiles every pattern now rather than on the first message.
 pub(super) fn warm_up() {
     let rules = RULES.iter().map(|r| r.0);
-    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([&EMAIL, &VERSION_LABEL, &SECRETS]) {
+    for re in rules.chain(LABELLED.iter().map(|r| r.0)).chain([
+        &EMAIL,
+        &VERSION_LABEL,
+        &SECRETS,
+        &ADDRESS,
+        &ACCOUNT_LABELLED,
+        &DIGIT_RUN,
+    ]) {
         LazyLock::force(re);
     }
 }
@@ -123,14 +194,17 @@ impl Chosen {
 }
 
 /// When rules overlap, the one whose checksum held wins over structure-only
-/// rules, and anything wins over phone (the loosest rule); then the longer
+/// rules, those over the kinds that lean on a label or on words (birth
+/// dates, street addresses, bank accounts: `account 4111111111111111` is a
+/// card), and anything wins over phone (the loosest rule); then the longer
 /// match.
 fn strength(kind: PiiKind) -> u8 {
     match kind {
-        PiiKind::Secret => 4,
-        PiiKind::Card | PiiKind::Iban | PiiKind::Sin => 3,
+        PiiKind::Secret => 5,
+        PiiKind::Card | PiiKind::Iban | PiiKind::Sin => 4,
+        PiiKind::Email | PiiKind::Ssn | PiiKind::Ip => 3,
+        PiiKind::Dob | PiiKind::Address | PiiKind::BankAccount => 2,
         PiiKind::Phone => 1,
-        _ => 2,
     }
 }
 
@@ -159,6 +233,8 @@ fn detect(text: &str) -> Chosen {
         for &(re, kind, valid) in &LABELLED {
             labelled(re, text, kind, &mut found, valid);
         }
+        addresses(text, &mut found);
+        bank_accounts(text, &mut found);
     }
     found.sort_by_key(|f| (Reverse(strength(f.kind)), Reverse(f.end - f.start), f.start));
     for f in found {
@@ -197,6 +273,109 @@ fn labelled(re: &Regex, text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid
             out.push(Finding { kind, start: g.start(), end: g.end() });
         }
     }
+}
+
+/// Street addresses: each match of [`ADDRESS`] whose number stands alone
+/// and is not a chapter's, a route's or a day's (`Route 66`, `March 14`),
+/// and whose name reads as a street's: capitalised words or ordinals (`12
+/// Main St`, `500 5th Avenue`), or at most two lower-case words before an
+/// abbreviation (`12 main st`), never a function word (`2 bugs along the
+/// way`). Both the whole match and the street alone are offered, in case the
+/// longer one clashes.
+fn addresses(text: &str, out: &mut Vec<Finding>) {
+    let kind = PiiKind::Address;
+    let mut pos = 0;
+    while let Some(caps) = ADDRESS.captures_at(text, pos) {
+        let (Some(all), Some(number), Some(name), Some(suffix), Some(rest)) =
+            (caps.get(0), caps.name("number"), caps.name("name"), caps.name("suffix"), caps.name("rest"))
+        else {
+            break;
+        };
+        let start = all.start();
+        let head = text.get(..start).unwrap_or_default();
+        if left_free(kind, head)
+            && !not_a_house_number(head, number.as_str())
+            && street_name_ok(name.as_str(), suffix.as_str())
+        {
+            let street_end = suffix.end() - usize::from(suffix.as_str().ends_with('.'));
+            let ends = [(!rest.as_str().is_empty()).then_some(all.end()), Some(street_end)];
+            for end in ends.into_iter().flatten() {
+                if text.get(end..).is_some_and(|tail| right_free(kind, tail)) {
+                    out.push(Finding { kind, start, end });
+                }
+            }
+        }
+        pos = next_char(text, start);
+        while pos < text.len() && !text.get(..pos).is_some_and(|head| left_free(kind, head)) {
+            pos = next_char(text, pos);
+        }
+    }
+}
+
+/// Labelled account numbers, and unlabelled routing numbers right beside one
+/// (`acct 12345678, 021000021`, `021000021 / acct 12345678`): only
+/// separators between the routing number and the account's label or number.
+fn bank_accounts(text: &str, out: &mut Vec<Finding>) {
+    let kind = PiiKind::BankAccount;
+    let mut accounts = Vec::new();
+    for caps in ACCOUNT_LABELLED.captures_iter(text) {
+        let (Some(all), Some(number)) = (caps.get(0), caps.get(1)) else {
+            continue;
+        };
+        let after_token = ends_with_token(text.get(..all.start()).unwrap_or_default());
+        if !after_token && stands_alone(kind, text, number.start(), number.end()) {
+            out.push(Finding { kind, start: number.start(), end: number.end() });
+            accounts.push((all.start(), number.end()));
+        }
+    }
+    if accounts.is_empty() {
+        return;
+    }
+    let separators = |gap: Option<&str>| {
+        gap.is_some_and(|g| g.len() <= 5 && g.bytes().all(|b| matches!(b, b' ' | b',' | b';' | b'/' | b'|' | b':')))
+    };
+    for run in DIGIT_RUN.find_iter(text) {
+        let (start, end) = (run.start(), run.end());
+        let beside = accounts.iter().any(|&(label, number_end)| {
+            (end <= label && separators(text.get(end..label)))
+                || (number_end <= start && separators(text.get(number_end..start)))
+        });
+        if beside && routing_span_ok(text, start, end) {
+            out.push(Finding { kind, start, end });
+        }
+    }
+}
+
+/// Whether what comes before a number makes it something other than a
+/// house number: a word such as `Route 66`, `Chapter 12`, `Exit 4`, `March
+/// 14`, `Order 12345`; a year after `in`, `by`, `of` (`in 2019 Main Street
+/// reopened`); the thousands of an amount (`$1,200 Rent Ave`).
+fn not_a_house_number(head: &str, house: &str) -> bool {
+    const WORDS: &str = "chapter ch route rte highway hwy interstate exit page pg p pp step section sec part \
+                         episode ep season order item room gate level floor platform figure fig table vol volume \
+                         no number top version issue line bus track lesson flight grade week day year jan january \
+                         feb february mar march apr april may jun june jul july aug august sep sept september oct \
+                         october nov november dec december since until till";
+    const BEFORE_A_YEAR: &str = "in by of";
+    let thousands = head.strip_suffix(',').is_some_and(|h| h.ends_with(|c: char| c.is_ascii_digit()));
+    let trimmed = head.trim_end_matches([' ', '#', ':', '.']);
+    let word = trimmed.rsplit(|c: char| !c.is_alphabetic()).next().unwrap_or_default();
+    let is = |list: &str| list.split_whitespace().any(|w| w.eq_ignore_ascii_case(word));
+    let year = house.len() == 4 && number(house).is_some_and(|y| (1800..=2099).contains(&y));
+    thousands || is(WORDS) || (year && is(BEFORE_A_YEAR))
+}
+
+/// Whether the words between a house number and a street suffix name a
+/// street (see [`addresses`]).
+fn street_name_ok(name: &str, suffix: &str) -> bool {
+    const FUNCTION_WORDS: &str =
+        "the a an and or of to in on at for by with from my your our his her their its this that is are was were";
+    let words: Vec<&str> = name.split_whitespace().collect();
+    let function_word = words.iter().any(|w| FUNCTION_WORDS.split(' ').any(|f| f.eq_ignore_ascii_case(w)));
+    let capitalised = words.iter().all(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()));
+    let abbreviated = !STREET_WORDS.split('|').any(|w| w.eq_ignore_ascii_case(suffix.trim_end_matches('.')));
+    let lower_case = words.len() <= 2 && words.iter().all(|w| w.starts_with(char::is_lowercase));
+    !function_word && (capitalised || (abbreviated && lower_case))
 }
 
 fn next_char(text: &str, i: usize) -> usize {
@@ -366,6 +545,56 @@ fn ssn_span_ok(text: &str, start: usize, end: usize) -> bool {
         return false;
     };
     ssn_ok(area, group, serial) && stands_alone(PiiKind::Ssn, text, start, end)
+}
+
+/// `1985-03-14`, `03/14/1985` or `14/03/1985` (one separator throughout;
+/// either reading will do), `14.03.85`, `March 14, 1985`, `14th of Mar
+/// 1985`: a day that exists, standing alone.
+fn dob_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let parts: Vec<&str> = span.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| !p.is_empty()).collect();
+    let exists = if span.bytes().any(|b| b.is_ascii_alphabetic()) {
+        // A month word, a day (perhaps `14th`), a four-digit year.
+        let month = parts.iter().find_map(|p| month_number(p));
+        let day = parts.iter().find_map(|p| number(p.trim_end_matches(|c: char| c.is_ascii_alphabetic())));
+        let year = parts.iter().rev().find_map(|p| number(p).filter(|_| p.len() == 4));
+        matches!((year, month, day), (Some(y), Some(m), Some(d)) if d < 100 && birth_date_ok(y, m, d))
+    } else {
+        let mut seps = span.bytes().filter(|b| !b.is_ascii_digit());
+        let one_separator = seps.next().is_some_and(|first| seps.all(|b| b == first));
+        let [a, b, c] = parts.as_slice() else {
+            return false;
+        };
+        let [Some(x), Some(y), Some(z)] = [a, b, c].map(|p| number(p)) else {
+            return false;
+        };
+        let exists = match (a.len(), c.len()) {
+            (4, _) => birth_date_ok(x, y, z),
+            // A two-digit year may be either century.
+            (_, 2) => {
+                [1900, 2000].iter().any(|century| birth_date_ok(century + z, x, y) || birth_date_ok(century + z, y, x))
+            }
+            _ => birth_date_ok(z, x, y) || birth_date_ok(z, y, x),
+        };
+        one_separator && exists
+    };
+    exists && stands_alone(PiiKind::Dob, text, start, end)
+}
+
+/// 1 for `jan`, `Jan.`, `January` … 12 for `december`.
+fn month_number(word: &str) -> Option<u32> {
+    const NAMES: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    let head = word.get(..3)?.to_ascii_lowercase();
+    let n = NAMES.iter().position(|&m| m == head)?;
+    u32::try_from(n + 1).ok()
+}
+
+/// Nine digits that pass [`aba_ok`], standing alone.
+fn routing_span_ok(text: &str, start: usize, end: usize) -> bool {
+    let digits: Vec<u8> = text.get(start..end).unwrap_or_default().bytes().map(|b| b.wrapping_sub(b'0')).collect();
+    aba_ok(&digits) && stands_alone(PiiKind::BankAccount, text, start, end)
 }
 
 fn ipv4_ok(text: &str, start: usize, end: usize) -> bool {

@@ -13,6 +13,9 @@
 //! | `IBAN`  | upper-case country, check digits, BBAN; compact or groups of four; the country's length; mod 97 == 1 |
 //! | `SSN`   | `AAA-GG-SSSS` or `AAA GG SSSS`; bare nine digits only a few words after `SSN`/`social security`; area not 000, 666, 9xx; group not 00; serial not 0000 |
 //! | `IP`    | IPv4 (std parsing: octets ≤ 255, no leading zeros; not after `version`, `v`, `build`…), IPv6 (std parsing, ≥ 4 hex digits and a decimal digit, so not `::1` nor `std::io`; not a stretch of a longer `a:b:…` chain) |
+//! | `DOB`   | a date only right after a label (`DOB`, `D.O.B.`, `date of birth`, `birth date`, `birthday`, `born`, with `is`/`was`/`on`/`the` between): `1985-03-14`, `03/14/1985`, `14/03/1985`, `14.03.1985`, `3/4/85`, `March 14, 1985`, `14 March 1985`, `Mar 14 1985`; the day must exist; the label stays |
+//! | `ADDRESS` | house number (`221B`, `12-14`), one to four street-name words (capitalised or ordinals like `5th`; lower case only before an abbreviation: `12 main st`), a street suffix (`Street`/`St`, `Avenue`/`Ave`, `Road`/`Rd`, `Drive`/`Dr`, `Way`, `Court`/`Ct`, … any case, `.` after an abbreviation), then optionally a direction (`NW`), a unit (`Apt 4B`, `Suite 200`, `#12`) and `, City, ST 12345(-6789)` or `, City, PR A1A 1A1`; not after `Route`, `Chapter`, `Exit`, a month name …, a thousands comma (`$1,200`) or, for a year, `in`/`by`/`of`; not with `the`, `and`, `of` … among the name words |
+//! | `BANK`  | ABA routing numbers (nine digits, Fed prefix, 3-7-1 check sum) a few words after `routing`/`ABA`/`RTN`, or beside a labelled account number (`acct 12345678 / 021000021`); account numbers of 6–17 digits right after `account`, `acct`, `a/c`, `acc no` (with `number`/`no.`/`#`/`is`/`:` between), no check digit; a number that is also a card, IBAN, SSN or SIN stays that |
 //!
 //! A value must stand alone: a letter, digit, `@` or currency sign right next
 //! to it, or a `.`/`-`/`_` joining it to one (`1.2.3.4.5`, `ORD-415-555-2671`),
@@ -60,11 +63,30 @@ pub enum PiiKind {
     Sin,
     /// An API key, access token or private key (`sk-…`, `AKIA…`, `ghp_…`, a JWT, a PEM block).
     Secret,
+    /// A date of birth: a date right after a label such as `DOB` or `born`.
+    Dob,
+    /// A street address: house number, street name and suffix, perhaps a
+    /// unit and a city with a US state and ZIP or a Canadian postal code.
+    Address,
+    /// A US ABA routing number (checksummed, labelled or beside an account
+    /// number) or a labelled bank account number.
+    BankAccount,
 }
 
 impl PiiKind {
-    pub const ALL: [PiiKind; 8] =
-        [Self::Email, Self::Phone, Self::Card, Self::Iban, Self::Ssn, Self::Ip, Self::Sin, Self::Secret];
+    pub const ALL: [PiiKind; 11] = [
+        Self::Email,
+        Self::Phone,
+        Self::Card,
+        Self::Iban,
+        Self::Ssn,
+        Self::Ip,
+        Self::Sin,
+        Self::Secret,
+        Self::Dob,
+        Self::Address,
+        Self::BankAccount,
+    ];
 
     /// `EMAIL` in `<EMAIL_1>`.
     pub fn prefix(self) -> &'static str {
@@ -77,6 +99,9 @@ impl PiiKind {
             Self::Ip => "IP",
             Self::Sin => "SIN",
             Self::Secret => "SECRET",
+            Self::Dob => "DOB",
+            Self::Address => "ADDRESS",
+            Self::BankAccount => "BANK",
         }
     }
 

@@ -360,3 +360,144 @@ fn stretches_of_long_colon_chains_are_not_ipv6() {
 fn a_shorter_reading_survives_when_the_longer_one_overlaps() {
     assert_eq!(redact("2001:db8::1 415-555-2671"), "<IP_1> <PHONE_1>");
 }
+
+#[test]
+fn labelled_birth_dates_are_found_without_their_label() {
+    assert_one(
+        PiiKind::Dob,
+        &[
+            ("DOB: 1985-03-14", "1985-03-14"),
+            ("dob 03/14/1985, member since 2019", "03/14/1985"),
+            ("D.O.B. 14/03/1985", "14/03/1985"),
+            ("Date of birth: 14.03.1985.", "14.03.1985"),
+            ("I was born on March 14, 1985 in Ohio", "March 14, 1985"),
+            ("born 14 March 1985", "14 March 1985"),
+            ("Birthday - Mar 14 1985", "Mar 14 1985"),
+            ("birth date is 29/02/2000", "29/02/2000"),
+            ("Birthdate: Sept. 5, 1990", "Sept. 5, 1990"),
+            ("Patient (DOB 3/4/85) seen today", "3/4/85"),
+            ("born on the 1st of May 1990", "1st of May 1990"),
+        ],
+    );
+}
+
+#[test]
+fn unlabelled_and_impossible_dates_are_not_birth_dates() {
+    assert_none(&[
+        "2025-10-09 Starbucks 45.99",
+        "due by 2026-12-01",
+        "Statement 03/14/2025 to 04/13/2025",
+        "paid on March 14, 2025",
+        "DOB unknown, paid 2025-10-09",
+        "DOB: 1985-02-29",
+        "DOB: 14/14/1985",
+        "born 1985-03-14T10:00",
+        "DOB: 1985-03-145",
+        "reborn 1985-03-14",
+        "birth certificate issued 2001-05-06",
+    ]);
+}
+
+#[test]
+fn street_addresses_with_units_and_cities_are_found() {
+    assert_one(
+        PiiKind::Address,
+        &[
+            ("Ship to 123 Main Street please", "123 Main Street"),
+            ("I live at 42 Oak Ave. since May", "42 Oak Ave"),
+            ("1600 Pennsylvania Avenue NW, Washington, DC 20500", "1600 Pennsylvania Avenue NW, Washington, DC 20500"),
+            ("221B Baker Street.", "221B Baker Street"),
+            ("12 main st", "12 main st"),
+            ("500 5th Ave, Apt 4B", "500 5th Ave, Apt 4B"),
+            ("742 Evergreen Terrace, Springfield, IL 62704-1234.", "742 Evergreen Terrace, Springfield, IL 62704-1234"),
+            (
+                "Office: 350 Fifth Avenue Suite 200, New York, NY 10118",
+                "350 Fifth Avenue Suite 200, New York, NY 10118",
+            ),
+            ("24 Sussex Dr., Ottawa, ON K1A 0A2", "24 Sussex Dr., Ottawa, ON K1A 0A2"),
+            ("9 Martin Luther King Jr. Blvd #12", "9 Martin Luther King Jr. Blvd #12"),
+            ("10 Downing Street", "10 Downing Street"),
+            ("$45 at 88 Elm Rd", "88 Elm Rd"),
+        ],
+    );
+}
+
+#[test]
+fn number_and_word_phrases_are_not_addresses() {
+    assert_none(&[
+        "3 St. Patrick's Day parties",
+        "2 Main courses",
+        "Route 66",
+        "Highway 1 traffic",
+        "Order 12345 shipped",
+        "$45 at Main Street Cafe",
+        "Chapter 12 Drive Train",
+        "walked 3 blocks down the road",
+        "found 2 bugs along the way",
+        "Chapter 3 The Long Way Home",
+        "Exit 12 Main Street",
+        "On March 14 Main Street was closed",
+        "drove 10 miles on the highway",
+        "Top 10 Places To Visit",
+        "in 2019 Main Street reopened",
+        "Paid $1,200 Rent Ave",
+        "see page 12 Oak St",
+        "Since 1998 Oak Lane Bakery has…",
+    ]);
+}
+
+#[test]
+fn routing_and_account_numbers_are_found() {
+    assert_one(
+        PiiKind::BankAccount,
+        &[
+            ("Routing number: 021000021", "021000021"),
+            ("ABA 011000015 (Chase)", "011000015"),
+            ("RTN:121000358.", "121000358"),
+            ("routing # for wires is 021000021", "021000021"),
+            ("Account number: 12345678", "12345678"),
+            ("acct # 000123456789", "000123456789"),
+            ("my account number is 9876543210", "9876543210"),
+            ("A/C 1234567, thanks", "1234567"),
+            ("Acc No. 30012345678", "30012345678"),
+            ("account 021000022", "021000022"), // an account number has no check digit
+        ],
+    );
+    assert_eq!(
+        found("acct 12345678, 021000021"),
+        [(PiiKind::BankAccount, "12345678"), (PiiKind::BankAccount, "021000021")]
+    );
+    assert_eq!(
+        found("wire to 021000021 / acct: 9876543210"),
+        [(PiiKind::BankAccount, "021000021"), (PiiKind::BankAccount, "9876543210")]
+    );
+    assert_eq!(redact("Routing 021000021, account 12345678"), "Routing <BANK_1>, account <BANK_2>");
+}
+
+#[test]
+fn unlabelled_or_failing_bank_numbers_are_left_alone() {
+    assert_none(&[
+        "Order 021000021 shipped",
+        "tracking 121000358",
+        "021000021",
+        "routing number 021000022",
+        "ABA 123456789",
+        "routing 0210000210",
+        "account ending in 1234",
+        "account ****5678",
+        "account balance 12345.67",
+        "acct 12345",
+        "3 accounts 123456 total",
+        "Account created 2025-10-09",
+        "order 12345678, 021000021",
+    ]);
+}
+
+#[test]
+fn labelled_bank_numbers_do_not_steal_other_kinds() {
+    // Each number is read both ways; the existing kind wins.
+    assert_one(PiiKind::Card, &[("Account: 4111111111111111", "4111111111111111")]);
+    assert_one(PiiKind::Ssn, &[("SSN / account 123456789", "123456789")]);
+    assert_one(PiiKind::Sin, &[("SIN, account no. 130692544", "130692544")]);
+    assert_one(PiiKind::Iban, &[("account DE89370400440532013000", "DE89370400440532013000")]);
+}

@@ -11,8 +11,9 @@ use serde_json::Value;
 use super::{PiiKind, for_each_string};
 
 /// Anything shaped like a token; [`parse_token`] decides whether it is one.
-static TOKEN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP|SIN|SECRET)_[0-9]{1,20}>").expect("static pattern"));
+static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP|SIN|SECRET|DOB|ADDRESS|BANK)_[0-9]{1,20}>").expect("static pattern")
+});
 
 /// `<EMAIL_12>` → (Email, 12). Leading zeros are refused so that every number
 /// has exactly one spelling, or `<EMAIL_01>` typed by a user would restore.
