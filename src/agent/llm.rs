@@ -224,6 +224,14 @@ impl LlmAgent {
         if !task.input.trim().is_empty() {
             let _ = write!(user, "\n\nInput:\n{}", task.input);
         }
+        if !task.rejected.is_empty() {
+            // a retry names what was rejected, so the model changes its approach
+            user.push_str("\n\nEarlier answers to this task were rejected:");
+            for (i, why) in task.rejected.iter().enumerate() {
+                let _ = write!(user, "\n- attempt {}: {why}", i + 1);
+            }
+            user.push_str("\nAnswer differently so that this answer meets every requirement.");
+        }
         messages.push(json!({"role": "user", "content": user}));
         messages
     }

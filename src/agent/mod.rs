@@ -60,6 +60,10 @@ pub struct Task {
     pub seed: Option<u64>,
     /// 1 for the first attempt.
     pub attempt: u32,
+    /// What the earlier attempts of this task lacked, oldest first (`output
+    /// failed checks: max_120_words (actual: 134)`); empty on the first
+    /// attempt. A retry should change its approach accordingly.
+    pub rejected: Vec<String>,
     /// How many completion tokens this attempt may produce.
     pub max_completion_tokens: u32,
 }
@@ -186,6 +190,13 @@ pub trait Agent: Send + Sync + 'static {
     /// delegates retry on their own.
     fn default_attempts(&self) -> Option<u32> {
         None
+    }
+
+    /// Whether the same task always gets the same answer (a parser, a
+    /// calculation). Such an agent is retried only with a changed approach
+    /// (its next seed, more time), never with the same task again.
+    fn deterministic(&self) -> bool {
+        false
     }
 }
 

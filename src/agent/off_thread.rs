@@ -14,12 +14,18 @@ use super::{Agent, AgentContext, AgentOutput, Task, TokenEstimate};
 use crate::protocol::{DelegationError, ErrorCode};
 
 /// An agent whose `run` is run on the blocking pool.
-pub struct OffThread(Arc<dyn Agent>);
+pub struct OffThread(Arc<dyn Agent>, bool);
 
 impl OffThread {
     /// Wraps `agent`.
     pub fn new(agent: Arc<dyn Agent>) -> Self {
-        Self(agent)
+        Self(agent, false)
+    }
+
+    /// Wraps `agent`, which computes the same answer from the same task
+    /// (see [`Agent::deterministic`]).
+    pub fn deterministic(agent: Arc<dyn Agent>) -> Self {
+        Self(agent, true)
     }
 }
 
@@ -43,6 +49,10 @@ impl Agent for OffThread {
 
     fn default_attempts(&self) -> Option<u32> {
         self.0.default_attempts()
+    }
+
+    fn deterministic(&self) -> bool {
+        self.1 || self.0.deterministic()
     }
 }
 

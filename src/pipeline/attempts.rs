@@ -11,7 +11,7 @@ use super::admit::Admitted;
 use super::seeds::Seeds;
 use super::{Runtime, attempt, context, verify};
 use crate::agent::{AgentOutput, tokens};
-use crate::protocol::{DelegationError, ErrorCode, Execution, Learned, TokenUsage, Verdict};
+use crate::protocol::{AttemptReport, DelegationError, ErrorClass, ErrorCode, Execution, Learned, TokenUsage, Verdict};
 use crate::rails::budget;
 use crate::resilience::{Next, RetryPlan};
 use crate::store::task_signature;
@@ -25,6 +25,8 @@ pub(super) struct Attempts {
     pub learned: Option<Learned>,
     /// The agent's own usage over all attempts (its children's is in the node).
     pub usage: TokenUsage,
+    /// The attempts that failed by the agent's fault, with what each lacked.
+    pub tried: Vec<AttemptReport>,
 }
 
 impl Attempts {
@@ -35,6 +37,7 @@ impl Attempts {
             verdict: None,
             learned: None,
             usage: TokenUsage::default(),
+            tried: Vec::new(),
         }
     }
 }
@@ -98,9 +101,16 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
                 r
             }
         };
-        let result = result
-            .and_then(|o| attempt::charge(adm, estimate, o, &mut out.usage))
-            .and_then(|o| verify::check(o, &checks, &mut out.verdict));
+        let mut rejected_output = None;
+        let result = result.and_then(|o| attempt::charge(adm, estimate, o, &mut out.usage)).and_then(|o| {
+            match verify::check(&o, &checks, &mut out.verdict) {
+                Ok(()) => Ok(o),
+                Err(e) => {
+                    rejected_output = Some(o.result);
+                    Err(e)
+                }
+            }
+        });
 
         let e = match result {
             Ok(o) => {
@@ -113,6 +123,18 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
             }
             Err(e) => e,
         };
+        if e.code.is_agents_fault() {
+            // kept, with what it lacked, for the caller and the next attempt
+            let report = AttemptReport {
+                attempt,
+                seed: task.seed,
+                error: e.clone(),
+                verdict: out.verdict.clone().filter(|_| e.code == ErrorCode::VerificationFailed),
+                output: rejected_output.map(|o| o.chars().take(AttemptReport::OUTPUT_CHARS).collect()),
+            };
+            task.rejected.push(report.lacked());
+            out.tried.push(report);
+        }
         if e.code == ErrorCode::VerificationFailed
             && let Some(seed) = task.seed
         {
@@ -121,7 +143,16 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
         let remaining = node.deadline.saturating_duration_since(Instant::now());
         // an attempt that delegated is not repeated: its children had their
         // own retries, and would run twice
-        let next = if node.children_started() > delegated_before {
+        // the same task to a deterministic agent gets the same answer: only
+        // another seed or more time is a changed approach
+        let untried_seed = seeds.order.len() > out.execution.seeds_tried.len();
+        let same_again = agent.deterministic()
+            && match e.code.class() {
+                ErrorClass::Verification => !untried_seed,
+                ErrorClass::Failure => true,
+                _ => false,
+            };
+        let next = if node.children_started() > delegated_before || same_again {
             Next::GiveUp
         } else {
             plan.next(e.code.class(), attempt, remaining, jitter, e.retry_after)
@@ -164,8 +195,11 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
 mod tests {
     use std::sync::atomic::Ordering;
 
-    use crate::pipeline::testing::{Flaky, request, runtime, send};
-    use crate::protocol::{ErrorCode, Status};
+    use std::sync::Arc;
+
+    use crate::agent::{Agent, AgentContext, AgentOutput, OffThread, Task};
+    use crate::pipeline::testing::{Flaky, Shared, request, runtime, send};
+    use crate::protocol::{Check, DelegationError, ErrorCode, Status};
 
     #[tokio::test(start_paused = true)]
     async fn a_transient_failure_is_retried_and_the_answer_counts_its_attempts() {
@@ -186,6 +220,62 @@ mod tests {
         assert_eq!(r.error_code(), Some(ErrorCode::AgentFailed));
         assert_eq!(runs.load(Ordering::SeqCst), 3, "max_attempts = 3");
         assert!(r.error.unwrap().message.contains("run 3"));
+    }
+
+    /// Answers with a word count the checks reject until a retry names what
+    /// was rejected; keeps what each attempt was told.
+    struct Learner(std::sync::Mutex<Vec<Vec<String>>>);
+
+    #[async_trait::async_trait]
+    impl Agent for Learner {
+        async fn run(&self, _ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+            self.0.lock().unwrap().push(task.rejected.clone());
+            let text = if task.rejected.is_empty() { "far too many words in this draft" } else { "short" };
+            Ok(AgentOutput::new("draft", text))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_is_told_what_the_verifier_rejected_and_the_rejected_output_is_kept() {
+        let learner = Arc::new(Learner(Default::default()));
+        let rt = runtime(Shared(learner.clone()));
+        let mut req = request("boss", "worker", "Say it", "hi");
+        req.checks = vec![Check::MaxWords { max: 3 }];
+        let r = send(&rt, req).await;
+        assert_eq!(r.status, Status::Success, "{:?}", r.error);
+        let told = learner.0.lock().unwrap().clone();
+        assert_eq!(told.len(), 2);
+        assert!(told[0].is_empty());
+        assert_eq!(told[1], ["max_3_words (actual: 7)"], "the retry names the check and what was found");
+        // the failed attempt is in the response with its verdict and output
+        assert_eq!(r.attempts.len(), 1);
+        let first = &r.attempts[0];
+        assert_eq!((first.attempt, first.error.code), (1, ErrorCode::VerificationFailed));
+        assert!(first.verdict.as_ref().is_some_and(|v| !v.passed));
+        assert_eq!(first.output.as_deref(), Some("far too many words in this draft"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deterministic_agent_is_not_asked_the_same_task_again() {
+        let (worker, runs) = Flaky::new(10, ErrorCode::AgentFailed);
+        let r =
+            send(&runtime(OffThread::deterministic(Arc::new(worker))), request("boss", "worker", "Say it", "hi")).await;
+        assert_eq!(r.error_code(), Some(ErrorCode::AgentFailed));
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "the same input would fail the same way");
+        // the fallback says what was tried and what it lacked
+        let fallback = r.fallback.expect("advice");
+        assert!(
+            fallback.reasoning.contains("Tried: attempt 1 lacked AGENT_FAILED: run 1 fails"),
+            "{}",
+            fallback.reasoning
+        );
+        assert_eq!(r.attempts.len(), 1);
+        // a timeout is retried: more time is a changed approach
+        let (worker, runs) = Flaky::new(1, ErrorCode::DeadlineExceeded);
+        let r =
+            send(&runtime(OffThread::deterministic(Arc::new(worker))), request("boss", "worker", "Say it", "hi")).await;
+        assert_eq!(r.status, Status::Success, "{:?}", r.error);
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test(start_paused = true)]

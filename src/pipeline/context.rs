@@ -46,6 +46,7 @@ pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, Deleg
         seed: None,
         attempt: 1,
         max_completion_tokens: 0,
+        rejected: Vec::new(),
     };
     if task.input.len() + task.objective.len() < OFF_THREAD_BYTES {
         Pii::new(&inner.redactor, Some(&adm.node.tree)).task(&mut task, spec.pii_access);

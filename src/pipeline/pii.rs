@@ -86,13 +86,17 @@ impl<'a> Pii<'a> {
     /// Back at the edge: the caller gave us these values; give them back.
     pub fn restore(&self, response: &mut DelegationResponse) {
         let tokens = |t: &str| t.contains('<');
-        if !tokens(&response.summary) && !tokens(&response.result) && response.artifacts.is_empty() {
+        let question = response.error.as_ref().is_some_and(|e| tokens(&e.message));
+        if !tokens(&response.summary) && !tokens(&response.result) && response.artifacts.is_empty() && !question {
             return; // nothing to restore: the vault is not even locked
         }
         if let Some(tree) = self.tree {
             let vault = tree.vault();
             response.summary = vault.restore(&response.summary);
             response.result = vault.restore(&response.result);
+            if let Some(e) = response.error.as_mut().filter(|_| question) {
+                e.message = vault.restore(&e.message); // a NEEDS_INPUT question names what the user gave
+            }
             for a in &mut response.artifacts {
                 vault.restore_json(&mut a.value);
             }

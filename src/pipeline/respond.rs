@@ -6,7 +6,9 @@
 use super::Clock;
 use super::admit::Admitted;
 use super::attempts::Attempts;
-use crate::protocol::{DelegationError, DelegationResponse, ErrorClass, ErrorCode, Execution, Fallback, Status};
+use crate::protocol::{
+    AttemptReport, DelegationError, DelegationResponse, ErrorClass, ErrorCode, Execution, Fallback, Status,
+};
 
 /// The response of an admitted delegation that ran.
 pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> DelegationResponse {
@@ -38,10 +40,11 @@ pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> De
         }
         Err(e) => {
             let mut r = DelegationResponse::failed(req.request_id, req.target_employee.clone(), e.clone());
-            r.fallback = fallback(e);
+            r.fallback = fallback(e).map(|f| tried(f, &attempts.tried));
             r
         }
     };
+    response.attempts = attempts.tried.clone();
     response.token_usage = attempts.usage;
     response.token_usage.add(adm.node.children_usage());
     response.duration_ms = duration_ms;
@@ -50,6 +53,23 @@ pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> De
     response.verifier = attempts.verdict.clone();
     response.learned = attempts.learned.clone();
     response
+}
+
+/// The advice, saying what each attempt tried and lacked.
+fn tried(mut f: Fallback, tried: &[AttemptReport]) -> Fallback {
+    if tried.is_empty() {
+        return f;
+    }
+    f.reasoning.push_str(". Tried: ");
+    let each: Vec<String> = tried
+        .iter()
+        .map(|t| match t.seed {
+            Some(seed) => format!("attempt {} (seed {seed}) lacked {}", t.attempt, t.lacked()),
+            None => format!("attempt {} lacked {}", t.attempt, t.lacked()),
+        })
+        .collect();
+    f.reasoning.push_str(&each.join("; "));
+    f
 }
 
 /// What the caller should do after a final failure (seeds/001 `fallback`).

@@ -37,6 +37,16 @@ impl Agent for Flaky {
     }
 }
 
+/// An agent a test keeps a handle on, to look at what it saw.
+pub struct Shared<A>(pub Arc<A>);
+
+#[async_trait]
+impl<A: Agent> Agent for Shared<A> {
+    async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+        self.0.run(ctx, task).await
+    }
+}
+
 /// Delegates its input to `to` and answers with what came back.
 pub struct Forward {
     pub to: &'static str,

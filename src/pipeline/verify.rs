@@ -14,18 +14,18 @@ pub(super) fn checks(req: &DelegationRequest) -> Result<Vec<Check>, DelegationEr
 
 /// Passes `output` if it meets every check; the verdict is kept either way.
 pub(super) fn check(
-    output: AgentOutput,
+    output: &AgentOutput,
     checks: &[Check],
     verdict: &mut Option<Verdict>,
-) -> Result<AgentOutput, DelegationError> {
+) -> Result<(), DelegationError> {
     if checks.is_empty() {
-        return Ok(output);
+        return Ok(());
     }
     let v = verify::verify(&output.result, &output.artifacts, checks);
     let (passed, failed) = (v.passed, v.failed().join(", "));
     *verdict = Some(v);
     if passed {
-        Ok(output)
+        Ok(())
     } else {
         Err(DelegationError::new(ErrorCode::VerificationFailed, format!("output failed checks: {failed}")))
     }
@@ -39,12 +39,12 @@ mod tests {
     fn an_output_that_misses_a_check_fails_with_the_checks_named() {
         let checks = vec![Check::Contains { phrase: "hello".into() }];
         let mut verdict = None;
-        assert!(check(AgentOutput::new("", "hello there"), &checks, &mut verdict).is_ok());
+        assert!(check(&AgentOutput::new("", "hello there"), &checks, &mut verdict).is_ok());
         assert!(verdict.as_ref().is_some_and(|v| v.passed));
-        let err = check(AgentOutput::new("", "goodbye"), &checks, &mut verdict).unwrap_err();
+        let err = check(&AgentOutput::new("", "goodbye"), &checks, &mut verdict).unwrap_err();
         assert_eq!(err.code, ErrorCode::VerificationFailed);
         assert!(err.message.contains("contains_hello"), "{}", err.message);
         assert!(verdict.is_some_and(|v| !v.passed));
-        assert!(check(AgentOutput::new("", "anything"), &[], &mut None).is_ok(), "no checks, nothing to fail");
+        assert!(check(&AgentOutput::new("", "anything"), &[], &mut None).is_ok(), "no checks, nothing to fail");
     }
 }

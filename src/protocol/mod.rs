@@ -17,7 +17,8 @@ pub use request::{
     BackoffStrategy, ChainLink, Constraints, DelegationRequest, HandoffData, Mode, Priority, Reference, RetryPolicy,
 };
 pub use response::{
-    Artifact, ArtifactKind, DelegationResponse, Execution, Fallback, Learned, NewFact, Status, TokenUsage, UsedSource,
+    Artifact, ArtifactKind, AttemptReport, DelegationResponse, Execution, Fallback, Learned, NewFact, Status,
+    TokenUsage, UsedSource,
 };
 
 /// Parses a request envelope from JSON, mapping every failure to a stable code:

@@ -70,6 +70,54 @@ pub struct DelegationResponse {
     /// What the seeds taught the runtime; None unless a seeded agent passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learned: Option<Learned>,
+    /// The attempts that did not pass, oldest first, with what each lacked
+    /// and the output that was rejected; empty when the first attempt passed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptReport>,
+}
+
+/// One attempt that did not pass: what it tried, why it was rejected and
+/// what it produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptReport {
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// The seed (variant) it used; None for an agent without seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Why it was rejected.
+    pub error: DelegationError,
+    /// The verifier's verdict on its output, when the output failed its checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// The output that was rejected (at most [`AttemptReport::OUTPUT_CHARS`]
+    /// characters); None when it produced none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+impl AttemptReport {
+    /// How much of a rejected output is kept.
+    pub const OUTPUT_CHARS: usize = 2000;
+
+    /// What the attempt lacked, in a phrase: the failed checks with what was
+    /// found (`max_120_words (actual: 134)`), or the error.
+    pub fn lacked(&self) -> String {
+        match &self.verdict {
+            Some(v) if !v.passed => v
+                .checks
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| match &c.actual {
+                    Some(Value::String(a)) => format!("{} (actual: {a})", c.name),
+                    Some(a) => format!("{} (actual: {a})", c.name),
+                    None => c.name.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => format!("{}: {}", self.error.code, self.error.message),
+        }
+    }
 }
 
 fn current_version() -> String {
@@ -99,6 +147,7 @@ impl DelegationResponse {
             verifier: None,
             fallback: None,
             learned: None,
+            attempts: Vec::new(),
         }
     }
 

@@ -17,12 +17,13 @@ use crate::protocol::DelegationError;
 /// The built-in agent implementation called `name`, if there is one. The
 /// finance and tool agents compute without awaiting, so they run off the
 /// async workers ([`OffThread`]): deadlines and cancellation bind them too.
+/// They answer the same task the same way, so a retry needs another seed.
 pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     match name {
         "echo" => Some(Arc::new(Echo)),
         _ => finance::lookup(name)
             .or_else(|| tools::lookup(name))
-            .map(|agent| Arc::new(OffThread::new(agent)) as Arc<dyn Agent>)
+            .map(|agent| Arc::new(OffThread::deterministic(agent)) as Arc<dyn Agent>)
             .or_else(|| a2a_conformance::lookup(name)),
     }
 }
