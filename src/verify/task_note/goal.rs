@@ -97,7 +97,19 @@ pub(super) fn apply_goal(spec: &mut TaskSpec, clause: &str) {
         || (MESSAGE_OBJECT.is_match(&object) && !FORMAT_VERBS.contains(&verb.as_str()));
     if let Some(to) = to.filter(|t| !t.is_empty()) {
         if let Some(address) = text::emails_in(&to).into_iter().next() {
-            let name = to.split(['<', '(']).next().map(str::trim).filter(|n| !n.is_empty() && *n != address);
+            // "Jane Cooper at jane@acme.com": the name stops before the connecting word
+            let name = to
+                .split(['<', '('])
+                .next()
+                .map(|n| n.split(address.as_str()).next().unwrap_or(n))
+                .map(|n| {
+                    let mut n = n.trim().trim_end_matches([',', ':', '-']).trim();
+                    for w in [" at", " via", " on", " -"] {
+                        n = n.strip_suffix(w).unwrap_or(n).trim();
+                    }
+                    n
+                })
+                .filter(|n| !n.is_empty() && *n != address && PERSON.is_match(n));
             let name = name.map(str::to_string).or_else(|| text::name_from_email(&address));
             spec.recipient = Some(Recipient { address: Some(address), name });
         } else if message_like && PERSON.is_match(&to) {
@@ -127,6 +139,22 @@ pub(super) fn apply_goal(spec: &mut TaskSpec, clause: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_before_its_address_is_the_recipients_name_without_the_connecting_word() {
+        for (note, name) in [
+            ("Draft an email to Jane Cooper at jane@acme.com thanking her for the meeting", Some("Jane Cooper")),
+            ("Draft an email to Jane Cooper at <EMAIL_1> thanking her for the meeting", Some("Jane Cooper")),
+            ("Draft an email to Sam via sam@corp.io about the demo", Some("Sam")),
+            ("Email Alex Chan <alex.chan@company.com> about the outage", Some("Alex Chan")),
+            ("Draft an email to jane@acme.com about the meeting", Some("Jane")),
+            ("Draft an email to <EMAIL_1> about the meeting", None),
+        ] {
+            let spec = TaskSpec::parse(&format!("{note}. Max 120 words.")).unwrap();
+            let got = spec.recipient.and_then(|r| r.name);
+            assert_eq!(got.as_deref(), name, "{note}");
+        }
+    }
 
     #[test]
     fn redacted_address_counts_as_recipient() {
