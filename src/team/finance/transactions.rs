@@ -290,6 +290,12 @@ pub fn from_lines(text: &str) -> Vec<Transaction> {
 static SPENT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(spent|paid|bought|cost|charged|dropped|blew|grabbed|got charged)\b").expect("valid regex")
 });
+/// Money coming back: the amount is negative (not spending).
+static REFUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(refund(ed)?|returned|reimbursed|cash ?back|got back|money back|received|deposit(ed)?)\b")
+        .expect("valid regex")
+});
+
 /// Words after a number that make it money (`1,200 bucks`) or not money (`3 kids`).
 const MONEY_WORDS: &[&str] = &["bucks", "dollars", "dollar", "usd", "cad", "eur", "euros", "gbp", "quid", "pounds"];
 const NOT_MONEY_WORDS: &[&str] =
@@ -311,12 +317,13 @@ fn line_transactions(line: &str, currency: &str, day_first: bool) -> Vec<Transac
         Some((d, r)) => (Some(d), format!("{} {}", &line[..r.start], &line[r.end..])),
         None => (None, line.to_string()),
     };
-    let context = date.is_some() || SPENT.is_match(&rest);
+    let context = date.is_some() || SPENT.is_match(&rest) || REFUND.is_match(&rest);
     let line_currency = money::detect_currency(line).unwrap_or(currency);
     let one = |clause: &str, figure: &money::Figure| {
         let words = format!("{} {}", clause.get(..figure.start)?, clause.get(figure.end..)?);
         let merchant = merchant_from_prose(&words)?;
-        let mut t = Transaction::new(merchant, figure.value, line_currency);
+        let amount = if REFUND.is_match(clause) { -figure.value.abs() } else { figure.value };
+        let mut t = Transaction::new(merchant, amount, line_currency);
         t.date = date;
         t.description = line.to_string();
         Some(t)
@@ -389,6 +396,17 @@ fn merchant_from_prose(words: &str) -> Option<String> {
         "bucks",
         "dollars",
         "usd",
+        "what",
+        "which",
+        "category",
+        "is",
+        "does",
+        "should",
+        "where",
+        "refund",
+        "refunded",
+        "returned",
+        "received",
         "yesterday",
         "today",
         "tonight",
