@@ -333,8 +333,12 @@ fn line_transactions(line: &str, currency: &str, day_first: bool) -> Vec<Transac
     };
     let found = amounts(&rest);
     if found.len() > 1 {
-        let clauses: Vec<&str> =
-            rest.split([',', ';']).flat_map(|c| c.split(" and ")).flat_map(|c| c.split(" & ")).collect();
+        let clauses: Vec<&str> = rest
+            .split("; ")
+            .flat_map(|c| c.split(", "))
+            .flat_map(|c| c.split(" and "))
+            .flat_map(|c| c.split(" & "))
+            .collect();
         let per_clause: Vec<Vec<money::Figure>> = clauses.iter().map(|c| amounts(c)).collect();
         if per_clause.iter().map(Vec::len).sum::<usize>() == found.len() && per_clause.iter().all(|f| f.len() <= 1) {
             return clauses.iter().zip(&per_clause).filter_map(|(c, f)| one(c, f.first()?)).collect();
