@@ -245,6 +245,94 @@ mod tests {
         }
     }
 
+    /// What byte-doc should make of a phrasing: the transactions
+    /// (merchant, cents, date) or a question naming what is missing.
+    enum Want {
+        Got(&'static [(&'static str, Cents, &'static str)]),
+        Asks(&'static str),
+    }
+
+    #[tokio::test]
+    async fn byte_doc_reads_phrasings_people_type() {
+        use Want::{Asks, Got};
+        let rows: &[(&str, Want)] = &[
+            ("2025-10-09 Starbucks 45.99", Got(&[("Starbucks", 4599, "2025-10-09")])),
+            ("spent $12.50 at chipotle yesterday", Got(&[("Chipotle", 1250, "")])),
+            ("uber 23.40 on 03/14/2025", Got(&[("Uber", 2340, "2025-03-14")])),
+            ("14/03/2025 tesco 23,40", Got(&[("Tesco", 2340, "2025-03-14")])),
+            (
+                "14/03/2025 Tesco 5.00\n03/04/2025 Boots 2.00",
+                Got(&[("Tesco", 500, "2025-03-14"), ("Boots", 200, "2025-04-03")]),
+            ),
+            ("paid 1,200 bucks for rent on 10/01/2025", Got(&[("Rent", 120_000, "2025-10-01")])),
+            ("paid 1,200 bucks rent", Got(&[("Rent", 120_000, "")])),
+            ("got a macbook from apple for $1.2k", Got(&[("Apple", 120_000, "")])),
+            (
+                "i spent 45 at starbucks and 12 at subway on 2025-03-14",
+                Got(&[("Starbucks", 4500, "2025-03-14"), ("Subway", 1200, "2025-03-14")]),
+            ),
+            ("Coffee at Blue Bottle — $6.50", Got(&[("Blue Bottle", 650, "")])),
+            ("€4,50 croissant at Paul, 2025-03-14", Got(&[("Paul", 450, "2025-03-14")])),
+            ("- netflix $15.49\n- spotify $9.99", Got(&[("Netflix", 1549, ""), ("Spotify", 999, "")])),
+            (
+                "hey can you log this one\nWHOLE FOODS MARKET\n123 Main St\nTel 555-123-4567\nORGANIC BANANAS 2.49\n\
+                 ALMOND MILK 4.99\nSUBTOTAL 7.48\nTAX 0.00\nTOTAL 7.48\nVISA ************1234 7.48\nTHANK YOU\n03/14/2025 10:32",
+                Got(&[("Whole Foods Market", 748, "2025-03-14")]),
+            ),
+            (
+                "\"Date\",\"Description\",\"Amount\",\"Balance\"\n\"03/14/2025\",\"POS PURCHASE STARBUCKS #1234\",\"-5.75\",\"1,234.56\"\n\
+                 \"03/15/2025\",\"PAYROLL ACME\",\"2,000.00\",\"3,234.56\"\n\"03/16/2025\",\"AMAZON.COM*AB12\",\"-23.99\",\"3,210.57\"",
+                Got(&[
+                    ("Starbucks", 575, "2025-03-14"),
+                    ("Payroll Acme", -200_000, "2025-03-15"),
+                    ("Amazon", 2399, "2025-03-16"),
+                ]),
+            ),
+            (
+                "Date;Payee;Debit;Credit\n14/03/2025;Lidl;12,30;\n02/04/2025;Salary;;1.500,00",
+                Got(&[("Lidl", 1230, "2025-03-14"), ("Salary", -150_000, "2025-04-02")]),
+            ),
+            (
+                "Corner Bistro\n10/02/2025\nPasta 18.00\nTip 3.00\nTotal 21.00",
+                Got(&[("Corner Bistro", 2100, "2025-10-02")]),
+            ),
+            ("Joe's Diner\nBurger 12.00\nFries 4.00", Got(&[("Joe's Diner", 1600, "")])),
+            ("hi byte! how are you?", Asks("paste the receipt text")),
+            ("starbucks this morning", Asks("paste the receipt text")),
+            ("I spend about 300 a month on groceries", Asks("paste the receipt text")),
+            ("how much did I spend on coffee?", Asks("paste the receipt text")),
+            ("I'm 32 and have 3 kids", Asks("paste the receipt text")),
+        ];
+        let mut wrong = Vec::new();
+        for (input, want) in rows {
+            let got = run(input).await;
+            let ok = match (want, &got) {
+                (Got(expected), Ok(out)) => {
+                    let ts = artifact(out, "transactions").as_array().cloned().unwrap_or_default();
+                    let actual: Vec<(String, Cents, String)> = ts
+                        .iter()
+                        .map(|t| {
+                            (
+                                t["merchant"].as_str().unwrap_or_default().to_string(),
+                                money::from_value(&t["amount"]).unwrap_or(0),
+                                t["date"].as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect();
+                    let expected: Vec<(String, Cents, String)> =
+                        expected.iter().map(|(m, c, d)| (m.to_string(), *c, d.to_string())).collect();
+                    (actual == expected).then_some(()).ok_or(format!("{actual:?}"))
+                }
+                (Asks(words), Err(e)) if e.code == ErrorCode::NeedsInput && e.message.contains(words) => Ok(()),
+                (_, other) => Err(format!("{:?}", other.as_ref().map(|o| &o.summary).map_err(|e| &e.message))),
+            };
+            if let Err(actual) = ok {
+                wrong.push(format!("{input:?}: got {actual}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{} of {} rows wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+    }
+
     #[tokio::test]
     async fn byte_doc_needs_its_tool() {
         let err =

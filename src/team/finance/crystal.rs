@@ -1,12 +1,15 @@
 //! Crystal: spending by category and month, trends, and suggestions that come
 //! from the numbers.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
+use regex::Regex;
 use serde_json::{Value, json};
 
 use super::dates;
 use super::money::{self, Cents};
-use super::reply::no_transactions;
+use super::reply::{needs_input, no_transactions};
 use super::tag_ai::{self, UNCATEGORIZED};
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
@@ -282,6 +285,73 @@ fn recurring_charges(ts: &[Transaction]) -> Vec<(String, Cents)> {
         .collect()
 }
 
+static ASKED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:spen[dt]|spending|paid|pay|go(?:es)?|went)\b(?:\s+\w+){0,2}?\s+(on|at)\s+([\w][\w '&.-]{0,40})",
+    )
+    .expect("valid regex")
+});
+
+/// What a question asks about (`how much did I spend on coffee?`, `... at
+/// starbucks?`): a category (Tag's rules place the words) or a merchant.
+#[derive(Debug, Clone, PartialEq)]
+enum Asked {
+    Category(&'static str),
+    Merchant(String),
+    /// Words no category matches (`gas`: fuel or the gas bill?).
+    Unknown(String),
+}
+
+/// The question (a line without amounts, with a `?` or `how much`) about a
+/// category or a merchant, if a text asks one; an instruction such as
+/// `Analyze spending on dining` is not a question.
+fn asked(text: &str) -> Option<Asked> {
+    let is_question = |l: &&str| l.contains('?') || l.trim_start().to_lowercase().starts_with("how much");
+    let line =
+        text.lines().filter(|l| money::figures(l).is_empty() && is_question(l)).find_map(|l| ASKED.captures(l))?;
+    let words = line[2].split(['?', '.', ',']).next().unwrap_or_default();
+    let cut = [" this ", " last ", " in ", " so far", " lately", " per ", " each "]
+        .iter()
+        .filter_map(|w| format!("{words} ").to_lowercase().find(w))
+        .min()
+        .unwrap_or(words.len());
+    let words = words.get(..cut).unwrap_or(words).trim();
+    if words.is_empty() {
+        return None;
+    }
+    if line[1].eq_ignore_ascii_case("at") {
+        return Some(Asked::Merchant(words.to_lowercase()));
+    }
+    let named = tag_ai::categories().find(|c| c.to_lowercase().contains(&words.to_lowercase()));
+    match (tag_ai::categorize(words, ""), named) {
+        ((UNCATEGORIZED, _), Some(c)) if c != UNCATEGORIZED => Some(Asked::Category(c)),
+        ((UNCATEGORIZED, _), _) => Some(Asked::Unknown(words.to_string())),
+        ((category, _), _) => Some(Asked::Category(category)),
+    }
+}
+
+/// The answer to an asked category or merchant: total, count and months.
+fn answer_asked(asked: &Asked, ts: &[Transaction], currency: &str) -> (String, Value) {
+    let mut ts: Vec<Transaction> = ts.iter().filter(|t| t.currency == currency && t.amount > 0).cloned().collect();
+    tag_ai::ensure_categories(&mut ts);
+    let (label, hits): (String, Vec<&Transaction>) = match asked {
+        Asked::Category(c) => (c.to_string(), ts.iter().filter(|t| t.category.as_deref() == Some(*c)).collect()),
+        Asked::Merchant(m) => (m.clone(), ts.iter().filter(|t| t.merchant.to_lowercase().contains(m)).collect()),
+        Asked::Unknown(_) => return (String::new(), Value::Null),
+    };
+    let total: Cents = hits.iter().map(|t| t.amount).sum();
+    let months: Vec<String> = hits.iter().filter_map(|t| t.month()).collect();
+    let span = match (months.iter().min(), months.iter().max()) {
+        (Some(a), Some(b)) if a == b => format!(", {a}"),
+        (Some(a), Some(b)) => format!(", {a} to {b}"),
+        _ => String::new(),
+    };
+    let n = hits.len();
+    let text =
+        format!("{label}: {} ({n} transaction{}{span})", money::format(total, currency), if n == 1 { "" } else { "s" });
+    (text, json!({"asked": label, "total": money::to_value(total), "count": n}))
+}
+
 /// Crystal (`crystal-analytics`): transactions in, an `analysis` artifact out.
 pub struct CrystalAnalytics;
 
@@ -307,13 +377,29 @@ impl Agent for CrystalAnalytics {
             .take(3)
             .map(|c| format!("{} ({}%)", c.category, money::percent(c.total, a.total_spent)))
             .collect();
-        let summary = format!(
+        let mut summary = format!(
             "Analyzed {} transactions{span}: {} spent ({}/month); top: {}",
             a.transaction_count,
             fmt(a.total_spent),
             fmt(a.average_per_month),
             top.join(", ")
         );
+        let mut value = a.to_json();
+        if let Some(q) = asked(&format!("{}\n{}", task.objective, task.input)) {
+            if let Asked::Unknown(words) = &q {
+                let cats: Vec<&str> = tag_ai::categories().filter(|c| *c != UNCATEGORIZED).collect();
+                return Err(needs_input(format!(
+                    "Which spending category do you mean by '{words}'? I sort spending into: {}. Ask e.g. \
+                     'how much did I spend on Transport?' or name a merchant: 'how much did I spend at Shell?'",
+                    cats.join(", ")
+                )));
+            }
+            let (text, answer) = answer_asked(&q, &found.transactions, &a.currency);
+            summary = format!("{text}. {summary}");
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("question".into(), answer);
+            }
+        }
         let mut result = String::from("By category:");
         for c in &a.by_category {
             result.push_str(&format!(
@@ -350,7 +436,7 @@ impl Agent for CrystalAnalytics {
         }
         let sure = months >= 2 && a.by_category.iter().all(|c| c.category != UNCATEGORIZED);
         let mut output = AgentOutput::new(summary, result)
-            .with_artifact(Artifact::json("analysis", a.to_json()))
+            .with_artifact(Artifact::json("analysis", value))
             .with_confidence(if sure { 90 } else { 75 });
         if months >= 2 {
             output = output.with_fact(NewFact::new(format!(
@@ -363,6 +449,10 @@ impl Agent for CrystalAnalytics {
         Ok(output)
     }
 }
+
+#[cfg(test)]
+#[path = "phrasings_crystal.rs"]
+mod phrasings;
 
 #[cfg(test)]
 mod tests {

@@ -43,13 +43,29 @@ fn num(raw: &str) -> Option<u32> {
 /// (`10/09/2025` is month first, as in the US, unless the first number cannot
 /// be a month: `25/10/2025`), `Oct 9, 2025` and `9 Oct 2025`.
 pub fn find_date(text: &str) -> Option<(NaiveDate, Range<usize>)> {
+    find_date_ordered(text, false)
+}
+
+/// Whether a text writes numeric dates day first: one of them cannot be
+/// month first (`14/03/2025`), so `03/04/2025` in the same text is 3 April.
+pub fn day_first(text: &str) -> bool {
+    NUMERIC.captures_iter(text).any(|c| num(&c[1]).is_some_and(|a| a > 12) && num(&c[2]).is_some_and(|b| b <= 12))
+}
+
+/// `parse_date`, reading `03/04/2025` day first when `day_first`.
+pub fn parse_date_ordered(text: &str, day_first: bool) -> Option<NaiveDate> {
+    find_date_ordered(text, day_first).map(|(d, _)| d)
+}
+
+/// `find_date`, reading numeric dates day first when `day_first` (see [`day_first`]).
+pub fn find_date_ordered(text: &str, day_first: bool) -> Option<(NaiveDate, Range<usize>)> {
     let iso = ISO.captures_iter(text).find_map(|c| {
         let date = NaiveDate::from_ymd_opt(year(&c[1])?, num(&c[2])?, num(&c[3])?)?;
         Some((date, c.get(0)?.range()))
     });
     let numeric = NUMERIC.captures_iter(text).find_map(|c| {
         let (a, b, y) = (num(&c[1])?, num(&c[2])?, year(&c[3])?);
-        let (month, day) = if a > 12 { (b, a) } else { (a, b) };
+        let (month, day) = if a > 12 || (day_first && b <= 12) { (b, a) } else { (a, b) };
         Some((NaiveDate::from_ymd_opt(y, month, day)?, c.get(0)?.range()))
     });
     let month_first = MONTH_FIRST.captures_iter(text).find_map(|c| {
@@ -120,6 +136,9 @@ mod tests {
         assert_eq!(parse_date("2025-10-09T12:00:00Z"), d(2025, 10, 9));
         assert_eq!(parse_date("13/13/2025"), None);
         assert_eq!(parse_date("no date here 45.99"), None);
+        assert!(day_first("14/03/2025 Tesco 5.00\n03/04/2025 Boots 2.00") && !day_first("03/14/2025 04/03/2025"));
+        assert_eq!(parse_date_ordered("03/04/2025", true), d(2025, 4, 3));
+        assert_eq!(parse_date_ordered("03/14/2025", true), d(2025, 3, 14));
     }
 
     #[test]

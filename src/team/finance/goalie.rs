@@ -9,10 +9,11 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::dates;
-use super::money::{self, Cents, Labelled};
+use super::money::{self, Cents};
 use super::reply::needs_input;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
+use lines::{Partial, read_line};
 
 pub const TOOL: &str = "track_goals";
 const MAX_GOALS: usize = 50;
@@ -21,15 +22,6 @@ const MAX_PROJECTED_MONTHS: i64 = 1200;
 
 static AS_OF: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b(as of|today is|current date:?)\s+").expect("valid regex"));
-static DEADLINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(by|before|until|deadline:?|due|target date:?)\s+(?:the\s+)?(?:end\s+of\s+)?")
-        .expect("valid regex")
-});
-static RELATIVE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\b(?:in|within)\s+(\d{1,3})\s+(months?|years?)\b").expect("valid regex"));
-static BULLET: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+").expect("valid regex"));
-static YEAR_ONLY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\d{4})\b").expect("valid regex"));
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GoalStatus {
     Done,
@@ -174,120 +166,85 @@ fn stated_month(text: &str) -> Option<(i32, u32)> {
     dates::find_month(text.get(m.end()..)?).filter(|(_, r)| r.start == 0).map(|(ym, _)| ym)
 }
 
-/// The deadline in a line and the byte range to blank out before reading amounts.
-fn deadline(line: &str, as_of: (i32, u32)) -> Option<((i32, u32), std::ops::Range<usize>)> {
-    for kw in DEADLINE.find_iter(line) {
-        let rest = line.get(kw.end()..)?;
-        if let Some((ym, r)) = dates::find_month(rest).filter(|(_, r)| r.start == 0) {
-            return Some((ym, kw.start()..kw.end() + r.end));
-        }
-        if let Some(c) = YEAR_ONLY.captures(rest) {
-            let year: i32 = c[1].parse().ok()?;
-            return Some(((year, 12), kw.start()..kw.end() + c[0].len()));
-        }
-    }
-    let c = RELATIVE.captures(line)?;
-    let n: i64 = c[1].parse().ok()?;
-    let months = if c[2].to_lowercase().starts_with('y') { n * 12 } else { n };
-    Some((dates::add_months(as_of, months), c.get(0)?.range()))
-}
-
-/// A contribution per month, converted from weekly or yearly amounts.
-fn monthly_amount(l: &Labelled) -> Option<Cents> {
-    let v = l.figure.value;
-    if l.after_starts(&["/month", "/mo", "per month", "a month", "monthly", "each month", "every month", "/m"])
-        || l.before_has(&["monthly", "per month", "each month", "every month"])
-    {
-        Some(v)
-    } else if l.after_starts(&["/week", "per week", "a week", "weekly", "each week", "every week", "/wk"]) {
-        Some(v * 52 / 12)
-    } else if l.after_starts(&["/year", "per year", "a year", "yearly", "annually", "/yr"]) {
-        Some(v / 12)
-    } else {
-        None
-    }
-}
-
 /// One goal from a line such as `Emergency fund: target $10,000, saved $2,500,
 /// saving $500/month, by 2026-12` or `Vacation $3,000 - have $1,200 - $200 a
-/// month - in 9 months`. None without a target.
+/// month - in 9 months`. None without a target or when the line is unclear.
 pub fn parse_goal(line: &str, as_of: (i32, u32)) -> Option<Goal> {
-    let line = BULLET.find(line).map_or(line, |m| &line[m.end()..]).trim();
-    let found = deadline(line, as_of);
-    let mut text = line.to_string();
-    if let Some((_, r)) = &found {
-        text.replace_range(r.clone(), &" ".repeat(r.len()));
-    }
-    let labelled: Vec<Labelled> = money::labelled_figures(&text).into_iter().filter(|l| !l.figure.is_percent).collect();
-    let (mut target, mut saved, mut monthly) = (None, None, None);
-    let mut unlabelled = Vec::new();
-    for (i, l) in labelled.iter().enumerate() {
-        let next_is_of = labelled.get(i + 1).is_some_and(|n| n.before.trim() == "of");
-        if let Some(m) = monthly_amount(l) {
-            monthly = monthly.or(Some(m));
-        } else if l.before.trim() == "of" || l.before.trim_end().ends_with(" of") {
-            target = target.or(Some(l.figure.value));
-        } else if l.before_has(&["saved", "have", "current", "so far", "already", "put aside", "balance"])
-            || l.after_starts(&["saved", "so far", "already"])
-            || next_is_of
-        {
-            saved = saved.or(Some(l.figure.value));
-        } else if l.before_has(&["target", "goal", "need", "want", "reach", "cost", "total"])
-            || l.after_starts(&["target", "goal"])
-        {
-            target = target.or(Some(l.figure.value));
-        } else {
-            unlabelled.push(l.figure.value);
+    let p = read_line(line, as_of).ok()??;
+    let target = p.target.filter(|t| *t > 0)?;
+    Some(Goal {
+        name: p.name,
+        target,
+        saved: p.saved.unwrap_or(0).max(0),
+        monthly: p.monthly.unwrap_or(0).max(0),
+        deadline: p.deadline,
+    })
+}
+
+/// Every goal in a text, measured against `as of <month>` in the text or else
+/// `today`. A goal is a line with a target; a line with only a saved amount,
+/// a monthly amount or a deadline belongs to the text's one goal (`I've got
+/// 2k saved toward a 10k fund` then `putting away 250 a month`). Amounts whose
+/// role is unclear, and a deadline without what is saved so far (on track
+/// or not depends on it), are a question instead.
+fn parse_goals_at(text: &str, today: (i32, u32)) -> Result<(Vec<Progress>, (i32, u32)), String> {
+    let as_of = stated_month(text).unwrap_or(today);
+    let currency = money::detect_currency(text).unwrap_or("USD");
+    let mut goals: Vec<Partial> = Vec::new();
+    let mut orphan: Option<(Partial, String)> = None;
+    for line in text.lines().take(1000).filter(|l| !AS_OF.is_match(l) || money::figures(l).len() > 1) {
+        let Some(mut p) = read_line(line, as_of)? else { continue };
+        if p.target.is_some() {
+            if let Some((o, l)) = orphan.take() {
+                p.merge(o, &l, currency)?;
+            }
+            goals.push(p);
+            if goals.len() >= MAX_GOALS {
+                break;
+            }
+            continue;
+        }
+        match (goals.as_mut_slice(), &mut orphan) {
+            ([one], _) => one.merge(p, line, currency)?,
+            ([], Some((o, _))) => o.merge(p, line, currency)?,
+            ([], None) => orphan = Some((p, line.trim().to_string())),
+            _ => return Err(format!("Which of your goals is '{}' for?", line.trim())),
         }
     }
-    // Unlabelled amounts fill the gaps in order: target, then saved, then monthly.
-    let mut rest = unlabelled.into_iter();
-    let target = target.or_else(|| rest.next()).filter(|t| *t > 0)?;
-    let saved = saved.or_else(|| rest.next()).unwrap_or(0).max(0);
-    let monthly = monthly.or_else(|| rest.next()).unwrap_or(0).max(0);
-    let name = goal_name(&text, labelled.first().map(|l| l.figure.start));
-    Some(Goal { name, target, saved, monthly, deadline: found.map(|(d, _)| d) })
+    if let Some((o, line)) = orphan {
+        let name = if o.name.is_empty() { "this goal".to_string() } else { o.name };
+        return Err(format!(
+            "What is the target amount for {name} ('{line}')? e.g. 'Emergency fund: target $10,000, saved $2,500'."
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, p) in goals.into_iter().enumerate() {
+        let name = if p.name.is_empty() { format!("Goal {}", i + 1) } else { p.name };
+        if let (Some(by), None) = (p.deadline, p.saved) {
+            return Err(format!(
+                "How much have you already saved toward {name}? Whether you're on track for {} depends on it: \
+                 e.g. '{name}: saved $800' (or 'nothing saved yet').",
+                dates::month_label(by)
+            ));
+        }
+        let Some(target) = p.target.filter(|t| *t > 0) else { continue };
+        let goal = Goal {
+            name,
+            target,
+            saved: p.saved.unwrap_or(0).max(0),
+            monthly: p.monthly.unwrap_or(0).max(0),
+            deadline: p.deadline,
+        };
+        out.push(Progress::new(goal, as_of));
+    }
+    Ok((out, as_of))
 }
 
-/// The words before a colon or the first amount, without filler.
-fn goal_name(text: &str, first_figure: Option<usize>) -> String {
-    let end = first_figure.unwrap_or(text.len());
-    let head = text.get(..end).unwrap_or(text);
-    let head = head.split(':').next().unwrap_or(head);
-    const FILLER: &[&str] = &[
-        "my", "goal", "goals", "save", "saving", "for", "a", "an", "the", "to", "i", "want", "need", "target", "of",
-        "have", "saved", "-", "is",
-    ];
-    let words: Vec<&str> = head
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\''))
-        .filter(|w| !w.is_empty() && !FILLER.contains(&w.to_lowercase().as_str()))
-        .collect();
-    let name = words.join(" ");
-    let mut chars = name.chars();
-    chars.next().map(|f| f.to_uppercase().chain(chars).collect()).unwrap_or_default()
-}
-
-/// Every goal in a text, one per line, measured against `as of <month>` in the
-/// text or else the current month.
-pub fn parse_goals(text: &str) -> (Vec<Progress>, (i32, u32)) {
+/// Every goal in a text, measured against `as of <month>` in the text or
+/// else the current month; the question to ask when the text is unclear.
+pub fn parse_goals(text: &str) -> Result<(Vec<Progress>, (i32, u32)), String> {
     let today = chrono::Utc::now().date_naive();
-    let as_of = stated_month(text).unwrap_or((today.year(), today.month()));
-    let goals = text
-        .lines()
-        .take(1000)
-        .filter(|l| !AS_OF.is_match(l) || money::figures(l).len() > 1)
-        .filter_map(|l| parse_goal(l, as_of))
-        .take(MAX_GOALS)
-        .enumerate()
-        .map(|(i, mut g)| {
-            if g.name.is_empty() {
-                g.name = format!("Goal {}", i + 1);
-            }
-            Progress::new(g, as_of)
-        })
-        .collect();
-    (goals, as_of)
+    parse_goals_at(text, (today.year(), today.month()))
 }
 
 /// Goalie (`goalie-goals`): goals in text in, a `goals` artifact out.
@@ -297,58 +254,70 @@ pub struct GoalieGoals;
 impl Agent for GoalieGoals {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
-        let text = format!("{}\n{}", task.objective, task.input);
-        let (goals, _) = parse_goals(&text);
-        if goals.is_empty() {
-            return Err(needs_input(
-                "Which savings goal should I track? Tell me its target, what you have saved and, if you like, \
-                 what you save each month and by when, e.g. 'Emergency fund: target $10,000, saved $2,500, \
-                 saving $500/month, by 2026-12'.",
-            ));
-        }
-        let currency = money::detect_currency(&text).unwrap_or("USD");
-        let fmt = |c: Cents| money::format(c, currency);
-        let count = |s: GoalStatus| goals.iter().filter(|g| g.status == s).count();
-        let behind: Vec<&Progress> = goals.iter().filter(|g| g.status == GoalStatus::Behind).collect();
-        let summary = match goals.as_slice() {
-            [one] => one.sentence(currency),
-            many => {
-                let mut s = format!(
-                    "Tracked {} goals: {} on track, {} behind",
-                    many.len(),
-                    count(GoalStatus::OnTrack) + count(GoalStatus::Done),
-                    behind.len()
-                );
-                if let Some(worst) = behind.iter().max_by_key(|g| g.required_monthly.unwrap_or(0) - g.goal.monthly) {
-                    s.push_str(&format!(
-                        " ({} needs {}/month, saving {})",
-                        worst.goal.name,
-                        fmt(worst.required_monthly.unwrap_or(0)),
-                        fmt(worst.goal.monthly)
-                    ));
-                }
-                if count(GoalStatus::NoDeadline) > 0 {
-                    s.push_str(&format!(", {} without a deadline", count(GoalStatus::NoDeadline)));
-                }
-                s
-            }
-        };
-        let result = goals.iter().map(|g| format!("- {}", g.sentence(currency))).collect::<Vec<_>>().join("\n");
-        let mut output = AgentOutput::new(summary, result)
-            .with_artifact(Artifact::json("goals", Value::Array(goals.iter().map(Progress::to_json).collect())))
-            .with_confidence(90);
-        output.requires_followup = !behind.is_empty();
-        for g in goals.iter().take(3) {
-            let by = g.goal.deadline.map(|d| format!(" by {}", dates::month_label(d))).unwrap_or_default();
-            output = output.with_fact(NewFact::new(format!(
-                "User is saving for {} (target {}{by})",
-                g.goal.name,
-                fmt(g.goal.target)
-            )));
-        }
-        Ok(output)
+        let today = chrono::Utc::now().date_naive();
+        answer(&format!("{}\n{}", task.objective, task.input), (today.year(), today.month()))
     }
 }
+
+/// Goalie's answer to a text, `today` being the month it is.
+fn answer(text: &str, today: (i32, u32)) -> Result<AgentOutput, DelegationError> {
+    let (goals, _) = parse_goals_at(text, today).map_err(needs_input)?;
+    if goals.is_empty() {
+        return Err(needs_input(
+            "Which savings goal should I track? Tell me its target, what you have saved and, if you like, \
+                 what you save each month and by when, e.g. 'Emergency fund: target $10,000, saved $2,500, \
+                 saving $500/month, by 2026-12'.",
+        ));
+    }
+    let currency = money::detect_currency(text).unwrap_or("USD");
+    let fmt = |c: Cents| money::format(c, currency);
+    let count = |s: GoalStatus| goals.iter().filter(|g| g.status == s).count();
+    let behind: Vec<&Progress> = goals.iter().filter(|g| g.status == GoalStatus::Behind).collect();
+    let summary = match goals.as_slice() {
+        [one] => one.sentence(currency),
+        many => {
+            let mut s = format!(
+                "Tracked {} goals: {} on track, {} behind",
+                many.len(),
+                count(GoalStatus::OnTrack) + count(GoalStatus::Done),
+                behind.len()
+            );
+            if let Some(worst) = behind.iter().max_by_key(|g| g.required_monthly.unwrap_or(0) - g.goal.monthly) {
+                s.push_str(&format!(
+                    " ({} needs {}/month, saving {})",
+                    worst.goal.name,
+                    fmt(worst.required_monthly.unwrap_or(0)),
+                    fmt(worst.goal.monthly)
+                ));
+            }
+            if count(GoalStatus::NoDeadline) > 0 {
+                s.push_str(&format!(", {} without a deadline", count(GoalStatus::NoDeadline)));
+            }
+            s
+        }
+    };
+    let result = goals.iter().map(|g| format!("- {}", g.sentence(currency))).collect::<Vec<_>>().join("\n");
+    let mut output = AgentOutput::new(summary, result)
+        .with_artifact(Artifact::json("goals", Value::Array(goals.iter().map(Progress::to_json).collect())))
+        .with_confidence(90);
+    output.requires_followup = !behind.is_empty();
+    for g in goals.iter().take(3) {
+        let by = g.goal.deadline.map(|d| format!(" by {}", dates::month_label(d))).unwrap_or_default();
+        output = output.with_fact(NewFact::new(format!(
+            "User is saving for {} (target {}{by})",
+            g.goal.name,
+            fmt(g.goal.target)
+        )));
+    }
+    Ok(output)
+}
+
+#[path = "goalie_lines.rs"]
+mod lines;
+
+#[cfg(test)]
+#[path = "phrasings_goalie.rs"]
+mod phrasings;
 
 #[cfg(test)]
 mod tests {

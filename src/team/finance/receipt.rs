@@ -134,7 +134,7 @@ static FOOTER: LazyLock<Regex> = LazyLock::new(|| {
 });
 static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(receipts?|invoice|please|extract|categori[sz]e|here is|here's|here are|attached|below|following|analy[sz]e|deduct\w*|upload(ed)?|scan(ned)?)\b",
+        r"\b(receipts?|invoice|please|pls|plz|extract|categori[sz]e|here is|here's|here are|attached|below|following|analy[sz]e|deduct\w*|upload(ed)?|scan(ned)?|hey|hi|hello|can you|could you|log|record|track|my|me|thx)\b",
     )
 });
 static LABELLED_MERCHANT: LazyLock<Regex> =
@@ -356,11 +356,12 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
         }
     };
     let text = lines.join("\n");
+    let day_first = dates::day_first(&text);
     let date = lines
         .iter()
         .find(|l| l.to_lowercase().contains("date"))
-        .and_then(|l| dates::parse_date(l))
-        .or_else(|| dates::parse_date(&text));
+        .and_then(|l| dates::parse_date_ordered(l, day_first))
+        .or_else(|| dates::parse_date_ordered(&text, day_first));
     Some(Receipt {
         merchant: merchant.unwrap_or_else(|| "Unknown merchant".into()),
         date,

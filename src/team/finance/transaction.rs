@@ -128,12 +128,20 @@ pub fn clean_merchant(raw: &str) -> String {
         words.pop();
     }
     let joined = words.join(" ");
-    let out = if joined.chars().any(char::is_lowercase) {
+    // Typed in lower case (`chipotle`, `whole foods`): each word capitalized.
+    let out = if !joined.chars().any(char::is_uppercase) {
+        words.iter().map(|w| capitalized(w)).collect::<Vec<_>>().join(" ")
+    } else if joined.chars().any(char::is_lowercase) {
         joined
     } else {
         words.iter().map(|w| title_word(w)).collect::<Vec<_>>().join(" ")
     };
     if out.is_empty() { "Unknown".into() } else { out }
+}
+
+fn capitalized(w: &str) -> String {
+    let mut chars = w.chars();
+    chars.next().map(|f| f.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`, `ZONE,` is `Zone,`;
@@ -182,5 +190,6 @@ mod tests {
         assert_eq!(clean_merchant("SQ *BLUE BOTTLE COFFEE"), "Blue Bottle Coffee");
         assert_eq!(clean_merchant("Adobe Creative Cloud"), "Adobe Creative Cloud");
         assert_eq!(clean_merchant("  "), "Unknown");
+        assert_eq!(clean_merchant("whole foods"), "Whole Foods");
     }
 }

@@ -4,6 +4,9 @@
 
 pub use super::transaction::{MAX_LINES, MAX_TRANSACTIONS, Transaction, clean_merchant, main_currency, to_json_array};
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::Value;
 
 use super::dates;
@@ -204,6 +207,7 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
             .find_map(|d| Columns::from_header(&split_csv(line, d)).map(|c| (i, d, c)))
     })?;
     let text_currency = money::detect_currency(text).unwrap_or("USD");
+    let day_first = dates::day_first(text);
     let mut rows = Vec::new();
     let mut skipped = 0;
     for line in lines.iter().skip(start + 1) {
@@ -244,7 +248,7 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
             .or_else(|| get(cols.amount).or(get(cols.debit)).and_then(money::detect_currency).map(str::to_string))
             .unwrap_or_else(|| text_currency.to_string());
         let mut t = Transaction::new(merchant, amount, currency);
-        t.date = get(cols.date).and_then(dates::parse_date);
+        t.date = get(cols.date).and_then(|d| dates::parse_date_ordered(d, day_first));
         t.description = description;
         t.category = get(cols.category).map(str::to_string);
         rows.push((t, signed));
@@ -268,53 +272,157 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
 }
 
 /// Free lines with an amount: `2025-10-01 Starbucks 4.50`, `Uber $12 on Oct 2,
-/// 2025`, `I spent $45.99 at Starbucks`. The amount is the last figure with
-/// cents or a currency symbol (a bare integer counts when the line has a date).
+/// 2025`, `I spent $45.99 at Starbucks`, `paid 1,200 bucks rent`. An amount
+/// has cents, a currency, a `k` or a money word (`bucks`); a bare number counts
+/// when the line has a date or says it was spent (`spent 45 at Subway`). A line
+/// with several amounts (`45 at Starbucks and 12 at Subway`) is split into
+/// its clauses, one purchase each.
 pub fn from_lines(text: &str) -> Vec<Transaction> {
     let currency = money::detect_currency(text).unwrap_or("USD");
+    let day_first = dates::day_first(text);
     text.lines()
         .take(MAX_LINES)
-        .filter_map(|line| {
-            let line = line.trim().trim_start_matches(['-', '*', '•']).trim();
-            let (date, rest) = match dates::find_date(line) {
-                Some((d, r)) => (Some(d), format!("{} {}", &line[..r.start], &line[r.end..])),
-                None => (None, line.to_string()),
-            };
-            let figure = money::figures(&rest).into_iter().rev().find(|f| {
-                let raw = rest.get(f.start..f.end).unwrap_or_default();
-                !f.is_percent && (raw.contains(['.', '$', '€', '£']) || date.is_some())
-            })?;
-            let words = format!("{} {}", rest.get(..figure.start)?, rest.get(figure.end..)?);
-            let merchant = merchant_from_prose(&words)?;
-            let mut t = Transaction::new(merchant, figure.value, money::detect_currency(line).unwrap_or(currency));
-            t.date = date;
-            t.description = line.to_string();
-            Some(t)
-        })
+        .flat_map(|line| line_transactions(line, currency, day_first))
         .take(MAX_TRANSACTIONS)
         .collect()
 }
 
-/// The payee in a line of prose: what follows " at " if anything, else the
-/// words left once filler is removed; after a colon when the colon follows
-/// an instruction (`Categorize this: Starbucks`). None without letters.
+static SPENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(spent|paid|bought|cost|charged|dropped|blew|grabbed|got charged)\b").expect("valid regex")
+});
+/// Money coming back: the amount is negative (not spending).
+static REFUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(refund(ed)?|returned|reimbursed|cash ?back|got back|money back|received|deposit(ed)?)\b")
+        .expect("valid regex")
+});
+
+/// Words after a number that make it money (`1,200 bucks`) or not money (`3 kids`).
+const MONEY_WORDS: &[&str] = &["bucks", "dollars", "dollar", "usd", "cad", "eur", "euros", "gbp", "quid", "pounds"];
+const NOT_MONEY_WORDS: &[&str] =
+    &["year", "yr", "month", "week", "day", "hour", "min", "time", "kid", "people", "am", "pm", "x ", "%", "items"];
+
+fn is_amount(text: &str, f: &money::Figure, context: bool) -> bool {
+    let raw = text.get(f.start..f.end).unwrap_or_default();
+    let after = text.get(f.end..).unwrap_or_default().trim_start().to_ascii_lowercase();
+    if f.is_percent || NOT_MONEY_WORDS.iter().any(|w| after.starts_with(w)) {
+        return false;
+    }
+    let marked = raw.contains(['.', '$', '€', '£']) || raw.ends_with(['k', 'K']);
+    marked || context || MONEY_WORDS.iter().any(|w| after.starts_with(w))
+}
+
+fn line_transactions(line: &str, currency: &str, day_first: bool) -> Vec<Transaction> {
+    let line = line.trim().trim_start_matches(['-', '*', '•']).trim();
+    let (date, rest) = match dates::find_date_ordered(line, day_first) {
+        Some((d, r)) => (Some(d), format!("{} {}", &line[..r.start], &line[r.end..])),
+        None => (None, line.to_string()),
+    };
+    let context = date.is_some() || SPENT.is_match(&rest) || REFUND.is_match(&rest);
+    let line_currency = money::detect_currency(line).unwrap_or(currency);
+    let one = |clause: &str, figure: &money::Figure| {
+        let words = format!("{} {}", clause.get(..figure.start)?, clause.get(figure.end..)?);
+        let merchant = merchant_from_prose(&words)?;
+        let amount = if REFUND.is_match(clause) { -figure.value.abs() } else { figure.value };
+        let mut t = Transaction::new(merchant, amount, line_currency);
+        t.date = date;
+        t.description = line.to_string();
+        Some(t)
+    };
+    let amounts = |clause: &str| -> Vec<money::Figure> {
+        money::figures(clause).into_iter().filter(|f| is_amount(clause, f, context)).collect()
+    };
+    let found = amounts(&rest);
+    if found.len() > 1 {
+        let clauses: Vec<&str> = rest
+            .split("; ")
+            .flat_map(|c| c.split(", "))
+            .flat_map(|c| c.split(" and "))
+            .flat_map(|c| c.split(" & "))
+            .collect();
+        let per_clause: Vec<Vec<money::Figure>> = clauses.iter().map(|c| amounts(c)).collect();
+        if per_clause.iter().map(Vec::len).sum::<usize>() == found.len() && per_clause.iter().all(|f| f.len() <= 1) {
+            return clauses.iter().zip(&per_clause).filter_map(|(c, f)| one(c, f.first()?)).collect();
+        }
+    }
+    found.last().and_then(|f| one(&rest, f)).into_iter().collect()
+}
+
+/// The payee in a line of prose: what follows " at " (or " from ") if
+/// anything, else the words left once filler is removed; after a colon when
+/// the colon follows an instruction (`Categorize this: Starbucks`). None
+/// without letters.
 fn merchant_from_prose(words: &str) -> Option<String> {
-    const ASKS: &[&str] = &["categor", "extract", "receipt", "transaction", "please", "analy", "here", "add", "record"];
+    const ASKS: &[&str] =
+        &["categor", "extract", "receipt", "transaction", "please", "analy", "here", "add", "record", "log"];
     let words = match words.split_once(':') {
         Some((head, tail)) if ASKS.iter().any(|a| head.to_lowercase().contains(a)) => tail,
         _ => words,
     };
     // ASCII lowercasing keeps byte offsets valid in `words`.
     let lower = words.to_ascii_lowercase();
-    let focus = match lower.find(" at ") {
+    let focus = match lower.find(" at ").map(|i| i + 4).or_else(|| lower.find(" from ").map(|i| i + 6)) {
         Some(i) => {
-            let after = words.get(i + 4..).unwrap_or_default();
-            let end = [" on ", " for ", " in "].iter().filter_map(|w| after.to_ascii_lowercase().find(w)).min();
+            let after = words.get(i..).unwrap_or_default();
+            let end = [" on ", " for ", " in ", " yesterday", " today", " last ", " this "]
+                .iter()
+                .filter_map(|w| after.to_ascii_lowercase().find(w))
+                .min();
             after.get(..end.unwrap_or(after.len())).unwrap_or(after)
         }
         None => words,
     };
-    const FILLER: &[&str] = &["i", "spent", "paid", "bought", "on", "at", "for", "a", "the", "to"];
+    const FILLER: &[&str] = &[
+        "i",
+        "i've",
+        "ive",
+        "just",
+        "spent",
+        "paid",
+        "bought",
+        "got",
+        "grabbed",
+        "charged",
+        "on",
+        "at",
+        "for",
+        "a",
+        "an",
+        "the",
+        "to",
+        "my",
+        "me",
+        "some",
+        "about",
+        "around",
+        "roughly",
+        "approx",
+        "like",
+        "bucks",
+        "dollars",
+        "usd",
+        "what",
+        "which",
+        "category",
+        "is",
+        "does",
+        "should",
+        "where",
+        "refund",
+        "refunded",
+        "returned",
+        "received",
+        "yesterday",
+        "today",
+        "tonight",
+        "last",
+        "night",
+        "week",
+        "this",
+        "morning",
+        "hey",
+        "so",
+        "was",
+    ];
     let kept: Vec<&str> = focus
         .split(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '–' | '|'))
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '&' && c != '\''))

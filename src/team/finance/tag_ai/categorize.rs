@@ -1,7 +1,7 @@
 //! Categorizing transactions by the rules: a category and a confidence for
 //! each purchase, given categories kept unless the rules are sure, and totals per category.
 
-use super::rules::{UNCATEGORIZED, best_rule};
+use super::rules::{UNCATEGORIZED, best_rule, rule_other_than};
 use crate::team::finance::money::Cents;
 use crate::team::finance::transactions::Transaction;
 
@@ -13,8 +13,10 @@ use crate::team::finance::transactions::Transaction;
 pub fn categorize(merchant: &str, description: &str) -> (&'static str, u8) {
     let by_merchant = best_rule(&merchant.to_lowercase());
     let by_description = best_rule(&description.to_lowercase());
+    let bought = || rule_other_than(&format!("{merchant} {description}").to_lowercase(), "Shopping");
     match (by_merchant, by_description) {
         (Some(("Shopping", _)), Some((cat, _))) if cat != "Shopping" => (cat, 75),
+        (Some(("Shopping", _)), _) if let Some(cat) = bought() => (cat, 75),
         (Some((cat, true)), _) => (cat, 95),
         (Some((cat, false)), _) => (cat, 85),
         (None, Some((cat, true))) => (cat, 80),
@@ -108,6 +110,7 @@ mod tests {
             ("Staples", "Stapler", "Office Supplies", 95),
             ("Amazon", "printer paper", "Office Supplies", 75),
             ("Amazon", "headphones", "Shopping", 95),
+            ("Amazon Printer Paper", "amazon $23.99 printer paper", "Office Supplies", 75),
             ("Adobe Inc", "", "Software", 95),
             ("Rent Payment", "", "Rent", 85),
             ("Parent Teacher Assoc", "", UNCATEGORIZED, 30),

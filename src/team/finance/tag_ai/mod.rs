@@ -151,6 +151,89 @@ mod tests {
         assert!(out.result.contains("Starbucks: 'Food' -> 'Dining - Coffee'"), "{}", out.result);
     }
 
+    /// A phrasing's transactions as (merchant, cents, category), or the question.
+    enum Want {
+        Got(&'static [(&'static str, Cents, &'static str)]),
+        Asks(&'static str),
+    }
+
+    #[tokio::test]
+    async fn tag_ai_reads_phrasings_people_type() {
+        use Want::{Asks, Got};
+        const NO_TRANSACTIONS: &str = "I don't have any transactions yet";
+        let rows: &[(&str, Want)] = &[
+            ("categorize: starbucks 5.75", Got(&[("Starbucks", 575, "Dining - Coffee")])),
+            ("what category is my $89 costco run?", Got(&[("Costco Run", 8900, "Groceries")])),
+            ("2025-03-14 UBER *TRIP 23.40", Got(&[("Uber Trip", 2340, "Transport")])),
+            ("uber eats 31.20 last night", Got(&[("Uber Eats", 3120, "Dining - Restaurants")])),
+            ("netflix $15.49", Got(&[("Netflix", 1549, "Entertainment")])),
+            ("paid 1,200 bucks rent", Got(&[("Rent", 120_000, "Rent")])),
+            ("amazon $23.99 printer paper", Got(&[("Amazon Printer Paper", 2399, "Office Supplies")])),
+            (
+                "I spent 45 at starbucks and 12 at subway",
+                Got(&[("Starbucks", 4500, "Dining - Coffee"), ("Subway", 1200, "Dining - Restaurants")]),
+            ),
+            (
+                "Date,Description,Amount,Category\n03/14/2025,STARBUCKS,5.75,Food\n03/15/2025,\"Mystery Co, LLC\",9.00,Gifts",
+                Got(&[("Starbucks", 575, "Dining - Coffee"), ("Mystery Co, LLC", 900, "Gifts")]),
+            ),
+            (
+                "can you categorize this\nTIM HORTONS #2231\nOct 3, 2025\nDouble Double 2.19\nTotal C$2.19",
+                Got(&[("Tim Hortons", 219, "Dining - Coffee")]),
+            ),
+            ("whole foods 87.23", Got(&[("Whole Foods", 8723, "Groceries")])),
+            ("cvs pharmacy 12.99", Got(&[("Cvs Pharmacy", 1299, "Health")])),
+            ("red cross donation $50", Got(&[("Red Cross Donation", 5000, "Charity")])),
+            ("con ed electric bill 96.40", Got(&[("Con Ed Electric Bill", 9640, "Utilities")])),
+            ("delta flight to chicago $320", Got(&[("Delta Flight Chicago", 32_000, "Travel")])),
+            ("random shop 20.00", Got(&[("Random Shop", 2000, "Shopping")])),
+            ("zorblax llc 20.00", Got(&[("Zorblax Llc", 2000, UNCATEGORIZED)])),
+            ("€4,50 cappuccino at Paul", Got(&[("Paul", 450, "Dining - Coffee")])),
+            (
+                "- spotify 9.99\n- shell gas 45.00\n- staples 18.50",
+                Got(&[
+                    ("Spotify", 999, "Entertainment"),
+                    ("Shell Gas", 4500, "Transport"),
+                    ("Staples", 1850, "Office Supplies"),
+                ]),
+            ),
+            ("got a refund from amazon 23.99", Got(&[("Amazon", -2399, "Shopping")])),
+            ("refund from amazon -23.99", Asks(NO_TRANSACTIONS)),
+            ("how much did I spend on coffee?", Asks(NO_TRANSACTIONS)),
+            ("categorize my stuff pls", Asks(NO_TRANSACTIONS)),
+            ("starbucks", Asks(NO_TRANSACTIONS)),
+            ("I spend about 300 a month on groceries", Asks(NO_TRANSACTIONS)),
+        ];
+        let mut wrong = Vec::new();
+        for (input, want) in rows {
+            let got = run(Task::new("Categorize my transactions", *input)).await;
+            let ok = match (want, &got) {
+                (Got(expected), Ok(out)) => {
+                    let ts = out.artifacts[0].value.as_array().cloned().unwrap_or_default();
+                    let actual: Vec<(String, Cents, String)> = ts
+                        .iter()
+                        .map(|t| {
+                            (
+                                t["merchant"].as_str().unwrap_or_default().to_string(),
+                                money::from_value(&t["amount"]).unwrap_or(0),
+                                t["category"].as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect();
+                    let expected: Vec<(String, Cents, String)> =
+                        expected.iter().map(|(m, c, k)| (m.to_string(), *c, k.to_string())).collect();
+                    (actual == expected).then_some(()).ok_or(format!("{actual:?}"))
+                }
+                (Asks(words), Err(e)) if e.code == ErrorCode::NeedsInput && e.message.contains(words) => Ok(()),
+                (_, other) => Err(format!("{:?}", other.as_ref().map(|o| &o.summary).map_err(|e| &e.message))),
+            };
+            if let Err(actual) = ok {
+                wrong.push(format!("{input:?}: got {actual}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{} of {} rows wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+    }
+
     #[tokio::test]
     async fn tag_ai_asks_for_transactions_and_refuses_without_its_tool() {
         let err = run(Task::new("Categorize my stuff", "")).await.expect_err("nothing");

@@ -513,6 +513,16 @@ fn has_term(hay: &str, term: &str) -> bool {
     })
 }
 
+/// The first rule other than `category` with a brand or a word in `hay`:
+/// what a general store's line says was bought (`amazon printer paper`).
+pub(super) fn rule_other_than(hay: &str, category: &str) -> Option<&'static str> {
+    RULES
+        .iter()
+        .filter(|r| r.category != category && r.category != "Income")
+        .find(|r| r.brands.iter().chain(r.words).any(|t| has_term(hay, t)))
+        .map(|r| r.category)
+}
+
 /// The first rule with a brand in `hay`, else the first with a word; true for a brand.
 pub(super) fn best_rule(hay: &str) -> Option<(&'static str, bool)> {
     RULES
