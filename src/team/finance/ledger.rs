@@ -8,8 +8,9 @@
 //!   otherwise listed as possible.
 //! - Transport: 100% when the purchase mentions business (client, meeting...).
 //! - Dining - Restaurants: 50% when the purchase mentions a client or business.
-//! - Utilities and Rent: the home-office share when the request mentions a
-//!   home office (its stated percentage, else 10%); otherwise possible.
+//! - Utilities and Rent: the home-office share when the request states it
+//!   (`home office is 15% of my apartment`); a home office without a share
+//!   is a question (`NEEDS_INPUT`), no home office makes them possible.
 //! - Health: the part of the year's medical costs above 7.5% of the stated
 //!   income; without an income they are listed as possible.
 //! - Everything else (groceries, coffee, entertainment, shopping...) is personal.
@@ -22,7 +23,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 use super::money::{self, Cents};
-use super::reply::{list_lines, no_transactions};
+use super::reply::{list_lines, needs_input, no_transactions};
 use super::tag_ai;
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
@@ -32,7 +33,6 @@ pub const TOOL: &str = "find_deductions";
 
 /// Medical costs count above this share of income (US rule), in percent.
 const MEDICAL_FLOOR_PCT: i64 = 75; // tenths of a percent: 7.5%
-const DEFAULT_HOME_OFFICE_PCT: u8 = 10;
 
 static BUSINESS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -44,6 +44,21 @@ static HOME_OFFICE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)home[- ]office(?:[^0-9%\n]{0,25}?(\d{1,2})\s*%)?|(\d{1,2})\s*%[^.\n]{0,25}?home[- ]office")
         .expect("valid regex")
 });
+/// Working from home without the words "home office".
+static WORK_FROM_HOME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(work(?:ing)? from home|wfh|remote work|office (?:at|in) (?:my|the) (?:home|apartment|flat|house))\b",
+    )
+    .expect("valid regex")
+});
+/// A share of the home: `20% of the flat`, `15 % of my apartment`.
+static HOME_SHARE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(\d{1,2})\s*%\s*(?:of\s+)?(?:my\s+|the\s+|our\s+)?(?:home|apartment|flat|house|place|condo|floor)")
+        .expect("valid regex")
+});
+/// An income stated per month: `5k a month`, `$4,000/month`.
+static PER_MONTH: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^\s*(?:a|per|/|each|every)\s*mo(?:nth)?\b|^\s*monthly\b").expect("valid regex"));
 static INCOME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i)\b(?:income|agi|earn(?:ed|s)?|make|salary)\b[^0-9$€£\n]{0,20}((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?\s?k?)",
@@ -56,7 +71,9 @@ static INCOME: LazyLock<Regex> = LazyLock::new(|| {
 pub struct TaxContext {
     /// The request calls the travel business travel.
     pub business_travel: bool,
-    /// Percent of the home used as an office, when a home office is mentioned.
+    /// A home office (or working from home) is mentioned.
+    pub home_office: bool,
+    /// Percent of the home used as an office, when the request states it.
     pub home_office_pct: Option<u8>,
     pub annual_income: Option<Cents>,
 }
@@ -64,15 +81,29 @@ pub struct TaxContext {
 impl TaxContext {
     /// Reads the objective, the input's prose and the user's facts.
     pub fn from_text(text: &str) -> Self {
-        let home_office_pct = HOME_OFFICE
-            .captures(text)
-            .map(|c| c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse().ok()).unwrap_or(DEFAULT_HOME_OFFICE_PCT));
-        let annual_income = INCOME.captures(text).and_then(|c| money::parse_amount(&c[1])).filter(|i| *i > 0);
+        let office = HOME_OFFICE.captures(text);
+        let home_office = office.is_some() || WORK_FROM_HOME.is_match(text);
+        let home_office_pct = office
+            .and_then(|c| c.get(1).or(c.get(2)))
+            .or_else(|| home_office.then(|| HOME_SHARE.captures(text).and_then(|c| c.get(1))).flatten())
+            .and_then(|m| m.as_str().parse().ok())
+            .filter(|p| *p > 0);
+        let annual_income = INCOME.captures(text).and_then(|c| {
+            let m = c.get(1)?;
+            let after = text.get(m.end()..).unwrap_or_default();
+            // `make sure ... 2025-03-01` is a date, not an income.
+            if after.starts_with(['-', '/']) && after[1..].starts_with(|ch: char| ch.is_ascii_digit()) {
+                return None;
+            }
+            let amount = money::parse_amount(m.as_str())?;
+            Some(if PER_MONTH.is_match(after) { amount * 12 } else { amount })
+        });
+        let annual_income = annual_income.filter(|i| *i > 0);
         let lower = text.to_lowercase();
         let business_travel = ["business trip", "business travel", "work trip", "for work", "for business"]
             .iter()
             .any(|w| lower.contains(w));
-        Self { business_travel, home_office_pct, annual_income }
+        Self { business_travel, home_office, home_office_pct, annual_income }
     }
 }
 
@@ -257,7 +288,18 @@ impl Agent for LedgerTax {
             return Err(no_transactions());
         }
         let context_text = format!("{}\n{}\n{}", task.objective, task.input, task.facts.join("\n"));
-        let d = find_deductions(&found.transactions, &TaxContext::from_text(&context_text));
+        let tax = TaxContext::from_text(&context_text);
+        let housing =
+            found.transactions.iter().filter(|t| t.amount > 0 && matches!(category_of(t), "Rent" | "Utilities"));
+        if tax.home_office && tax.home_office_pct.is_none() && housing.clone().next().is_some() {
+            let names: Vec<&str> = housing.map(|t| t.merchant.as_str()).take(3).collect();
+            return Err(needs_input(format!(
+                "You mention a home office: what share of your home is it (by floor area)? I need it to count \
+                 part of your rent and utilities ({}) as deductible, e.g. 'my home office is 15% of my apartment'.",
+                names.join(", ")
+            )));
+        }
+        let d = find_deductions(&found.transactions, &tax);
         let fmt = |c: Cents| money::format(c, &d.currency);
         let noun = if d.items.len() == 1 { "item" } else { "items" };
         let mut summary = format!("Found {} in deductible expenses ({} {noun})", fmt(d.total()), d.items.len());
@@ -290,6 +332,10 @@ impl Agent for LedgerTax {
         Ok(AgentOutput::new(summary, result).with_artifact(Artifact::json("deductions", value)).with_confidence(80))
     }
 }
+
+#[cfg(test)]
+#[path = "phrasings_ledger.rs"]
+mod phrasings;
 
 #[cfg(test)]
 mod tests {
