@@ -139,6 +139,7 @@ mod tests {
 
     use super::*;
     use crate::protocol::ErrorCode;
+    use crate::team::finance::phrasing;
 
     const RECEIPT: &str = include_str!("../../../examples/receipt.txt");
     const RECEIPTS: &str = include_str!("../../../examples/receipts.txt");
@@ -247,14 +248,11 @@ mod tests {
 
     /// What byte-doc should make of a phrasing: the transactions
     /// (merchant, cents, date) or a question naming what is missing.
-    enum Want {
-        Got(&'static [(&'static str, Cents, &'static str)]),
-        Asks(&'static str),
-    }
+    type Want = phrasing::Want<&'static [(&'static str, Cents, &'static str)]>;
 
     #[tokio::test]
     async fn byte_doc_reads_phrasings_people_type() {
-        use Want::{Asks, Got};
+        use phrasing::Want::{Asks, Reads as Got};
         let rows: &[(&str, Want)] = &[
             ("2025-10-09 Starbucks 45.99", Got(&[("Starbucks", 4599, "2025-10-09")])),
             ("spent $12.50 at chipotle yesterday", Got(&[("Chipotle", 1250, "")])),
@@ -303,34 +301,14 @@ mod tests {
             ("how much did I spend on coffee?", Asks("paste the receipt text")),
             ("I'm 32 and have 3 kids", Asks("paste the receipt text")),
         ];
-        let mut wrong = Vec::new();
+        let mut wrong = phrasing::Wrong::default();
         for (input, want) in rows {
             let got = run(input).await;
-            let ok = match (want, &got) {
-                (Got(expected), Ok(out)) => {
-                    let ts = artifact(out, "transactions").as_array().cloned().unwrap_or_default();
-                    let actual: Vec<(String, Cents, String)> = ts
-                        .iter()
-                        .map(|t| {
-                            (
-                                t["merchant"].as_str().unwrap_or_default().to_string(),
-                                money::from_value(&t["amount"]).unwrap_or(0),
-                                t["date"].as_str().unwrap_or_default().to_string(),
-                            )
-                        })
-                        .collect();
-                    let expected: Vec<(String, Cents, String)> =
-                        expected.iter().map(|(m, c, d)| (m.to_string(), *c, d.to_string())).collect();
-                    (actual == expected).then_some(()).ok_or(format!("{actual:?}"))
-                }
-                (Asks(words), Err(e)) if e.code == ErrorCode::NeedsInput && e.message.contains(words) => Ok(()),
-                (_, other) => Err(format!("{:?}", other.as_ref().map(|o| &o.summary).map_err(|e| &e.message))),
-            };
-            if let Err(actual) = ok {
-                wrong.push(format!("{input:?}: got {actual}"));
-            }
+            wrong.judge(input, want, &got, |expected, out| {
+                phrasing::same_transactions(artifact(out, "transactions"), "date", expected)
+            });
         }
-        assert!(wrong.is_empty(), "{} of {} rows wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+        wrong.assert_none(rows.len());
     }
 
     #[tokio::test]

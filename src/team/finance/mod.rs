@@ -23,6 +23,8 @@ pub mod dates;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
+#[cfg(test)]
+mod phrasing;
 pub mod receipt;
 mod reply;
 pub mod tag_ai;

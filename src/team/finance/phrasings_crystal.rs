@@ -2,21 +2,18 @@
 //! them, each with the analysis read from it or the question it must raise.
 
 use super::*;
-use crate::protocol::ErrorCode;
+use crate::team::finance::phrasing;
 
 /// (transactions, spent, top category, months, words the summary starts with).
 type Read = (usize, Cents, &'static str, usize, &'static str);
 
-enum Want {
-    Reads(Read),
-    Asks(&'static str),
-}
+type Want = phrasing::Want<Read>;
 
 const NO_TRANSACTIONS: &str = "I don't have any transactions yet";
 
 #[tokio::test]
 async fn crystal_reads_phrasings_people_type() {
-    use Want::{Asks, Reads};
+    use phrasing::Want::{Asks, Reads};
     let rows: &[(&str, &str, Want)] = &[
         (
             "how much did I spend on coffee?",
@@ -114,29 +111,20 @@ async fn crystal_reads_phrasings_people_type() {
             Reads((3, 10_930, "Groceries", 0, "Analyzed 3 transactions: $109.30")),
         ),
     ];
-    let mut wrong = Vec::new();
+    let mut wrong = phrasing::Wrong::default();
     for (objective, input, want) in rows {
         let got = CrystalAnalytics.run(&AgentContext::detached([TOOL]), &Task::new(*objective, *input)).await;
-        let ok = match (want, &got) {
-            (Reads((count, spent, top, months, starts)), Ok(out)) => {
-                let a = &out.artifacts[0].value;
-                let actual = (
-                    a["transaction_count"].as_u64().unwrap_or(0) as usize,
-                    money::from_value(&a["total_spent"]).unwrap_or(-1),
-                    a["by_category"][0]["category"].as_str().unwrap_or_default(),
-                    a["months"].as_array().map_or(0, Vec::len),
-                );
-                let matches = (*count, *spent, *top, *months) == actual;
-                (matches && out.summary.starts_with(starts))
-                    .then_some(())
-                    .ok_or(format!("{actual:?} {:?}", out.summary))
-            }
-            (Asks(words), Err(e)) if e.code == ErrorCode::NeedsInput && e.message.contains(words) => Ok(()),
-            (_, other) => Err(format!("{:?}", other.as_ref().map(|o| &o.summary).map_err(|e| &e.message))),
-        };
-        if let Err(actual) = ok {
-            wrong.push(format!("{input:?}: got {actual}"));
-        }
+        wrong.judge(input, want, &got, |(count, spent, top, months, starts), out| {
+            let a = &out.artifacts[0].value;
+            let actual = (
+                a["transaction_count"].as_u64().unwrap_or(0) as usize,
+                money::from_value(&a["total_spent"]).unwrap_or(-1),
+                a["by_category"][0]["category"].as_str().unwrap_or_default(),
+                a["months"].as_array().map_or(0, Vec::len),
+            );
+            let matches = (*count, *spent, *top, *months) == actual;
+            (matches && out.summary.starts_with(starts)).then_some(()).ok_or(format!("{actual:?} {:?}", out.summary))
+        });
     }
-    assert!(wrong.is_empty(), "{} of {} rows wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+    wrong.assert_none(rows.len());
 }

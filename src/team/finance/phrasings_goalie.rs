@@ -2,22 +2,18 @@
 //! goal read from it or the question it must raise. Today is 2025-10.
 
 use super::*;
-use crate::protocol::ErrorCode;
+use crate::team::finance::phrasing;
 
 /// (name, target, saved, monthly, deadline, status), cents.
 type Read = (&'static str, Cents, Cents, Cents, Option<(i32, u32)>, &'static str);
 
-enum Want {
-    Goals(&'static [Read]),
-    /// A `NEEDS_INPUT` question containing these words.
-    Asks(&'static str),
-}
+type Want = phrasing::Want<&'static [Read]>;
 
 const TARGET_SAVED_MONTHLY: &str = "which amount is the goal's target";
 
 #[test]
 fn goalie_reads_phrasings_people_type() {
-    use Want::{Asks, Goals};
+    use phrasing::Want::{Asks, Reads as Goals};
     const EMERGENCY: Read = ("Emergency fund", 1_000_000, 200_000, 25_000, None, "no_deadline");
     let rows: &[(&str, Want)] = &[
         ("I've got 2k saved toward a 10k emergency fund, putting away 250 a month", Goals(&[EMERGENCY])),
@@ -87,44 +83,37 @@ fn goalie_reads_phrasings_people_type() {
         ("Emergency fund: 3 months of expenses", Asks("Which savings goal should I track?")),
         ("am I on track?", Asks("Which savings goal should I track?")),
     ];
-    let mut wrong = Vec::new();
+    let mut wrong = phrasing::Wrong::default();
     for (input, want) in rows {
         let got = answer(input, (2025, 10));
-        let ok = match (want, &got) {
-            (Goals(expected), Ok(out)) => {
-                let goals = out.artifacts[0].value.as_array().cloned().unwrap_or_default();
-                let actual: Vec<String> = goals
-                    .iter()
-                    .map(|g| {
-                        let c = |k: &str| money::from_value(&g[k]).unwrap_or(-1);
-                        format!(
-                            "{:?}",
-                            (
-                                g["name"].as_str(),
-                                c("target"),
-                                c("saved"),
-                                c("monthly"),
-                                g["deadline"].as_str(),
-                                g["status"].as_str()
-                            )
+        wrong.judge(input, want, &got, |expected, out| {
+            let goals = out.artifacts[0].value.as_array().cloned().unwrap_or_default();
+            let actual: Vec<String> = goals
+                .iter()
+                .map(|g| {
+                    let c = |k: &str| money::from_value(&g[k]).unwrap_or(-1);
+                    format!(
+                        "{:?}",
+                        (
+                            g["name"].as_str(),
+                            c("target"),
+                            c("saved"),
+                            c("monthly"),
+                            g["deadline"].as_str(),
+                            g["status"].as_str()
                         )
-                    })
-                    .collect();
-                let expected: Vec<String> = expected
-                    .iter()
-                    .map(|(n, t, s, m, d, st)| {
-                        let d = d.map(dates::month_label);
-                        format!("{:?}", (Some(*n), *t, *s, *m, d.as_deref(), Some(*st)))
-                    })
-                    .collect();
-                (actual == expected).then_some(()).ok_or(format!("{actual:?}"))
-            }
-            (Asks(words), Err(e)) if e.code == ErrorCode::NeedsInput && e.message.contains(words) => Ok(()),
-            (_, other) => Err(format!("{:?}", other.as_ref().map(|o| &o.summary).map_err(|e| &e.message))),
-        };
-        if let Err(actual) = ok {
-            wrong.push(format!("{input:?}: got {actual}"));
-        }
+                    )
+                })
+                .collect();
+            let expected: Vec<String> = expected
+                .iter()
+                .map(|(n, t, s, m, d, st)| {
+                    let d = d.map(dates::month_label);
+                    format!("{:?}", (Some(*n), *t, *s, *m, d.as_deref(), Some(*st)))
+                })
+                .collect();
+            (actual == expected).then_some(()).ok_or(format!("{actual:?}"))
+        });
     }
-    assert!(wrong.is_empty(), "{} of {} rows wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+    wrong.assert_none(rows.len());
 }

@@ -2,22 +2,19 @@
 //! them, each with the deductions found or the question it must raise.
 
 use super::*;
-use crate::protocol::ErrorCode;
+use crate::team::finance::phrasing;
 
 /// (total deductible, deductible items, possible items, personal count), cents.
 type Read = (Cents, usize, usize, usize);
 
-enum Want {
-    Finds(Read),
-    Asks(&'static str),
-}
+type Want = phrasing::Want<Read>;
 
 const NO_TRANSACTIONS: &str = "I don't have any transactions yet";
 const HOME_SHARE: &str = "what share of your home is it";
 
 #[tokio::test]
 async fn ledger_reads_phrasings_people_type() {
-    use Want::{Asks, Finds};
+    use phrasing::Want::{Asks, Reads as Finds};
     let rows: &[(&str, &str, Want)] = &[
         (
             "which of these can I write off?",
@@ -68,27 +65,20 @@ async fn ledger_reads_phrasings_people_type() {
         ("what can I deduct for my home office?", "", Asks(NO_TRANSACTIONS)),
         ("deductions", "I pay about 2000 a month in rent", Asks(NO_TRANSACTIONS)),
     ];
-    let mut wrong = Vec::new();
+    let mut wrong = phrasing::Wrong::default();
     for (objective, input, want) in rows {
         let got = LedgerTax.run(&AgentContext::detached([TOOL]), &Task::new(*objective, *input)).await;
-        let ok = match (want, &got) {
-            (Finds(expected), Ok(out)) => {
-                let v = &out.artifacts[0].value;
-                let len = |k: &str| v[k].as_array().map_or(0, Vec::len);
-                let actual = (
-                    money::from_value(&v["total_deductible"]).unwrap_or(-1),
-                    len("items"),
-                    len("possible"),
-                    v["personal_count"].as_u64().unwrap_or(99) as usize,
-                );
-                (actual == *expected).then_some(()).ok_or(format!("{actual:?} {}", out.result))
-            }
-            (Asks(words), Err(e)) if e.code == ErrorCode::NeedsInput && e.message.contains(words) => Ok(()),
-            (_, other) => Err(format!("{:?}", other.as_ref().map(|o| &o.summary).map_err(|e| &e.message))),
-        };
-        if let Err(actual) = ok {
-            wrong.push(format!("{objective:?} / {input:?}: got {actual}"));
-        }
+        wrong.judge((objective, input), want, &got, |expected, out| {
+            let v = &out.artifacts[0].value;
+            let len = |k: &str| v[k].as_array().map_or(0, Vec::len);
+            let actual = (
+                money::from_value(&v["total_deductible"]).unwrap_or(-1),
+                len("items"),
+                len("possible"),
+                v["personal_count"].as_u64().unwrap_or(99) as usize,
+            );
+            (actual == *expected).then_some(()).ok_or(format!("{actual:?} {}", out.result))
+        });
     }
-    assert!(wrong.is_empty(), "{} of {} rows wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+    wrong.assert_none(rows.len());
 }

@@ -101,6 +101,7 @@ impl Agent for TagAi {
 mod tests {
     use super::*;
     use crate::protocol::{ErrorCode, HandoffData};
+    use crate::team::finance::phrasing;
 
     async fn run(task: Task) -> Result<AgentOutput, DelegationError> {
         TagAi.run(&AgentContext::detached([TOOL]), &task).await
@@ -152,14 +153,11 @@ mod tests {
     }
 
     /// A phrasing's transactions as (merchant, cents, category), or the question.
-    enum Want {
-        Got(&'static [(&'static str, Cents, &'static str)]),
-        Asks(&'static str),
-    }
+    type Want = phrasing::Want<&'static [(&'static str, Cents, &'static str)]>;
 
     #[tokio::test]
     async fn tag_ai_reads_phrasings_people_type() {
-        use Want::{Asks, Got};
+        use phrasing::Want::{Asks, Reads as Got};
         const NO_TRANSACTIONS: &str = "I don't have any transactions yet";
         let rows: &[(&str, Want)] = &[
             ("categorize: starbucks 5.75", Got(&[("Starbucks", 575, "Dining - Coffee")])),
@@ -204,34 +202,14 @@ mod tests {
             ("starbucks", Asks(NO_TRANSACTIONS)),
             ("I spend about 300 a month on groceries", Asks(NO_TRANSACTIONS)),
         ];
-        let mut wrong = Vec::new();
+        let mut wrong = phrasing::Wrong::default();
         for (input, want) in rows {
             let got = run(Task::new("Categorize my transactions", *input)).await;
-            let ok = match (want, &got) {
-                (Got(expected), Ok(out)) => {
-                    let ts = out.artifacts[0].value.as_array().cloned().unwrap_or_default();
-                    let actual: Vec<(String, Cents, String)> = ts
-                        .iter()
-                        .map(|t| {
-                            (
-                                t["merchant"].as_str().unwrap_or_default().to_string(),
-                                money::from_value(&t["amount"]).unwrap_or(0),
-                                t["category"].as_str().unwrap_or_default().to_string(),
-                            )
-                        })
-                        .collect();
-                    let expected: Vec<(String, Cents, String)> =
-                        expected.iter().map(|(m, c, k)| (m.to_string(), *c, k.to_string())).collect();
-                    (actual == expected).then_some(()).ok_or(format!("{actual:?}"))
-                }
-                (Asks(words), Err(e)) if e.code == ErrorCode::NeedsInput && e.message.contains(words) => Ok(()),
-                (_, other) => Err(format!("{:?}", other.as_ref().map(|o| &o.summary).map_err(|e| &e.message))),
-            };
-            if let Err(actual) = ok {
-                wrong.push(format!("{input:?}: got {actual}"));
-            }
+            wrong.judge(input, want, &got, |expected, out| {
+                phrasing::same_transactions(&out.artifacts[0].value, "category", expected)
+            });
         }
-        assert!(wrong.is_empty(), "{} of {} rows wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+        wrong.assert_none(rows.len());
     }
 
     #[tokio::test]
