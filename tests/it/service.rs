@@ -548,8 +548,12 @@ async fn one_trace_spans_both_switchboards_and_is_exported_over_otlp() {
     let deadline = Instant::now() + Duration::from_secs(15);
     let all = loop {
         let all = spans(&got.lock().unwrap());
-        let services: std::collections::HashSet<&str> = all.iter().map(|s| s.0.as_str()).collect();
-        if services.contains("switchboard-a")
+        // each span is exported when it ends, maybe in a later batch than the others:
+        // wait for every span this test reads, not only the first ones to end
+        let has = |service: &str, name: &str| all.iter().any(|s| s.0 == service && s.1 == name);
+        if has("switchboard-a", "delegate splitter")
+            && has("switchboard-b", "POST /v1/delegate")
+            && has("switchboard-b", "delegate splitter")
             && all.iter().filter(|s| s.0 == "switchboard-b" && s.1.starts_with("delegate worker")).count() == 2
         {
             break all;
