@@ -9,6 +9,10 @@
 //! durable SQLite store: resident memory with 1000 delegations in flight at
 //! once, then over 100 000 delegations (BENCH_MEMORY_N) at concurrency 64.
 //!
+//! `cargo bench --bench overhead -- lineage` measures the lineage token
+//! alone (docs/LINEAGE.md): minting a root, one hop's work (verify the
+//! incoming token, attenuate, encode) and verifying a 3-hop token.
+//!
 //! Each figure is also printed as a `BENCH_JSON {...}` line for
 //! `scripts/bench.sh`.
 
@@ -141,6 +145,9 @@ fn main() {
         return memory();
     }
     let n: usize = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    if std::env::args().any(|a| a == "lineage") {
+        return lineage(n);
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
     let workers = vec![slug("w1"), slug("w2"), slug("w3")];
     let runtime = Runtime::builder()
@@ -312,4 +319,92 @@ fn memory() {
             })
         );
     });
+}
+
+fn measure_sync(n: usize, mut f: impl FnMut()) -> Stats {
+    for _ in 0..n / 10 {
+        f(); // warm up
+    }
+    let mut samples = Vec::with_capacity(n);
+    let wall = Instant::now();
+    for _ in 0..n {
+        let t = Instant::now();
+        f();
+        samples.push(t.elapsed());
+    }
+    stats(samples, wall.elapsed())
+}
+
+/// Lineage tokens: a root minted at `a`, a hop at `b` (verify the 2-hop
+/// token, attenuate, encode), the 3-hop token verified at `c`.
+fn lineage(n: usize) {
+    use switchboard::lineage::{Claims, KeyRing, Link, TrustEntry, TrustStore, verify};
+    use switchboard::protocol::RequestId;
+
+    let ring = |name: &str, seed: u8| KeyRing::from_seed(name, [seed; 32]).expect("ring");
+    let (a, b) = (ring("a", 1), ring("b", 2));
+    let entry = |r: &KeyRing| TrustEntry {
+        name: r.name().into(),
+        public_key: r.public_keys()[0].public_key.clone(),
+        may_call: vec!["*".into()],
+        may_start_trees: true,
+        expires_ms: None,
+    };
+    let at_b = TrustStore::from_entries("b", &[entry(&a)]).expect("trust");
+    let at_c = TrustStore::from_entries("c", &[entry(&a), entry(&b)]).expect("trust");
+    let now = switchboard::store::now_ms() as u64;
+    let id = RequestId::new();
+    let root = Claims {
+        tree: id,
+        parent: None,
+        request: id,
+        user: UserId::parse("bench").expect("user"),
+        depth: 0,
+        max_depth: 4,
+        fan_out: 3,
+        deadline_ms: now + 3_600_000,
+        budget: 1200,
+        tools: Claims::tool_set(["email", "ledger", "search"]),
+        path: vec![Link::new(slug("user"), slug("prime-boss"), "analyze my spending")],
+        issuer: "a".into(),
+        audience: "a".into(),
+    };
+    let t0 = a.mint_root(root.clone()).expect("root");
+    let c1 = root.child(RequestId::new(), Link::new(slug("prime-boss"), slug("byte-doc"), "extract"), "b");
+    let t1 = a.attenuate(&t0, c1.clone()).expect("hop 1").encode();
+    let c2 = c1.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c");
+    let hop = || {
+        let v = verify(&t1, &at_b, now).expect("verify at b");
+        let token = switchboard::lineage::Token::decode(&t1).expect("decode");
+        black_box(b.attenuate(&token, c2.clone()).expect("hop 2").encode());
+        black_box(v);
+    };
+    hop();
+    let t2 = {
+        let token = switchboard::lineage::Token::decode(&t1).expect("decode");
+        b.attenuate(&token, c2.clone()).expect("hop 2").encode()
+    };
+    let mint = measure_sync(n, || {
+        black_box(a.mint_root(root.clone()).expect("root").encode());
+    });
+    let per_hop = measure_sync(n, hop);
+    let verify3 = measure_sync(n, || {
+        black_box(verify(&t2, &at_c, now).expect("verify at c"));
+    });
+    println!("switchboard lineage tokens ({n} samples; a 3-hop token is {} characters)\n", t2.len());
+    println!("{:<44} {:>10} {:>10} {:>14}", "case", "p50", "p99", "per second");
+    for (name, key, s) in [
+        ("mint a root and encode it", "mint_root", &mint),
+        ("one hop: verify 2 blocks, attenuate, encode", "hop", &per_hop),
+        ("verify a 3-hop token", "verify_3", &verify3),
+    ] {
+        println!("{:<44} {:>10.1?} {:>10.1?} {:>14.0}", name, s.p50, s.p99, s.per_sec);
+        println!(
+            "BENCH_JSON {}",
+            serde_json::json!({
+                "section": "lineage", "name": key, "n": n,
+                "p50_us": s.p50.as_secs_f64() * 1e6, "p99_us": s.p99.as_secs_f64() * 1e6, "per_sec": s.per_sec,
+            })
+        );
+    }
 }

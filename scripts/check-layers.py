@@ -28,6 +28,7 @@ LAYERS = {
     "telemetry": (2, "bottom: building blocks"),
     "auth": (3, "bottom: rules"),
     "rails": (3, "bottom: rules"),
+    "lineage": (3, "bottom: rules"),
     "route": (3, "bottom: rules"),
     "agent": (4, "bottom: agents and backends"),
     "orchestrate": (5, "middle: orchestration and the built-in team"),

@@ -43,6 +43,7 @@
 pub mod agent;
 pub mod auth;
 pub mod config;
+pub mod lineage;
 pub mod pipeline;
 pub mod protocol;
 pub mod resilience;

@@ -85,9 +85,64 @@ impl Task {
         if self.input.trim().is_empty() { &self.objective } else { &self.input }
     }
 
+    /// The request as one text: the objective, then the input unless the
+    /// input repeats it (a message passed whole, objective first sentence
+    /// and all).
+    pub fn request_text(&self) -> String {
+        request_text(&self.objective, &self.input)
+    }
+
+    /// What a stateless agent reads: [`Task::request_text`] after the
+    /// earlier messages it answers.
+    pub fn conversation_text(&self) -> String {
+        self.with_earlier_asks(&self.request_text())
+    }
+
+    /// The user's earlier messages that this one answers, oldest first:
+    /// walking back from the newest, each user message the agent answered
+    /// with a question. Empty when the last answer was not a question. A
+    /// stateless agent reads them with the new message (see
+    /// [`Task::with_earlier_asks`]).
+    pub fn answering(&self) -> Vec<&str> {
+        let mut earlier = Vec::new();
+        let mut rest = self.history.as_slice();
+        while let [init @ .., user, answer] = rest {
+            if user.role != "user" || answer.role != "assistant" || !answer.asked {
+                break;
+            }
+            earlier.push(user.content.as_str());
+            rest = init;
+        }
+        earlier.reverse();
+        earlier
+    }
+
+    /// `text` after the earlier messages it answers (one per line), or
+    /// `text` alone when it answers none. An earlier message `text` already
+    /// holds (a caller that combined them first) is not repeated.
+    pub fn with_earlier_asks(&self, text: &str) -> String {
+        let mut all: Vec<&str> = self.answering().into_iter().filter(|m| !text.contains(m.trim())).collect();
+        all.push(text);
+        all.join("\n")
+    }
+
     /// The previous delegates' results (a chain's earlier steps), if any.
     pub fn intermediate_results(&self) -> Option<&serde_json::Value> {
         self.handoff.intermediate_results.as_ref()
+    }
+}
+
+/// A request's objective, then its input unless the input repeats it (a
+/// message passed whole, objective first sentence and all): the request as
+/// the agent reads it, and as its session keeps it.
+pub fn request_text(objective: &str, input: &str) -> String {
+    let (objective, input) = (objective.trim(), input.trim());
+    if input.is_empty() || objective.is_empty() {
+        format!("{objective}{input}")
+    } else if input.contains(objective) {
+        input.to_string()
+    } else {
+        format!("{objective}\n{input}")
     }
 }
 
@@ -98,6 +153,10 @@ pub struct HistoryMessage {
     pub role: String,
     /// The message's text.
     pub content: String,
+    /// The agent answered with a question (status `needs_input`): the
+    /// user's next message may be the answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asked: bool,
 }
 
 /// What an agent produced.
@@ -287,5 +346,49 @@ impl AgentContext {
     /// The depth this agent runs at (Prime answering a user runs at 0).
     pub fn depth(&self) -> u32 {
         self.depth
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(role: &str, content: &str, asked: bool) -> HistoryMessage {
+        HistoryMessage { role: role.into(), content: content.into(), asked }
+    }
+
+    #[test]
+    fn a_message_answers_the_questions_asked_just_before_it() {
+        let mut task = Task::new("The card is 19.99%", "");
+        assert!(task.answering().is_empty());
+        task.history = vec![
+            said("user", "What is APR?", false),
+            said("assistant", "APR is ...", false),
+            said("user", "I owe 2500 on a card", false),
+            said("assistant", "What is its rate?", true),
+            said("user", "it's a Visa", false),
+            said("assistant", "And its rate?", true),
+        ];
+        assert_eq!(task.answering(), ["I owe 2500 on a card", "it's a Visa"], "back to the last plain answer");
+        assert_eq!(task.conversation_text(), "I owe 2500 on a card\nit's a Visa\nThe card is 19.99%");
+        // a caller that combined them already is not repeated
+        assert_eq!(
+            task.with_earlier_asks("I owe 2500 on a card\nit's a Visa\nx"),
+            "I owe 2500 on a card\nit's a Visa\nx"
+        );
+        task.history.push(said("user", "thanks", false));
+        task.history.push(said("assistant", "You're welcome", false));
+        assert!(task.answering().is_empty(), "the last answer was not a question");
+    }
+
+    #[test]
+    fn the_request_text_holds_a_repeated_objective_once() {
+        assert_eq!(Task::new("Plan it", "").request_text(), "Plan it");
+        assert_eq!(
+            Task::new("I owe 9000", "I owe 9000. And 2500 on a card").request_text(),
+            "I owe 9000. And 2500 on a card"
+        );
+        assert_eq!(Task::new("Plan debt payoff", "I owe 9000").request_text(), "Plan debt payoff\nI owe 9000");
+        assert_eq!(Task::new("", "I owe 9000").request_text(), "I owe 9000");
     }
 }

@@ -3,7 +3,9 @@
 //! Exit codes: 0 ok (an answer, or a question back for the user), 2 usage or
 //! configuration error, 3 refused by a rail, 4 the agent failed or timed out.
 
+mod audit;
 mod demo;
+mod keys;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -70,13 +72,16 @@ enum Command {
     /// Run the showcase scenarios and print each tree.
     Demo,
     /// List the audit log; --verify checks its hash chain.
-    Audit(AuditArgs),
+    Audit(audit::AuditArgs),
     /// Print the stored tree of a delegation with timings and outcomes.
     Trace(TraceArgs),
     /// Run Switchboard as an HTTP service.
     Serve(ServeArgs),
     /// Issue a bearer token (shown once; only its hash is stored).
     Token(TokenArgs),
+    /// Show this runtime's lineage signing keys (made at first use) as a
+    /// `[[trust]]` entry for peers; --rotate makes a new one.
+    Keys(keys::KeysArgs),
 }
 
 #[derive(Debug, Args)]
@@ -105,16 +110,6 @@ struct TokenArgs {
     /// An admin token (every tree and event; the web page).
     #[arg(long)]
     admin: bool,
-}
-
-#[derive(Debug, Args)]
-struct AuditArgs {
-    /// Verify the hash chain (exit 4 if it is broken).
-    #[arg(long)]
-    verify: bool,
-    /// Only the last N records.
-    #[arg(long, value_name = "N")]
-    last: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -244,7 +239,18 @@ async fn run(cli: Cli) -> u8 {
         },
         None => Config::builtin(),
     };
-    let store = match crate::store::open(&cli.database_url).await {
+    // the peers' keys are checked here: an Ed25519 key is more than its length
+    if let Err(e) = crate::lineage::TrustStore::from_entries(config.lineage.name.clone(), &config.trust) {
+        return usage_error(format!("invalid configuration: {e}"));
+    }
+    if let Command::Keys(args) = &cli.command {
+        return keys::run(&config, args, cli.json); // needs no store
+    }
+    let anchor = config.audit.anchor_file.as_deref();
+    if let Some(Err(e)) = anchor.map(crate::store::anchor::check_path) {
+        return usage_error(format!("audit.anchor_file: {e}"));
+    }
+    let store = match crate::store::open_anchored(&cli.database_url, anchor).await {
         Ok(s) => s,
         Err(e) => return usage_error(format!("--database-url: {e}")),
     };
@@ -257,10 +263,11 @@ async fn run(cli: Cli) -> u8 {
         Command::Delegate(args) => delegate(&runtime, args, cli.json).await,
         Command::Agents => agents(&runtime, cli.json),
         Command::Demo => demo::run(&runtime, cli.json).await,
-        Command::Audit(args) => audit(&runtime, args, cli.json).await,
+        Command::Audit(args) => audit::run(&runtime, args, cli.json).await,
         Command::Trace(args) => trace(&runtime, args, cli.json).await,
         Command::Serve(args) => serve(runtime, args).await,
         Command::Token(args) => token(runtime, args).await,
+        Command::Keys(args) => keys::run(runtime.config(), &args, cli.json),
     }
 }
 
@@ -331,57 +338,6 @@ async fn token(runtime: Runtime, args: TokenArgs) -> u8 {
             EXIT_FAILED
         }
     }
-}
-
-async fn audit(runtime: &Runtime, args: AuditArgs, json: bool) -> u8 {
-    // the log is read once: it is shown and verified against the anchored head
-    let (entries, head) = match (runtime.store().audit_log().await, runtime.store().audit_head().await) {
-        (Ok(e), Ok(h)) => (e, h),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    let report = crate::store::audit::verify_anchored(&entries, head.as_ref());
-    let shown = &entries[entries.len().saturating_sub(args.last.unwrap_or(usize::MAX))..];
-    if json {
-        let mut v = json!({"records": shown});
-        if args.verify {
-            v["verify"] = json!(report);
-        }
-        println!("{v}");
-    } else {
-        for e in shown {
-            let r = &e.record;
-            let when = chrono::DateTime::from_timestamp_millis(r.created_at)
-                .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
-                .unwrap_or_default();
-            println!(
-                "{:>6} {when} {} {} → {} {}{} {} ms {} tok \"{}\" {}",
-                e.seq,
-                r.user_id,
-                r.origin,
-                r.target,
-                r.outcome,
-                r.error_code.as_deref().map(|c| format!(" {c}")).unwrap_or_default(),
-                r.duration_ms,
-                r.tokens,
-                r.objective.chars().take(60).collect::<String>(),
-                &e.hash[..12]
-            );
-        }
-        if args.verify {
-            match (&report.valid, report.broken_at, &report.reason) {
-                (true, _, _) => println!("audit chain verified: {} records", report.records),
-                (false, at, reason) => println!(
-                    "audit chain BROKEN at record {}: {}",
-                    at.unwrap_or_default(),
-                    reason.as_deref().unwrap_or("unknown")
-                ),
-            }
-        }
-    }
-    if args.verify && !report.valid { EXIT_FAILED } else { EXIT_OK }
 }
 
 async fn trace(runtime: &Runtime, args: TraceArgs, json: bool) -> u8 {

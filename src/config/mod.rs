@@ -3,17 +3,20 @@
 //! team, so everything runs with no configuration.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, request};
 
 mod agent;
+mod lineage;
 mod prime;
 mod validate;
 
 pub use agent::{AgentLimits, AgentSpec, Backend};
+pub(crate) use lineage::valid_runtime_name;
+pub use lineage::{LineageConfig, TrustEntry};
 pub use prime::{PlanKind, PrimeConfig, Route, Workflow, WorkflowStep};
 
 /// The names of the built-in orchestrator in `backend = { kind = "builtin", name = … }`.
@@ -53,6 +56,28 @@ pub struct Config {
     /// The A2A endpoints (`/a2a/{slug}`).
     #[serde(default)]
     pub a2a: A2aConfig,
+    /// Where the audit log is anchored besides its database (`[audit]`).
+    #[serde(default)]
+    pub audit: AuditConfig,
+    /// This runtime's name and keys for lineage tokens (`[lineage]`).
+    #[serde(default)]
+    pub lineage: LineageConfig,
+    /// Peer runtimes whose lineage keys this one trusts (`[[trust]]`).
+    #[serde(default)]
+    pub trust: Vec<TrustEntry>,
+}
+
+/// `[audit]`: anchors of the audit log outside the database.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Unset by default. When set, the SQL store writes the audit chain's
+    /// head (`{"seq","hash","updated_at"}`) to this file after every batch
+    /// of appends, and `audit --verify` checks the log against it. A
+    /// relative path is relative to the working directory, as `sqlite://PATH`
+    /// is; its directory must exist.
+    #[serde(default)]
+    pub anchor_file: Option<PathBuf>,
 }
 
 /// `[a2a]`: how the A2A endpoints treat callers.
@@ -258,5 +283,21 @@ mod tests {
         let err =
             Config::from_toml("[[agents]]\nslug = \"a\"\nname = \"A\"\nmay_delegate_to = [\"ghost\"]").unwrap_err();
         assert!(err.message.contains("ghost"), "{}", err.message);
+    }
+
+    #[test]
+    fn the_audit_anchor_file_is_unset_by_default_and_must_name_a_file() {
+        assert_eq!(Config::builtin().audit.anchor_file, None);
+        let c = Config::from_toml("[audit]\nanchor_file = \"state/anchor.json\"").unwrap();
+        assert_eq!(c.audit.anchor_file.as_deref(), Some(Path::new("state/anchor.json")));
+        for bad in ["", ".", "..", "state/.."] {
+            let err = Config::from_toml(&format!("[audit]\nanchor_file = \"{bad}\"")).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidRequest);
+            assert!(err.message.contains("audit.anchor_file"), "{bad}: {}", err.message);
+        }
+        let err = Config::from_toml("[audit]\nanchor_fle = \"a.json\"").unwrap_err();
+        assert!(err.message.contains("unknown field"), "{}", err.message);
+        let err = Config::from_toml("[audit]\nanchor_file = 3").unwrap_err();
+        assert!(err.message.contains("anchor_file"), "{}", err.message);
     }
 }

@@ -123,6 +123,18 @@ impl Config {
         {
             return bad(format!("a2a.anonymous_user: '{u}' is not a valid user id"));
         }
+        let name = &self.lineage.name;
+        if !super::valid_runtime_name(name) {
+            return bad(format!("lineage.name '{name}' must be 1-64 letters, digits, '.', '_' or '-'"));
+        }
+        if self.lineage.key_dir.as_os_str().is_empty() {
+            return bad("lineage.key_dir must name a directory, e.g. \"switchboard-keys\"".to_string());
+        }
+        if let Some(p) = &self.audit.anchor_file
+            && p.file_name().is_none()
+        {
+            return bad(format!("audit.anchor_file '{}' must name a file, e.g. \"audit-anchor.json\"", p.display()));
+        }
         for w in &self.workflows {
             let ids: BTreeSet<&str> = w.steps.iter().map(|s| s.id.as_str()).collect();
             if ids.len() != w.steps.len() {

@@ -17,11 +17,16 @@ pub struct Step {
     pub objective: String,
     /// Hand the user's message to the agent as a Task Note (tool agents).
     pub task_note: Option<String>,
+    /// The user's whole message, when it says more than the objective: the
+    /// agent gets it as its input unless the user gave material (a file).
+    /// An objective is one sentence; "…and 2500 on a card at 19.99%" in the
+    /// next one must still reach the agent.
+    pub message: Option<String>,
 }
 
 impl Step {
     pub fn new(agent: AgentSlug, objective: impl Into<String>) -> Self {
-        Self { agent, objective: objective.into(), task_note: None }
+        Self { agent, objective: objective.into(), task_note: None, message: None }
     }
 }
 
@@ -46,6 +51,16 @@ impl Plan {
             Self::Chain(_) => "chain",
             Self::Parallel(_) => "parallel",
             Self::Workflow(_) => "workflow",
+        }
+    }
+
+    /// The agents the plan delegates to, in plan order.
+    pub fn agents(&self) -> Vec<&AgentSlug> {
+        match self {
+            Self::Direct { .. } => Vec::new(),
+            Self::Single(s) => vec![&s.agent],
+            Self::Chain(steps) | Self::Parallel(steps) => steps.iter().map(|s| &s.agent).collect(),
+            Self::Workflow(w) => w.steps.iter().map(|s| &s.agent).collect(),
         }
     }
 }
@@ -75,9 +90,29 @@ impl StepResult {
         })
     }
 
-    /// The step ended with a question for the user (`NEEDS_INPUT`).
+    /// The step ended with a question for the user: `NEEDS_INPUT`, or a
+    /// Task Note sent back for clarification (seeds/001), which the user's
+    /// own words were.
     pub fn needs_input(&self) -> bool {
-        self.response.status == Status::NeedsInput
+        self.response.status == Status::NeedsInput || self.note_sent_back()
+    }
+
+    fn note_sent_back(&self) -> bool {
+        self.response.error_code() == Some(ErrorCode::InvalidRequest)
+            && self.response.fallback.as_ref().is_some_and(|f| f.recommended == "clarify_task_note")
+    }
+
+    /// The question the step asks the user, when it asks one.
+    pub fn question(&self) -> Option<String> {
+        if !self.needs_input() {
+            return None;
+        }
+        let message = self.response.error.as_ref().map_or(self.response.result.as_str(), |e| e.message.as_str());
+        Some(match message.split_once("cannot be delegated: ") {
+            // the note's problems, as what the agent needs to hear
+            Some((_, problems)) if self.note_sent_back() => format!("Please tell me more: {problems}"),
+            _ => message.to_string(),
+        })
     }
 }
 
@@ -99,7 +134,11 @@ pub fn overall(results: &[StepResult]) -> Status {
 /// steps work from the earlier results handed over (seeds/000 mode 2), which
 /// keeps their prompts, and so their token estimates, small.
 fn call(step: &Step, input: &str, earlier: &[&StepResult]) -> Call {
-    let input = if earlier.is_empty() { input } else { "" };
+    let input = match (earlier.is_empty(), &step.message) {
+        (false, _) => "", // a later step works on the earlier steps' results
+        (true, Some(message)) if input.trim().is_empty() => message,
+        (true, _) => input,
+    };
     let mut c = Call::new(step.agent.clone(), step.objective.clone()).input(input);
     if let Some(note) = &step.task_note {
         c = c.task_note(note.clone());

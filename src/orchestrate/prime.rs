@@ -122,8 +122,30 @@ impl RulePlanner {
         }
     }
 
+    /// The plan for `message` when it may answer an earlier question:
+    /// `conversation` is the message after the ones it answers. The message
+    /// is planned alone when it stands on its own (a definition, small talk,
+    /// a request for other agents: the user changed the subject), else the
+    /// whole conversation is.
+    pub fn plan_reply(&self, message: &str, conversation: &str, hints: &[String]) -> Plan {
+        let lower = message.trim().to_lowercase();
+        if conversation == message || definition(&lower).is_some() || is_small_talk(&lower) {
+            return self.plan(message, hints);
+        }
+        let (alone, together) = (self.plan(message, hints), self.plan(conversation, hints));
+        let reached = together.agents();
+        let others = alone.agents().iter().any(|a| !reached.contains(a));
+        if others { alone } else { together }
+    }
+
     fn step(&self, spec: &AgentSpec, objective: String, message: &str) -> Step {
-        Step { agent: spec.slug.clone(), objective, task_note: spec.task_notes.then(|| message.to_string()) }
+        let says_more = !spec.task_notes && objective.trim() != message.trim();
+        Step {
+            agent: spec.slug.clone(),
+            task_note: spec.task_notes.then(|| message.to_string()),
+            message: says_more.then(|| message.to_string()),
+            objective,
+        }
     }
 
     fn route_plan(&self, route: &Route, msg: &str) -> Option<Plan> {
@@ -249,13 +271,6 @@ impl PrimeAgent {
         let names: Vec<String> = ok.iter().map(|r| name(r)).collect();
         match (status, plan) {
             (Status::NeedsInput, _) => text.push_str("I need a bit more from you before the team can do this.\n"),
-            (Status::Failed, _)
-                if failed
-                    .iter()
-                    .all(|r| r.response.fallback.as_ref().is_some_and(|f| f.recommended == "clarify_task_note")) =>
-            {
-                text.push_str("I need a bit more detail before the team can do this.\n");
-            }
             (Status::Failed, _) => text.push_str("I couldn't get this done.\n"),
             (_, Plan::Single(_)) => {
                 let _ = write!(text, "I had {} take this. ", names.join(""));
@@ -285,16 +300,12 @@ impl PrimeAgent {
                 .error
                 .as_ref()
                 .map_or(("AGENT_FAILED".to_string(), String::new()), |e| (e.code.to_string(), e.message.clone()));
-            let advice = match r.response.fallback.as_ref().map(|f| f.recommended.as_str()) {
-                Some("clarify_task_note") => " Could you give me more detail?",
-                _ => "",
-            };
-            let _ = writeln!(text, "• {} could not finish ({code}): {msg}{advice}", name(r));
+            let _ = writeln!(text, "• {} could not finish ({code}): {msg}", name(r));
         }
         // the same question from several specialists is asked once, naming them all
-        let mut questions: Vec<(&str, Vec<String>)> = Vec::new();
+        let mut questions: Vec<(String, Vec<String>)> = Vec::new();
         for r in &asking {
-            let q = r.response.error.as_ref().map_or(r.response.result.as_str(), |e| e.message.as_str());
+            let q = r.question().unwrap_or_default();
             match questions.iter_mut().find(|(known, _)| *known == q) {
                 Some((_, who)) => who.push(name(r)),
                 None => questions.push((q, vec![name(r)])),
@@ -342,7 +353,9 @@ fn list(names: &[String]) -> String {
 #[async_trait]
 impl Agent for PrimeAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
-        let plan = self.planner.plan(&task.objective, &task.context_hints);
+        // an answer to Prime's question is read with the message it answers
+        let conversation = task.with_earlier_asks(&task.objective);
+        let plan = self.planner.plan_reply(&task.objective, &conversation, &task.context_hints);
         if let Plan::Direct { answer } = &plan {
             let mut out = AgentOutput::new("Answered directly", answer.clone());
             out.artifacts.push(Artifact::json("plan", json!({"kind": "direct", "steps": []})));
@@ -350,17 +363,8 @@ impl Agent for PrimeAgent {
         }
         ctx.use_tool("delegate")?;
         let results = execute(&plan, ctx.delegator()?, &task.input).await?;
-        let mut out = self.merge(&plan, &results);
-        let needs_detail =
-            |r: &StepResult| r.response.fallback.as_ref().is_some_and(|f| f.recommended == "clarify_task_note");
+        let out = self.merge(&plan, &results);
         if out.status == Some(Status::Failed) {
-            if results.iter().all(needs_detail) {
-                // Not a failure of the turn: Prime asks the user for what is missing.
-                out.status = Some(Status::Success);
-                out.summary = "asked the user for more detail".into();
-                out.requires_followup = true;
-                return Ok(out);
-            }
             // when every step failed the same way (a rail below, a timeout),
             // say so: the caller's retry policy and breaker treat it rightly
             let mut codes = results.iter().filter_map(|r| r.response.error_code());
@@ -443,5 +447,23 @@ mod tests {
     fn a_spending_review_runs_the_declared_workflow() {
         let p = planner().plan("Give me a spending review", &[]);
         assert!(matches!(p, Plan::Workflow(_)), "{p:?}");
+    }
+
+    #[test]
+    fn a_reply_is_read_with_the_question_it_answers_unless_it_changes_the_subject() {
+        let p = planner();
+        let asked = "I have 9000 on my car loan at 6% with a 250 minimum and 2500 on a card";
+        let conversation = |m: &str| format!("{asked}\n{m}");
+        // a fragment that answers Blitz's question goes back to Blitz with it
+        let answer = "The card is 19.99% APR with a 50 minimum";
+        let plan = p.plan_reply(answer, &conversation(answer), &[]);
+        assert_eq!(agents(&plan), ["blitz-debt"]);
+        let Plan::Single(step) = &plan else { panic!("{plan:?}") };
+        assert!(step.message.as_deref().is_some_and(|m| m.contains("2500 on a card") && m.contains("19.99%")));
+        // a definition, small talk or another agent's request stands alone
+        assert!(matches!(p.plan_reply("What is APR?", &conversation("What is APR?"), &[]), Plan::Direct { .. }));
+        assert!(matches!(p.plan_reply("thanks", &conversation("thanks"), &[]), Plan::Direct { .. }));
+        let other = "Analyze my spending";
+        assert_ne!(agents(&p.plan_reply(other, &conversation(other), &[])), ["blitz-debt"]);
     }
 }

@@ -17,7 +17,7 @@ use super::{Entry, Runtime, route};
 use crate::agent::{Scope, ToolSet};
 use crate::auth::Principal;
 use crate::config::AgentSpec;
-use crate::protocol::{ChainLink, DelegationError, DelegationRequest, ErrorCode};
+use crate::protocol::{ChainLink, DelegationError, DelegationRequest, ErrorCode, Mode};
 use crate::rails::budget::BudgetAccount;
 use crate::rails::cycle::{self, CyclePermit};
 use crate::rails::fanout::{self, FanOutPermit};
@@ -143,7 +143,11 @@ async fn rails(
     let tools = auth::effective_tools(&target, &caller_tools, req.tools.as_deref())?;
 
     // the tree's rails: depth, fan-out, cycle, deadline, budget
-    let tree = inner.trees.enter(&req.user_id, req.root_id());
+    // at the edge, the tree takes its conversation's vault: a token means
+    // the same value in every turn of a session and nothing elsewhere
+    let at_edge = parent.is_none();
+    let session_vault = req.child_session_id.filter(|_| at_edge).and_then(|s| inner.vaults.get(&req.user_id, s));
+    let tree = inner.trees.enter_with(&req.user_id, req.root_id(), session_vault);
     *entered = Some(tree.clone());
     let (depth, max_depth) = if user_turn {
         (0, req.constraints.max_depth.min(limits.max_depth_ceiling))
@@ -187,6 +191,9 @@ async fn rails(
 
     // sessions: user isolation, enforced against the store
     let sessions = sessions::resolve(&*inner.store, req, parent.and_then(|p| p.session)).await?;
+    if let Some(child) = sessions.child.as_ref().filter(|_| at_edge && req.mode == Mode::Persist) {
+        inner.vaults.keep(&req.user_id, child.id, tree.shared_vault());
+    }
 
     let mut chain: Vec<ChainLink> = if user_turn { Vec::new() } else { req.chain.clone() };
     chain.push(ChainLink { agent: req.target_employee.clone(), objective_hash });

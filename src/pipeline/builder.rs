@@ -9,7 +9,7 @@ use super::runtime::{Inner, Runtime};
 use crate::agent::Agent;
 use crate::config::{AgentSpec, Config};
 use crate::protocol::{AgentSlug, DelegationError};
-use crate::rails::Trees;
+use crate::rails::{SessionVaults, Trees};
 use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, Breakers};
 use crate::route::DomainTable;
@@ -81,6 +81,7 @@ impl RuntimeBuilder {
             inner: Arc::new(Inner {
                 store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 trees: Trees::new(),
+                vaults: SessionVaults::default(),
                 breakers: Breakers::new(self.breaker),
                 redactor: Redactor::new(),
                 events: Events::default(),

@@ -42,7 +42,10 @@ pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, Deleg
         handoff: req.handoff_data.clone(),
         task_note: req.task_note.clone(),
         facts: facts.into_iter().map(|f| f.fact).collect(),
-        history: history.into_iter().map(|m| HistoryMessage { role: m.role, content: m.content }).collect(),
+        history: history
+            .into_iter()
+            .map(|m| HistoryMessage { role: m.role, content: m.content, asked: m.asked })
+            .collect(),
         seed: None,
         attempt: 1,
         max_completion_tokens: 0,
@@ -82,19 +85,21 @@ pub(super) async fn conversation(rt: &Runtime, adm: &Admitted, response: &Delega
         return Conversation { new_session, ..Conversation::default() };
     }
     let now = now_ms();
-    let asked =
-        if req.input.is_empty() { req.objective.clone() } else { format!("{}\n\n{}", req.objective, req.input) };
+    // as the agent read it: an input that repeats the objective is kept once
+    let asked = crate::agent::request_text(&req.objective, &req.input);
     let origin = (req.origin_employee.as_str() != USER_ORIGIN).then(|| req.origin_employee.to_string());
-    let message = |role: &str, content: String| Message {
+    let message = |role: &str, content: String, asked: bool| Message {
         session_id: child.id,
         role: role.into(),
         content,
         delegated_from: origin.clone(),
         delegation_depth: Some(adm.node.depth),
+        asked,
         created_at: now,
     };
     let asked = Pii::new(&rt.inner.redactor, Some(&adm.node.tree)).text(&asked);
-    let messages = vec![message("user", asked), message("assistant", response.result.clone())];
+    let question = response.status == Status::NeedsInput;
+    let messages = vec![message("user", asked, false), message("assistant", response.result.clone(), question)];
     let mut facts = Vec::new();
     for f in &response.new_facts {
         match fact_scope(f, &adm.member.spec) {

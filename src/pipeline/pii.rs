@@ -191,7 +191,8 @@ mod tests {
         task.handoff.references =
             vec![crate::protocol::Reference { owner_scope: "mail".into(), source_id: EMAIL.into() }];
         task.handoff.extra.insert("contact".into(), serde_json::json!({"email": EMAIL}));
-        task.history = vec![crate::agent::HistoryMessage { role: "user".into(), content: "Email <EMAIL_1>".into() }];
+        task.history =
+            vec![crate::agent::HistoryMessage { role: "user".into(), content: "Email <EMAIL_1>".into(), asked: false }];
         Pii::new(&redactor, Some(&tree)).task(&mut task, false);
         let seen =
             serde_json::json!([task.objective, task.context_hints, task.handoff, task.history[0].content]).to_string();
@@ -199,5 +200,59 @@ mod tests {
         // the earlier turn's <EMAIL_1> is not reissued to a new address
         assert!(!task.objective.contains("<EMAIL_1>"), "{}", task.objective);
         assert_eq!(task.history[0].content, "Email <EMAIL_1>");
+    }
+
+    /// What the worker saw, history first: an agent that repeats the
+    /// conversation back, tokens and all.
+    struct Recall;
+
+    #[async_trait::async_trait]
+    impl crate::agent::Agent for Recall {
+        async fn run(
+            &self,
+            _ctx: &crate::agent::AgentContext,
+            task: &Task,
+        ) -> Result<AgentOutput, crate::protocol::DelegationError> {
+            let before: Vec<&str> = task.history.iter().map(|m| m.content.as_str()).collect();
+            Ok(AgentOutput::new("recalled", format!("before [{}] now [{}]", before.join(" | "), task.input)))
+        }
+    }
+
+    const ANNA: &str = "416-555-0142";
+    const BEN: &str = "647-555-0199";
+
+    /// Issue 15, reproduced on main: the vault lived per tree, so turn 2 of
+    /// a session could not restore turn 1's tokens (or, before tokens were
+    /// reserved, restored them with turn 2's values: another person's).
+    #[tokio::test]
+    async fn two_persons_numbers_in_two_turns_are_each_restored_to_their_own() {
+        use crate::pipeline::testing::{request, runtime, send};
+        let rt = runtime(Recall);
+        let turn1 = send(&rt, request("boss", "worker", "Remember Anna", &format!("Anna is {ANNA}"))).await;
+        assert_eq!(turn1.result, format!("before [] now [Anna is {ANNA}]"), "{:?}", turn1.error);
+        let session = turn1.child_session_id.expect("a session");
+
+        let mut req = request("boss", "worker", "Remember Ben", &format!("Ben is {BEN}"));
+        req.child_session_id = Some(session);
+        let turn2 = send(&rt, req).await;
+        assert!(turn2.result.contains(&format!("now [Ben is {BEN}]")), "{}", turn2.result);
+        assert!(
+            turn2.result.contains(&format!("Anna is {ANNA}")),
+            "turn 1's number, from the history, is Anna's again: {}",
+            turn2.result
+        );
+        assert!(!turn2.result.contains("<PHONE_"), "{}", turn2.result);
+        // what was kept is tokens, never the numbers, and never the same token twice
+        let kept = rt.store().recent_messages(session, 10).await.unwrap();
+        let kept: Vec<&str> = kept.iter().map(|m| m.content.as_str()).collect();
+        let all = kept.join("\n");
+        assert!(!all.contains(ANNA) && !all.contains(BEN), "{all}");
+        assert!(all.contains("Anna is <PHONE_1>") && all.contains("Ben is <PHONE_2>"), "{all}");
+
+        // another session of the same user has its own vault: turn 1's token means nothing there
+        let mut other = request("boss", "worker", "What was <PHONE_1>?", "<PHONE_1>");
+        other.child_session_id = None;
+        let fresh = send(&rt, other).await;
+        assert_eq!(fresh.result, "before [] now [<PHONE_1>]", "{:?}", fresh.error);
     }
 }

@@ -13,7 +13,7 @@ use super::tree_view::TreeView;
 use crate::auth::Principal;
 use crate::config::Config;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, RequestId};
-use crate::rails::Trees;
+use crate::rails::{SessionVaults, Trees};
 use crate::redact::Redactor;
 use crate::resilience::{BreakerState, Breakers};
 use crate::route::DomainTable;
@@ -33,6 +33,8 @@ pub(super) struct Inner {
     pub domains: DomainTable,
     pub store: Arc<dyn Store>,
     pub trees: Arc<Trees>,
+    /// Each conversation's PII vault, by (user, session).
+    pub vaults: SessionVaults,
     pub breakers: Breakers,
     pub redactor: Redactor,
     pub events: Events,

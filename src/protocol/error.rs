@@ -48,6 +48,13 @@ pub enum ErrorCode {
     /// question to ask the user (422). The caller's to answer: never retried,
     /// never counted against the agent's breaker.
     NeedsInput,
+    /// The lineage token is not a valid lineage: malformed, too large, a hop
+    /// that widens its parent's rails, a broken root, or addressed to another
+    /// runtime (403). docs/LINEAGE.md.
+    LineageInvalid,
+    /// The envelope or a header disagrees with the verified lineage token;
+    /// the message names the first field that does (403). docs/LINEAGE.md.
+    LineageMismatch,
 }
 
 /// How a failure should be treated by the retry loop (seeds/001 error handling).
@@ -72,7 +79,7 @@ pub enum ErrorClass {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 20] = [
         Self::InvalidRequest,
         Self::UnsupportedVersion,
         Self::Unauthenticated,
@@ -91,6 +98,8 @@ impl ErrorCode {
         Self::AgentFailed,
         Self::Cancelled,
         Self::NeedsInput,
+        Self::LineageInvalid,
+        Self::LineageMismatch,
     ];
 
     /// The wire spelling, e.g. `DEPTH_LIMIT`.
@@ -114,6 +123,8 @@ impl ErrorCode {
             Self::AgentFailed => "AGENT_FAILED",
             Self::Cancelled => "CANCELLED",
             Self::NeedsInput => "NEEDS_INPUT",
+            Self::LineageInvalid => "LINEAGE_INVALID",
+            Self::LineageMismatch => "LINEAGE_MISMATCH",
         }
     }
 
@@ -122,7 +133,12 @@ impl ErrorCode {
         match self {
             Self::InvalidRequest | Self::UnsupportedVersion => 400,
             Self::Unauthenticated => 401,
-            Self::PermissionDenied | Self::UserMismatch | Self::DelegationNotAllowed | Self::ToolNotAllowed => 403,
+            Self::PermissionDenied
+            | Self::UserMismatch
+            | Self::DelegationNotAllowed
+            | Self::ToolNotAllowed
+            | Self::LineageInvalid
+            | Self::LineageMismatch => 403,
             Self::AgentNotFound => 404,
             Self::CycleDetected => 409,
             Self::DepthLimit | Self::FanOutLimit | Self::TokenBudgetExceeded | Self::NeedsInput => 422,
@@ -162,6 +178,12 @@ impl ErrorCode {
             Self::Cancelled => "The delegation was cancelled by its caller.",
             Self::NeedsInput => {
                 "The task needs more from the user: ask them the question in the message, then delegate again with the answer."
+            }
+            Self::LineageInvalid => {
+                "The lineage token is not valid (see the message); send the token your own caller gave you, attenuated, never a widened one."
+            }
+            Self::LineageMismatch => {
+                "The envelope disagrees with its lineage token in the named field; send the values the token states."
             }
         }
     }
@@ -290,5 +312,15 @@ mod tests {
         }
         assert_eq!(ErrorCode::AgentUnavailable.http_status(), 503);
         assert_eq!(ErrorCode::DepthLimit.hint(), "Delegation depth limit reached. Return results to parent.");
+    }
+
+    #[test]
+    fn lineage_codes_are_forbidden_refusals() {
+        for code in [ErrorCode::LineageInvalid, ErrorCode::LineageMismatch] {
+            assert_eq!(code.http_status(), 403, "{code}");
+            assert!(code.is_refusal() && !code.is_agents_fault(), "{code}");
+        }
+        assert_eq!(ErrorCode::parse("LINEAGE_MISMATCH"), Some(ErrorCode::LineageMismatch));
+        assert_eq!(ErrorCode::parse("LINEAGE_INVALID"), Some(ErrorCode::LineageInvalid));
     }
 }

@@ -255,6 +255,14 @@ pub struct Reference {
     pub source_id: String,
 }
 
+/// First 8 hex digits of sha256(objective) (seeds/000): identifies what a
+/// delegation asks for in a [`ChainLink`], the cycle rail and a lineage path.
+pub fn objective_hash(objective: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(objective.as_bytes());
+    hex::encode(&digest[..4])
+}
+
 /// One ancestor in the delegation chain.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

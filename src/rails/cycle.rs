@@ -7,18 +7,12 @@
 
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-
 use crate::protocol::{AgentSlug, ChainLink, DelegationError, ErrorCode};
 
 pub use super::tree::CycleKey;
 use super::tree::Tree;
 
-/// First 8 hex digits of sha256(objective) (seeds/000).
-pub fn objective_hash(objective: &str) -> String {
-    let digest = Sha256::digest(objective.as_bytes());
-    hex::encode(&digest[..4])
-}
+pub use crate::protocol::request::objective_hash;
 
 /// The key stays registered as in progress until the permit drops; then it
 /// is remembered as finished in the tree.
@@ -95,6 +89,7 @@ mod tests {
     use super::*;
     use crate::protocol::{RequestId, UserId};
     use crate::rails::Trees;
+    use sha2::{Digest, Sha256};
 
     fn slug(s: &str) -> AgentSlug {
         AgentSlug::parse(s).unwrap()

@@ -10,5 +10,7 @@ pub mod fanout;
 pub mod ledger;
 pub mod tree;
 pub mod validate;
+pub mod vaults;
 
 pub use tree::{Tree, Trees};
+pub use vaults::{SessionVaults, SharedVault};

@@ -11,6 +11,7 @@ use crate::redact::Vault;
 use crate::util::lock;
 
 use super::ledger::Ledger;
+use super::vaults::SharedVault;
 
 type TreeKey = (UserId, RequestId);
 
@@ -33,7 +34,7 @@ pub struct Tree {
     key: TreeKey,
     owner: Weak<Trees>,
     state: Mutex<TreeState>,
-    vault: Mutex<Vault>,
+    vault: SharedVault,
 }
 
 #[derive(Default)]
@@ -51,8 +52,14 @@ impl Trees {
         Arc::new(Self::default())
     }
 
-    /// The live tree of `root` for `user`, or a new one.
+    /// The live tree of `root` for `user`, or a new one with a vault of its own.
     pub fn enter(self: &Arc<Self>, user: &UserId, root: RequestId) -> Arc<Tree> {
+        self.enter_with(user, root, None)
+    }
+
+    /// [`Trees::enter`]; a new tree takes `vault` (its conversation's) when
+    /// one is given. A live tree keeps the vault it has.
+    pub fn enter_with(self: &Arc<Self>, user: &UserId, root: RequestId, vault: Option<SharedVault>) -> Arc<Tree> {
         let key = (user.clone(), root);
         let mut live = lock(&self.live);
         if let Some(tree) = live.get(&key).and_then(Weak::upgrade) {
@@ -62,7 +69,7 @@ impl Trees {
             key: key.clone(),
             owner: Arc::downgrade(self),
             state: Mutex::new(TreeState::default()),
-            vault: Mutex::new(Vault::default()),
+            vault: vault.unwrap_or_default(),
         });
         live.insert(key, Arc::downgrade(&tree));
         tree
@@ -90,6 +97,11 @@ impl Tree {
     /// The tree's PII vault: the same value gets the same token in every hop.
     pub fn vault(&self) -> MutexGuard<'_, Vault> {
         lock(&self.vault)
+    }
+
+    /// The vault itself, to keep as its conversation's.
+    pub fn shared_vault(&self) -> &SharedVault {
+        &self.vault
     }
 }
 

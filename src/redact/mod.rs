@@ -46,7 +46,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use vault::Vault;
+pub use vault::{Vault, name_in_address, name_token};
 
 /// What a finding is; also the token prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -74,6 +74,26 @@ fn restore_leaves_unknown_tokens_alone() {
 }
 
 #[test]
+fn the_name_view_of_an_address_restores_to_the_name_in_it() {
+    let (r, mut vault) = (Redactor::new(), Vault::new());
+    let redacted = r.redact("to alex.chan@company.com and info42@shop.example", &mut vault);
+    assert_eq!(redacted, "to <EMAIL_1> and <EMAIL_2>");
+    assert_eq!(super::name_token("<EMAIL_1>").as_deref(), Some("<EMAIL_1:name>"));
+    assert_eq!(super::name_token("<PHONE_1>"), None, "only an address has a name in it");
+    assert_eq!(super::name_token("<EMAIL_1:name>"), None);
+    assert_eq!(
+        vault.restore("Hi <EMAIL_1:name>, Dear <EMAIL_2:name>, <EMAIL_3:name> <PHONE_1:name> <EMAIL_01:name>"),
+        "Hi Alex, Dear info42@shop.example, <EMAIL_3:name> <PHONE_1:name> <EMAIL_01:name>",
+        "a name when the address has one, else the address; unknown or malformed views stay"
+    );
+    assert_eq!(Vault::new().restore("Hi <EMAIL_1:name>,"), "Hi <EMAIL_1:name>,", "another vault restores nothing");
+    // a user typing the view reserves its number like the token itself
+    let mut typed = Vault::new();
+    let out = r.redact("<EMAIL_1:name> is b@x.com", &mut typed);
+    assert_eq!(out, "<EMAIL_1:name> is <EMAIL_2>");
+}
+
+#[test]
 fn token_typed_by_a_user_is_never_issued() {
     let (r, mut vault) = (Redactor::new(), Vault::new());
     let text = "I typed <EMAIL_1> and <EMAIL_2>, my mail is a@x.com";

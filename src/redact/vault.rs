@@ -12,18 +12,55 @@ use super::{PiiKind, for_each_string};
 
 /// Anything shaped like a token; [`parse_token`] decides whether it is one.
 static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP|SIN|SECRET|DOB|ADDRESS|BANK)_[0-9]{1,20}>").expect("static pattern")
+    Regex::new(r"<(?:EMAIL|PHONE|CARD|IBAN|SSN|IP|SIN|SECRET|DOB|ADDRESS|BANK)_[0-9]{1,20}(?::name)?>")
+        .expect("static pattern")
 });
 
-/// `<EMAIL_12>` → (Email, 12). Leading zeros are refused so that every number
-/// has exactly one spelling, or `<EMAIL_01>` typed by a user would restore.
+/// The view of an address token that shows the name in the address:
+/// `<EMAIL_1:name>` restores to `Alex` where `<EMAIL_1>` is
+/// `alex.chan@company.com`. An agent that never sees the address can still
+/// greet its owner by name, and only the user's own vault fills it in.
+const NAME_VIEW: &str = ":name";
+
+fn is_name_view(token: &str) -> bool {
+    token.strip_suffix('>').is_some_and(|t| t.ends_with(NAME_VIEW))
+}
+
+/// `<EMAIL_12>` (or its name view `<EMAIL_12:name>`) → (Email, 12). Leading
+/// zeros are refused so that every number has exactly one spelling, or
+/// `<EMAIL_01>` typed by a user would restore.
 pub(super) fn parse_token(token: &str) -> Option<(PiiKind, u64)> {
-    let (prefix, n) = token.strip_prefix('<')?.strip_suffix('>')?.rsplit_once('_')?;
+    let inner = token.strip_prefix('<')?.strip_suffix('>')?;
+    let inner = match inner.strip_suffix(NAME_VIEW) {
+        Some(address) if address.starts_with("EMAIL_") => address,
+        Some(_) => return None,
+        None => inner,
+    };
+    let (prefix, n) = inner.rsplit_once('_')?;
     let kind = PiiKind::ALL.into_iter().find(|k| k.prefix() == prefix)?;
     if n.starts_with('0') || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     Some((kind, n.parse().ok()?))
+}
+
+/// The first name an address is made of: `alex.chan@company.com` → `Alex`;
+/// none where the part before `@` does not start with a name (`info42@…`,
+/// `12345@…`).
+pub fn name_in_address(address: &str) -> Option<String> {
+    let local = address.split('@').next()?;
+    let first = local.split(['.', '_', '-', '+']).next()?;
+    let mut chars = first.chars();
+    let initial = chars.next()?;
+    (first.chars().count() > 1 && first.chars().all(char::is_alphabetic))
+        .then(|| initial.to_uppercase().chain(chars).collect())
+}
+
+/// `<EMAIL_1>` → `<EMAIL_1:name>`: the token of the name in an address
+/// token's address, which the address's vault fills in on restore.
+pub fn name_token(address_token: &str) -> Option<String> {
+    let (kind, _) = parse_token(address_token).filter(|_| !is_name_view(address_token))?;
+    (kind == PiiKind::Email).then(|| format!("{}{NAME_VIEW}>", &address_token[..address_token.len() - 1]))
 }
 
 /// Whether `text` ends (or starts) with something [`parse_token`] accepts.
@@ -108,7 +145,11 @@ impl Vault {
         }
         TOKEN.replace_all(text, |caps: &regex::Captures<'_>| {
             let token = &caps[0];
-            self.get(token).unwrap_or(token).to_owned()
+            match self.get(token) {
+                Some(address) if is_name_view(token) => name_in_address(address).unwrap_or_else(|| address.into()),
+                Some(raw) => raw.to_owned(),
+                None => token.to_owned(),
+            }
         })
     }
 

@@ -81,6 +81,16 @@ pub struct ChainReport {
     pub reason: Option<String>,
 }
 
+impl ChainReport {
+    fn intact(records: usize) -> Self {
+        Self { records, valid: true, broken_at: None, reason: None }
+    }
+
+    fn broken(records: usize, at: u64, reason: String) -> Self {
+        Self { records, valid: false, broken_at: Some(at), reason: Some(reason) }
+    }
+}
+
 /// The chain's head as the store anchors it: the last sequence number and
 /// hash, written in the same transaction as every append, beside the log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,12 +108,7 @@ pub fn verify(entries: &[AuditEntry]) -> ChainReport {
     let mut prev = GENESIS.to_string();
     for (i, e) in entries.iter().enumerate() {
         let expected_seq = i as u64 + 1;
-        let fail = |at: u64, reason: String| ChainReport {
-            records: entries.len(),
-            valid: false,
-            broken_at: Some(at),
-            reason: Some(reason),
-        };
+        let fail = |at: u64, reason: String| ChainReport::broken(entries.len(), at, reason);
         if e.seq > expected_seq {
             return fail(
                 expected_seq,
@@ -121,7 +126,7 @@ pub fn verify(entries: &[AuditEntry]) -> ChainReport {
         }
         prev = e.hash.clone();
     }
-    ChainReport { records: entries.len(), valid: true, broken_at: None, reason: None }
+    ChainReport::intact(entries.len())
 }
 
 /// Verifies the chain and that it ends where the anchored head says: records
@@ -132,12 +137,7 @@ pub fn verify_anchored(entries: &[AuditEntry], head: Option<&AuditHead>) -> Chai
         return report;
     }
     let last = entries.last().map(|e| (e.seq, e.hash.as_str()));
-    let fail = |at: u64, reason: String| ChainReport {
-        records: entries.len(),
-        valid: false,
-        broken_at: Some(at),
-        reason: Some(reason),
-    };
+    let fail = |at: u64, reason: String| ChainReport::broken(entries.len(), at, reason);
     match (head, last) {
         (None, None) => report,
         (None, Some((seq, _))) => fail(seq, "the log has records but its anchored head is missing".into()),
@@ -158,6 +158,48 @@ pub fn verify_anchored(entries: &[AuditEntry], head: Option<&AuditHead>) -> Chai
             fail(seq, format!("record {seq} does not match the anchored head's hash (it was replaced)"))
         }
         _ => report,
+    }
+}
+
+/// Checks the log against a head kept outside the database (the anchor
+/// file), which catches a tail deleted together with a consistent rewrite of
+/// `audit_head`. The file is written after each commit, so a crash between
+/// the two leaves it behind: a head that is a record of the log with the
+/// same hash passes (the records after it are the chain's to check). It fails
+/// when the head is past the log's last record (naming the first missing
+/// one), when the record at its sequence has another hash, and when there is
+/// no file but the log has records. The chain itself is not checked here:
+/// run [`verify_anchored`] first.
+pub fn verify_anchor_file(entries: &[AuditEntry], file: Option<&AuditHead>) -> ChainReport {
+    let fail = |at: u64, reason: String| ChainReport::broken(entries.len(), at, reason);
+    let last = entries.last().map_or(0, |e| e.seq);
+    let Some(f) = file else {
+        return match entries.len() {
+            0 => ChainReport::intact(0),
+            n => fail(last, format!("the anchor file is missing while the log has {n} records")),
+        };
+    };
+    if f.seq == 0 {
+        // the empty chain's head
+        return if f.hash == GENESIS {
+            ChainReport::intact(entries.len())
+        } else {
+            fail(1, "the anchor file names record 0 with a hash other than the chain's start".into())
+        };
+    }
+    if f.seq > last {
+        let first = last + 1;
+        return fail(
+            first,
+            format!("records {first} to {} are missing: the log ends at {last}, the anchor file at {}", f.seq, f.seq),
+        );
+    }
+    match entries.binary_search_by_key(&f.seq, |e| e.seq) {
+        Err(_) => fail(f.seq, format!("record {}, the anchor file's head, is missing", f.seq)),
+        Ok(i) if entries[i].hash != f.hash => {
+            fail(f.seq, format!("record {} does not match the anchor file's hash (it was replaced)", f.seq))
+        }
+        Ok(_) => ChainReport::intact(entries.len()),
     }
 }
 
@@ -231,5 +273,72 @@ mod tests {
         let other = AuditHead { seq: 5, hash: "f".repeat(64) };
         assert_eq!(verify_anchored(&c, Some(&other)).broken_at, Some(5));
         assert!(verify_anchored(&[], None).valid);
+    }
+
+    /// A chain that goes on from `entries`' last record with other records.
+    fn rewritten(entries: &[AuditEntry], to: u64) -> Vec<AuditEntry> {
+        let mut out = entries.to_vec();
+        let mut prev = out.last().map_or(GENESIS.to_string(), |e| e.hash.clone());
+        for seq in out.len() as u64 + 1..=to {
+            let mut r = record(seq);
+            r.objective = format!("forged {seq}");
+            let e = r.seal(seq, &prev);
+            prev = e.hash.clone();
+            out.push(e);
+        }
+        out
+    }
+
+    fn head(e: &AuditEntry) -> AuditHead {
+        AuditHead { seq: e.seq, hash: e.hash.clone() }
+    }
+
+    #[test]
+    fn an_anchor_file_at_the_head_or_one_batch_behind_it_passes() {
+        let c = chain(5);
+        assert!(verify_anchor_file(&c, Some(&head(&c[4]))).valid);
+        // the process died between the commit of records 4 and 5 and the file's write
+        assert!(verify_anchor_file(&c, Some(&head(&c[2]))).valid);
+        let genesis = AuditHead { seq: 0, hash: GENESIS.into() };
+        assert!(verify_anchor_file(&c, Some(&genesis)).valid);
+        assert!(verify_anchor_file(&[], Some(&genesis)).valid);
+    }
+
+    #[test]
+    fn the_anchor_file_catches_a_tail_deleted_with_audit_head_rewritten_to_match() {
+        let c = chain(5);
+        let file = head(&c[4]);
+        let kept = &c[..3];
+        let db_head = head(&kept[2]);
+        assert!(verify_anchored(kept, Some(&db_head)).valid, "the database agrees with itself");
+        let r = verify_anchor_file(kept, Some(&file));
+        assert_eq!((r.valid, r.broken_at), (false, Some(4)));
+        assert!(r.reason.unwrap().contains("records 4 to 5 are missing"));
+        let r = verify_anchor_file(&[], Some(&file));
+        assert_eq!((r.valid, r.broken_at), (false, Some(1)), "the whole log deleted");
+    }
+
+    #[test]
+    fn the_anchor_file_catches_the_record_at_its_head_replaced() {
+        let c = chain(5);
+        let file = head(&c[4]);
+        // deleted back to 3, then new records 4 and 5 chained from there
+        let forged = rewritten(&c[..3], 5);
+        assert!(verify_anchored(&forged, Some(&head(&forged[4]))).valid, "the database agrees with itself");
+        let r = verify_anchor_file(&forged, Some(&file));
+        assert_eq!((r.valid, r.broken_at), (false, Some(5)));
+        assert!(r.reason.unwrap().contains("replaced"));
+        // also when the forged log has grown past the file
+        assert_eq!(verify_anchor_file(&rewritten(&c[..3], 8), Some(&file)).broken_at, Some(5));
+        let bad_genesis = AuditHead { seq: 0, hash: "f".repeat(64) };
+        assert!(!verify_anchor_file(&c, Some(&bad_genesis)).valid);
+    }
+
+    #[test]
+    fn a_missing_anchor_file_passes_only_an_empty_log() {
+        assert!(verify_anchor_file(&[], None).valid);
+        let r = verify_anchor_file(&chain(2), None);
+        assert_eq!((r.valid, r.broken_at), (false, Some(2)));
+        assert!(r.reason.unwrap().contains("anchor file is missing"));
     }
 }

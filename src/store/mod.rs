@@ -3,6 +3,7 @@
 //! idempotency keys. [`MemoryStore`] keeps it in the process; SQL backends
 //! implement the same trait.
 
+pub mod anchor;
 pub mod audit;
 pub mod memory;
 mod rows;
@@ -60,6 +61,9 @@ pub struct Message {
     pub delegated_from: Option<String>,
     /// The depth the answering agent ran at; None when not recorded.
     pub delegation_depth: Option<u32>,
+    /// The answer was a question back to the user (status `needs_input`):
+    /// the next message in the session may be its answer.
+    pub asked: bool,
     /// When it was written, in milliseconds since the Unix epoch.
     pub created_at: i64,
 }
@@ -269,12 +273,20 @@ pub trait Store: Send + Sync + 'static {
     /// beside the log and written with every append; None before the first.
     async fn audit_head(&self) -> StoreResult<Option<AuditHead>>;
 
-    /// Verifies the audit log against its anchored head: an altered,
-    /// reordered or deleted record (first, middle or last) is named.
+    /// The file the audit head is also written to after every batch of
+    /// appends (`[audit] anchor_file`); None when there is none. Only the
+    /// SQL store keeps one.
+    fn anchor_file(&self) -> Option<&std::path::Path> {
+        None
+    }
+
+    /// Verifies the audit log against its anchored head and, when there is
+    /// one, its anchor file: an altered, reordered or deleted record (first,
+    /// middle or last) is named.
     async fn verify_audit(&self) -> StoreResult<ChainReport> {
         let entries = self.audit_log().await?;
         let head = self.audit_head().await?;
-        Ok(audit::verify_anchored(&entries, head.as_ref()))
+        Ok(anchor::verify_anchors(&entries, head.as_ref(), self.anchor_file()))
     }
 
     /// Saves a delegation record; for one already stored under the request id, its outcome is updated.
@@ -339,8 +351,15 @@ pub trait Store: Send + Sync + 'static {
 /// Opens the store a URL names: `memory:`, `sqlite://PATH` (created on first
 /// use) or `postgres://…`.
 pub async fn open(url: &str) -> StoreResult<std::sync::Arc<dyn Store>> {
+    open_anchored(url, None).await
+}
+
+/// [`open`], with the SQL store writing the audit head to `anchor_file`
+/// after every batch of appends as well (see [`anchor`]). The memory store,
+/// which keeps nothing past the process, has no anchor file.
+pub async fn open_anchored(url: &str, anchor_file: Option<&std::path::Path>) -> StoreResult<std::sync::Arc<dyn Store>> {
     if url == "memory:" || url == "memory" {
         return Ok(std::sync::Arc::new(MemoryStore::new()));
     }
-    Ok(std::sync::Arc::new(SqlStore::connect(url).await?))
+    Ok(std::sync::Arc::new(SqlStore::connect_anchored(url, anchor_file).await?))
 }

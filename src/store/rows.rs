@@ -160,6 +160,7 @@ impl TryFrom<MessageRow> for Message {
             content: r.content,
             delegated_from: meta["delegated_from"].as_str().map(str::to_string),
             delegation_depth: meta["delegation_depth"].as_u64().and_then(|d| u32::try_from(d).ok()),
+            asked: meta["asked"].as_bool().unwrap_or(false),
             created_at: r.created_at,
         })
     }

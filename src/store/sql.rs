@@ -5,11 +5,15 @@
 //! PostgreSQL: a transaction-scoped advisory lock), so the hash chain never
 //! forks, and they are committed before the call returns.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, AssertSqlSafe, Executor, SqlSafeStr};
 
+use super::anchor::AnchorFile;
 use super::audit::{AuditEntry, AuditHead, AuditRecord};
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 pub use super::writer::WriteStats;
@@ -32,6 +36,7 @@ pub struct SqlStore {
     pool: AnyPool,
     backend: Backend,
     writer: Writer,
+    anchor: Option<Arc<AnchorFile>>,
 }
 
 fn backend_err(e: impl std::fmt::Display) -> StoreError {
@@ -60,6 +65,18 @@ impl SqlStore {
     /// Connects (creating an SQLite file if needed) and runs the migrations.
     /// URLs: `sqlite://PATH`, `sqlite::memory:`, `postgres://user@host:port/db`.
     pub async fn connect(url: &str) -> StoreResult<Self> {
+        Self::connect_anchored(url, None).await
+    }
+
+    /// [`SqlStore::connect`], and when `anchor_file` is given, the audit
+    /// head is written there after every batch that appends audit records
+    /// (see [`super::anchor`]); its directory must exist.
+    pub async fn connect_anchored(url: &str, anchor_file: Option<&Path>) -> StoreResult<Self> {
+        let anchor = anchor_file
+            .map(AnchorFile::new)
+            .transpose()
+            .map_err(|e| StoreError::Backend(format!("audit.anchor_file: {e}")))?
+            .map(Arc::new);
         sqlx::any::install_default_drivers();
         let (backend, url) = if url.starts_with("sqlite:") {
             (Backend::Sqlite, sqlite_url(url))
@@ -124,8 +141,8 @@ impl SqlStore {
         // The writer has a connection of its own: under load, readers queued
         // for the pool must not hold up the commits everyone is waiting for.
         let writes = if memory { pool.clone() } else { open(1).await? };
-        let writer = Writer::spawn(writes, backend == Backend::Postgres);
-        Ok(Self { pool, backend, writer })
+        let writer = Writer::spawn(writes, backend == Backend::Postgres, anchor.clone());
+        Ok(Self { pool, backend, writer, anchor })
     }
 
     /// Whether the backend is PostgreSQL (else SQLite).
@@ -302,6 +319,10 @@ impl Store for SqlStore {
             .await
             .map_err(backend_err)?;
         Ok(head.map(|(seq, hash)| AuditHead { seq: seq as u64, hash }))
+    }
+
+    fn anchor_file(&self) -> Option<&Path> {
+        self.anchor.as_deref().map(AnchorFile::path)
     }
 
     async fn put_delegation(&self, r: &DelegationRecord) -> StoreResult<()> {

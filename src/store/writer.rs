@@ -8,6 +8,10 @@
 //!
 //! A batch that fails (a constraint, a full disk) is retried one write per
 //! transaction, so one bad write fails alone and the others still land.
+//!
+//! With an anchor file configured, a batch that appended audit records
+//! writes its new head there after the commit and before its callers are
+//! answered (see [`super::anchor`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +20,8 @@ use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, AnyPool};
 use tokio::sync::{mpsc, oneshot};
 
-use super::audit::{AuditEntry, AuditRecord, GENESIS};
+use super::anchor::{Advanced, AnchorFile};
+use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::signature::task_signature;
 use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult};
 
@@ -82,10 +87,10 @@ fn stopped() -> StoreError {
 
 impl Writer {
     /// Starts the writer task on the current tokio runtime.
-    pub(super) fn spawn(pool: AnyPool, postgres: bool) -> Self {
+    pub(super) fn spawn(pool: AnyPool, postgres: bool, anchor: Option<Arc<AnchorFile>>) -> Self {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let stats = Arc::new(Stats::default());
-        tokio::spawn(run(pool, postgres, queue, stats.clone()));
+        tokio::spawn(run(pool, postgres, queue, stats.clone(), anchor));
         Self { jobs, stats }
     }
 
@@ -104,7 +109,13 @@ impl Writer {
     }
 }
 
-async fn run(pool: AnyPool, postgres: bool, mut queue: mpsc::Receiver<Job>, stats: Arc<Stats>) {
+async fn run(
+    pool: AnyPool,
+    postgres: bool,
+    mut queue: mpsc::Receiver<Job>,
+    stats: Arc<Stats>,
+    anchor: Option<Arc<AnchorFile>>,
+) {
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     let counted = |n: usize| {
         stats.writes.fetch_add(n as u64, Ordering::Relaxed);
@@ -114,6 +125,7 @@ async fn run(pool: AnyPool, postgres: bool, mut queue: mpsc::Receiver<Job>, stat
         match commit(&pool, postgres, jobs.iter().map(|j| &j.write)).await {
             Ok(written) => {
                 counted(written.len());
+                anchored(&pool, anchor.as_ref(), &written).await;
                 for (job, w) in jobs.drain(..).zip(written) {
                     let _ = job.reply.send(Ok(w));
                 }
@@ -124,13 +136,59 @@ async fn run(pool: AnyPool, postgres: bool, mut queue: mpsc::Receiver<Job>, stat
             Err(_) => {
                 for job in jobs.drain(..) {
                     let one = commit(&pool, postgres, std::iter::once(&job.write)).await;
-                    if one.is_ok() {
+                    if let Ok(written) = &one {
                         counted(1);
+                        anchored(&pool, anchor.as_ref(), written).await;
                     }
                     let _ = job.reply.send(one.map(|mut w| w.remove(0)));
                 }
             }
         }
+    }
+}
+
+/// Moves the anchor file, if there is one, to the head of the audit records
+/// a committed batch `written` appended. The commit stands whatever happens
+/// here: a file that cannot be written, or that holds a head the log does
+/// not (records deleted or replaced behind the store's back), is logged, and
+/// `audit --verify` reports it.
+async fn anchored(pool: &AnyPool, anchor: Option<&Arc<AnchorFile>>, written: &[Written]) {
+    let Some(anchor) = anchor else { return };
+    let mut audits = written.iter().filter_map(|w| match w {
+        Written::Audit(e) => Some(e),
+        Written::Done => None,
+    });
+    let Some(first) = audits.next() else { return };
+    let last = audits.next_back().unwrap_or(first);
+    let from = AuditHead { seq: first.seq.saturating_sub(1), hash: first.prev_hash.clone() };
+    let to = AuditHead { seq: last.seq, hash: last.hash.clone() };
+    let file = anchor.clone();
+    let kept = match tokio::task::spawn_blocking(move || file.advance(&from, &to)).await {
+        Ok(Ok(Advanced::Written)) => return,
+        Ok(Ok(Advanced::Kept(head))) => head,
+        Ok(Err(e)) => {
+            tracing::error!("audit anchor: {e}");
+            return;
+        }
+        Err(e) => {
+            tracing::error!("audit anchor: the file's write did not finish: {e}");
+            return;
+        }
+    };
+    // another process sharing the file may have anchored a later head of this same log
+    let held: Option<(String,)> = sqlx::query_as("SELECT hash FROM audit_log WHERE seq = $1")
+        .bind(i64::try_from(kept.seq).unwrap_or(i64::MAX))
+        .fetch_optional(pool)
+        .await
+        .unwrap_or_default();
+    if held.is_none_or(|(hash,)| hash != kept.hash) {
+        tracing::error!(
+            "audit anchor: the anchor file {} holds record {}, which the log does not have as written (it goes on \
+             from record {}): records were deleted or replaced in the database; the file is kept as the evidence",
+            anchor.path().display(),
+            kept.seq,
+            first.seq.saturating_sub(1)
+        );
     }
 }
 
@@ -293,7 +351,11 @@ impl Rows {
     }
 
     fn message(&mut self, m: &Message) {
-        let metadata = serde_json::json!({"delegated_from": m.delegated_from, "delegation_depth": m.delegation_depth});
+        let mut metadata =
+            serde_json::json!({"delegated_from": m.delegated_from, "delegation_depth": m.delegation_depth});
+        if m.asked {
+            metadata["asked"] = true.into();
+        }
         self.messages.push(vec![
             Val::Text(uuid::Uuid::now_v7().to_string()),
             Val::Text(m.session_id.to_string()),

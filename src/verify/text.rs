@@ -69,14 +69,14 @@ pub fn emails_in(text: &str) -> Vec<String> {
     EMAIL_LIKE.find_iter(text).map(|m| m.as_str().trim_end_matches(['.', '!', '?', '\'', '"']).to_string()).collect()
 }
 
-/// `alex.chan@company.com` → `Alex`; a token or a non-alphabetic local part gives none.
+/// `alex.chan@company.com` → `Alex`; a non-alphabetic local part gives
+/// none. A token gives the token of its name (`<EMAIL_1>` →
+/// `<EMAIL_1:name>`), which only the user's own vault turns into the name.
 pub fn name_from_email(address: &str) -> Option<String> {
     if is_email_token(address) {
-        return None;
+        return crate::redact::name_token(address);
     }
-    let local = address.split('@').next()?;
-    let first = local.split(['.', '_', '-', '+']).next()?;
-    (first.len() > 1 && first.chars().all(char::is_alphabetic)).then(|| capitalize(first))
+    crate::redact::name_in_address(address)
 }
 
 /// Upper-cases the first character, lower-cases none of the rest.
@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn names_come_from_the_local_part() {
         assert_eq!(name_from_email("alex.chan@company.com").as_deref(), Some("Alex"));
-        assert_eq!(name_from_email("<EMAIL_1>"), None);
+        assert_eq!(name_from_email("<EMAIL_1>").as_deref(), Some("<EMAIL_1:name>"));
         assert_eq!(name_from_email("j7@x.com"), None);
     }
 

@@ -79,6 +79,7 @@ async fn the_last_messages_of_a_session_come_back_oldest_first() {
                 content: format!("m{i}"),
                 delegated_from: Some("prime-boss".into()),
                 delegation_depth: Some(1),
+                asked: false,
                 created_at: now_ms(),
             })
             .collect();
@@ -277,6 +278,7 @@ async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
             content: "nul \0 byte".into(),
             delegated_from: None,
             delegation_depth: None,
+            asked: false,
             created_at: now_ms(),
         };
         let bad_write = s.append_messages(&[bad]).await;
@@ -321,6 +323,7 @@ async fn a_delegation_and_its_conversation_commit_together() {
                 content,
                 delegated_from: Some("prime-boss".into()),
                 delegation_depth: Some(1),
+                asked: false,
                 created_at: now_ms(),
             };
             Conversation {

@@ -385,7 +385,7 @@ impl Agent for CrystalAnalytics {
             top.join(", ")
         );
         let mut value = a.to_json();
-        if let Some(q) = asked(&format!("{}\n{}", task.objective, task.input)) {
+        if let Some(q) = asked(&task.request_text()) {
             if let Asked::Unknown(words) = &q {
                 let cats: Vec<&str> = tag_ai::categories().filter(|c| *c != UNCATEGORIZED).collect();
                 return Err(needs_input(format!(

@@ -255,7 +255,7 @@ impl Agent for GoalieGoals {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
         let today = chrono::Utc::now().date_naive();
-        answer(&format!("{}\n{}", task.objective, task.input), (today.year(), today.month()))
+        answer(&task.conversation_text(), (today.year(), today.month()))
     }
 }
 

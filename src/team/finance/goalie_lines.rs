@@ -72,9 +72,7 @@ fn deadline(line: &str, as_of: (i32, u32)) -> Result<Option<Deadline>, String> {
 /// A contribution per month, converted from weekly or yearly amounts.
 fn monthly_amount(l: &Labelled) -> Option<Cents> {
     let v = l.figure.value;
-    if l.after_starts(&["/month", "/mo", "per month", "a month", "monthly", "each month", "every month", "/m", "a mo"])
-        || l.before_has(&["monthly", "per month", "each month", "every month"])
-    {
+    if l.after_starts(money::PER_MONTH_AFTER) || l.before_has(&["monthly", "per month", "each month", "every month"]) {
         Some(v)
     } else if l.after_starts(&["/week", "per week", "a week", "weekly", "each week", "every week", "/wk"]) {
         Some(v * 52 / 12)

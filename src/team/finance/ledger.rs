@@ -287,7 +287,7 @@ impl Agent for LedgerTax {
         if found.transactions.is_empty() {
             return Err(no_transactions());
         }
-        let context_text = format!("{}\n{}\n{}", task.objective, task.input, task.facts.join("\n"));
+        let context_text = format!("{}\n{}", task.conversation_text(), task.facts.join("\n"));
         let tax = TaxContext::from_text(&context_text);
         let housing =
             found.transactions.iter().filter(|t| t.amount > 0 && matches!(category_of(t), "Rent" | "Utilities"));

@@ -14,6 +14,10 @@ pub type Cents = i64;
 /// from overflow).
 const MAX_CENTS: Cents = 1_000_000_000_000;
 
+/// How people say "a month" right after an amount (`300 a month`, `$50/mo`).
+pub const PER_MONTH_AFTER: &[&str] =
+    &["/month", "/mo", "per month", "a month", "monthly", "each month", "every month", "a mo", "/m"];
+
 /// Parses one amount: `45.99`, `$1,234.56`, `-4.50`, `(12.50)` (negative),
 /// `12,50` and `1.234,56` (decimal comma), `€5`, `5.00 EUR`, `2.5k`. Anything
 /// else in the string makes it fail.

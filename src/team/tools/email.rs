@@ -364,11 +364,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn redacted_address_is_kept_and_greeting_is_generic() {
+    async fn a_redacted_address_is_kept_and_greeted_by_the_token_of_its_name() {
         let note = EMAIL_NOTE.replace("alex.chan@company.com", "<EMAIL_1>");
         let out = draft(&note, None).await;
         assert_eq!(artifact(&out, "email_draft")["to"], "<EMAIL_1>");
-        assert!(out.result.starts_with("Hi there,"), "{}", out.result);
+        // the user's vault turns it into the name (pipeline::pii's tests)
+        assert!(out.result.starts_with("Hi <EMAIL_1:name>,"), "{}", out.result);
         assert!(verdict(&note, &out).passed);
         let named = "Draft apology email to <EMAIL_1> about the outage. Recipient name: Sam. Max 120 words.";
         assert!(draft(named, None).await.result.starts_with("Hi Sam,"));
@@ -386,7 +387,7 @@ mod tests {
         assert_eq!(artifact(&out, "email_draft")["subject"], "Thank you for the quick code review");
         let note = "Send a status email to <EMAIL_2> about the Q3 migration. New deadline: Nov 3. Tone: formal. Max 100 words.";
         let out = draft(note, Some(SEEDS[2])).await;
-        assert!(out.result.starts_with("Hello,") && out.result.contains("Nov 3"), "{}", out.result);
+        assert!(out.result.starts_with("Dear <EMAIL_2:name>,") && out.result.contains("Nov 3"), "{}", out.result);
         assert!(verdict(note, &out).passed, "{}", out.result);
     }
 

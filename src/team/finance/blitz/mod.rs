@@ -162,11 +162,7 @@ pub struct BlitzDebt;
 impl Agent for BlitzDebt {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
-        let text = if task.input.trim() == task.objective.trim() {
-            task.objective.clone()
-        } else {
-            format!("{}\n{}", task.objective, task.input)
-        };
+        let text = task.conversation_text();
         // what the text does not say is asked, never assumed
         let mut req = parse_request(&text)?;
         let currency = money::detect_currency(&text).unwrap_or("USD");

@@ -40,6 +40,13 @@ impl Mention {
         self.balance.is_none() && self.apr_bp.is_none() && self.minimum.is_none() && self.unclear.is_empty()
     }
 
+    /// A debt named again ("the card is 19.99%", answering what was asked
+    /// about it) that still lacks something: the clause completes it.
+    fn continued_by(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+            && (self.balance.is_none() || self.apr_bp.is_none() || self.minimum.is_none())
+    }
+
     fn label(&self, n: usize, currency: &str) -> String {
         let name = if self.name.is_empty() { format!("debt {n}") } else { self.name.clone() };
         match self.balance {
@@ -231,6 +238,11 @@ enum Role {
 
 fn role(l: &Labelled, names_debt: bool) -> Role {
     let (before, after) = (l.before.as_str(), l.after.as_str());
+    // a label right after the figure is its own ("50 minimum"); the words
+    // before may be the previous figure's ("19.99% APR with a 50 minimum")
+    if !l.figure.is_percent && starts_with_word(after, &["min", "minimum", "payment", "payments"]) {
+        return Role::Minimum;
+    }
     if l.figure.is_percent
         || has_word(before, &["apr", "interest", "rate", "@"])
         || starts_with_word(after, &["apr", "interest", "rate"])
@@ -246,10 +258,9 @@ fn role(l: &Labelled, names_debt: bool) -> Role {
     {
         return Role::Budget;
     }
-    let monthly = ["/month", "/mo", "per month", "a month", "monthly", "each month", "every month", "a mo"];
     if has_word(before, &["min", "mins", "minimum", "minimums", "payment", "payments", "pay", "paying", "paid"])
         || starts_with_word(after, &["min", "minimum", "payment", "payments"])
-        || monthly.iter().any(|m| after.trim_start().starts_with(m))
+        || l.after_starts(money::PER_MONTH_AFTER)
     {
         return Role::Minimum;
     }
@@ -276,18 +287,23 @@ pub fn parse_request(text: &str) -> Result<Request, DelegationError> {
     };
     let (mut extra, mut budget) = (0, None);
     let mut mentions: Vec<Mention> = Vec::new();
-    let mut current: Option<Mention> = None;
+    // the debt the figures are said of: an index into `mentions`
+    let mut current: Option<usize> = None;
     for line in text.lines().take(1000) {
         for clause in clauses(line) {
             let name = debt_name(clause);
             let labelled = money::labelled_figures(clause);
             if let Some(name) = &name {
-                // a clause naming a debt starts it, unless the debt so far has no name yet
-                match current.as_mut() {
+                // a clause naming a debt starts it (or goes on with it, named
+                // again), unless the debt so far has no name yet
+                match current.map(|i| &mut mentions[i]) {
                     Some(m) if m.name.is_empty() && !labelled.is_empty() => m.name = name.clone(),
                     _ => {
-                        mentions.extend(current.take());
-                        current = Some(Mention { name: name.clone(), ..Mention::default() });
+                        let again = mentions.iter().position(|m| m.continued_by(name));
+                        current = Some(again.unwrap_or_else(|| {
+                            mentions.push(Mention { name: name.clone(), ..Mention::default() });
+                            mentions.len() - 1
+                        }));
                     }
                 }
             }
@@ -298,7 +314,11 @@ pub fn parse_request(text: &str) -> Result<Request, DelegationError> {
                     Role::Extra => extra = extra.max(v),
                     Role::Budget => budget = Some(v),
                     _ => {
-                        let m = current.get_or_insert_with(Mention::default);
+                        let i = *current.get_or_insert_with(|| {
+                            mentions.push(Mention::default());
+                            mentions.len() - 1
+                        });
+                        let m = &mut mentions[i];
                         let slot = match role {
                             Role::Apr => &mut m.apr_bp,
                             Role::Minimum => &mut m.minimum,
@@ -312,14 +332,14 @@ pub fn parse_request(text: &str) -> Result<Request, DelegationError> {
                         };
                         if slot.is_some() {
                             // said twice: another debt, not yet named
-                            mentions.extend(current.take());
                             let mut next = Mention::default();
                             match role {
                                 Role::Apr => next.apr_bp = Some(v),
                                 Role::Minimum => next.minimum = Some(v),
                                 _ => next.balance = Some(v),
                             }
-                            current = Some(next);
+                            mentions.push(next);
+                            current = Some(mentions.len() - 1);
                         } else {
                             *slot = Some(v);
                         }
@@ -331,7 +351,6 @@ pub fn parse_request(text: &str) -> Result<Request, DelegationError> {
             break;
         }
     }
-    mentions.extend(current);
     mentions.retain(|m| !m.is_empty());
     mentions.truncate(MAX_DEBTS);
     if mentions.is_empty() {

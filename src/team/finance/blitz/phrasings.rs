@@ -76,6 +76,20 @@ const PHRASINGS: &[(&str, Expect)] = &[
         "use snowball. Visa 500 at 25% min 25; Amex 3000 at 15% min 90",
         Plan(&[("Visa", 50_000, 2500, 2_500), ("Amex", 300_000, 1500, 9_000)], 0),
     ),
+    // an answer to Blitz's question, read after the message it answers
+    (
+        "I have 9000 on my car loan at 6% with a 250 minimum and 2500 on a card. How do I pay them off?\n\
+         The card is 19.99% APR with a 50 minimum",
+        Plan(&[("car loan", 900_000, 600, 25_000), ("card", 250_000, 1999, 5_000)], 0),
+    ),
+    (
+        "I have 9000 on my car loan and 2500 on a card\ncar loan is 6% min 250, the card 22% min 60",
+        Plan(&[("car loan", 900_000, 600, 25_000), ("card", 250_000, 2200, 6_000)], 0),
+    ),
+    (
+        "I have 9000 on my car loan and 2500 on a card\nthe car loan is 6% with a 250 minimum",
+        Asks(&["card ($2,500.00): its interest rate (APR) and its minimum monthly payment"]),
+    ),
 ];
 
 #[test]

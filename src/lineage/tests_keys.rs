@@ -1,0 +1,266 @@
+//! Keys on disk and their rotation, the trust store, garbage encodings and
+//! the envelope check.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::tests::{MINUTE, NOW, honest, ring, root_claims, slug, world};
+use super::*;
+use crate::protocol::request::objective_hash;
+use crate::protocol::{ChainLink, DelegationRequest, UserId};
+
+const DAY: u64 = 24 * 60 * MINUTE;
+
+fn long_root(ring: &KeyRing) -> Token {
+    let mut c = root_claims();
+    c.issuer = ring.name().into();
+    c.audience = ring.name().into();
+    c.deadline_ms = NOW + 30 * DAY;
+    ring.mint_root(c).unwrap()
+}
+
+fn trusting_itself(ring: &KeyRing) -> TrustStore {
+    let mut t = TrustStore::new(ring.name());
+    t.trust_ring(ring).unwrap();
+    t
+}
+
+#[test]
+fn a_token_of_a_rotated_key_verifies_until_the_key_expires() {
+    let mut r = ring("a", 1);
+    let old = long_root(&r);
+    let old_id = r.current_id().unwrap();
+    let new_id = r.rotate(NOW, Duration::from_millis(7 * DAY)).unwrap();
+    assert_ne!(old_id, new_id);
+    assert_eq!(r.current_id(), Some(new_id));
+    let trust = trusting_itself(&r);
+    assert_eq!(verify(&old.encode(), &trust, NOW + 6 * DAY).unwrap().key_id, old_id);
+    let err = verify(&old.encode(), &trust, NOW + 7 * DAY).unwrap_err();
+    assert_eq!((err.fault, err.code()), (Fault::KeyExpired, ErrorCode::Unauthenticated));
+    // new tokens are signed with the new key, which does not expire
+    let new = long_root(&r);
+    assert_eq!(verify(&new.encode(), &trust, NOW + 20 * DAY).unwrap().key_id, new_id);
+    let keys = r.public_keys();
+    assert_eq!(
+        keys.iter().map(|k| (k.id, k.expires_ms)).collect::<Vec<_>>(),
+        [(old_id, Some(NOW + 7 * DAY)), (new_id, None)]
+    );
+}
+
+#[test]
+fn keys_are_generated_once_private_and_rotated_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let first = KeyRing::open(&keys, "a", NOW).unwrap();
+    let id = first.current_id().unwrap();
+    assert_eq!(id.to_string().len(), 16);
+    let file = keys.join(format!("{id}.key"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(&keys).unwrap().permissions().mode() & 0o777, 0o700);
+    }
+    // the same key at the next start
+    assert_eq!(KeyRing::open(&keys, "a", NOW).unwrap().current_id(), Some(id));
+    let token = long_root(&first);
+
+    let mut ring = KeyRing::open(&keys, "a", NOW).unwrap();
+    let new_id = ring.rotate(NOW, Duration::from_millis(7 * DAY)).unwrap();
+    assert_eq!(std::fs::read_to_string(keys.join(format!("{id}.expires"))).unwrap(), (NOW + 7 * DAY).to_string());
+    // after a restart: the new key signs, the old one still verifies
+    let reopened = KeyRing::open(&keys, "a", NOW + DAY).unwrap();
+    assert_eq!(reopened.current_id(), Some(new_id));
+    assert!(verify(&token.encode(), &trusting_itself(&reopened), NOW + DAY).is_ok());
+    // after its expiry the old key is gone, from the ring and the disk
+    let later = KeyRing::open(&keys, "a", NOW + 8 * DAY).unwrap();
+    assert_eq!(later.public_keys().len(), 1);
+    assert!(!file.exists());
+    assert_eq!(
+        verify(&token.encode(), &trusting_itself(&later), NOW + 8 * DAY).unwrap_err().fault,
+        Fault::UntrustedKey
+    );
+}
+
+#[test]
+fn a_rotation_cut_short_before_it_named_the_new_key_leaves_no_key_verifying_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = KeyRing::open(dir.path(), "a", NOW).unwrap().current_id().unwrap();
+    // what `rotate` writes first: a new key file, then the old key's expiry;
+    // the crash comes before `current` names the new key
+    let mut ahead = KeyRing::open(dir.path(), "a", NOW).unwrap();
+    let stray = ahead.rotate(NOW, Duration::from_millis(DAY)).unwrap();
+    std::fs::write(dir.path().join("current"), id.to_string()).unwrap();
+    let reopened = KeyRing::open(dir.path(), "a", NOW).unwrap();
+    assert_eq!(reopened.current_id(), Some(id), "the old key still signs");
+    let ids: Vec<KeyId> = reopened.public_keys().iter().map(|k| k.id).collect();
+    assert_eq!(ids, [id], "the never-used key is not trusted");
+    assert!(!dir.path().join(format!("{stray}.key")).exists());
+}
+
+#[test]
+fn a_damaged_key_directory_is_an_error_not_a_new_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = KeyRing::open(dir.path(), "a", NOW).unwrap().current_id().unwrap();
+    std::fs::write(dir.path().join(format!("{id}.key")), "not base64!").unwrap();
+    let err = KeyRing::open(dir.path(), "a", NOW).unwrap_err();
+    assert!(err.to_string().contains("not a base64 Ed25519 secret key"), "{err}");
+    std::fs::write(dir.path().join("current"), "zz").unwrap();
+    assert!(KeyRing::open(dir.path(), "a", NOW).unwrap_err().to_string().contains("not a key id"));
+    assert!(KeyRing::open(dir.path(), "bad name!", NOW).is_err());
+}
+
+#[test]
+fn trust_entries_come_from_config_and_bad_keys_are_named() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        trust: Vec<TrustEntry>,
+    }
+    let b = ring("b", 2);
+    let text = format!(
+        "[[trust]]\nname = \"b\"\npublic_key = \"{}\"\nmay_call = [\"tag-ai\"]\n\n\
+         [[trust]]\nname = \"x\"\npublic_key = \"AQ\"\n",
+        b.public_keys()[0].public_key
+    );
+    let file: File = toml::from_str(&text).unwrap();
+    assert_eq!(file.trust[0].may_call, ["tag-ai"]);
+    assert!(!file.trust[0].may_start_trees);
+    let err = TrustStore::from_entries("c", &file.trust).unwrap_err();
+    assert!(err.starts_with("trust[1] ('x'): public_key must be 32 bytes"), "{err}");
+    assert!(TrustStore::from_entries("c", &file.trust[..1]).is_ok());
+    let mut weak = file.trust[0].clone();
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    weak.public_key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, identity);
+    assert!(TrustStore::from_entries("c", &[weak]).unwrap_err().contains("weak"));
+    let mut bad_call = file.trust[0].clone();
+    bad_call.may_call = vec!["Not A Slug".into()];
+    assert!(TrustStore::from_entries("c", &[bad_call]).unwrap_err().contains("may_call"));
+    assert!(toml::from_str::<File>("[[trust]]\nname = \"b\"\npublic_key = \"x\"\nextra = 1\n").is_err());
+}
+
+#[test]
+fn garbage_is_refused_with_a_clear_error() {
+    let w = world();
+    let cases: Vec<(String, Fault)> = vec![
+        (String::new(), Fault::Malformed),
+        ("!!!".into(), Fault::Malformed),
+        ("a".into(), Fault::Malformed),
+        ("AQ==".into(), Fault::Malformed),
+        ("AgE".into(), Fault::Malformed),    // version 2
+        ("AQA".into(), Fault::Malformed),    // no blocks
+        ("ARE".into(), Fault::Malformed),    // 17 blocks
+        ("AQEAAQ".into(), Fault::Malformed), // claims running past the end
+        ("x".repeat(MAX_TEXT_LEN + 1), Fault::TooLarge),
+    ];
+    for (text, fault) in cases {
+        let err = verify(&text, &w.at_c, NOW).unwrap_err();
+        assert_eq!(err.fault, fault, "{text:.20}: {err}");
+        assert_eq!(err.code(), ErrorCode::LineageInvalid);
+        assert!(!err.message.is_empty());
+    }
+    // a valid token with a byte more
+    let (_, _, t2) = honest(&w);
+    let mut bytes = base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, t2.encode()).unwrap();
+    bytes.push(0);
+    let text = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &bytes);
+    assert!(verify(&text, &w.at_c, NOW).unwrap_err().message.contains("after its last block"));
+}
+
+#[test]
+fn a_token_never_grows_past_its_bound() {
+    let a = ring("a", 1);
+    let mut c = root_claims();
+    c.max_depth = 40;
+    c.tools = (0..60).map(|i| format!("tool-with-a-long-name-{i:02}")).collect();
+    let mut token = a.mint_root(c.clone()).unwrap();
+    let err = loop {
+        let next =
+            c.child(crate::protocol::RequestId::new(), Link::new(c.hop().unwrap().target.clone(), slug("x"), "o"), "a");
+        match a.attenuate(&token, next.clone()) {
+            Ok(t) => (token, c) = (t, next),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.fault, Fault::TooLarge, "{err}");
+    assert!(token.encode().len() <= MAX_TEXT_LEN);
+}
+
+proptest! {
+    #[test]
+    fn no_text_makes_verify_panic(text in ".{0,300}") {
+        let w = world();
+        prop_assert!(verify(&text, &w.at_c, NOW).is_err());
+    }
+
+    #[test]
+    fn no_bytes_make_verify_panic_or_pass(bytes in proptest::collection::vec(any::<u8>(), 0..600), head in any::<bool>()) {
+        let w = world();
+        let mut bytes = bytes;
+        if head && bytes.len() > 2 {
+            bytes[0] = 1; // the right version, so the layout is read further
+            bytes[1] %= 4;
+        }
+        let text = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &bytes);
+        prop_assert!(verify(&text, &w.at_c, NOW).is_err());
+    }
+}
+
+/// The envelope `b` sends to `c` for the honest hop t2.
+fn envelope(claims: &Claims) -> DelegationRequest {
+    let mut req = DelegationRequest::new(slug("byte-doc"), slug("tag-ai"), UserId::parse("ada").unwrap(), "tag", "");
+    req.request_id = claims.request;
+    req.root_request_id = Some(claims.tree);
+    req.parent_request_id = claims.parent;
+    req.current_depth = 1;
+    req.chain = vec![
+        ChainLink { agent: slug("prime-boss"), objective_hash: objective_hash("analyze my spending") },
+        ChainLink { agent: slug("byte-doc"), objective_hash: objective_hash("extract") },
+    ];
+    req.constraints.max_depth = 4;
+    req.constraints.max_tokens = 600;
+    req.constraints.deadline_ms = 9 * MINUTE;
+    req.tools = Some(vec!["ledger".into()]);
+    req
+}
+
+#[test]
+fn an_envelope_that_disagrees_with_its_token_names_the_field() {
+    let w = world();
+    let (_, _, t2) = honest(&w);
+    let v = verify(&t2.encode(), &w.at_c, NOW).unwrap();
+    check_envelope(&v.claims, &envelope(&v.claims), NOW, 0).unwrap();
+    // lower limits are fine
+    let mut lower = envelope(&v.claims);
+    (lower.constraints.max_tokens, lower.constraints.deadline_ms, lower.tools) = (100, 1000, Some(vec![]));
+    check_envelope(&v.claims, &lower, NOW, 0).unwrap();
+
+    type Change = fn(&mut DelegationRequest);
+    let changes: [(&str, Change); 13] = [
+        ("request_id", |r| r.request_id = crate::protocol::RequestId::new()),
+        ("root_request_id", |r| r.root_request_id = None),
+        ("parent_request_id", |r| r.parent_request_id = None),
+        ("user_id", |r| r.user_id = UserId::parse("eve").unwrap()),
+        ("origin_employee", |r| r.origin_employee = slug("prime-boss")),
+        ("target_employee", |r| r.target_employee = slug("crystal")),
+        ("objective", |r| r.objective = "tag everything".into()),
+        ("chain", |r| r.chain.clear()),
+        ("current_depth", |r| r.current_depth = 0),
+        ("constraints.max_depth", |r| r.constraints.max_depth = 8),
+        ("constraints.max_tokens", |r| r.constraints.max_tokens = 601),
+        ("constraints.deadline_ms", |r| r.constraints.deadline_ms = 9 * MINUTE + 1),
+        ("tools", |r| r.tools = Some(vec!["ledger".into(), "shell".into()])),
+    ];
+    for (field, change) in changes {
+        let mut req = envelope(&v.claims);
+        change(&mut req);
+        let err = check_envelope(&v.claims, &req, NOW, 0).unwrap_err();
+        assert_eq!((err.fault, err.code()), (Fault::Mismatch(field), ErrorCode::LineageMismatch), "{field}");
+        assert!(err.message.contains(field), "{}", err.message);
+    }
+    // the skew allowance covers the time the envelope spent in transit
+    let mut late = envelope(&v.claims);
+    late.constraints.deadline_ms = 9 * MINUTE + 200;
+    check_envelope(&v.claims, &late, NOW, 500).unwrap();
+}

@@ -1,0 +1,112 @@
+//! The public keys this runtime trusts, per peer (`[[trust]]` entries), and
+//! its own.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::VerifyingKey;
+
+use super::{KeyId, KeyRing, valid_name};
+use crate::config::TrustEntry;
+use crate::protocol::AgentSlug;
+
+/// A trusted key with what its holder may do.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub(crate) name: String,
+    pub(crate) key: VerifyingKey,
+    may_call: Vec<String>,
+    pub(crate) may_start_trees: bool,
+    pub(crate) expires_ms: Option<u64>,
+}
+
+impl Peer {
+    pub(crate) fn may_call(&self, target: &str) -> bool {
+        self.may_call.iter().any(|a| a == "*" || a == target)
+    }
+}
+
+/// The keys a runtime verifies lineage tokens against, by key id, and its own
+/// name: the audience a token's last hop must be addressed to.
+#[derive(Debug, Clone)]
+pub struct TrustStore {
+    local: String,
+    peers: HashMap<KeyId, Peer>,
+}
+
+impl TrustStore {
+    /// An empty store for the runtime named `local`.
+    pub fn new(local: impl Into<String>) -> Self {
+        Self { local: local.into(), peers: HashMap::new() }
+    }
+
+    /// A store with `entries`; the error names the first bad entry.
+    pub fn from_entries(local: impl Into<String>, entries: &[TrustEntry]) -> Result<Self, String> {
+        let mut store = Self::new(local);
+        for (i, e) in entries.iter().enumerate() {
+            store.add(e).map_err(|m| format!("trust[{i}] ('{}'): {m}", e.name.escape_debug()))?;
+        }
+        Ok(store)
+    }
+
+    /// Trusts one more key; refuses a bad name, key or `may_call` entry.
+    pub fn add(&mut self, entry: &TrustEntry) -> Result<KeyId, String> {
+        if !valid_name(&entry.name) {
+            return Err("name must be 1-64 letters, digits, '.', '_' or '-'".into());
+        }
+        let key = parse_public_key(&entry.public_key)?;
+        if let Some(bad) = entry.may_call.iter().find(|a| *a != "*" && AgentSlug::parse(a.as_str()).is_err()) {
+            return Err(format!("may_call: '{}' is not an agent slug or \"*\"", bad.escape_debug()));
+        }
+        let id = KeyId::of(&key);
+        self.peers.insert(
+            id,
+            Peer {
+                name: entry.name.clone(),
+                key,
+                may_call: entry.may_call.clone(),
+                may_start_trees: entry.may_start_trees,
+                expires_ms: entry.expires_ms,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Trusts this runtime's own keys (a hop it sends to itself, a root it
+    /// starts): any agent, trees allowed, each until its expiry.
+    pub fn trust_ring(&mut self, ring: &KeyRing) -> Result<(), String> {
+        for k in ring.public_keys() {
+            self.add(&TrustEntry {
+                name: ring.name().to_string(),
+                public_key: k.public_key,
+                may_call: vec!["*".into()],
+                may_start_trees: true,
+                expires_ms: k.expires_ms,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// This runtime's name.
+    pub fn local(&self) -> &str {
+        &self.local
+    }
+
+    pub(crate) fn peer(&self, id: KeyId) -> Option<&Peer> {
+        self.peers.get(&id)
+    }
+}
+
+fn parse_public_key(text: &str) -> Result<VerifyingKey, String> {
+    let bytes: [u8; 32] = STANDARD
+        .decode(text.trim())
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or("public_key must be 32 bytes in base64")?;
+    let key = VerifyingKey::from_bytes(&bytes).map_err(|_| "public_key is not an Ed25519 public key")?;
+    if key.is_weak() {
+        return Err("public_key is a weak (small-order) Ed25519 key".into());
+    }
+    Ok(key)
+}
