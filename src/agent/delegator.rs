@@ -62,6 +62,9 @@ pub struct Scope {
     pub deadline_ms_default: u64,
     /// The largest parallel batch, and children in flight at once.
     pub fan_out: u32,
+    /// This delegation's place in its signed lineage, when the runtime keeps
+    /// one (it sends delegations to other runtimes, or this one came from one).
+    pub hop: Option<Arc<crate::lineage::Hop>>,
 }
 
 /// What the pipeline does for a running agent: every nested call goes
@@ -83,6 +86,14 @@ pub trait Dispatch: Send + Sync + 'static {
     /// Whether the calling agent may delegate to `target`: the edge is
     /// configured and the target exists.
     fn may_delegate_to(&self, target: &AgentSlug) -> bool;
+
+    /// The lineage token that carries `request` (the calling node's
+    /// delegation, forwarded: see [`Lineage::forward`]) to the runtime named
+    /// `audience`; None when this runtime keeps no lineage.
+    fn relay_token(&self, request: &DelegationRequest, audience: &str) -> Result<Option<String>, DelegationError> {
+        let _ = (request, audience);
+        Ok(None)
+    }
 }
 
 /// Where a running delegation stands in its tree: what an agent needs to
@@ -349,6 +360,12 @@ impl Delegator {
     /// it was not offered): one refused record in its tree.
     pub async fn record_denied(&self, what: &str, error: &DelegationError) {
         self.dispatch.record_denied(what, error).await;
+    }
+
+    /// The signed lineage token for `request`, this delegation forwarded to
+    /// the runtime named `audience` (see [`Dispatch::relay_token`]).
+    pub fn relay_token(&self, request: &DelegationRequest, audience: &str) -> Result<Option<String>, DelegationError> {
+        self.dispatch.relay_token(request, audience)
     }
 
     /// Where this delegation stands in its tree.

@@ -14,6 +14,9 @@ use super::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{AgentSlug, DelegationError, DelegationResponse, ErrorCode, Status};
 use crate::telemetry;
 
+/// The header a lineage token travels in (docs/LINEAGE.md).
+pub const LINEAGE_HEADER: &str = "X-Switchboard-Lineage";
+
 /// Largest answer read from a remote.
 const MAX_REPLY: usize = 8 * 1024 * 1024;
 
@@ -24,6 +27,7 @@ pub struct RemoteAgent {
     remote_slug: Option<AgentSlug>,
     default_token: Option<String>,
     origin_tokens: BTreeMap<String, String>,
+    peer: Option<String>,
 }
 
 fn env_token(var: &str) -> Result<String, DelegationError> {
@@ -57,7 +61,14 @@ impl RemoteAgent {
                 .iter()
                 .map(|(origin, var)| Ok((origin.clone(), env_token(var)?)))
                 .collect::<Result<_, DelegationError>>()?,
+            peer: None,
         })
+    }
+
+    /// Calls carry a lineage token addressed to the remote runtime named `peer`.
+    pub fn with_peer(mut self, peer: Option<String>) -> Self {
+        self.peer = peer;
+        self
     }
 
     fn token_for(&self, origin: &AgentSlug) -> Result<&str, DelegationError> {
@@ -124,6 +135,11 @@ impl Agent for RemoteAgent {
             .json(&req);
         if let Some(s) = req.parent_session_id {
             http = http.header("X-Agent-Parent-Session", s.to_string());
+        }
+        if let Some(peer) = &self.peer
+            && let Some(token) = ctx.delegator()?.relay_token(&req, peer)?
+        {
+            http = http.header(LINEAGE_HEADER, token);
         }
         for (k, v) in telemetry::trace_headers() {
             http = http.header(k, v);

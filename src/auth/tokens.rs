@@ -145,6 +145,7 @@ mod tests {
             service_tokens: [("prime-boss".to_string(), "secret-1".to_string())].into(),
             user_tokens: [("alice".to_string(), format!("sha256:{}", hash_token("secret-2")))].into(),
             admin_tokens: vec![],
+            service_roots: None,
         };
         tokens.load_config(&auth).await.unwrap();
         assert_eq!(tokens.authenticate("secret-2").await.unwrap(), Principal::User(UserId::parse("alice").unwrap()));

@@ -152,6 +152,11 @@ pub enum Backend {
         /// Per-origin tokens: origin slug → environment variable.
         #[serde(default)]
         origin_tokens: BTreeMap<String, String>,
+        /// The remote runtime's `[lineage] name`: each call then carries a
+        /// signed lineage token addressed to it (docs/LINEAGE.md). Unset:
+        /// no token, and the remote takes the call as the start of a tree.
+        #[serde(default)]
+        peer: Option<String>,
     },
     /// A model behind any OpenAI-compatible chat-completions endpoint (a hosted
     /// API, vLLM, llama.cpp's server, Ollama). Unset fields come from `[llm]`.
@@ -186,6 +191,10 @@ pub enum Backend {
         /// Environment variable holding a bearer token for the remote agent.
         #[serde(default)]
         token_env: Option<String>,
+        /// The remote runtime's `[lineage] name`, when it is a Switchboard
+        /// that trusts ours: each message then carries a signed lineage token.
+        #[serde(default)]
+        peer: Option<String>,
     },
     /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
     Command {
@@ -198,6 +207,16 @@ pub enum Backend {
         #[serde(default)]
         env: BTreeMap<String, String>,
     },
+}
+
+impl Backend {
+    /// The remote runtime's lineage name, for backends that send to another Switchboard.
+    pub fn peer(&self) -> Option<&str> {
+        match self {
+            Self::Http { peer, .. } | Self::A2a { peer, .. } => peer.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 impl Default for Backend {

@@ -126,6 +126,23 @@ pub struct AuthConfig {
     /// Operator tokens, each acting as an admin (any agent, every tree).
     #[serde(default)]
     pub admin_tokens: Vec<String>,
+    /// Agents whose service token may start a tree (send an envelope that
+    /// carries no lineage token), and for which users (`"*"`: any): agent
+    /// slug → users. Every other delegation sent to this runtime must carry
+    /// a lineage token (docs/LINEAGE.md). Unset: `{ "prime-boss" = ["*"] }`,
+    /// the built-in orchestrator, which acts for the users who talk to it.
+    #[serde(default)]
+    pub service_roots: Option<BTreeMap<String, Vec<String>>>,
+}
+
+impl AuthConfig {
+    /// Whether `agent`'s service token may start a tree for `user`.
+    pub fn may_start_tree(&self, agent: &str, user: &str) -> bool {
+        match &self.service_roots {
+            None => agent == "prime-boss",
+            Some(roots) => roots.get(agent).is_some_and(|users| users.iter().any(|u| u == "*" || u == user)),
+        }
+    }
 }
 
 /// A domain's routing entry. Members default to the agents whose `domain` is

@@ -113,6 +113,14 @@ impl Config {
                 return bad(format!("auth.service_tokens names unknown agent '{agent}'"));
             }
         }
+        for (agent, users) in self.auth.service_roots.iter().flatten() {
+            if !known(agent) {
+                return bad(format!("auth.service_roots names unknown agent '{agent}'"));
+            }
+            if let Some(u) = users.iter().find(|u| *u != "*" && crate::protocol::UserId::parse(u.as_str()).is_err()) {
+                return bad(format!("auth.service_roots.{agent}: '{u}' is not a user id or \"*\""));
+            }
+        }
         for user in self.auth.user_tokens.keys() {
             if crate::protocol::UserId::parse(user.as_str()).is_err() {
                 return bad(format!("auth.user_tokens: '{user}' is not a valid user id"));
@@ -126,6 +134,14 @@ impl Config {
         let name = &self.lineage.name;
         if !super::valid_runtime_name(name) {
             return bad(format!("lineage.name '{name}' must be 1-64 letters, digits, '.', '_' or '-'"));
+        }
+        if let Some((a, peer)) =
+            self.agents.iter().find_map(|a| a.backend.peer().filter(|p| !super::valid_runtime_name(p)).map(|p| (a, p)))
+        {
+            return bad(format!(
+                "agent '{}': backend.peer '{peer}' must be the remote's lineage name (1-64 letters, digits, '.', '_' or '-')",
+                a.slug
+            ));
         }
         if self.lineage.key_dir.as_os_str().is_empty() {
             return bad("lineage.key_dir must name a directory, e.g. \"switchboard-keys\"".to_string());

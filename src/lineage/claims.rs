@@ -169,8 +169,15 @@ impl Claims {
         if self.tools.windows(2).any(|w| w[0] >= w[1]) {
             return bad("tools must be sorted without repeats".into());
         }
-        if usize::try_from(self.depth).ok().and_then(|d| d.checked_add(1)) != Some(self.path.len()) {
-            return bad(format!("the path has {} links; depth {} needs depth + 1", self.path.len(), self.depth));
+        // a tree started by a user's turn runs its first agent at depth 0, one
+        // started by an agent's envelope at depth 1 (the sender is at 0)
+        let depth = usize::try_from(self.depth).unwrap_or(usize::MAX);
+        if self.path.is_empty() || !(self.path.len() == depth || Some(self.path.len()) == depth.checked_add(1)) {
+            return bad(format!(
+                "the path has {} links; depth {} needs depth or depth + 1, at least one",
+                self.path.len(),
+                self.depth
+            ));
         }
         if let Some(l) = self.path.iter().find(|l| !is_objective_hash(&l.objective_hash)) {
             return bad(format!("objective hash '{}' is not 8 lowercase hex digits", l.objective_hash.escape_debug()));
@@ -185,8 +192,8 @@ impl Claims {
     pub(crate) fn check_root(&self) -> Result<(), LineageError> {
         let why = if self.parent.is_some() {
             "has a parent"
-        } else if self.depth != 0 {
-            "is not at depth 0"
+        } else if self.depth > 1 || self.path.len() != 1 {
+            "is not at depth 0 or 1 with one link"
         } else if self.tree != self.request {
             "names a tree other than its own request"
         } else {
@@ -195,18 +202,36 @@ impl Claims {
         Err(LineageError::new(Fault::NotRoot, format!("the first block {why}: it is not a root")))
     }
 
-    /// Whether `self`, the next hop, attenuates `prev` (docs/LINEAGE.md
-    /// "Attenuation"); the error names the first claim that widens.
+    /// Whether this hop passes `prev`'s on to another runtime (a *relay*:
+    /// same depth) rather than delegating one level down (a *hop*).
+    pub fn is_relay_of(&self, prev: &Claims) -> bool {
+        self.depth == prev.depth
+    }
+
+    /// Whether `self`, the next block, attenuates `prev` (docs/LINEAGE.md
+    /// "Attenuation"); the error names the first claim that widens. A hop
+    /// is one deeper and extends the path by one link from where it ended; a
+    /// relay (the agent `prev` was sent to is a proxy for an agent on another
+    /// runtime) keeps the depth and the path, but for the last link's target
+    /// and objective hash (the proxy sends the objective with its PII tokenized).
     pub(crate) fn check_attenuates(&self, prev: &Claims) -> Result<(), LineageError> {
-        let path_ok = self.path.len() == prev.path.len() + 1
-            && self.path.starts_with(&prev.path)
-            && prev.path.last().zip(self.path.last()).is_some_and(|(p, n)| n.origin == p.target);
+        let relay = self.is_relay_of(prev);
+        let path_ok = if relay {
+            let (same, last) = (prev.path.len().saturating_sub(1), prev.path.last());
+            self.path.len() == prev.path.len()
+                && self.path[..same] == prev.path[..same]
+                && last.zip(self.path.last()).is_some_and(|(p, n)| n.origin == p.origin)
+        } else {
+            self.path.len() == prev.path.len() + 1
+                && self.path.starts_with(&prev.path)
+                && prev.path.last().zip(self.path.last()).is_some_and(|(p, n)| n.origin == p.target)
+        };
         let checks = [
             (Field::Tree, self.tree == prev.tree),
             (Field::User, self.user == prev.user),
             (Field::Parent, self.parent == Some(prev.request)),
             (Field::Request, self.request != prev.request && self.request != self.tree),
-            (Field::Depth, prev.depth.checked_add(1) == Some(self.depth)),
+            (Field::Depth, relay || prev.depth.checked_add(1) == Some(self.depth)),
             (Field::MaxDepth, self.max_depth <= prev.max_depth),
             (Field::FanOut, self.fan_out <= prev.fan_out),
             (Field::Deadline, self.deadline_ms <= prev.deadline_ms),

@@ -237,14 +237,18 @@ impl KeyRing {
     /// issuer is set to it). Refused, and nothing produced, when `child`
     /// widens the parent's last hop in any way or is not well formed, or when
     /// the parent's last hop was not sent to this runtime.
-    pub fn attenuate(&self, parent: &Token, mut child: Claims) -> Result<Token, LineageError> {
-        claims_of_last(parent).and_then(|prev| {
-            child.issuer = self.name.clone();
-            child.check_form()?;
-            child.check_attenuates(&prev)?;
-            let (key, id) = self.signer()?;
-            parent.clone().push(&child, key, id)
-        })
+    pub fn attenuate(&self, parent: &Token, child: Claims) -> Result<Token, LineageError> {
+        claims_of_last(parent).and_then(|prev| self.extend(parent, &prev, child))
+    }
+
+    /// [`KeyRing::attenuate`] when the parent's last claims, `prev`, are at
+    /// hand (they are not parsed from the token again).
+    pub(crate) fn extend(&self, parent: &Token, prev: &Claims, mut child: Claims) -> Result<Token, LineageError> {
+        child.issuer = self.name.clone();
+        child.check_form()?;
+        child.check_attenuates(prev)?;
+        let (key, id) = self.signer()?;
+        parent.clone().push(&child, key, id)
     }
 }
 

@@ -37,8 +37,10 @@
 //! `LINEAGE_MISMATCH` (an envelope that disagrees with its token,
 //! [`check_envelope`]).
 
+mod authority;
 mod claims;
 mod envelope;
+mod hop;
 mod keys;
 mod token;
 mod trust;
@@ -54,7 +56,9 @@ use crate::protocol::{DelegationError, ErrorCode};
 
 pub use crate::config::TrustEntry;
 pub use claims::{Claims, Field, Link};
+pub use authority::Authority;
 pub use envelope::check_envelope;
+pub use hop::{Hop, Relay};
 pub use keys::{KeyId, KeyRing, PublicKeyInfo};
 pub use token::{MAX_BLOCKS, MAX_CLAIMS_LEN, MAX_TEXT_LEN, Token, Verified, verify};
 pub use trust::TrustStore;
@@ -91,21 +95,31 @@ pub enum Fault {
     Expired,
     /// The envelope disagrees with the token in this field (`LINEAGE_MISMATCH`).
     Mismatch(&'static str),
+    /// A delegation below a root came without a token, or an agent that may
+    /// not start a tree for that user tried to (`LINEAGE_INVALID`).
+    Missing,
+    /// This runtime's own keys cannot be read or made (`AGENT_UNAVAILABLE`).
+    Keys,
 }
 
 impl Fault {
     /// The stable code this fault is answered with.
     pub fn code(self) -> ErrorCode {
         match self {
-            Self::Malformed | Self::TooLarge | Self::Form | Self::NotRoot | Self::Widens(_) | Self::WrongAudience => {
-                ErrorCode::LineageInvalid
-            }
+            Self::Malformed
+            | Self::TooLarge
+            | Self::Form
+            | Self::NotRoot
+            | Self::Widens(_)
+            | Self::WrongAudience
+            | Self::Missing => ErrorCode::LineageInvalid,
             Self::UntrustedKey | Self::KeyExpired | Self::WrongIssuer | Self::BadSignature => {
                 ErrorCode::Unauthenticated
             }
             Self::NotAllowed => ErrorCode::DelegationNotAllowed,
             Self::Expired => ErrorCode::DeadlineExceeded,
             Self::Mismatch(_) => ErrorCode::LineageMismatch,
+            Self::Keys => ErrorCode::AgentUnavailable,
         }
     }
 }

@@ -15,8 +15,10 @@ use super::registry::Member;
 use super::sessions::{self, Sessions};
 use super::{Entry, Runtime, route};
 use crate::agent::{Scope, ToolSet};
+use crate::protocol::AgentSlug;
 use crate::auth::Principal;
-use crate::config::AgentSpec;
+use crate::config::{AgentSpec, AuthConfig};
+use crate::lineage::{self, Claims, Fault, Hop, LineageError, Link};
 use crate::protocol::{ChainLink, DelegationError, DelegationRequest, ErrorCode, Mode};
 use crate::rails::budget::BudgetAccount;
 use crate::rails::cycle::{self, CyclePermit};
@@ -62,9 +64,13 @@ pub(crate) async fn admit(
     entry: Entry,
 ) -> Result<Admitted, Refused> {
     // a user's own turn starts a tree at depth 0; anything else is a delegation
-    let user_turn = entry == Entry::UserTurn && parent.is_none() && caller.user().is_some();
+    let user_turn = matches!(entry, Entry::UserTurn) && parent.is_none() && caller.user().is_some();
+    let signed = match &entry {
+        Entry::Signed(hop) if parent.is_none() => Some(hop),
+        _ => None,
+    };
     let mut tree = None;
-    match rails(rt, parent, caller, &mut req, user_turn, &mut tree).await {
+    match rails(rt, parent, caller, &mut req, Edge { user_turn, signed }, &mut tree).await {
         Ok(p) => Ok(Admitted {
             req,
             member: p.member,
@@ -90,32 +96,54 @@ struct Passed {
     cycle: Option<CyclePermit>,
 }
 
+/// How a delegation without a parent node in this process came in.
+#[derive(Clone, Copy)]
+struct Edge<'a> {
+    /// A user's own turn: the root of a new tree.
+    user_turn: bool,
+    /// From another runtime, with a verified lineage token.
+    signed: Option<&'a Arc<Hop>>,
+}
+
+/// How far the receiver's clock may run ahead of the sender's deadline.
+const DEADLINE_SKEW_MS: u64 = 2_000;
+
 async fn rails(
     rt: &Runtime,
     parent: Option<&Arc<Node>>,
     caller: &Principal,
     req: &mut DelegationRequest,
-    user_turn: bool,
+    edge: Edge<'_>,
     entered: &mut Option<Arc<Tree>>,
 ) -> Result<Passed, DelegationError> {
     let inner = &*rt.inner;
     let limits = &inner.config.limits;
+    let user_turn = edge.user_turn;
 
     // validate: the envelope itself
     validate::request(req, limits)?;
-    // lineage: the parent node is authoritative for in-process calls
-    if let Some(p) = parent {
-        req.user_id = p.user.clone();
-        req.current_depth = p.depth;
-        req.root_request_id = Some(p.root_id);
-        req.parent_request_id = Some(p.request_id);
-        req.chain = p.chain.clone();
+    // lineage: the parent node is authoritative for in-process calls; a hop
+    // from another runtime is what its verified token says (an agent's
+    // envelope without one must start a tree: checked once it is authenticated)
+    match (parent, edge.signed, caller) {
+        (Some(p), _, _) => {
+            req.user_id = p.user.clone();
+            req.current_depth = p.depth;
+            req.root_request_id = Some(p.root_id);
+            req.parent_request_id = Some(p.request_id);
+            req.chain = p.chain.clone();
+        }
+        (None, Some(hop), _) => from_token(req, hop.claims())?,
+        (None, None, _) => {}
     }
     // authenticate: the origin is the caller (a user's turn has no origin agent)
     let origin: Option<Arc<AgentSpec>> = if user_turn {
         None
     } else {
         auth::authenticate(caller, &req.origin_employee)?;
+        if let (None, None, Principal::Agent(agent)) = (parent, edge.signed, caller) {
+            unsigned_root(&inner.config.auth, agent, req)?;
+        }
         let spec = inner.registry.get(&req.origin_employee).map(|m| m.spec.clone());
         Some(spec.ok_or_else(|| {
             DelegationError::new(
@@ -217,8 +245,16 @@ async fn rails(
         max_tokens_default: limits.max_tokens,
         deadline_ms_default: limits.deadline_ms,
         fan_out: limits.fan_out,
+        hop: None,
     };
     let cancel = parent.map_or_else(CancellationToken::new, |p| p.cancel.child_token());
+    let mut scope = scope;
+    if let Some(h) = edge.signed {
+        scope.fan_out = scope.fan_out.min(h.claims().fan_out);
+    }
+    if inner.keeps_lineage || edge.signed.is_some() {
+        scope.hop = Some(node_hop(rt, parent, edge.signed, &scope, req, budget.grant()));
+    }
     Ok(Passed {
         node: Arc::new(Node::new(scope, tree, cancel)),
         deadline_ms: deadline_at.saturating_duration_since(now).as_millis() as u64,
@@ -228,6 +264,99 @@ async fn rails(
         fan_out,
         cycle,
     })
+}
+
+/// The rails of a hop from another runtime come from its verified token:
+/// an envelope that disagrees is refused; its limits may only be lower.
+fn from_token(req: &mut DelegationRequest, claims: &Claims) -> Result<(), DelegationError> {
+    let now = lineage_now_ms();
+    lineage::check_envelope(claims, req, now, DEADLINE_SKEW_MS)?;
+    let c = &mut req.constraints;
+    c.deadline_ms = c.deadline_ms.min(claims.deadline_ms.saturating_sub(now).max(1));
+    c.max_tokens = c.max_tokens.min(claims.budget);
+    c.max_depth = c.max_depth.min(claims.max_depth);
+    // check_envelope refused tools beyond the token's
+    req.tools.get_or_insert_with(|| claims.tools.clone());
+    Ok(())
+}
+
+/// An agent's envelope without a lineage token: only the root of a tree,
+/// and only from an agent `[auth] service_roots` lets start one for this user.
+fn unsigned_root(auth: &AuthConfig, agent: &AgentSlug, req: &DelegationRequest) -> Result<(), DelegationError> {
+    let root = req.current_depth == 0
+        && req.chain.is_empty()
+        && req.parent_request_id.is_none()
+        && req.root_request_id.is_none_or(|r| r == req.request_id);
+    if !root {
+        return Err(LineageError::new(
+            Fault::Missing,
+            "a delegation below the root of a tree must carry the lineage token of the runtime that sent it \
+             (header X-Switchboard-Lineage): its depth, chain and parent are not taken on the sender's word",
+        )
+        .into());
+    }
+    if !auth.may_start_tree(agent.as_str(), req.user_id.as_str()) {
+        return Err(LineageError::new(
+            Fault::Missing,
+            format!(
+                "agent '{agent}' may not start a tree for user '{}' here ([auth] service_roots); \
+                 its delegations must carry the lineage token of the runtime that sent them",
+                req.user_id
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn lineage_now_ms() -> u64 {
+    u64::try_from(crate::store::now_ms()).unwrap_or(0)
+}
+
+/// The node's place in the signed lineage: its parent's narrowed to what it
+/// was granted, the token's that brought it, or a new root.
+fn node_hop(
+    rt: &Runtime,
+    parent: Option<&Arc<Node>>,
+    signed: Option<&Arc<Hop>>,
+    scope: &Scope,
+    req: &DelegationRequest,
+    budget: u32,
+) -> Arc<Hop> {
+    if let Some(h) = signed {
+        return h.clone();
+    }
+    let me = rt.inner.lineage.name().to_string();
+    let deadline_ms = lineage_now_ms().saturating_add(scope.deadline.saturating_duration_since(Instant::now()).as_millis() as u64);
+    let link = Link::new(req.origin_employee.clone(), req.target_employee.clone(), &req.objective);
+    let tools = Claims::tool_set(scope.tools.iter().cloned());
+    match parent.and_then(|p| p.hop.as_ref()) {
+        Some(ph) => {
+            let p = ph.claims();
+            let mut c = p.child(req.request_id, link, me);
+            c.max_depth = c.max_depth.min(scope.max_depth);
+            c.fan_out = c.fan_out.min(scope.fan_out);
+            c.deadline_ms = c.deadline_ms.min(deadline_ms);
+            c.budget = c.budget.min(budget);
+            c.tools = tools.into_iter().filter(|t| p.tools.binary_search(t).is_ok()).collect();
+            Hop::child(ph, c)
+        }
+        None => Hop::root(Claims {
+            tree: scope.root_id,
+            parent: None,
+            request: scope.request_id,
+            user: scope.user.clone(),
+            depth: scope.depth,
+            max_depth: scope.max_depth,
+            fan_out: scope.fan_out,
+            deadline_ms,
+            budget,
+            tools,
+            path: vec![link],
+            issuer: me.clone(),
+            audience: me,
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -77,6 +77,9 @@ impl RuntimeBuilder {
         }
         config.validate()?;
         let registry = Registry::build(&config, &self.agents)?;
+        let lineage = crate::lineage::Authority::new(&config.lineage, &config.trust)
+            .map_err(|e| DelegationError::invalid(format!("invalid configuration: {e}")))?;
+        let keeps_lineage = config.agents.iter().any(|a| a.backend.peer().is_some());
         Ok(Runtime {
             inner: Arc::new(Inner {
                 store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
@@ -88,6 +91,8 @@ impl RuntimeBuilder {
                 domains: DomainTable::from_config(&config),
                 metrics: Metrics::new(config.agents.iter().map(|a| &a.slug)),
                 running: Default::default(),
+                lineage,
+                keeps_lineage,
                 registry,
                 config,
             }),

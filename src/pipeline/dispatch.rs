@@ -11,6 +11,7 @@ use super::node::Node;
 use super::{Entry, Runtime};
 use crate::agent::{AgentContext, Delegator, Dispatch};
 use crate::auth::Principal;
+use crate::lineage::{Claims, Relay};
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse};
 
 /// The context one attempt of this node's agent runs with: its delegator,
@@ -45,6 +46,23 @@ impl Dispatch for NodeDispatch {
 
     fn remaining_tokens(&self) -> u32 {
         self.node.remaining_tokens()
+    }
+
+    fn relay_token(&self, request: &DelegationRequest, audience: &str) -> Result<Option<String>, DelegationError> {
+        let Some(hop) = &self.node.hop else { return Ok(None) };
+        let now = u64::try_from(crate::store::now_ms()).unwrap_or(0);
+        let tools = Claims::tool_set(request.tools.iter().flatten().cloned());
+        let next = Relay {
+            request: request.request_id,
+            target: &request.target_employee,
+            objective: &request.objective,
+            audience,
+            deadline_ms: now.saturating_add(request.constraints.deadline_ms),
+            budget: request.constraints.max_tokens,
+            max_depth: request.constraints.max_depth,
+            tools: &tools,
+        };
+        self.runtime.lineage().relay(hop, next).map(Some).map_err(DelegationError::from)
     }
 
     fn may_delegate_to(&self, target: &AgentSlug) -> bool {

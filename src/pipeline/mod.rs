@@ -62,11 +62,20 @@ use pii::Pii;
 pub const USER_ORIGIN: &str = "user";
 
 /// How a delegation enters: a user's own turn (the root of a new tree, at
-/// depth 0, no origin agent) or a delegation from an agent (or an operator).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// depth 0, no origin agent), a delegation from an agent (or an operator),
+/// or a delegation from another runtime whose lineage token verified.
+#[derive(Debug, Clone)]
 pub(crate) enum Entry {
     UserTurn,
     Delegation,
+    Signed(Arc<crate::lineage::Hop>),
+}
+
+impl Entry {
+    /// Whether the target runs one deeper than the envelope's depth (every entry but a user's turn).
+    fn is_delegation(&self) -> bool {
+        !matches!(self, Self::UserTurn)
+    }
 }
 
 impl Runtime {
@@ -79,7 +88,7 @@ impl Runtime {
         req: DelegationRequest,
         entry: Entry,
     ) -> DelegationResponse {
-        let depth = parent.map_or(req.current_depth, |p| p.depth).saturating_add(u32::from(entry == Entry::Delegation));
+        let depth = parent.map_or(req.current_depth, |p| p.depth).saturating_add(u32::from(entry.is_delegation()));
         let span = tracing::info_span!(
             "delegation",
             otel.name = %format!("delegate {}", req.target_employee),

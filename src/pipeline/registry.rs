@@ -120,9 +120,10 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
             })
         }
         #[cfg(feature = "remote")]
-        Backend::Http { url, agent, token_env, origin_tokens } => Ok(Arc::new(
+        Backend::Http { url, agent, token_env, origin_tokens, peer } => Ok(Arc::new(
             crate::agent::http::RemoteAgent::new(url, agent.as_deref(), token_env.as_deref(), origin_tokens)
-                .map_err(|e| DelegationError::invalid(format!("agent '{}': {}", spec.slug, e.message)))?,
+                .map_err(|e| DelegationError::invalid(format!("agent '{}': {}", spec.slug, e.message)))?
+                .with_peer(peer.clone()),
         )),
         #[cfg(not(feature = "remote"))]
         Backend::Http { .. } => Err(not_built(spec, "the http backend", "remote")),

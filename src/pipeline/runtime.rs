@@ -41,6 +41,10 @@ pub(super) struct Inner {
     pub metrics: Metrics,
     /// Running delegations' cancellation, by request id.
     pub running: std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
+    /// This runtime's lineage keys and trusted peers.
+    pub lineage: crate::lineage::Authority,
+    /// Whether nodes keep their lineage: some agent sends to another runtime.
+    pub keeps_lineage: bool,
 }
 
 impl Runtime {
@@ -107,6 +111,35 @@ impl Runtime {
     /// failed` and an `error`.
     pub async fn delegate(&self, caller: &Principal, request: DelegationRequest) -> DelegationResponse {
         self.dispatch(None, caller, request, Entry::Delegation).await
+    }
+
+    /// One delegation from another process that may carry a lineage token
+    /// (`X-Switchboard-Lineage`, A2A metadata). With a token, the rails come
+    /// from it: a token that does not verify is refused and audited before
+    /// anything runs, an envelope that disagrees with it is refused with
+    /// `LINEAGE_MISMATCH`. Without one, the envelope must start a tree, and
+    /// only an agent `[auth] service_roots` lists may start one for its user.
+    pub async fn delegate_from(
+        &self,
+        caller: &Principal,
+        request: DelegationRequest,
+        lineage: Option<&str>,
+    ) -> DelegationResponse {
+        let Some(text) = lineage else {
+            return self.delegate(caller, request).await;
+        };
+        match self.inner.lineage.verify(text) {
+            Ok((token, claims)) => {
+                let hop = crate::lineage::Hop::received(token, claims);
+                self.dispatch(None, caller, request, Entry::Signed(hop)).await
+            }
+            Err(e) => self.record_refusal(request, e.into()).await,
+        }
+    }
+
+    /// This runtime's lineage keys and the peers it trusts.
+    pub fn lineage(&self) -> &crate::lineage::Authority {
+        &self.inner.lineage
     }
 
     /// Records an envelope refused before it reached the rails (a forged or

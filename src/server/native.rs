@@ -89,9 +89,15 @@ pub async fn delegate(
         ));
     }
     let mut req = protocol::parse_request(&raw)?;
+    let lineage = extract::header(&headers, "x-switchboard-lineage")?.map(str::to_string);
     let deadline = match check_headers(&headers, &req) {
         Ok(d) => d,
-        Err(e) => {
+        Err(mut e) => {
+            if lineage.is_some() {
+                // the envelope is what its token says: a header that disagrees disagrees with both
+                e.error.code = ErrorCode::LineageMismatch;
+                e.status = status_of(ErrorCode::LineageMismatch);
+            }
             // a header that contradicts its envelope is a forgery attempt: on file
             state.runtime.record_refusal(req, e.error.clone()).await;
             return Err(e);
@@ -103,7 +109,7 @@ pub async fn delegate(
         req.constraints.deadline_ms = req.constraints.deadline_ms.min(ms);
     }
     let runtime = state.runtime.clone();
-    let response = detached(async move { runtime.delegate(&caller, req).await }).await?;
+    let response = detached(async move { runtime.delegate_from(&caller, req, lineage.as_deref()).await }).await?;
     Ok(match &response.error {
         // an answer, or a question for the user (status needs_input): 200
         None => Json(response).into_response(),

@@ -9,6 +9,7 @@ mod faults;
 mod fuzz;
 mod hostile;
 mod http;
+mod lineage;
 mod llm;
 mod modes;
 mod pii;

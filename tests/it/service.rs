@@ -253,8 +253,21 @@ backend = {{ kind = "command", command = "sh", args = ["-c", "sleep 30 & echo $$
 /// `relay` and `splitter` are Prime-style orchestrators; B's `bounce` is served
 /// by A's `gateway`, which makes a loop across the two processes:
 /// gateway (A) = bridge (B) → relay → bounce = gateway (A) = bridge (B) → relay …
+/// Makes the first lineage key of the runtime `name` in `dir/name-keys`:
+/// the `[lineage]` section that names it, and its public key.
+pub fn lineage_keys(dir: &Path, name: &str) -> (String, String) {
+    let key_dir = dir.join(format!("{name}-keys"));
+    let ring = switchboard::lineage::KeyRing::open(&key_dir, name, 0).unwrap();
+    let public = ring.public_keys()[0].public_key.clone();
+    (format!("[lineage]\nname = \"{name}\"\nkey_dir = \"{}\"\n", key_dir.display()), public)
+}
+
 fn two_servers(b_db: &str, extra_env: &[(&str, &str)]) -> (Server, Server) {
     let (a_port, b_port) = (free_port(), free_port());
+    // A and B trust each other's keys: every hop between them carries a lineage token
+    let keys = Path::new(b_db.trim_start_matches("sqlite://")).parent().unwrap();
+    let (a_lineage, a_key) = lineage_keys(keys, "a");
+    let (b_lineage, b_key) = lineage_keys(keys, "b");
     let (a_url, b_url) = (format!("http://127.0.0.1:{a_port}"), format!("http://127.0.0.1:{b_port}"));
     let b_config = format!(
         r#"
@@ -284,7 +297,7 @@ may_delegate_to = ["worker-1", "worker-2"]
 [[agents]]
 slug = "bounce"
 name = "Bounce"
-backend = {{ kind = "http", url = "{a_url}", agent = "gateway", token_env = "A_RELAY_TOKEN" }}
+backend = {{ kind = "http", url = "{a_url}", agent = "gateway", token_env = "A_RELAY_TOKEN", peer = "a" }}
 tools_allowed = ["delegate"]
 [[agents]]
 slug = "worker-1"
@@ -324,6 +337,13 @@ objectives = ["bounce back"]
 [auth]
 service_tokens = {{ "prime-boss" = "b-prime", "relay" = "b-relay" }}
 admin_tokens = ["b-admin"]
+
+{b_lineage}
+[[trust]]
+name = "a"
+public_key = "{a_key}"
+may_call = ["bridge", "splitter", "sleeper"]
+may_start_trees = true
 "#
     );
     let a_config = format!(
@@ -342,21 +362,27 @@ tools_allowed = ["delegate"]
 [[agents]]
 slug = "gateway"
 name = "Gateway"
-backend = {{ kind = "http", url = "{b_url}", agent = "bridge", token_env = "B_PRIME_TOKEN", origin_tokens = {{ "relay" = "B_RELAY_TOKEN" }} }}
+backend = {{ kind = "http", url = "{b_url}", agent = "bridge", token_env = "B_PRIME_TOKEN", origin_tokens = {{ "relay" = "B_RELAY_TOKEN" }}, peer = "b" }}
 tools_allowed = ["delegate"]
 [[agents]]
 slug = "splitter"
 name = "Splitter"
-backend = {{ kind = "http", url = "{b_url}", token_env = "B_PRIME_TOKEN" }}
+backend = {{ kind = "http", url = "{b_url}", token_env = "B_PRIME_TOKEN", peer = "b" }}
 tools_allowed = ["delegate", "categorize"]
 [[agents]]
 slug = "sleepy"
 name = "Sleepy"
-backend = {{ kind = "http", url = "{b_url}", agent = "sleeper", token_env = "B_PRIME_TOKEN" }}
+backend = {{ kind = "http", url = "{b_url}", agent = "sleeper", token_env = "B_PRIME_TOKEN", peer = "b" }}
 
 [auth]
 service_tokens = {{ "prime-boss" = "a-prime", "relay" = "a-relay" }}
 admin_tokens = ["a-admin"]
+
+{a_lineage}
+[[trust]]
+name = "b"
+public_key = "{b_key}"
+may_call = ["gateway"]
 "#
     );
     let b = Server::start(

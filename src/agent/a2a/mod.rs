@@ -41,7 +41,7 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// The agent for a spec with an `a2a` backend.
 pub fn for_spec(spec: &AgentSpec, _config: &Config) -> Result<Arc<dyn Agent>, DelegationError> {
-    let Backend::A2a { url, token_env } = &spec.backend else {
+    let Backend::A2a { url, token_env, .. } = &spec.backend else {
         return Err(DelegationError::invalid(format!("agent '{}' does not have an a2a backend", spec.slug)));
     };
     let agent = A2aAgent::new(url, token_env.as_deref())

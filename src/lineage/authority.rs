@@ -1,0 +1,116 @@
+//! A runtime's [`Authority`]: its signing keys and the peers it trusts, as
+//! configured (`[lineage]`, `[[trust]]`). It verifies the tokens that come
+//! in and signs the hops that go out.
+//!
+//! The key directory is opened at first use (a runtime that never sends nor
+//! receives a token makes no key), and read again when another process
+//! (`switchboard keys --rotate`) changed which key signs: a rotation takes
+//! effect in a running service within a second, without a restart, and the
+//! old key keeps verifying until it expires.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use super::{Claims, Fault, Hop, KeyRing, LineageError, Relay, Token, TrustStore};
+use crate::config::{LineageConfig, TrustEntry};
+use crate::util::lock;
+
+/// How often the key directory is looked at for a rotation.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// This runtime's keys and trusted peers.
+pub struct Authority {
+    name: String,
+    dir: PathBuf,
+    peers: Vec<TrustEntry>,
+    state: RwLock<Option<Opened>>,
+    checked: Mutex<Option<Instant>>,
+}
+
+#[derive(Clone)]
+struct Opened {
+    ring: Arc<KeyRing>,
+    trust: Arc<TrustStore>,
+    current: Option<String>,
+}
+
+impl std::fmt::Debug for Authority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authority").field("name", &self.name).field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(crate::store::now_ms()).unwrap_or(0)
+}
+
+fn unusable(dir: &std::path::Path, e: impl std::fmt::Display) -> LineageError {
+    LineageError::new(Fault::Keys, format!("lineage.key_dir '{}': {e}", dir.display()))
+}
+
+impl Authority {
+    /// The authority `config` and `peers` describe; the peers' keys are
+    /// checked now, the key directory is opened when first needed.
+    pub fn new(config: &LineageConfig, peers: &[TrustEntry]) -> Result<Self, String> {
+        TrustStore::from_entries(config.name.clone(), peers)?;
+        Ok(Self {
+            name: config.name.clone(),
+            dir: config.key_dir.clone(),
+            peers: peers.to_vec(),
+            state: RwLock::new(None),
+            checked: Mutex::new(None),
+        })
+    }
+
+    /// This runtime's name: the issuer of its hops, the audience of hops to it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn current_file(&self) -> Option<String> {
+        std::fs::read_to_string(self.dir.join("current")).ok().map(|s| s.trim().to_string())
+    }
+
+    fn open(&self) -> Result<Opened, LineageError> {
+        let ring = KeyRing::open(&self.dir, self.name.clone(), now_ms()).map_err(|e| unusable(&self.dir, e))?;
+        let mut trust = TrustStore::from_entries(self.name.clone(), &self.peers).map_err(|e| unusable(&self.dir, e))?;
+        trust.trust_ring(&ring).map_err(|e| unusable(&self.dir, e))?;
+        Ok(Opened { ring: Arc::new(ring), trust: Arc::new(trust), current: self.current_file() })
+    }
+
+    /// The keys and trust in force: opened at first use, opened again when
+    /// the directory's `current` key changed (looked at once a second).
+    fn opened(&self) -> Result<Opened, LineageError> {
+        let due = {
+            let mut checked = lock(&self.checked);
+            let due = checked.is_none_or(|t| t.elapsed() >= RECHECK);
+            if due {
+                *checked = Some(Instant::now());
+            }
+            due
+        };
+        let held = self.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        match held {
+            Some(o) if !due || o.current == self.current_file() => Ok(o),
+            _ => {
+                let o = self.open()?;
+                *self.state.write().unwrap_or_else(|e| e.into_inner()) = Some(o.clone());
+                Ok(o)
+            }
+        }
+    }
+
+    /// Verifies a token sent to this runtime: its chain, against the peers'
+    /// keys and our own; the token and its last hop's claims.
+    pub fn verify(&self, text: &str) -> Result<(Token, Claims), LineageError> {
+        let token = Token::decode(text)?;
+        let verified = token.verify(&self.opened()?.trust, now_ms())?;
+        Ok((token, verified.claims))
+    }
+
+    /// The token that relays `hop`'s delegation to another runtime (see [`Hop::relay`]).
+    pub fn relay(&self, hop: &Hop, next: Relay<'_>) -> Result<String, LineageError> {
+        Ok(hop.relay(&self.opened()?.ring, next)?.encode())
+    }
+}

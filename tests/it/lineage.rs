@@ -1,0 +1,474 @@
+//! Signed lineage across three `switchboard serve` processes (issue 16):
+//! A → B → C with separate keys and databases. The honest chain runs; a
+//! hostile B, holding its own valid key and a valid token for its own hop,
+//! cannot make C run anything wider than the token allows.
+//!
+//! The forgeries are signed here by a second implementation of the token
+//! format, written from docs/LINEAGE.md alone (`Raw`), so the page is checked
+//! to be precise enough for one.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use ed25519_dalek::{Signer, SigningKey};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use switchboard::lineage::{Claims, KeyRing, Link, Token};
+use switchboard::protocol::{AgentSlug, RequestId, UserId};
+
+use crate::service::{Server, free_port, lineage_keys};
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+fn slug(s: &str) -> AgentSlug {
+    AgentSlug::parse(s).unwrap()
+}
+
+/// The signing seed of the key that signs in `key_dir` (docs/LINEAGE.md "Keys").
+fn seed(key_dir: &Path) -> [u8; 32] {
+    let current = std::fs::read_to_string(key_dir.join("current")).unwrap();
+    let text = std::fs::read_to_string(key_dir.join(format!("{}.key", current.trim()))).unwrap();
+    STANDARD.decode(text.trim()).unwrap().try_into().unwrap()
+}
+
+/// A second implementation of the token format, from docs/LINEAGE.md: it
+/// appends a block with any claims at all, as a hostile holder of a key can.
+fn raw_append(token: Option<&str>, claims: &Value, seed: [u8; 32]) -> String {
+    let key = SigningKey::from_bytes(&seed);
+    let key_id: [u8; 8] = Sha256::digest(key.verifying_key().as_bytes())[..8].try_into().unwrap();
+    let mut bytes = token.map_or_else(|| vec![1, 0], |t| URL_SAFE_NO_PAD.decode(t).unwrap());
+    // the last block's signature is the token's last 64 bytes
+    let prev: [u8; 64] = if bytes[1] == 0 { [0; 64] } else { bytes[bytes.len() - 64..].try_into().unwrap() };
+    let claims = serde_json::to_vec(claims).unwrap();
+    let len = (claims.len() as u16).to_be_bytes();
+    let mut input = b"switchboard-lineage/1\0".to_vec();
+    input.extend_from_slice(&prev);
+    input.extend_from_slice(&key_id);
+    input.extend_from_slice(&len);
+    input.extend_from_slice(&claims);
+    let signature = key.sign(&input).to_bytes();
+    bytes[1] += 1;
+    bytes.extend_from_slice(&len);
+    bytes.extend_from_slice(&claims);
+    bytes.extend_from_slice(&key_id);
+    bytes.extend_from_slice(&signature);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The three runtimes' keys, made before they start so each can trust the others.
+struct Keys {
+    dir: tempfile::TempDir,
+    sections: Vec<String>,
+    public: Vec<String>,
+}
+
+impl Keys {
+    fn new() -> Keys {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut sections, mut public) = (Vec::new(), Vec::new());
+        for name in ["a", "b", "c"] {
+            let (section, key) = lineage_keys(dir.path(), name);
+            sections.push(section);
+            public.push(key);
+        }
+        Keys { dir, sections, public }
+    }
+
+    fn key_dir(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}-keys"))
+    }
+
+    fn ring(&self, name: &str) -> KeyRing {
+        KeyRing::open(&self.key_dir(name), name, now_ms()).unwrap()
+    }
+}
+
+struct Three {
+    a: Server,
+    b: Server,
+    c: Server,
+    c_db: String,
+    keys: Keys,
+    _db_dir: tempfile::TempDir,
+}
+
+fn three() -> Three {
+    let keys = Keys::new();
+    let db_dir = tempfile::tempdir().unwrap();
+    let c_db = format!("sqlite://{}", db_dir.path().join("c.db").display());
+    let b_db = format!("sqlite://{}", db_dir.path().join("b.db").display());
+    let (b_port, c_port) = (free_port(), free_port());
+    let (pa, pb, pc) = (&keys.public[0], &keys.public[1], &keys.public[2]);
+    let c_config = format!(
+        r#"
+[[agents]]
+slug = "bridge"
+name = "B's bridge, calling"
+backend = {{ kind = "builtin", name = "tag-ai" }}
+may_delegate_to = ["tagger"]
+tools_allowed = ["categorize"]
+[[agents]]
+slug = "tagger"
+name = "Tagger"
+backend = {{ kind = "builtin", name = "tag-ai" }}
+tools_allowed = ["categorize"]
+[[agents]]
+slug = "other"
+name = "Other"
+backend = {{ kind = "builtin", name = "tag-ai" }}
+tools_allowed = ["categorize"]
+
+[auth]
+service_tokens = {{ "bridge" = "c-bridge" }}
+admin_tokens = ["c-admin"]
+
+{}
+[[trust]]
+name = "a"
+public_key = "{pa}"
+may_start_trees = true
+[[trust]]
+name = "b"
+public_key = "{pb}"
+may_call = ["tagger"]
+"#,
+        keys.sections[2]
+    );
+    let b_config = format!(
+        r#"
+[[agents]]
+slug = "prime-boss"
+name = "A's Prime, calling"
+may_delegate_to = ["bridge"]
+tools_allowed = ["delegate", "categorize"]
+[[agents]]
+slug = "bridge"
+name = "Bridge"
+backend = {{ kind = "builtin", name = "prime" }}
+tools_allowed = ["delegate", "categorize"]
+may_delegate_to = ["deep"]
+[[agents]]
+slug = "deep"
+name = "Deep, on C"
+backend = {{ kind = "http", url = "http://127.0.0.1:{c_port}", agent = "tagger", token_env = "C_BRIDGE_TOKEN", peer = "c" }}
+tools_allowed = ["categorize"]
+
+[prime]
+[[prime.routes]]
+name = "deep"
+pattern = "(?i)^categorize"
+plan = "single"
+agents = ["deep"]
+objectives = ["Categorize the lines"]
+
+[auth]
+service_tokens = {{ "prime-boss" = "b-prime" }}
+admin_tokens = ["b-admin"]
+
+{}
+[[trust]]
+name = "a"
+public_key = "{pa}"
+may_call = ["bridge"]
+may_start_trees = true
+[[trust]]
+name = "c"
+public_key = "{pc}"
+"#,
+        keys.sections[1]
+    );
+    let a_config = format!(
+        r#"
+[[agents]]
+slug = "prime-boss"
+name = "Prime"
+may_delegate_to = ["far"]
+tools_allowed = ["delegate", "categorize"]
+[[agents]]
+slug = "far"
+name = "Far, on B"
+backend = {{ kind = "http", url = "http://127.0.0.1:{b_port}", agent = "bridge", token_env = "B_PRIME_TOKEN", peer = "b" }}
+tools_allowed = ["delegate", "categorize"]
+
+[auth]
+service_tokens = {{ "prime-boss" = "a-prime" }}
+admin_tokens = ["a-admin"]
+
+{}
+[[trust]]
+name = "b"
+public_key = "{pb}"
+"#,
+        keys.sections[0]
+    );
+    let c = Server::start(Some(&c_config), Some(&c_db), &format!("127.0.0.1:{c_port}"), &[], 500);
+    let b = Server::start(
+        Some(&b_config),
+        Some(&b_db),
+        &format!("127.0.0.1:{b_port}"),
+        &[("C_BRIDGE_TOKEN", "c-bridge")],
+        500,
+    );
+    let a = Server::start(Some(&a_config), Some("memory:"), "127.0.0.1:0", &[("B_PRIME_TOKEN", "b-prime")], 500);
+    Three { a, b, c, c_db, keys, _db_dir: db_dir }
+}
+
+async fn post(url: &str, token: &str, env: &Value, lineage: Option<&str>) -> (u16, Value) {
+    let mut req = switchboard::util::http_client()
+        .unwrap()
+        .post(format!("{url}/v1/delegate"))
+        .bearer_auth(token)
+        .header("X-Agent-Request-ID", env["request_id"].as_str().unwrap())
+        .header("X-Agent-Origin", env["origin_employee"].as_str().unwrap())
+        .json(env);
+    if let Some(t) = lineage {
+        req = req.header("X-Switchboard-Lineage", t);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+/// C's audit log, as `switchboard audit --json --verify` prints it.
+fn audit(db: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["--database-url", db, "audit", "--json", "--verify"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn the_honest_chain_runs_across_three_runtimes_with_one_signed_lineage() {
+    let t = three();
+    let id = uuid::Uuid::new_v4().to_string();
+    let env = json!({
+        "request_id": id, "origin_employee": "prime-boss", "target_employee": "far", "user_id": "alice",
+        "objective": "categorize my statement", "input": "2025-10-01 Starbucks 4.50\n2025-10-02 Shell 40.00",
+        "constraints": {"max_depth": 4},
+    });
+    let (status, body) = post(&t.a.url, "a-prime", &env, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "success", "{body}");
+    // the tree is one tree on every runtime: C holds the leaf, under A's root id
+    let log = audit(&t.c_db);
+    assert_eq!(log["verify"]["valid"], true, "{log}");
+    let at_c: Vec<&Value> = log["records"].as_array().unwrap().iter().filter(|r| r["root_id"] == id.as_str()).collect();
+    assert_eq!(at_c.len(), 1, "{log}");
+    let leaf = at_c[0];
+    assert_eq!((leaf["origin"].as_str(), leaf["target"].as_str()), (Some("bridge"), Some("tagger")), "{leaf}");
+    assert_eq!((leaf["user_id"].as_str(), leaf["outcome"].as_str()), (Some("alice"), Some("success")), "{leaf}");
+    let b_tree = crate::service::get_json(&format!("{}/v1/delegations/{id}", t.b.url), "b-admin").await;
+    assert_eq!(b_tree["agent"], "bridge", "{b_tree}");
+    assert_eq!(b_tree["children"][0]["agent"], "deep", "{b_tree}");
+}
+
+/// A valid lineage for B's hop to C: A's root and relay to B, B's own hop
+/// bridge → deep and its relay to C's tagger, signed by the library as
+/// honest runtimes do. Returns the token and the envelope that matches it.
+fn honest(t: &Three, deadline_ms: u64, request: RequestId) -> (Token, Value, Claims) {
+    let (a, b) = (t.keys.ring("a"), t.keys.ring("b"));
+    let (root, r1, r2) = (RequestId::new(), RequestId::new(), RequestId::new());
+    let user = UserId::parse("alice").unwrap();
+    let root_claims = Claims {
+        tree: root,
+        parent: None,
+        request: root,
+        user,
+        depth: 1,
+        max_depth: 4,
+        fan_out: 3,
+        deadline_ms,
+        budget: 4000,
+        tools: Claims::tool_set(["categorize", "delegate"]),
+        path: vec![Link::new(slug("prime-boss"), slug("far"), "categorize my statement")],
+        issuer: "a".into(),
+        audience: "a".into(),
+    };
+    let t0 = a.mint_root(root_claims.clone()).unwrap();
+    let mut to_b = root_claims.child(r1, Link::new(slug("prime-boss"), slug("bridge"), "categorize my statement"), "b");
+    to_b.depth = 1;
+    to_b.path = vec![to_b.path[1].clone()];
+    let t1 = a.attenuate(&t0, to_b.clone()).unwrap();
+    let mut hop = to_b.child(r2, Link::new(slug("bridge"), slug("deep"), "Categorize the lines"), "b");
+    hop.tools = vec!["categorize".into()];
+    let t2 = b.attenuate(&t1, hop.clone()).unwrap();
+    let mut relay = hop.child(request, Link::new(slug("bridge"), slug("tagger"), "Categorize the lines"), "c");
+    relay.depth = hop.depth;
+    relay.path.remove(1);
+    let t3 = b.attenuate(&t2, relay.clone()).unwrap();
+    let env = json!({
+        "request_id": request.to_string(), "root_request_id": root.to_string(), "parent_request_id": r2.to_string(),
+        "origin_employee": "bridge", "target_employee": "tagger", "user_id": "alice",
+        "objective": "Categorize the lines", "input": "2025-10-01 Starbucks 4.50",
+        "current_depth": 1,
+        "chain": [{"agent": "bridge", "objective_hash": switchboard::protocol::request::objective_hash("categorize my statement")}],
+        "constraints": {"max_depth": 4, "max_tokens": 1000, "deadline_ms": 20000},
+        "tools": ["categorize"],
+    });
+    (t3, env, relay)
+}
+
+#[tokio::test]
+async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
+    let t = three();
+    let later = now_ms() + 60_000;
+    let records = || audit(&t.c_db)["records"].as_array().unwrap().clone();
+
+    // the honest token runs: the forgeries below differ from it in one thing each
+    let request = RequestId::new();
+    let (token, env, _) = honest(&t, later, request);
+    let (status, body) = post(&t.c.url, "c-bridge", &env, Some(&token.encode())).await;
+    assert_eq!(status, 200, "the honest hop runs: {body}");
+
+    type Case = (&'static str, Box<dyn Fn(&Three) -> (Option<String>, Value)>, u16, &'static str);
+    // each forged hop starts from B's valid token for its own hop (to B, from A)
+    let forged = move |t: &Three, change: fn(&mut Value)| {
+        let request = RequestId::new();
+        let (token, mut env, relay) = honest(t, later, request);
+        let mut claims = serde_json::to_value(&relay).unwrap();
+        change(&mut claims);
+        // the chain up to B's own hop, and B's hop to C signed anew with the change
+        let text = token.encode();
+        let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
+        let last_len = 2 + serde_json::to_vec(&relay).unwrap().len() + 8 + 64;
+        bytes.truncate(bytes.len() - last_len);
+        bytes[1] -= 1;
+        let prefix = URL_SAFE_NO_PAD.encode(bytes);
+        env["constraints"]["deadline_ms"] = json!(20000);
+        (Some(raw_append(Some(&prefix), &claims, seed(&t.keys.key_dir("b")))), env)
+    };
+    let cases: Vec<Case> = vec![
+        (
+            "depth 0 and an empty chain under a valid token",
+            Box::new(move |t| {
+                let (token, mut env, _) = honest(t, later, RequestId::new());
+                env["current_depth"] = json!(0);
+                env["chain"] = json!([]);
+                (Some(token.encode()), env)
+            }),
+            403,
+            "LINEAGE_MISMATCH",
+        ),
+        (
+            "depth 0 as a root of its own",
+            Box::new(move |t| {
+                let (_, mut env, mut relay) = honest(t, later, RequestId::new());
+                relay.parent = None;
+                relay.tree = relay.request;
+                relay.depth = 1;
+                relay.path = vec![relay.path[1].clone()];
+                let root = serde_json::to_value(&relay).unwrap();
+                env["root_request_id"] = json!(null);
+                env["parent_request_id"] = json!(null);
+                env["current_depth"] = json!(0);
+                env["chain"] = json!([]);
+                (Some(raw_append(None, &root, seed(&t.keys.key_dir("b")))), env)
+            }),
+            403,
+            "DELEGATION_NOT_ALLOWED",
+        ),
+        (
+            "a longer deadline",
+            Box::new(move |t| forged(t, |c| c["deadline_ms"] = json!(c["deadline_ms"].as_u64().unwrap() + 3_600_000))),
+            403,
+            "LINEAGE_INVALID",
+        ),
+        (
+            "a larger budget",
+            Box::new(move |t| forged(t, |c| c["budget"] = json!(1_000_000))),
+            403,
+            "LINEAGE_INVALID",
+        ),
+        (
+            "a tool it lacks",
+            Box::new(move |t| forged(t, |c| c["tools"] = json!(["categorize", "shell"]))),
+            403,
+            "LINEAGE_INVALID",
+        ),
+        (
+            "another user in the envelope",
+            Box::new(move |t| {
+                let (token, mut env, _) = honest(t, later, RequestId::new());
+                env["user_id"] = json!("bob");
+                (Some(token.encode()), env)
+            }),
+            403,
+            "LINEAGE_MISMATCH",
+        ),
+        (
+            "another user in the token",
+            Box::new(move |t| forged(t, |c| c["user"] = json!("bob"))),
+            403,
+            "LINEAGE_INVALID",
+        ),
+        (
+            "the path dropped, to come back as if new",
+            Box::new(move |t| {
+                forged(t, |c| {
+                    let last = c["path"][1].clone();
+                    c["path"] = json!([last]);
+                    c["depth"] = json!(1);
+                })
+            }),
+            403,
+            "LINEAGE_INVALID",
+        ),
+        (
+            "a token signed by a key nobody trusts",
+            Box::new(move |t| {
+                let (_, env, relay) = honest(t, later, RequestId::new());
+                let stranger = [7u8; 32];
+                (Some(raw_append(None, &serde_json::to_value(&relay).unwrap(), stranger)), env)
+            }),
+            401,
+            "UNAUTHENTICATED",
+        ),
+        (
+            "a valid token for another target",
+            Box::new(move |t| {
+                let (token, mut env, _) = honest(t, later, RequestId::new());
+                env["target_employee"] = json!("other");
+                (Some(token.encode()), env)
+            }),
+            403,
+            "LINEAGE_MISMATCH",
+        ),
+        (
+            "below the root without a token",
+            Box::new(move |t| (None, honest(t, later, RequestId::new()).1)),
+            403,
+            "LINEAGE_INVALID",
+        ),
+    ];
+    for (what, make, want_status, want_code) in cases {
+        let before = records().len();
+        let (token, env) = make(&t);
+        let (status, body) = post(&t.c.url, "c-bridge", &env, token.as_deref()).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (want_status, Some(want_code)), "{what}: {body}");
+        let after = records();
+        assert_eq!(after.len(), before + 1, "{what}: one audit record");
+        let last = &after[after.len() - 1];
+        assert_eq!(last["outcome"], "refused", "{what}: the agent never ran: {last}");
+        assert_eq!(last["error_code"], want_code, "{what}: {last}");
+    }
+
+    // a token replayed after its deadline
+    let soon = now_ms() + 1_000;
+    let (token, env, _) = honest(&t, soon, RequestId::new());
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let before = records().len();
+    let (status, body) = post(&t.c.url, "c-bridge", &env, Some(&token.encode())).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (504, Some("DEADLINE_EXCEEDED")), "{body}");
+    assert_eq!(records().len(), before + 1);
+    // nothing but the honest hop ever ran on C
+    let ran = records().iter().filter(|r| r["outcome"] != "refused").count();
+    assert_eq!(ran, 1, "only the honest hop reached the agent");
+    drop(t.a);
+    drop(t.b);
+}
