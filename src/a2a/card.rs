@@ -5,10 +5,10 @@
 use serde_json::{Map, json};
 
 use crate::config::AgentSpec;
-use crate::protocol::a2a::RAILS_EXTENSION;
 use crate::protocol::a2a::types::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,
 };
+use crate::protocol::a2a::{LINEAGE_EXTENSION, RAILS_EXTENSION};
 
 /// The card of `spec`, served at `base` (the service's URL as the caller reached it).
 pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
@@ -75,16 +75,28 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
         capabilities: AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(false),
-            extensions: vec![AgentExtension {
-                uri: RAILS_EXTENSION.into(),
-                description:
-                    "Switchboard's delegation rails (request/root/parent ids, origin, user, depth, max depth, \
+            extensions: vec![
+                AgentExtension {
+                    uri: RAILS_EXTENSION.into(),
+                    description:
+                        "Switchboard's delegation rails (request/root/parent ids, origin, user, depth, max depth, \
                               chain, remaining deadline and token budget, tools, priority) in message metadata; \
                               required with a service token, absent for users (a fresh tree at depth 0)"
+                            .into(),
+                    required: false,
+                    params: None,
+                },
+                AgentExtension {
+                    uri: LINEAGE_EXTENSION.into(),
+                    description: "Signed, attenuating delegation lineage (docs/LINEAGE.md): a token in \
+                              metadata {\"token\": \"…\"} whose chain this runtime verifies against the keys \
+                              it trusts and whose rails (depth, path, user, deadline, budget, tools) it enforces; \
+                              an agent's call without one must come from an agent allowed to start trees"
                         .into(),
-                required: false,
-                params: None,
-            }],
+                    required: false,
+                    params: None,
+                },
+            ],
             extended_agent_card: Some(false),
         },
         security_schemes: schemes,

@@ -18,7 +18,7 @@ use crate::auth::Principal;
 use crate::pipeline::{AskOptions, Runtime};
 use crate::protocol::a2a::MESSAGE_ID_HINT;
 use crate::protocol::a2a::error::{A2aError, Kind};
-use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails};
+use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails, lineage_of};
 use crate::protocol::a2a::types::{
     Message, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
@@ -56,6 +56,8 @@ struct Turn {
     caller: Principal,
     /// An agent's lineage (the rails extension); a user's turn has none.
     rails: Option<Box<Rails>>,
+    /// The signed lineage token (the lineage extension), if the caller sent one.
+    lineage: Option<String>,
     agent: AgentSlug,
     objective: String,
     input: String,
@@ -100,6 +102,7 @@ impl A2aService {
             ));
         }
         let rails = Rails::from_metadata(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
+        let lineage = lineage_of(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
         let rails = match (principal, rails) {
             (Principal::User(_) | Principal::Anonymous(_), _) => None,
             (Principal::Agent(a), Some(r)) => {
@@ -211,6 +214,7 @@ impl A2aService {
                 request_id,
                 caller: principal.clone(),
                 rails,
+                lineage,
                 agent: agent.clone(),
                 objective,
                 input,
@@ -288,7 +292,7 @@ impl A2aService {
                 let mut req = rails.request(turn.agent.clone(), turn.objective.clone(), turn.input.clone());
                 req.child_session_id = turn.session;
                 req.context_hints.extend(hints);
-                let r = runtime.delegate(&turn.caller, req).await;
+                let r = runtime.delegate_from(&turn.caller, req, turn.lineage.as_deref()).await;
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),

@@ -195,6 +195,10 @@ pub enum Backend {
         /// that trusts ours: each message then carries a signed lineage token.
         #[serde(default)]
         peer: Option<String>,
+        /// The agent's slug over there, as the lineage token names it
+        /// (default: the same slug); only read with `peer`.
+        #[serde(default)]
+        agent: Option<AgentSlug>,
     },
     /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
     Command {

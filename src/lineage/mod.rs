@@ -55,8 +55,8 @@ use std::fmt;
 use crate::protocol::{DelegationError, ErrorCode};
 
 pub use crate::config::TrustEntry;
-pub use claims::{Claims, Field, Link};
 pub use authority::Authority;
+pub use claims::{Claims, Field, Link};
 pub use envelope::check_envelope;
 pub use hop::{Hop, Relay};
 pub use keys::{KeyId, KeyRing, PublicKeyInfo};

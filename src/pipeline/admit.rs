@@ -15,10 +15,10 @@ use super::registry::Member;
 use super::sessions::{self, Sessions};
 use super::{Entry, Runtime, route};
 use crate::agent::{Scope, ToolSet};
-use crate::protocol::AgentSlug;
 use crate::auth::Principal;
 use crate::config::{AgentSpec, AuthConfig};
 use crate::lineage::{self, Claims, Fault, Hop, LineageError, Link};
+use crate::protocol::AgentSlug;
 use crate::protocol::{ChainLink, DelegationError, DelegationRequest, ErrorCode, Mode};
 use crate::rails::budget::BudgetAccount;
 use crate::rails::cycle::{self, CyclePermit};
@@ -65,12 +65,12 @@ pub(crate) async fn admit(
 ) -> Result<Admitted, Refused> {
     // a user's own turn starts a tree at depth 0; anything else is a delegation
     let user_turn = matches!(entry, Entry::UserTurn) && parent.is_none() && caller.user().is_some();
-    let signed = match &entry {
-        Entry::Signed(hop) if parent.is_none() => Some(hop),
-        _ => None,
+    let (remote, signed) = match &entry {
+        Entry::Remote(hop) if parent.is_none() => (true, hop.as_ref()),
+        _ => (false, None),
     };
     let mut tree = None;
-    match rails(rt, parent, caller, &mut req, Edge { user_turn, signed }, &mut tree).await {
+    match rails(rt, parent, caller, &mut req, Edge { user_turn, remote, signed }, &mut tree).await {
         Ok(p) => Ok(Admitted {
             req,
             member: p.member,
@@ -101,6 +101,8 @@ struct Passed {
 struct Edge<'a> {
     /// A user's own turn: the root of a new tree.
     user_turn: bool,
+    /// From another process.
+    remote: bool,
     /// From another runtime, with a verified lineage token.
     signed: Option<&'a Arc<Hop>>,
 }
@@ -141,9 +143,6 @@ async fn rails(
         None
     } else {
         auth::authenticate(caller, &req.origin_employee)?;
-        if let (None, None, Principal::Agent(agent)) = (parent, edge.signed, caller) {
-            unsigned_root(&inner.config.auth, agent, req)?;
-        }
         let spec = inner.registry.get(&req.origin_employee).map(|m| m.spec.clone());
         Some(spec.ok_or_else(|| {
             DelegationError::new(
@@ -169,6 +168,10 @@ async fn rails(
         (None, None) => target.tools_allowed.clone(),
     };
     let tools = auth::effective_tools(&target, &caller_tools, req.tools.as_deref())?;
+    // from another process without a token: only an agent trusted to start trees for this user
+    if let (true, None, Principal::Agent(agent)) = (edge.remote, edge.signed, caller) {
+        unsigned(&inner.config.auth, agent, req)?;
+    }
 
     // the tree's rails: depth, fan-out, cycle, deadline, budget
     // at the edge, the tree takes its conversation's vault: a token means
@@ -280,33 +283,25 @@ fn from_token(req: &mut DelegationRequest, claims: &Claims) -> Result<(), Delega
     Ok(())
 }
 
-/// An agent's envelope without a lineage token: only the root of a tree,
-/// and only from an agent `[auth] service_roots` lets start one for this user.
-fn unsigned_root(auth: &AuthConfig, agent: &AgentSlug, req: &DelegationRequest) -> Result<(), DelegationError> {
-    let root = req.current_depth == 0
-        && req.chain.is_empty()
-        && req.parent_request_id.is_none()
-        && req.root_request_id.is_none_or(|r| r == req.request_id);
-    if !root {
-        return Err(LineageError::new(
-            Fault::Missing,
-            "a delegation below the root of a tree must carry the lineage token of the runtime that sent it \
-             (header X-Switchboard-Lineage): its depth, chain and parent are not taken on the sender's word",
-        )
-        .into());
+/// An agent's envelope from another process without a lineage token: only
+/// from an agent `[auth] service_roots` trusts to start trees for this user
+/// (its declared depth and chain are kept: it could start afresh anyway).
+/// Any other agent's depth, chain, user and limits are not taken on its word.
+fn unsigned(auth: &AuthConfig, agent: &AgentSlug, req: &DelegationRequest) -> Result<(), DelegationError> {
+    if auth.may_start_tree(agent.as_str(), req.user_id.as_str()) {
+        return Ok(());
     }
-    if !auth.may_start_tree(agent.as_str(), req.user_id.as_str()) {
-        return Err(LineageError::new(
-            Fault::Missing,
-            format!(
-                "agent '{agent}' may not start a tree for user '{}' here ([auth] service_roots); \
-                 its delegations must carry the lineage token of the runtime that sent them",
-                req.user_id
-            ),
-        )
-        .into());
-    }
-    Ok(())
+    Err(LineageError::new(
+        Fault::Missing,
+        format!(
+            "agent '{agent}' may not start a tree for user '{}' here ([auth] service_roots), so its \
+             delegation must carry the lineage token of the runtime that sent it (HTTP header \
+             X-Switchboard-Lineage, or the A2A lineage extension): its depth, chain, user and limits are \
+             not taken on its word",
+            req.user_id
+        ),
+    )
+    .into())
 }
 
 fn lineage_now_ms() -> u64 {
@@ -327,7 +322,8 @@ fn node_hop(
         return h.clone();
     }
     let me = rt.inner.lineage.name().to_string();
-    let deadline_ms = lineage_now_ms().saturating_add(scope.deadline.saturating_duration_since(Instant::now()).as_millis() as u64);
+    let deadline_ms =
+        lineage_now_ms().saturating_add(scope.deadline.saturating_duration_since(Instant::now()).as_millis() as u64);
     let link = Link::new(req.origin_employee.clone(), req.target_employee.clone(), &req.objective);
     let tools = Claims::tool_set(scope.tools.iter().cloned());
     match parent.and_then(|p| p.hop.as_ref()) {

@@ -62,13 +62,14 @@ use pii::Pii;
 pub const USER_ORIGIN: &str = "user";
 
 /// How a delegation enters: a user's own turn (the root of a new tree, at
-/// depth 0, no origin agent), a delegation from an agent (or an operator),
-/// or a delegation from another runtime whose lineage token verified.
+/// depth 0, no origin agent), a delegation from an agent in this process
+/// (or an operator, or an embedder), or one from another process, with the
+/// lineage its token verified to, if it carried one.
 #[derive(Debug, Clone)]
 pub(crate) enum Entry {
     UserTurn,
     Delegation,
-    Signed(Arc<crate::lineage::Hop>),
+    Remote(Option<Arc<crate::lineage::Hop>>),
 }
 
 impl Entry {

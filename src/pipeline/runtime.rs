@@ -117,8 +117,8 @@ impl Runtime {
     /// (`X-Switchboard-Lineage`, A2A metadata). With a token, the rails come
     /// from it: a token that does not verify is refused and audited before
     /// anything runs, an envelope that disagrees with it is refused with
-    /// `LINEAGE_MISMATCH`. Without one, the envelope must start a tree, and
-    /// only an agent `[auth] service_roots` lists may start one for its user.
+    /// `LINEAGE_MISMATCH`. Without one, only an agent `[auth] service_roots`
+    /// lets start trees for the envelope's user may send it.
     pub async fn delegate_from(
         &self,
         caller: &Principal,
@@ -126,12 +126,12 @@ impl Runtime {
         lineage: Option<&str>,
     ) -> DelegationResponse {
         let Some(text) = lineage else {
-            return self.delegate(caller, request).await;
+            return self.dispatch(None, caller, request, Entry::Remote(None)).await;
         };
         match self.inner.lineage.verify(text) {
             Ok((token, claims)) => {
                 let hop = crate::lineage::Hop::received(token, claims);
-                self.dispatch(None, caller, request, Entry::Signed(hop)).await
+                self.dispatch(None, caller, request, Entry::Remote(Some(hop))).await
             }
             Err(e) => self.record_refusal(request, e.into()).await,
         }

@@ -568,6 +568,8 @@ name = "Slow"
     .unwrap();
     config.auth.service_tokens = [("caller".to_string(), CALLER.to_string())].into();
     config.auth.user_tokens = [("alice".to_string(), ALICE.to_string())].into();
+    // a caller trusted to start trees: its rails are kept as it declares them
+    config.auth.service_roots = Some([("caller".to_string(), vec!["*".to_string()])].into());
     let rt = Runtime::builder()
         .config(config)
         .agent("caller", agent(|_, _| async { Ok(AgentOutput::new("caller", "")) }))

@@ -60,6 +60,8 @@ tools_allowed = ["delete_everything", "transfer_funds", "read_secrets"]
 
 [auth]
 service_tokens = {{ "tag-ai" = "hostile-tag", "caller" = "caller-token" }}
+# tag-ai may start trees for alice only; every other rail still holds for it
+service_roots = {{ "tag-ai" = ["alice"], "caller" = ["*"] }}
 "#
     ))
     .unwrap()
@@ -310,6 +312,12 @@ async fn forged_envelopes_from_a_hostile_agent_are_refused_and_audited() {
             "CYCLE_DETECTED",
         ),
         ("delegating to itself", Box::new(|b, _| b["target_employee"] = json!("tag-ai")), 400, "INVALID_REQUEST"),
+        (
+            "acting for a user its token may not act for",
+            Box::new(|b, _| b["user_id"] = json!("bob")),
+            403,
+            "LINEAGE_INVALID",
+        ),
         (
             "probing for an agent that is not there",
             Box::new(|b, _| b["target_employee"] = json!("payments-root")),

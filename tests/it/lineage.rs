@@ -1,5 +1,6 @@
 //! Signed lineage across three `switchboard serve` processes (issue 16):
-//! A → B → C with separate keys and databases. The honest chain runs; a
+//! A → B over HTTP (`X-Switchboard-Lineage`), B → C over A2A (the lineage
+//! extension in message metadata), with separate keys and databases. The honest chain runs; a
 //! hostile B, holding its own valid key and a valid token for its own hop,
 //! cannot make C run anything wider than the token allows.
 //!
@@ -155,7 +156,7 @@ may_delegate_to = ["deep"]
 [[agents]]
 slug = "deep"
 name = "Deep, on C"
-backend = {{ kind = "http", url = "http://127.0.0.1:{c_port}", agent = "tagger", token_env = "C_BRIDGE_TOKEN", peer = "c" }}
+backend = {{ kind = "a2a", url = "http://127.0.0.1:{c_port}/a2a/tagger", token_env = "C_BRIDGE_TOKEN", peer = "c", agent = "tagger" }}
 tools_allowed = ["categorize"]
 
 [prime]
@@ -379,12 +380,7 @@ async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
             403,
             "LINEAGE_INVALID",
         ),
-        (
-            "a larger budget",
-            Box::new(move |t| forged(t, |c| c["budget"] = json!(1_000_000))),
-            403,
-            "LINEAGE_INVALID",
-        ),
+        ("a larger budget", Box::new(move |t| forged(t, |c| c["budget"] = json!(1_000_000))), 403, "LINEAGE_INVALID"),
         (
             "a tool it lacks",
             Box::new(move |t| forged(t, |c| c["tools"] = json!(["categorize", "shell"]))),

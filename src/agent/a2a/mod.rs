@@ -22,9 +22,9 @@ use serde_json::{Value, json};
 
 use crate::agent::{Agent, AgentContext, AgentOutput, Task as WorkTask};
 use crate::config::{AgentSpec, Backend, Config};
-use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails};
+use crate::protocol::a2a::rails::{LINEAGE_EXTENSION, RAILS_EXTENSION, Rails, put_lineage};
 use crate::protocol::a2a::types::{AgentCard, Message, Part, Role, StreamResponse, Task};
-use crate::protocol::{DelegationError, ErrorCode};
+use crate::protocol::{AgentSlug, DelegationError, ErrorCode};
 use crate::telemetry;
 
 mod progress;
@@ -44,8 +44,11 @@ pub fn for_spec(spec: &AgentSpec, _config: &Config) -> Result<Arc<dyn Agent>, De
     let Backend::A2a { url, token_env, .. } = &spec.backend else {
         return Err(DelegationError::invalid(format!("agent '{}' does not have an a2a backend", spec.slug)));
     };
-    let agent = A2aAgent::new(url, token_env.as_deref())
+    let mut agent = A2aAgent::new(url, token_env.as_deref())
         .map_err(|e| DelegationError::invalid(format!("agent '{}': {}", spec.slug, e.message)))?;
+    if let Backend::A2a { peer: Some(peer), agent: remote, .. } = &spec.backend {
+        agent.peer = Some((peer.clone(), remote.clone().unwrap_or_else(|| spec.slug.clone())));
+    }
     Ok(Arc::new(agent))
 }
 
@@ -68,6 +71,9 @@ pub struct A2aAgent {
     sender: Sender,
     card_url: String,
     endpoint: tokio::sync::Mutex<Option<Endpoint>>,
+    /// The remote Switchboard's lineage name and the agent's slug there:
+    /// messages carry a lineage token for it.
+    peer: Option<(String, AgentSlug)>,
 }
 
 /// What every request needs: the HTTP client and the bearer token.
@@ -104,6 +110,7 @@ impl A2aAgent {
             sender: Sender { client: crate::util::http_client().map_err(DelegationError::invalid)?, token },
             card_url,
             endpoint: tokio::sync::Mutex::new(None),
+            peer: None,
         })
     }
 
@@ -386,6 +393,17 @@ impl Agent for A2aAgent {
         // our retries of this hop must not make a remote Switchboard do the work twice
         req.idempotency_key.get_or_insert_with(|| format!("hop-{}", lineage.request_id));
         let rails = Rails::from_request(&req);
+        let mut metadata = rails.to_metadata();
+        let mut extensions = vec![RAILS_EXTENSION.to_string()];
+        if let Some((peer, remote)) = &self.peer {
+            // the token names the agent as the remote knows it
+            let mut there = req.clone();
+            there.target_employee = remote.clone();
+            if let Some(token) = ctx.delegator()?.relay_token(&there, peer)? {
+                put_lineage(&mut metadata, token);
+                extensions.push(LINEAGE_EXTENSION.to_string());
+            }
+        }
         let mut parts = vec![Part::text(task.objective.clone())];
         if !task.input.trim().is_empty() {
             parts.push(Part::text(task.input.clone()));
@@ -396,8 +414,8 @@ impl Agent for A2aAgent {
             task_id: None,
             role: Role::User,
             parts,
-            metadata: Some(rails.to_metadata()),
-            extensions: vec![RAILS_EXTENSION.to_string()],
+            metadata: Some(metadata),
+            extensions,
             reference_task_ids: Vec::new(),
         };
         let remaining = ctx.remaining();

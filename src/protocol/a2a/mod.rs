@@ -7,7 +7,7 @@ pub mod rails;
 pub mod types;
 
 pub use error::{A2aError, Kind};
-pub use rails::{RAILS_EXTENSION, Rails};
+pub use rails::{LINEAGE_EXTENSION, RAILS_EXTENSION, Rails};
 
 /// The label prefix of an artifact that is already an A2A artifact (or, with
 /// [`MESSAGE_LABEL`], a direct reply message): the A2A service passes its value through.

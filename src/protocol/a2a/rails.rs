@@ -19,6 +19,34 @@ use crate::protocol::{AgentSlug, ChainLink, Constraints, DelegationRequest, Hand
 /// The extension's URI, declared in every card's `capabilities.extensions`.
 pub const RAILS_EXTENSION: &str = "https://switchboard.dev/a2a/ext/rails/v1";
 
+/// The lineage extension's URI: a signed lineage token (docs/LINEAGE.md) in
+/// `metadata[LINEAGE_EXTENSION] = {"token": "…"}`. A Switchboard that
+/// receives it verifies it and takes the rails from it; a runtime that does
+/// not know it may ignore it.
+pub const LINEAGE_EXTENSION: &str = "https://switchboard.dev/a2a/ext/lineage/v1";
+
+/// Longest lineage token text accepted in metadata.
+const MAX_LINEAGE: usize = 8192;
+
+/// Puts a lineage token into message metadata.
+pub fn put_lineage(metadata: &mut Map<String, Value>, token: String) {
+    metadata.insert(LINEAGE_EXTENSION.into(), serde_json::json!({ "token": token }));
+}
+
+/// The lineage token in `metadata`, if any; an error message when the
+/// extension's entry is there but is not `{"token": "<text>"}`.
+pub fn lineage_of(metadata: Option<&Map<String, Value>>) -> Result<Option<String>, String> {
+    let Some(value) = metadata.and_then(|m| m.get(LINEAGE_EXTENSION)) else { return Ok(None) };
+    match value.get("token").and_then(Value::as_str) {
+        Some(t) if !t.is_empty() && t.len() <= MAX_LINEAGE && value.as_object().is_some_and(|o| o.len() == 1) => {
+            Ok(Some(t.to_string()))
+        }
+        _ => Err(format!(
+            "metadata[\"{LINEAGE_EXTENSION}\"] must be {{\"token\": \"<lineage token, 1-{MAX_LINEAGE} characters>\"}}"
+        )),
+    }
+}
+
 const MAX_CHAIN: usize = 64;
 const MAX_TOOLS: usize = 64;
 const MAX_HINTS: usize = 64;
