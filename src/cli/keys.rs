@@ -1,8 +1,9 @@
 //! `switchboard keys`: this runtime's lineage signing keys (issue 16). The
 //! first call makes the key directory and a first Ed25519 key; `--rotate`
 //! makes a new signing key and keeps the old one verifying for
-//! `[lineage] keep_rotated_keys_hours`. The public keys are printed as the
-//! `[[trust]]` entry a peer adds to its configuration.
+//! `[lineage] keep_rotated_keys_hours`; `--stage` makes the next key ahead,
+//! for peers to trust before `--rotate` signs with it. The public keys are
+//! printed as the `[[trust]]` entries a peer adds to its configuration.
 
 use std::time::Duration;
 
@@ -18,6 +19,10 @@ pub(super) struct KeysArgs {
     /// Make a new signing key; the old one keeps verifying for a while.
     #[arg(long)]
     rotate: bool,
+    /// Make the next signing key now, to give to peers before `--rotate`
+    /// signs with it (a rotation that loses no request).
+    #[arg(long, conflicts_with = "rotate")]
+    stage: bool,
 }
 
 pub(super) fn run(config: &Config, args: &KeysArgs, json: bool) -> u8 {
@@ -38,11 +43,19 @@ pub(super) fn run(config: &Config, args: &KeysArgs, json: bool) -> u8 {
             return EXIT_FAILED;
         }
     }
+    if args.stage
+        && let Err(e) = ring.stage()
+    {
+        eprintln!("error: staging the next key in '{}': {e}", lineage.key_dir.display());
+        return EXIT_FAILED;
+    }
     let keys = ring.public_keys();
     if json {
         let keys: Vec<_> = keys
             .iter()
-            .map(|k| json!({"id": k.id.to_string(), "public_key": k.public_key, "expires_ms": k.expires_ms}))
+            .map(|k| {
+                json!({"id": k.id.to_string(), "public_key": k.public_key, "expires_ms": k.expires_ms, "staged": k.staged})
+            })
             .collect();
         let current = ring.current_id().map(|id| id.to_string());
         println!("{}", json!({"name": ring.name(), "current": current, "keys": keys}));
@@ -51,6 +64,7 @@ pub(super) fn run(config: &Config, args: &KeysArgs, json: bool) -> u8 {
     println!("Lineage keys of '{}' in {}:", ring.name(), lineage.key_dir.display());
     for k in &keys {
         let state = match k.expires_ms {
+            _ if k.staged => "staged: signs after the next --rotate; give it to peers now".to_string(),
             None => "signs".to_string(),
             Some(ms) => format!("verifies until {}", chrono_ms(ms)),
         };

@@ -55,6 +55,8 @@ pub struct PublicKeyInfo {
     pub public_key: String,
     /// None for the current key; for a rotated one, when it stops verifying.
     pub expires_ms: Option<u64>,
+    /// A staged key: it signs after the next rotation (give it to peers now).
+    pub staged: bool,
 }
 
 struct LocalKey {
@@ -68,6 +70,9 @@ struct LocalKey {
 pub struct KeyRing {
     name: String,
     keys: Vec<LocalKey>,
+    /// The next signing key, made ahead ([`KeyRing::stage`]) so that peers
+    /// trust it before it signs; it signs nothing until [`KeyRing::rotate`].
+    staged: Option<LocalKey>,
     dir: Option<PathBuf>,
 }
 
@@ -103,6 +108,7 @@ impl KeyRing {
         Ok(Self {
             name,
             keys: vec![LocalKey { id: KeyId::of(&key.verifying_key()), key, expires_ms: None }],
+            staged: None,
             dir: None,
         })
     }
@@ -125,6 +131,11 @@ impl KeyRing {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
+        let next = match fs::read_to_string(dir.join("next")) {
+            Ok(s) => KeyId::parse(s.trim()).filter(|id| Some(*id) != current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
         let mut entries: Vec<PathBuf> = fs::read_dir(dir)?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "key"))
@@ -132,6 +143,10 @@ impl KeyRing {
         entries.sort();
         for path in entries {
             let key = read_key(&path)?;
+            if Some(key.id) == next {
+                ring.staged = Some(key);
+                continue;
+            }
             let expires_ms = read_expiry(&path.with_extension("expires"))?;
             // a key that is not the signing key and has no expiry was written
             // by a rotation that stopped before `current` named it: it never
@@ -174,21 +189,53 @@ impl KeyRing {
     /// `keep_old_for` (e.g. 7 days). Written to the ring's directory, if any,
     /// in an order that survives a crash at any step.
     pub fn rotate(&mut self, now_ms: u64, keep_old_for: Duration) -> io::Result<KeyId> {
-        let key = SigningKey::from_bytes(&fresh_secret()?);
-        let new = LocalKey { id: KeyId::of(&key.verifying_key()), key, expires_ms: None };
+        let staged = self.staged.take();
+        let was_staged = staged.is_some();
+        let new = match staged {
+            Some(k) => k,
+            None => {
+                let key = SigningKey::from_bytes(&fresh_secret()?);
+                LocalKey { id: KeyId::of(&key.verifying_key()), key, expires_ms: None }
+            }
+        };
         let expires = now_ms.saturating_add(u64::try_from(keep_old_for.as_millis()).unwrap_or(u64::MAX));
         if let Some(dir) = &self.dir {
-            write_key(dir, &new)?;
+            if !was_staged {
+                write_key(dir, &new)?;
+            }
             if let Some(old) = self.keys.last() {
                 write_private(&dir.join(format!("{}.expires", old.id)), expires.to_string().as_bytes())?;
             }
             write_private(&dir.join("current"), new.id.to_string().as_bytes())?;
+            // a `next` naming the current key is ignored at open; gone is tidier
+            match fs::remove_file(dir.join("next")) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
         if let Some(old) = self.keys.last_mut() {
             old.expires_ms = Some(expires);
         }
         let id = new.id;
         self.keys.push(new);
+        Ok(id)
+    }
+
+    /// Makes the next signing key now (or returns the one already made),
+    /// without signing with it: peers add it to their `[[trust]]` first, and
+    /// the [`KeyRing::rotate`] after that loses no request.
+    pub fn stage(&mut self) -> io::Result<KeyId> {
+        if let Some(k) = &self.staged {
+            return Ok(k.id);
+        }
+        let key = SigningKey::from_bytes(&fresh_secret()?);
+        let next = LocalKey { id: KeyId::of(&key.verifying_key()), key, expires_ms: None };
+        if let Some(dir) = &self.dir {
+            write_key(dir, &next)?;
+            write_private(&dir.join("next"), next.id.to_string().as_bytes())?;
+        }
+        let id = next.id;
+        self.staged = Some(next);
         Ok(id)
     }
 
@@ -202,14 +249,19 @@ impl KeyRing {
         self.keys.last().map(|k| k.id)
     }
 
-    /// Every key that still verifies, the signing key last.
+    /// Every key that still verifies, the signing key last among them, then
+    /// the staged key if there is one.
     pub fn public_keys(&self) -> Vec<PublicKeyInfo> {
+        let staged = self.staged.iter().map(|k| (k, true));
         self.keys
             .iter()
-            .map(|k| PublicKeyInfo {
+            .map(|k| (k, false))
+            .chain(staged)
+            .map(|(k, staged)| PublicKeyInfo {
                 id: k.id,
                 public_key: STANDARD.encode(k.key.verifying_key().as_bytes()),
                 expires_ms: k.expires_ms,
+                staged,
             })
             .collect()
     }

@@ -300,3 +300,65 @@ fn errors_become_delegation_errors_with_their_code() {
     assert_eq!(d.message, e.message);
     assert!(e.to_string().starts_with("LINEAGE_MISMATCH: "));
 }
+
+/// `b`'s byte-doc is a proxy: it relays its own hop to `c`'s tag-ai.
+fn relay_claims(t1: &Token) -> Claims {
+    let c1 = t1.claims().unwrap().pop().unwrap();
+    let mut c = c1.child(RequestId::new(), Link::new(slug("prime-boss"), slug("tag-ai"), "extract, tokenized"), "c");
+    c.depth = c1.depth;
+    c.path.remove(c1.path.len() - 1);
+    c
+}
+
+#[test]
+fn a_relay_keeps_the_depth_and_the_origin_and_may_rename_the_target() {
+    let w = world();
+    let (_, t1, _) = honest(&w);
+    let relayed = w.b.attenuate(&t1, relay_claims(&t1)).unwrap();
+    let v = verify(&relayed.encode(), &w.at_c, NOW).unwrap();
+    assert_eq!((v.claims.depth, v.claims.path.len(), v.hops), (1, 2, 3));
+    let last = v.claims.hop().unwrap();
+    assert_eq!((last.origin.as_str(), last.target.as_str()), ("prime-boss", "tag-ai"));
+    // a relay may not change who delegated, nor skip or add a link
+    let changes: [(Widen, Field); 3] = [
+        (|c| c.path[1].origin = slug("crystal"), Field::Path),
+        (|c| c.path.push(Link::new(slug("tag-ai"), slug("byte-doc"), "x")), Field::Depth),
+        (|c| c.budget = 5000, Field::Budget),
+    ];
+    for (change, field) in changes {
+        let mut c = relay_claims(&t1);
+        change(&mut c);
+        let fault = w.b.attenuate(&t1, c).unwrap_err().fault;
+        assert!(fault == Fault::Widens(field) || fault == Fault::Form, "{fault:?} for {field:?}");
+    }
+}
+
+#[test]
+fn a_hop_is_signed_only_when_it_leaves_and_then_once() {
+    let w = world();
+    let root = Hop::root(root_claims());
+    let c0 = root.claims().clone();
+    let mut c1 = c0.child(RequestId::new(), Link::new(slug("prime-boss"), slug("byte-doc"), "extract"), "a");
+    c1.budget = 700;
+    let child = Hop::child(&root, c1.clone());
+    let next = Relay {
+        request: RequestId::new(),
+        target: &slug("byte-doc"),
+        objective: "extract",
+        audience: "b",
+        deadline_ms: NOW + 5 * MINUTE,
+        budget: 2_000,
+        max_depth: 9,
+        tools: &["email".to_string(), "shell".to_string()],
+    };
+    let token = child.relay(&w.a, next).unwrap();
+    let v = verify(&token.encode(), &w.at_b, NOW).unwrap();
+    // the relay is as narrow as the narrowest of the node and what was asked
+    let c = &v.claims;
+    assert_eq!((c.budget, c.max_depth, c.deadline_ms, v.hops), (700, 4, NOW + 5 * MINUTE, 3));
+    assert_eq!(c.tools, ["email"], "a tool the node lacks is not granted");
+    assert_eq!((c.issuer.as_str(), c.audience.as_str(), c.parent), ("a", "b", Some(c1.request)));
+    // the blocks above were signed once and kept
+    assert_eq!(child.token(&w.a).unwrap(), child.token(&w.a).unwrap());
+    assert_eq!(child.token(&w.a).unwrap().hops(), 2);
+}

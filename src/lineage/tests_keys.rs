@@ -264,3 +264,26 @@ fn an_envelope_that_disagrees_with_its_token_names_the_field() {
     late.constraints.deadline_ms = 9 * MINUTE + 200;
     check_envelope(&v.claims, &late, NOW, 500).unwrap();
 }
+
+#[test]
+fn a_staged_key_signs_nothing_until_the_rotation_that_makes_it_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ring = KeyRing::open(dir.path(), "a", NOW).unwrap();
+    let first = ring.current_id().unwrap();
+    let next = ring.stage().unwrap();
+    assert_ne!(next, first);
+    assert_eq!(ring.stage().unwrap(), next, "staging twice gives the same next key");
+    assert_eq!(ring.current_id(), Some(first), "the staged key does not sign");
+    let listed: Vec<(KeyId, bool)> = ring.public_keys().iter().map(|k| (k.id, k.staged)).collect();
+    assert_eq!(listed, [(first, false), (next, true)]);
+    // another process (a restart) finds it staged, not an interrupted rotation
+    let mut again = KeyRing::open(dir.path(), "a", NOW).unwrap();
+    assert_eq!((again.current_id(), again.public_keys().len()), (Some(first), 2));
+    assert_eq!(again.rotate(NOW, Duration::from_millis(DAY)).unwrap(), next, "the rotation signs with the staged key");
+    let reopened = KeyRing::open(dir.path(), "a", NOW + 1).unwrap();
+    assert_eq!(reopened.current_id(), Some(next));
+    let states: Vec<(KeyId, bool, bool)> =
+        reopened.public_keys().iter().map(|k| (k.id, k.expires_ms.is_some(), k.staged)).collect();
+    assert_eq!(states, [(first, true, false), (next, false, false)], "the old key verifies until it expires");
+    assert!(!dir.path().join("next").exists());
+}

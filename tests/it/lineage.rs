@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
@@ -467,4 +468,114 @@ async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
     assert_eq!(ran, 1, "only the honest hop reached the agent");
     drop(t.a);
     drop(t.b);
+}
+
+/// A stand-in for B that verifies every token A sends it with the library,
+/// keeps the id of the key that signed A's last block, and answers success.
+async fn verifying_peer(trust: switchboard::lineage::TrustStore) -> (String, Arc<Mutex<Vec<String>>>) {
+    use axum::http::{HeaderMap, StatusCode};
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let keep = seen.clone();
+    let trust = Arc::new(trust);
+    let app = axum::Router::new().route(
+        "/v1/delegate",
+        axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
+            let (keep, trust) = (keep.clone(), trust.clone());
+            async move {
+                let env: switchboard::protocol::DelegationRequest = serde_json::from_slice(&body).unwrap();
+                let text = headers.get("x-switchboard-lineage").and_then(|v| v.to_str().ok()).unwrap_or_default();
+                match switchboard::lineage::verify(text, &trust, now_ms()) {
+                    Ok(v) => {
+                        keep.lock().unwrap().push(v.key_id.to_string());
+                        let mut r = switchboard::protocol::DelegationResponse::failed(
+                            env.request_id,
+                            env.target_employee,
+                            switchboard::protocol::DelegationError::invalid("placeholder"),
+                        );
+                        (r.status, r.error, r.result) = (switchboard::protocol::Status::Success, None, "ok".into());
+                        (StatusCode::OK, axum::Json(serde_json::to_value(r).unwrap()))
+                    }
+                    Err(e) => {
+                        (StatusCode::FORBIDDEN, axum::Json(json!({"error": {"code": e.code(), "message": e.message}})))
+                    }
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn a_key_rotated_mid_traffic_loses_no_request() {
+    let keys = Keys::new();
+    // the next key is staged first, and the peer trusts it before it signs
+    let mut ring = keys.ring("a");
+    let old = ring.current_id().unwrap().to_string();
+    let next = ring.stage().unwrap().to_string();
+    let entries: Vec<switchboard::lineage::TrustEntry> = ring
+        .public_keys()
+        .into_iter()
+        .map(|k| switchboard::lineage::TrustEntry {
+            name: "a".into(),
+            public_key: k.public_key,
+            may_call: vec!["bridge".into()],
+            may_start_trees: true,
+            expires_ms: None,
+        })
+        .collect();
+    assert_eq!(entries.len(), 2);
+    let (b_url, seen) = verifying_peer(switchboard::lineage::TrustStore::from_entries("b", &entries).unwrap()).await;
+    let config = format!(
+        r#"
+[[agents]]
+slug = "prime-boss"
+name = "Prime"
+may_delegate_to = ["far"]
+tools_allowed = ["delegate"]
+[[agents]]
+slug = "far"
+name = "Far, on B"
+backend = {{ kind = "http", url = "{b_url}", agent = "bridge", token_env = "B_PRIME_TOKEN", peer = "b" }}
+tools_allowed = ["delegate"]
+limits = {{ max_attempts = 1 }}
+
+[auth]
+service_tokens = {{ "prime-boss" = "a-prime" }}
+
+{}"#,
+        keys.sections[0]
+    );
+    let a = Server::start(Some(&config), Some("memory:"), "127.0.0.1:0", &[("B_PRIME_TOKEN", "b-prime")], 500);
+    let config_path = keys.dir.path().join("a.toml");
+    std::fs::write(&config_path, &config).unwrap();
+
+    let started = std::time::Instant::now();
+    let mut rotated = false;
+    let mut sent = 0;
+    while !seen.lock().unwrap().last().is_some_and(|k| *k == next) {
+        assert!(started.elapsed() < Duration::from_secs(20), "the new key never signed: {:?}", seen.lock().unwrap());
+        let env = crate::service::envelope("prime-boss", "far", "pass it on", "");
+        let (status, body) = post(&a.url, "a-prime", &env, None).await;
+        sent += 1;
+        assert_eq!(status, 200, "request {sent}, rotated: {rotated}: {body}");
+        if sent == 5 {
+            // another process rotates the key directory A is running with
+            let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+                .args(["--config", config_path.to_str().unwrap(), "keys", "--rotate", "--json"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(shown["current"], next.as_str(), "the staged key signs now");
+            rotated = true;
+        }
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), sent, "every request reached B with a token that verified");
+    assert_eq!(seen[0], old);
+    let switched = seen.iter().position(|k| *k == next).unwrap();
+    assert!(switched >= 5 && seen[switched..].iter().all(|k| *k == next), "{seen:?}");
 }
