@@ -239,12 +239,13 @@ async fn run(cli: Cli) -> u8 {
         },
         None => Config::builtin(),
     };
+    // this runtime's keys come first: the peers' entries may still wait for theirs
+    if let Command::Keys(args) = &cli.command {
+        return keys::run(&config, args, cli.json); // needs no store
+    }
     // the peers' keys are checked here: an Ed25519 key is more than its length
     if let Err(e) = crate::lineage::TrustStore::from_entries(config.lineage.name.clone(), &config.trust) {
         return usage_error(format!("invalid configuration: {e}"));
-    }
-    if let Command::Keys(args) = &cli.command {
-        return keys::run(&config, args, cli.json); // needs no store
     }
     let anchor = config.audit.anchor_file.as_deref();
     if let Some(Err(e)) = anchor.map(crate::store::anchor::check_path) {

@@ -579,3 +579,62 @@ service_tokens = {{ "prime-boss" = "a-prime" }}
     let switched = seen.iter().position(|k| *k == next).unwrap();
     assert!(switched >= 5 && seen[switched..].iter().all(|k| *k == next), "{seen:?}");
 }
+
+/// The ```toml block after `<!-- connect:NAME -->` in docs/LINEAGE.md.
+fn guide_block(doc: &str, name: &str) -> String {
+    let marker = format!("<!-- connect:{name} -->");
+    let after = &doc[doc.find(&marker).unwrap_or_else(|| panic!("{marker} is in docs/LINEAGE.md"))..];
+    let start = after.find("```toml\n").unwrap() + "```toml\n".len();
+    let len = after[start..].find("```").unwrap();
+    after[start..start + len].to_string()
+}
+
+/// `switchboard --config PATH keys --json`: the public key it prints.
+fn public_key_of(config: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["--config", config.to_str().unwrap(), "keys", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    shown["keys"][0]["public_key"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn the_operator_guide_connects_two_switchboards_as_written() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/LINEAGE.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let b_port = free_port();
+    // as written, with the key directories, B's port and the keys filled in
+    let fill = |text: String, name: &str| {
+        let keys = dir.path().join(format!("{name}-keys"));
+        text.replace(&format!("key_dir = \"{name}-keys\""), &format!("key_dir = \"{}\"", keys.display()))
+            .replace("127.0.0.1:7421", &format!("127.0.0.1:{b_port}"))
+    };
+    let (mut a, mut b) = (fill(guide_block(&doc, "a.toml"), "a"), fill(guide_block(&doc, "b.toml"), "b"));
+    let (a_path, b_path) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+    std::fs::write(&a_path, &a).unwrap();
+    std::fs::write(&b_path, &b).unwrap();
+    let (a_key, b_key) = (public_key_of(&a_path), public_key_of(&b_path));
+    a = a.replace("PUBLIC_KEY_OF_B", &b_key);
+    b = b.replace("PUBLIC_KEY_OF_A", &a_key);
+    let b_db = format!("sqlite://{}", dir.path().join("b.db").display());
+    let _b = Server::start(Some(&b), Some(&b_db), &format!("127.0.0.1:{b_port}"), &[], 500);
+    let a = Server::start(Some(&a), Some("memory:"), "127.0.0.1:0", &[("B_TOKEN", "b-token-for-a")], 500);
+
+    let id = uuid::Uuid::new_v4().to_string();
+    let env = json!({"request_id": id, "origin_employee": "prime-boss", "target_employee": "tag-ai",
+        "user_id": "alice", "objective": "Categorize the lines", "input": "2025-10-01 Starbucks 4.50"});
+    let (status, body) = post(&a.url, "a-prime-token", &env, None).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("success")), "{body}");
+    assert!(body["result"].as_str().unwrap().contains("Coffee"), "B's tag-ai answered: {body}");
+    let log = audit(&b_db);
+    let at_b: Vec<&Value> = log["records"].as_array().unwrap().iter().filter(|r| r["root_id"] == id.as_str()).collect();
+    assert_eq!(at_b.len(), 1, "B holds the delegation under A's request id: {log}");
+    assert_eq!(at_b[0]["outcome"], "success");
+    // the same envelope straight to B without A's token: B trusts no agent to start trees
+    let env = json!({"request_id": uuid::Uuid::new_v4().to_string(), "origin_employee": "prime-boss",
+        "target_employee": "tag-ai", "user_id": "alice", "objective": "Categorize the lines", "input": "x"});
+    let (status, body) = post(&format!("http://127.0.0.1:{b_port}"), "b-token-for-a", &env, None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (403, Some("LINEAGE_INVALID")), "{body}");
+}
