@@ -391,12 +391,52 @@ fn lineage(n: usize) {
     let verify3 = measure_sync(n, || {
         black_box(verify(&t2, &at_c, now).expect("verify at c"));
     });
+    // what a sending runtime pays per remote call: its node's claims (a root
+    // and one local child, built at admission, unsigned) signed and relayed
+    let mut local = c1.clone();
+    local.audience = "a".into();
+    let relay = || {
+        let root_hop = switchboard::lineage::Hop::root(root.clone());
+        let node = switchboard::lineage::Hop::child(&root_hop, local.clone());
+        let next = switchboard::lineage::Relay {
+            request: RequestId::new(),
+            target: &c1.path[1].target,
+            objective: "extract",
+            audience: "b",
+            deadline_ms: now + 60_000,
+            budget: 1000,
+            max_depth: 4,
+            tools: &root.tools,
+        };
+        black_box(node.relay(&a, next).expect("relay").encode());
+    };
+    let send = measure_sync(n, relay);
+    // side by side: the same hop's receiving work without lineage (parsing an
+    // envelope is what a hop costs either way) and with it
+    let envelope = serde_json::to_vec(&switchboard::protocol::DelegationRequest::new(
+        slug("prime-boss"),
+        slug("byte-doc"),
+        UserId::parse("bench").expect("user"),
+        "extract",
+        "2025-10-01 Starbucks 4.50",
+    ))
+    .expect("envelope");
+    let plain = measure_sync(n, || {
+        black_box(switchboard::protocol::parse_request(&envelope).expect("parse"));
+    });
+    let signed = measure_sync(n, || {
+        black_box(switchboard::protocol::parse_request(&envelope).expect("parse"));
+        black_box(verify(&t1, &at_b, now).expect("verify at b"));
+    });
     println!("switchboard lineage tokens ({n} samples; a 3-hop token is {} characters)\n", t2.len());
     println!("{:<44} {:>10} {:>10} {:>14}", "case", "p50", "p99", "per second");
     for (name, key, s) in [
         ("mint a root and encode it", "mint_root", &mint),
         ("one hop: verify 2 blocks, attenuate, encode", "hop", &per_hop),
         ("verify a 3-hop token", "verify_3", &verify3),
+        ("send: sign root + node, relay, encode", "send_relay", &send),
+        ("receive without lineage: parse envelope", "receive_plain", &plain),
+        ("receive with lineage: parse + verify 2 blocks", "receive_signed", &signed),
     ] {
         println!("{:<44} {:>10.1?} {:>10.1?} {:>14.0}", name, s.p50, s.p99, s.per_sec);
         println!(
