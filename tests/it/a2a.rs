@@ -130,6 +130,9 @@ async fn every_agent_has_a_card_with_a2a_required_fields_and_the_rails_extension
     let ext = &card["capabilities"]["extensions"][0];
     assert_eq!(ext["uri"], RAILS_EXTENSION);
     assert_eq!(ext["required"], false);
+    let lineage = &card["capabilities"]["extensions"][1];
+    assert_eq!(lineage["uri"], switchboard::protocol::a2a::LINEAGE_EXTENSION, "{card}");
+    assert_eq!(lineage["required"], false);
     assert_eq!(card["defaultInputModes"][0], "text/plain");
     assert_eq!(card["defaultOutputModes"][0], "text/plain");
     let skills = card["skills"].as_array().unwrap();

@@ -555,7 +555,7 @@ service_tokens = {{ "prime-boss" = "a-prime" }}
     let started = std::time::Instant::now();
     let mut rotated = false;
     let mut sent = 0;
-    while !seen.lock().unwrap().last().is_some_and(|k| *k == next) {
+    while seen.lock().unwrap().last().is_none_or(|k| *k != next) {
         assert!(started.elapsed() < Duration::from_secs(20), "the new key never signed: {:?}", seen.lock().unwrap());
         let env = crate::service::envelope("prime-boss", "far", "pass it on", "");
         let (status, body) = post(&a.url, "a-prime", &env, None).await;
