@@ -18,7 +18,7 @@ use crate::auth::Principal;
 use crate::pipeline::{AskOptions, Runtime};
 use crate::protocol::a2a::MESSAGE_ID_HINT;
 use crate::protocol::a2a::error::{A2aError, Kind};
-use crate::protocol::a2a::rails::{RAILS_EXTENSION, Rails, lineage_of};
+use crate::protocol::a2a::rails::{LINEAGE_EXTENSION, RAILS_EXTENSION, Rails, lineage_of};
 use crate::protocol::a2a::types::{
     Message, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
@@ -103,6 +103,13 @@ impl A2aService {
         }
         let rails = Rails::from_metadata(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
         let lineage = lineage_of(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
+        if lineage.is_none() && message.extensions.iter().any(|e| e == LINEAGE_EXTENSION) {
+            // a peer that declares the extension and sends no token is refused, never a fresh root
+            return Err(A2aError::invalid_params(format!(
+                "the message declares the lineage extension ({LINEAGE_EXTENSION}) but its metadata carries no \
+                 token: send {{\"token\": \"…\"}} under that key, or leave the extension out"
+            )));
+        }
         let rails = match (principal, rails) {
             (Principal::User(_) | Principal::Anonymous(_), _) => None,
             (Principal::Agent(a), Some(r)) => {

@@ -16,13 +16,24 @@ use crate::lineage::KeyRing;
 
 #[derive(Debug, Args)]
 pub(super) struct KeysArgs {
+    /// `rotate` or `stage`, as the flags below (`switchboard keys rotate`).
+    #[arg(value_enum)]
+    action: Option<Action>,
     /// Make a new signing key; the old one keeps verifying for a while.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "action")]
     rotate: bool,
     /// Make the next signing key now, to give to peers before `--rotate`
     /// signs with it (a rotation that loses no request).
-    #[arg(long, conflicts_with = "rotate")]
+    #[arg(long, conflicts_with_all = ["rotate", "action"])]
     stage: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Action {
+    /// The staged (or a new) key signs; the old one verifies until it expires.
+    Rotate,
+    /// Make the next key now, for peers to trust first.
+    Stage,
 }
 
 pub(super) fn run(config: &Config, args: &KeysArgs, json: bool) -> u8 {
@@ -36,16 +47,16 @@ pub(super) fn run(config: &Config, args: &KeysArgs, json: bool) -> u8 {
             return EXIT_FAILED;
         }
     };
-    if args.rotate {
+    let (rotate, stage) =
+        (args.rotate || args.action == Some(Action::Rotate), args.stage || args.action == Some(Action::Stage));
+    if rotate {
         let keep = Duration::from_secs(lineage.keep_rotated_keys_hours.saturating_mul(3600));
         if let Err(e) = ring.rotate(now, keep) {
             eprintln!("error: rotating the key in '{}': {e}", lineage.key_dir.display());
             return EXIT_FAILED;
         }
     }
-    if args.stage
-        && let Err(e) = ring.stage()
-    {
+    if stage && let Err(e) = ring.stage() {
         eprintln!("error: staging the next key in '{}': {e}", lineage.key_dir.display());
         return EXIT_FAILED;
     }

@@ -1056,3 +1056,31 @@ async fn an_a2a_sdk_agent_is_a_team_member_and_receives_the_rails() {
     assert!(rails["maxTokens"].as_f64().unwrap() > 0.0);
     assert_eq!(received["extensions"][0], RAILS_EXTENSION);
 }
+
+#[tokio::test]
+async fn the_lineage_extension_is_required_once_declared_and_its_token_is_verified() {
+    use switchboard::protocol::a2a::LINEAGE_EXTENSION;
+    let (r, rt) = rails_team().await;
+    // a peer that declares the extension must send its token
+    let mut m = with_rails("l-1", "work", rails(0, 3, json!({})));
+    m["extensions"] = json!([RAILS_EXTENSION, LINEAGE_EXTENSION]);
+    let v = rpc(&r, "worker", CALLER, "SendMessage", json!({"message": m})).await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("carries no token"), "{v}");
+    // a token that is not one is refused before anything runs, and audited
+    let mut m = with_rails("l-2", "work", rails(0, 3, json!({})));
+    m["metadata"][LINEAGE_EXTENSION] = json!({"token": "bm90IGEgdG9rZW4"});
+    let v = rpc(&r, "worker", CALLER, "SendMessage", json!({"message": m})).await;
+    let task = &v["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{v}");
+    assert_eq!(task["metadata"][RAILS_EXTENSION]["code"], "LINEAGE_INVALID", "{v}");
+    let log = rt.store().audit_log().await.unwrap();
+    let last = &log.last().unwrap().record;
+    assert_eq!((last.outcome.as_str(), last.error_code.as_deref()), ("refused", Some("LINEAGE_INVALID")));
+    assert!(log.iter().all(|e| e.record.target != "worker" || e.record.outcome == "refused"), "worker never ran");
+    // malformed extension metadata is invalid params
+    let mut m = with_rails("l-3", "work", rails(0, 3, json!({})));
+    m["metadata"][LINEAGE_EXTENSION] = json!("just a string");
+    let v = rpc(&r, "worker", CALLER, "SendMessage", json!({"message": m})).await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+}

@@ -539,6 +539,13 @@ fn lineage_keys_are_made_once_rotated_and_shown_as_a_trust_entry() {
     assert_eq!(listed[0]["id"], first["current"]);
     assert!(listed[0]["expires_ms"].as_u64().is_some(), "the old key verifies until it expires: {rotated}");
     assert!(listed[1]["expires_ms"].is_null());
+    // `keys stage` then `keys rotate`: the staged key is listed first, then signs
+    let staged = keys(&["stage"]);
+    let next = staged["keys"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((next["staged"].as_bool(), staged["current"].clone()), (Some(true), rotated["current"].clone()));
+    assert_eq!(keys(&["rotate"])["current"], next["id"], "the staged key signs after the rotation");
+    let o = bin().current_dir(dir.path()).args(["keys", "rotate", "--stage"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "one action at a time: {}", stderr(&o));
 
     // the text output is a [[trust]] entry another runtime's config accepts
     let o = bin().current_dir(dir.path()).arg("keys").output().unwrap();

@@ -100,6 +100,11 @@ struct Three {
 }
 
 fn three() -> Three {
+    three_traced(&[])
+}
+
+/// Three runtimes; `env` is given to each (with its OTEL_SERVICE_NAME).
+fn three_traced(env: &[(&str, &str)]) -> Three {
     let keys = Keys::new();
     let db_dir = tempfile::tempdir().unwrap();
     let c_db = format!("sqlite://{}", db_dir.path().join("c.db").display());
@@ -208,15 +213,28 @@ public_key = "{pb}"
 "#,
         keys.sections[0]
     );
-    let c = Server::start(Some(&c_config), Some(&c_db), &format!("127.0.0.1:{c_port}"), &[], 500);
+    let with = |own: &[(&'static str, &'static str)]| [own, env].concat();
+    let c = Server::start(
+        Some(&c_config),
+        Some(&c_db),
+        &format!("127.0.0.1:{c_port}"),
+        &with(&[("OTEL_SERVICE_NAME", "runtime-c")]),
+        500,
+    );
     let b = Server::start(
         Some(&b_config),
         Some(&b_db),
         &format!("127.0.0.1:{b_port}"),
-        &[("C_BRIDGE_TOKEN", "c-bridge")],
+        &with(&[("C_BRIDGE_TOKEN", "c-bridge"), ("OTEL_SERVICE_NAME", "runtime-b")]),
         500,
     );
-    let a = Server::start(Some(&a_config), Some("memory:"), "127.0.0.1:0", &[("B_PRIME_TOKEN", "b-prime")], 500);
+    let a = Server::start(
+        Some(&a_config),
+        Some("memory:"),
+        "127.0.0.1:0",
+        &with(&[("B_PRIME_TOKEN", "b-prime"), ("OTEL_SERVICE_NAME", "runtime-a")]),
+        500,
+    );
     Three { a, b, c, c_db, keys, _db_dir: db_dir }
 }
 
@@ -247,7 +265,8 @@ fn audit(db: &str) -> Value {
 
 #[tokio::test]
 async fn the_honest_chain_runs_across_three_runtimes_with_one_signed_lineage() {
-    let t = three();
+    let (collector, exports) = crate::service::collector().await;
+    let t = three_traced(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &collector)]);
     let id = uuid::Uuid::new_v4().to_string();
     let env = json!({
         "request_id": id, "origin_employee": "prime-boss", "target_employee": "far", "user_id": "alice",
@@ -268,6 +287,26 @@ async fn the_honest_chain_runs_across_three_runtimes_with_one_signed_lineage() {
     let b_tree = crate::service::get_json(&format!("{}/v1/delegations/{id}", t.b.url), "b-admin").await;
     assert_eq!(b_tree["agent"], "bridge", "{b_tree}");
     assert_eq!(b_tree["children"][0]["agent"], "deep", "{b_tree}");
+    // and one trace: the root's spans and every runtime's delegation spans share its id
+    let started = std::time::Instant::now();
+    let spans = loop {
+        let spans = crate::service::spans(&exports.lock().unwrap());
+        let has = |service: &str, name: &str| spans.iter().any(|s| s.0 == service && s.1 == name);
+        if has("runtime-a", "delegate far") && has("runtime-b", "delegate deep") && has("runtime-c", "delegate tagger")
+        {
+            break spans;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "spans never arrived: {spans:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let trace = &spans.iter().find(|s| s.0 == "runtime-a" && s.1 == "delegate far").unwrap().2;
+    for service in ["runtime-b", "runtime-c"] {
+        let theirs: Vec<_> = spans.iter().filter(|s| s.0 == service && s.1.starts_with("delegate ")).collect();
+        assert!(
+            !theirs.is_empty() && theirs.iter().all(|s| &s.2 == trace),
+            "{service} continued A's trace: {theirs:?}"
+        );
+    }
 }
 
 /// A valid lineage for B's hop to C: A's root and relay to B, B's own hop

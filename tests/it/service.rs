@@ -495,7 +495,7 @@ async fn the_rails_hold_across_a_hop_between_two_switchboards() {
 }
 
 /// A collector that keeps every OTLP/HTTP JSON export it receives.
-async fn collector() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+pub async fn collector() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
     use axum::routing::post;
     let got: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
     let keep = got.clone();
@@ -518,7 +518,7 @@ async fn collector() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
 }
 
 /// (service, name, trace id, span id, parent span id, attributes) of every span received.
-fn spans(exports: &[Value]) -> Vec<(String, String, String, String, String, Value)> {
+pub fn spans(exports: &[Value]) -> Vec<(String, String, String, String, String, Value)> {
     let mut out = Vec::new();
     for e in exports {
         for rs in e["resourceSpans"].as_array().into_iter().flatten() {
