@@ -30,9 +30,9 @@ rm -rf "$LOGS" "$OUT"/db-*
 mkdir -p "$LOGS"
 
 if [ "$SMOKE" = 1 ]; then
-  DURATION=2; LEVELS="1 64"; BENCH_N=2000; MEMORY_N=3000; IN_FLIGHT=200; HOP_N=200
+  DURATION=2; LEVELS="1 64"; BENCH_N=2000; MEMORY_N=3000; IN_FLIGHT=200; HOP_N=200; HOP_LEVELS="1 64"
 else
-  DURATION=10; LEVELS="1 64 1000"; BENCH_N=20000; MEMORY_N=100000; IN_FLIGHT=1000; HOP_N=2000
+  DURATION=10; LEVELS="1 64 1000"; BENCH_N=20000; MEMORY_N=100000; IN_FLIGHT=1000; HOP_N=2000; HOP_LEVELS="1 64"
 fi
 
 say() { printf '\n== %s\n' "$*" >&2; }
@@ -141,6 +141,64 @@ for c in $LEVELS; do
   load bare-axum delegate /v1/delegate "" "$c"
   load a2a-sdk a2a / "" "$c"
   load switchboard-a2a a2a /a2a/echo bench-user-token "$c"
+done
+
+# --- a hop between two Switchboards, without and with signed lineage --------
+# A's `echo` is served by B over HTTP: once without a token (B trusts A's
+# Prime to start trees), once with `peer` set, so every call carries a
+# lineage token B verifies. The same load through A, side by side.
+HOP=$OUT/hop
+rm -rf "$HOP"; mkdir -p "$HOP"
+hop_configs() { # hop_configs B_PORT: writes a-plain.toml, a-lineage.toml and b.toml into $HOP
+  local name
+  for name in a b; do
+    printf '[lineage]\nname = "%s"\nkey_dir = "%s/%s-keys"\n' "$name" "$HOP" "$name" > "$HOP/$name-keys.toml"
+    "$SWITCHBOARD" --config "$HOP/$name-keys.toml" keys --json > "$HOP/$name-keys.json"
+  done
+  python3 - "$HOP" "$1" <<'PY'
+import json, sys
+hop, b_port = sys.argv[1], sys.argv[2]
+team = open("scripts/bench/team.toml").read()
+key = {n: json.load(open(f"{hop}/{n}-keys.json"))["keys"][0]["public_key"] for n in "ab"}
+lineage = {n: open(f"{hop}/{n}-keys.toml").read() for n in "ab"}
+start, end = team.index('[[agents]]\nslug = "echo"'), team.index("[auth]")
+for peer, extra in [("plain", ""), ("lineage", ', peer = "b"')]:
+    echo = (f'[[agents]]\nslug = "echo"\nname = "Echo, on B"\nbackend = {{ kind = "http", '
+            f'url = "http://127.0.0.1:{b_port}", token_env = "B_TOKEN"{extra} }}\n\n')
+    trust = f'\n[[trust]]\nname = "b"\npublic_key = "{key["b"]}"\n'
+    open(f"{hop}/a-{peer}.toml", "w").write(team[:start] + echo + team[end:] + "\n" + lineage["a"] + trust)
+trust = f'\n[[trust]]\nname = "a"\npublic_key = "{key["a"]}"\nmay_call = ["echo"]\nmay_start_trees = true\n'
+open(f"{hop}/b.toml", "w").write(team + "\n" + lineage["b"] + trust)
+PY
+}
+B_PID=""
+stop_b() { if [ -n "$B_PID" ]; then kill "$B_PID" 2>/dev/null || true; wait "$B_PID" 2>/dev/null || true; B_PID=""; fi; }
+trap 'stop_server; stop_b' EXIT
+load_hop() { # load_hop plain|lineage CONNECTIONS
+  local peer=$1 c=$2 a_port b_port threads name="hop-$1"
+  a_port=$(free_port); b_port=$(free_port)
+  hop_configs "$b_port"
+  "$SWITCHBOARD" serve --config "$HOP/b.toml" --addr "127.0.0.1:$b_port" --database-url memory: \
+    >"$LOGS/$name-b-$c.log" 2>&1 &
+  B_PID=$!
+  wait_port "$b_port" "$B_PID" || { cat "$LOGS/$name-b-$c.log" >&2; exit 1; }
+  B_TOKEN=bench-token "$SWITCHBOARD" serve --config "$HOP/a-$peer.toml" --addr "127.0.0.1:$a_port" \
+    --database-url memory: >"$LOGS/$name-a-$c.log" 2>&1 &
+  SERVER_PID=$!
+  wait_port "$a_port" "$SERVER_PID" || { cat "$LOGS/$name-a-$c.log" >&2; exit 1; }
+  threads=2; [ "$c" -lt 2 ] && threads=1
+  BENCH_KIND=delegate BENCH_TOKEN=bench-token wrk -t"$threads" -c"$c" -d1s --timeout 10s -s scripts/bench/load.lua \
+    "http://127.0.0.1:$a_port/v1/delegate" >/dev/null
+  BENCH_KIND=delegate BENCH_TOKEN=bench-token wrk -t"$threads" -c"$c" -d"${DURATION}s" --timeout 10s --latency \
+    -s scripts/bench/load.lua "http://127.0.0.1:$a_port/v1/delegate" >"$LOGS/$name-$c.wrk"
+  grep '^BENCH_JSON' "$LOGS/$name-$c.wrk" | record hop "$name" "{\"connections\": $c}"
+  stop_server
+  stop_b
+}
+for c in $HOP_LEVELS; do
+  say "a hop between two Switchboards at $c connections: without, then with signed lineage"
+  load_hop plain "$c"
+  load_hop lineage "$c"
 done
 
 say "versions"

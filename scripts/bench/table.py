@@ -69,6 +69,8 @@ def main():
         if r.get("section") == "http":
             http[(r["name"], r["connections"])] = r
     levels = sorted({c for (_, c) in http})
+    hops = {(r["name"], r["connections"]): r for r in rows if r.get("section") == "hop"}
+    hop_levels = sorted({c for (_, c) in hops})
 
     out = []
     p = out.append
@@ -98,6 +100,19 @@ def main():
                 errors = r.get("non_2xx", 0) + r.get("rpc_errors", 0) + r.get("socket_errors", 0)
                 p(f"  {label:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
                   f"{mib(r.get('peak_rss_kib')):>10} {errors:>7}")
+        p("")
+    for c in hop_levels:
+        p(f"A hop between two Switchboards over HTTP, {c} connection{'s' if c > 1 else ''} (in-memory stores)")
+        p(f"  {'through A to its agent served by B':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'errors':>7}")
+        for name, label in [("hop-plain", "without lineage"), ("hop-lineage", "with signed lineage (sign + verify)")]:
+            r = hops.get((name, c))
+            if r:
+                errors = r.get("non_2xx", 0) + r.get("socket_errors", 0)
+                p(f"  {label:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} {errors:>7}")
+        a, b = hops.get(("hop-lineage", c)), hops.get(("hop-plain", c))
+        if a and b:
+            p(f"  lineage adds {us(a['p50_us'] - b['p50_us'])} p50 per hop "
+              f"(goal < 50 us: {verdict((a['p50_us'] - b['p50_us']), 50, higher=False)})")
         p("")
     if memory:
         p(f"Memory (in process, durable SQLite store)")
@@ -159,6 +174,13 @@ def main():
                     problems.append(f"{name} at {c} connections: {r}")
         if not levels:
             problems.append("no HTTP load ran")
+        for c in hop_levels or [None]:
+            for name in ["hop-plain", "hop-lineage"]:
+                r = hops.get((name, c))
+                if r is None:
+                    problems.append(f"{name} at {c} connections is missing")
+                elif r["requests"] == 0 or r.get("non_2xx", 0) + r.get("socket_errors", 0):
+                    problems.append(f"{name} at {c} connections: {r}")
         for p_ in problems:
             print("bench check: " + p_, file=sys.stderr)
         sys.exit(1 if problems else 0)
