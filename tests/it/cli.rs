@@ -191,6 +191,23 @@ fn a_bad_config_file_is_a_usage_error_that_names_the_problem() {
     let o = run(&["agents", "--config", "/nonexistent.toml"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
+    // the lineage settings (issue 16): each mistake named
+    let team = switchboard::config::DEFAULT_TOML;
+    for (extra, named) in [
+        ("[auth]\nservice_roots = { \"ghost\" = [\"*\"] }\n", "auth.service_roots names unknown agent 'ghost'"),
+        ("[auth]\nservice_roots = { \"prime-boss\" = [\"not a user\"] }\n", "'not a user' is not a user id"),
+        ("[lineage]\nname = \"runtime a\"\n", "lineage.name 'runtime a'"),
+    ] {
+        std::fs::write(&path, format!("{team}\n{extra}")).unwrap();
+        let o = run(&["--config", path.to_str().unwrap(), "agents"]);
+        assert_eq!(o.status.code(), Some(2), "{extra}");
+        assert!(stderr(&o).contains(named), "{extra}: {}", stderr(&o));
+    }
+    let remote = "[[agents]]\nslug = \"far\"\nname = \"Far\"\nbackend = { kind = \"http\", url = \"http://127.0.0.1:9\", peer = \"no spaces\" }\n";
+    std::fs::write(&path, format!("{team}\n{remote}")).unwrap();
+    let o = run(&["--config", path.to_str().unwrap(), "agents"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("agent 'far': backend.peer 'no spaces'"), "{}", stderr(&o));
 }
 
 #[test]
