@@ -81,24 +81,24 @@ impl Authority {
 
     /// The keys and trust in force: opened at first use, opened again when
     /// the directory's `current` key changed (looked at once a second).
+    /// Opening is serialized: two first uses at once must not each make a
+    /// first key, or one of them would sign with a key nobody keeps.
     fn opened(&self) -> Result<Opened, LineageError> {
-        let due = {
-            let mut checked = lock(&self.checked);
-            let due = checked.is_none_or(|t| t.elapsed() >= RECHECK);
+        let mut checked = lock(&self.checked);
+        let due = checked.is_none_or(|t| t.elapsed() >= RECHECK);
+        let held = self.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(o) = held
+            && (!due || o.current == self.current_file())
+        {
             if due {
                 *checked = Some(Instant::now());
             }
-            due
-        };
-        let held = self.state.read().unwrap_or_else(|e| e.into_inner()).clone();
-        match held {
-            Some(o) if !due || o.current == self.current_file() => Ok(o),
-            _ => {
-                let o = self.open()?;
-                *self.state.write().unwrap_or_else(|e| e.into_inner()) = Some(o.clone());
-                Ok(o)
-            }
+            return Ok(o);
         }
+        let o = self.open()?;
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Some(o.clone());
+        *checked = Some(Instant::now());
+        Ok(o)
     }
 
     /// Verifies a token sent to this runtime: its chain, against the peers'
