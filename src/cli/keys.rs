@@ -38,7 +38,7 @@ enum Action {
 
 pub(super) fn run(config: &Config, args: &KeysArgs, json: bool) -> u8 {
     let lineage = &config.lineage;
-    let now = u64::try_from(crate::store::now_ms()).unwrap_or(0);
+    let now = crate::lineage::now_ms();
     let opened = KeyRing::open(&lineage.key_dir, lineage.name.clone(), now);
     let mut ring = match opened {
         Ok(r) => r,

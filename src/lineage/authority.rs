@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use super::{Claims, Fault, Hop, KeyRing, LineageError, Relay, Token, TrustStore};
+use super::{Claims, Fault, Hop, KeyRing, LineageError, Relay, Token, TrustStore, now_ms};
 use crate::config::{LineageConfig, TrustEntry};
 use crate::util::lock;
 
@@ -39,10 +39,6 @@ impl std::fmt::Debug for Authority {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Authority").field("name", &self.name).field("dir", &self.dir).finish_non_exhaustive()
     }
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(crate::store::now_ms()).unwrap_or(0)
 }
 
 fn unusable(dir: &std::path::Path, e: impl std::fmt::Display) -> LineageError {

@@ -154,6 +154,11 @@ impl Claims {
         out
     }
 
+    /// Those of `tools` this hop has, in its order: what a narrower hop may carry.
+    pub fn tools_within<'a>(&self, tools: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+        tools.into_iter().filter(|t| self.tools.binary_search(t).is_ok()).cloned().collect()
+    }
+
     /// The checks every block's claims pass on their own (docs/LINEAGE.md "Form").
     pub(crate) fn check_form(&self) -> Result<(), LineageError> {
         let bad = |m: String| Err(LineageError::new(Fault::Form, m));

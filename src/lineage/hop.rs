@@ -76,7 +76,7 @@ impl Hop {
             fan_out: c.fan_out,
             deadline_ms: c.deadline_ms.min(next.deadline_ms),
             budget: c.budget.min(next.budget),
-            tools: next.tools.iter().filter(|t| c.tools.binary_search(t).is_ok()).cloned().collect(),
+            tools: c.tools_within(next.tools),
             path,
             issuer: c.audience.clone(),
             audience: next.audience.to_string(),

@@ -158,5 +158,10 @@ impl From<LineageError> for DelegationError {
     }
 }
 
+/// Now, in milliseconds since the Unix epoch: the clock of tokens' absolute deadlines and key expiries.
+pub fn now_ms() -> u64 {
+    u64::try_from(crate::store::now_ms()).unwrap_or(0)
+}
+
 /// Whether `name` can name a runtime: 1 to 64 ASCII letters, digits, `.`, `_` or `-`.
 pub(crate) use crate::config::valid_runtime_name as valid_name;

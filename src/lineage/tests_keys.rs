@@ -288,8 +288,23 @@ fn a_staged_key_signs_nothing_until_the_rotation_that_makes_it_current() {
     assert!(!dir.path().join("next").exists());
 }
 
+/// A relay of a hop at `a` to `a` itself, to byte-doc.
+fn to_itself(byte_doc: &crate::protocol::AgentSlug) -> Relay<'_> {
+    Relay {
+        request: crate::protocol::RequestId::new(),
+        target: byte_doc,
+        objective: "x",
+        audience: "a",
+        deadline_ms: u64::MAX / 2,
+        budget: 10,
+        max_depth: 4,
+        tools: &[],
+    }
+}
+
 #[test]
 fn many_first_uses_at_once_make_one_key_and_a_rotation_is_seen() {
+    let byte_doc = slug("byte-doc");
     let dir = tempfile::tempdir().unwrap();
     let config =
         crate::config::LineageConfig { name: "a".into(), key_dir: dir.path().join("keys"), keep_rotated_keys_hours: 1 };
@@ -298,19 +313,9 @@ fn many_first_uses_at_once_make_one_key_and_a_rotation_is_seen() {
     let signed: Vec<KeyId> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)
             .map(|_| {
-                let (authority, hop, key_dir) = (authority.clone(), hop.clone(), &config.key_dir);
+                let (authority, hop, key_dir, byte_doc) = (authority.clone(), hop.clone(), &config.key_dir, &byte_doc);
                 s.spawn(move || {
-                    let next = Relay {
-                        request: crate::protocol::RequestId::new(),
-                        target: &slug("byte-doc"),
-                        objective: "x",
-                        audience: "a",
-                        deadline_ms: u64::MAX / 2,
-                        budget: 10,
-                        max_depth: 4,
-                        tools: &[],
-                    };
-                    let text = authority.relay(&hop, next).unwrap();
+                    let text = authority.relay(&hop, to_itself(byte_doc)).unwrap();
                     let (_, claims) = authority.verify(&text).unwrap();
                     assert_eq!(claims.audience, "a");
                     KeyRing::open(key_dir, "a", 0).unwrap().current_id().unwrap()
@@ -322,20 +327,10 @@ fn many_first_uses_at_once_make_one_key_and_a_rotation_is_seen() {
     assert!(signed.windows(2).all(|w| w[0] == w[1]), "one first key: {signed:?}");
     // another process rotates; within a second the authority signs with the new key
     let mut ring = KeyRing::open(&config.key_dir, "a", 0).unwrap();
-    let new = ring.rotate(crate::store::now_ms() as u64, std::time::Duration::from_secs(3600)).unwrap();
+    let new = ring.rotate(now_ms(), std::time::Duration::from_secs(3600)).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    let next = Relay {
-        request: crate::protocol::RequestId::new(),
-        target: &slug("byte-doc"),
-        objective: "x",
-        audience: "a",
-        deadline_ms: u64::MAX / 2,
-        budget: 10,
-        max_depth: 4,
-        tools: &[],
-    };
     let hop = Hop::root(root_claims());
-    let text = authority.relay(&hop, next).unwrap();
+    let text = authority.relay(&hop, to_itself(&byte_doc)).unwrap();
     assert_eq!(authority.verify(&text).map(|(_, c)| c.audience), Ok("a".to_string()));
     let mut trust = TrustStore::new("a");
     trust.trust_ring(&KeyRing::open(&config.key_dir, "a", 0).unwrap()).unwrap();

@@ -272,7 +272,7 @@ async fn rails(
 /// The rails of a hop from another runtime come from its verified token:
 /// an envelope that disagrees is refused; its limits may only be lower.
 fn from_token(req: &mut DelegationRequest, claims: &Claims) -> Result<(), DelegationError> {
-    let now = lineage_now_ms();
+    let now = lineage::now_ms();
     lineage::check_envelope(claims, req, now, DEADLINE_SKEW_MS)?;
     let c = &mut req.constraints;
     c.deadline_ms = c.deadline_ms.min(claims.deadline_ms.saturating_sub(now).max(1));
@@ -304,10 +304,6 @@ fn unsigned(auth: &AuthConfig, agent: &AgentSlug, req: &DelegationRequest) -> Re
     .into())
 }
 
-fn lineage_now_ms() -> u64 {
-    u64::try_from(crate::store::now_ms()).unwrap_or(0)
-}
-
 /// The node's place in the signed lineage: its parent's narrowed to what it
 /// was granted, the token's that brought it, or a new root.
 fn node_hop(
@@ -323,7 +319,7 @@ fn node_hop(
     }
     let me = rt.inner.lineage.name().to_string();
     let deadline_ms =
-        lineage_now_ms().saturating_add(scope.deadline.saturating_duration_since(Instant::now()).as_millis() as u64);
+        lineage::now_ms().saturating_add(scope.deadline.saturating_duration_since(Instant::now()).as_millis() as u64);
     let link = Link::new(req.origin_employee.clone(), req.target_employee.clone(), &req.objective);
     let tools = Claims::tool_set(scope.tools.iter().cloned());
     match parent.and_then(|p| p.hop.as_ref()) {
@@ -334,7 +330,7 @@ fn node_hop(
             c.fan_out = c.fan_out.min(scope.fan_out);
             c.deadline_ms = c.deadline_ms.min(deadline_ms);
             c.budget = c.budget.min(budget);
-            c.tools = tools.into_iter().filter(|t| p.tools.binary_search(t).is_ok()).collect();
+            c.tools = p.tools_within(&tools);
             Hop::child(ph, c)
         }
         None => Hop::root(Claims {

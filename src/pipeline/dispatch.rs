@@ -50,7 +50,7 @@ impl Dispatch for NodeDispatch {
 
     fn relay_token(&self, request: &DelegationRequest, audience: &str) -> Result<Option<String>, DelegationError> {
         let Some(hop) = &self.node.hop else { return Ok(None) };
-        let now = u64::try_from(crate::store::now_ms()).unwrap_or(0);
+        let now = crate::lineage::now_ms();
         let tools = Claims::tool_set(request.tools.iter().flatten().cloned());
         let next = Relay {
             request: request.request_id,

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use switchboard::lineage::{Claims, KeyRing, Link, Token};
 use switchboard::protocol::{AgentSlug, RequestId, UserId};
 
-use crate::service::{Server, free_port, lineage_keys};
+use crate::service::{Server, audit_log as audit, free_port, lineage_keys, post_signed as post};
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
@@ -238,31 +238,6 @@ public_key = "{pb}"
     Three { a, b, c, c_db, keys, _db_dir: db_dir }
 }
 
-async fn post(url: &str, token: &str, env: &Value, lineage: Option<&str>) -> (u16, Value) {
-    let mut req = switchboard::util::http_client()
-        .unwrap()
-        .post(format!("{url}/v1/delegate"))
-        .bearer_auth(token)
-        .header("X-Agent-Request-ID", env["request_id"].as_str().unwrap())
-        .header("X-Agent-Origin", env["origin_employee"].as_str().unwrap())
-        .json(env);
-    if let Some(t) = lineage {
-        req = req.header("X-Switchboard-Lineage", t);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap())
-}
-
-/// C's audit log, as `switchboard audit --json --verify` prints it.
-fn audit(db: &str) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["--database-url", db, "audit", "--json", "--verify"])
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[tokio::test]
 async fn the_honest_chain_runs_across_three_runtimes_with_one_signed_lineage() {
     let (collector, exports) = crate::service::collector().await;
@@ -371,7 +346,7 @@ async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
     // each forged hop starts from B's valid token for its own hop (to B, from A)
     let forged = move |t: &Three, change: fn(&mut Value)| {
         let request = RequestId::new();
-        let (token, mut env, relay) = honest(t, later, request);
+        let (token, env, relay) = honest(t, later, request);
         let mut claims = serde_json::to_value(&relay).unwrap();
         change(&mut claims);
         // the chain up to B's own hop, and B's hop to C signed anew with the change
@@ -381,17 +356,22 @@ async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
         bytes.truncate(bytes.len() - last_len);
         bytes[1] -= 1;
         let prefix = URL_SAFE_NO_PAD.encode(bytes);
-        env["constraints"]["deadline_ms"] = json!(20000);
         (Some(raw_append(Some(&prefix), &claims, seed(&t.keys.key_dir("b")))), env)
+    };
+    // each tampered envelope travels with B's honest token for it
+    let tampered = move |t: &Three, change: fn(&mut Value)| {
+        let (token, mut env, _) = honest(t, later, RequestId::new());
+        change(&mut env);
+        (Some(token.encode()), env)
     };
     let cases: Vec<Case> = vec![
         (
             "depth 0 and an empty chain under a valid token",
             Box::new(move |t| {
-                let (token, mut env, _) = honest(t, later, RequestId::new());
-                env["current_depth"] = json!(0);
-                env["chain"] = json!([]);
-                (Some(token.encode()), env)
+                tampered(t, |e| {
+                    e["current_depth"] = json!(0);
+                    e["chain"] = json!([]);
+                })
             }),
             403,
             "LINEAGE_MISMATCH",
@@ -429,11 +409,7 @@ async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
         ),
         (
             "another user in the envelope",
-            Box::new(move |t| {
-                let (token, mut env, _) = honest(t, later, RequestId::new());
-                env["user_id"] = json!("bob");
-                (Some(token.encode()), env)
-            }),
+            Box::new(move |t| tampered(t, |e| e["user_id"] = json!("bob"))),
             403,
             "LINEAGE_MISMATCH",
         ),
@@ -467,11 +443,7 @@ async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
         ),
         (
             "a valid token for another target",
-            Box::new(move |t| {
-                let (token, mut env, _) = honest(t, later, RequestId::new());
-                env["target_employee"] = json!("other");
-                (Some(token.encode()), env)
-            }),
+            Box::new(move |t| tampered(t, |e| e["target_employee"] = json!("other"))),
             403,
             "LINEAGE_MISMATCH",
         ),

@@ -87,18 +87,33 @@ pub fn envelope(origin: &str, target: &str, objective: &str, input: &str) -> Val
 }
 
 pub async fn post_delegate(url: &str, token: &str, env: &Value) -> (u16, Value) {
-    let res = switchboard::util::http_client()
+    post_signed(url, token, env, None).await
+}
+
+/// `post_delegate` with a lineage token in `X-Switchboard-Lineage`, if given.
+pub async fn post_signed(url: &str, token: &str, env: &Value, lineage: Option<&str>) -> (u16, Value) {
+    let mut req = switchboard::util::http_client()
         .unwrap()
         .post(format!("{url}/v1/delegate"))
         .bearer_auth(token)
         .header("X-Agent-Request-ID", env["request_id"].as_str().unwrap())
         .header("X-Agent-Origin", env["origin_employee"].as_str().unwrap())
-        .json(env)
-        .send()
-        .await
-        .unwrap();
+        .json(env);
+    if let Some(t) = lineage {
+        req = req.header("X-Switchboard-Lineage", t);
+    }
+    let res = req.send().await.unwrap();
     let status = res.status().as_u16();
     (status, res.json().await.unwrap())
+}
+
+/// The audit log of the database at `db`, as `switchboard audit --json --verify` prints it.
+pub fn audit_log(db: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["--database-url", db, "audit", "--json", "--verify"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 pub async fn get_json(url: &str, token: &str) -> Value {
@@ -439,11 +454,7 @@ async fn the_rails_hold_across_a_hop_between_two_switchboards() {
     let (status, body) = post_delegate(&a.url, "a-prime", &env).await;
     assert_eq!((status, body["error"]["code"].as_str()), (409, Some("CYCLE_DETECTED")), "{body}");
     // B's second visit hangs under A's proxy node, so it is found in B's audit log
-    let audit = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["--database-url", &b_db, "audit", "--json", "--verify"])
-        .output()
-        .unwrap();
-    let log: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let log = audit_log(&b_db);
     assert_eq!(log["verify"]["valid"], true);
     let refused: Vec<&Value> = log["records"]
         .as_array()
