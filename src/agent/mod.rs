@@ -10,6 +10,7 @@ pub mod command;
 mod delegator;
 #[cfg(feature = "remote")]
 pub mod http;
+pub mod ledger;
 #[cfg(feature = "llm")]
 pub mod llm;
 mod off_thread;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::config::ToolSet;
 pub use delegator::{Call, Delegator, Dispatch, Lineage, Scope};
+pub use ledger::{Ledger, LedgerView, NewEntry, Written};
 pub use off_thread::OffThread;
 
 use crate::protocol::{
@@ -268,6 +270,7 @@ pub struct AgentContext {
     cancel: CancellationToken,
     deadline: Instant,
     depth: u32,
+    ledger: Option<Ledger>,
 }
 
 impl AgentContext {
@@ -278,7 +281,13 @@ impl AgentContext {
         deadline: Instant,
         depth: u32,
     ) -> Self {
-        Self { delegator, tools, cancel, deadline, depth }
+        Self { delegator, tools, cancel, deadline, depth, ledger: None }
+    }
+
+    /// This context with the ledger of the user it runs for.
+    pub fn with_ledger(mut self, ledger: Ledger) -> Self {
+        self.ledger = Some(ledger);
+        self
     }
 
     /// A context outside any runtime (no delegation), with the given tools.
@@ -294,6 +303,7 @@ impl AgentContext {
             cancel: CancellationToken::new(),
             deadline: Instant::now() + Duration::from_secs(3600),
             depth: 0,
+            ledger: None,
         }
     }
 
@@ -321,6 +331,54 @@ impl AgentContext {
                 ),
             ))
         }
+    }
+
+    /// Whether `tool` is in the effective tools (to choose a way of working
+    /// without being refused; [`AgentContext::use_tool`] is the rail).
+    pub fn has_tool(&self, tool: &str) -> bool {
+        self.tools.contains(tool)
+    }
+
+    /// Whether this delegation may read the user's ledger: it has one and the tool `ledger.read`.
+    pub fn can_read_ledger(&self) -> bool {
+        self.ledger.is_some() && self.has_tool(ledger::READ)
+    }
+
+    /// Whether this delegation may write the user's ledger: it has one and the tool `ledger.write`.
+    pub fn can_write_ledger(&self) -> bool {
+        self.ledger.is_some() && self.has_tool(ledger::WRITE)
+    }
+
+    fn ledger_for(&self, tool: &str) -> Result<&Ledger, DelegationError> {
+        self.use_tool(tool)?;
+        self.ledger.as_ref().ok_or_else(ledger::no_ledger)
+    }
+
+    /// The user's transactions, goals and debts (tool `ledger.read`).
+    pub async fn read_ledger(&self) -> Result<LedgerView, DelegationError> {
+        self.ledger_for(ledger::READ)?.read().await
+    }
+
+    /// Keeps transactions found in `source` in the user's ledger (tool
+    /// `ledger.write`); ones it already has are reported, not added twice.
+    pub async fn write_ledger(&self, found: &[NewEntry], source: &str) -> Result<Written, DelegationError> {
+        self.ledger_for(ledger::WRITE)?.write(found, source).await
+    }
+
+    /// Sets the category and/or note of the user's entry `id` (tool
+    /// `ledger.write`); false when the user has no such entry.
+    pub async fn correct_ledger(
+        &self,
+        id: &str,
+        category: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<bool, DelegationError> {
+        self.ledger_for(ledger::WRITE)?.update(id, category, note).await
+    }
+
+    /// Keeps a goal or debt (`kind`) of the user under `name` (tool `ledger.write`).
+    pub async fn save_plan(&self, kind: &str, name: &str, body: serde_json::Value) -> Result<(), DelegationError> {
+        self.ledger_for(ledger::WRITE)?.put_plan(kind, name, body).await
     }
 
     /// The tools this agent may use in this delegation.

@@ -5,6 +5,7 @@
 //! discovery (seeds/001, seeds/003), then a direct answer.
 
 use std::fmt::Write as _;
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use regex::Regex;
@@ -23,6 +24,13 @@ pub struct RulePlanner {
     workflows: Vec<crate::config::Workflow>,
     specialists: Vec<AgentSpec>,
 }
+
+/// The labelled figures of a pasted receipt or statement (`Subtotal 72.98`,
+/// `Tax: $8.05`, `TOTAL 81.03`): part of the document, not of the request.
+static RECEIPT_LINES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:sub[ -]?total|sales tax|tax|vat|gst|hst|pst|tip|gratuity|total|amount due|balance due|change|cash|visa|mastercard|amex|debit)\b\s*(?:\(\s*\d+(?:\.\d+)?\s*%\s*\))?\s*:?\s*(?:[$€£]\s*-?\d[\d,]*(?:\.\d{2})?|-?\d[\d,]*\.\d{2})")
+        .expect("valid regex")
+});
 
 /// A few terms Prime can explain without a specialist.
 const GLOSSARY: &[(&str, &str)] = &[
@@ -84,7 +92,9 @@ impl RulePlanner {
     /// The plan for a user's message.
     pub fn plan(&self, message: &str, hints: &[String]) -> Plan {
         let msg = message.trim();
-        let lower = msg.to_lowercase();
+        // a pasted receipt's "Tax 8.05" is not a question about taxes
+        let said = RECEIPT_LINES.replace_all(msg, " ");
+        let lower = said.to_lowercase();
         if msg.is_empty() {
             return Plan::Direct { answer: self.introduction("What can I help you with?") };
         }
@@ -92,13 +102,13 @@ impl RulePlanner {
             return Plan::Direct { answer: answer.to_string() };
         }
         for (re, route) in &self.routes {
-            if re.is_match(msg)
+            if re.is_match(&said)
                 && let Some(plan) = self.route_plan(route, msg)
             {
                 return plan;
             }
         }
-        if let Some(best) = discover(&self.specialists, msg, hints).first() {
+        if let Some(best) = discover(&self.specialists, &said, hints).first() {
             return Plan::Single(self.step(best.spec, objective_of(msg), msg));
         }
         if is_small_talk(&lower) {
@@ -402,6 +412,20 @@ mod tests {
         let p = planner().plan("Upload this receipt and categorize it", &[]);
         assert!(matches!(p, Plan::Chain(_)));
         assert_eq!(agents(&p), ["byte-doc", "tag-ai"]);
+    }
+
+    #[test]
+    fn a_pasted_receipts_tax_line_is_not_a_question_about_taxes() {
+        let p = planner();
+        let pasted = "Here's my receipt: OFFICE DEPOT #1234 10/03/2026 Paper 12.99 Subtotal 72.98 Tax 8.05 TOTAL 81.03";
+        assert_eq!(agents(&p.plan(pasted, &[])), ["byte-doc"]);
+        assert_eq!(agents(&p.plan("Here are my receipts, which are tax deductible?", &[])), ["byte-doc", "ledger-tax"]);
+        assert_eq!(agents(&p.plan("What are my biggest categories this year?", &[])), ["crystal-analytics"]);
+        assert_eq!(agents(&p.plan("that Starbucks was a business lunch", &[])), ["tag-ai"]);
+        assert_eq!(agents(&p.plan("What did I spend at Office Depot?", &[])), ["crystal-analytics"]);
+        assert_eq!(agents(&p.plan("How much on dining last month?", &[])), ["crystal-analytics"]);
+        assert_eq!(agents(&p.plan("Which of these can I deduct?", &[])), ["ledger-tax"]);
+        assert_eq!(agents(&p.plan("Am I on track for my vacation goal?", &[])), ["goalie-goals"]);
     }
 
     #[test]

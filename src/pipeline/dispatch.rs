@@ -9,22 +9,28 @@ use tokio_util::sync::CancellationToken;
 
 use super::node::Node;
 use super::{Entry, Runtime};
-use crate::agent::{AgentContext, Delegator, Dispatch};
+use crate::agent::{AgentContext, Delegator, Dispatch, Ledger};
 use crate::auth::Principal;
 use crate::lineage::{Claims, Relay};
-use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse};
+use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, Mode};
 
 /// The context one attempt of this node's agent runs with: its delegator,
 /// its effective tools, a cancellation that ends with the attempt, its deadline.
 pub(super) fn agent_context(node: &Arc<Node>, runtime: &Runtime, cancel: CancellationToken) -> AgentContext {
     let dispatch = Arc::new(NodeDispatch { runtime: runtime.clone(), node: node.clone() });
-    AgentContext::new(
+    let context = AgentContext::new(
         Some(Delegator::new(node.scope.clone(), dispatch)),
         node.tools.clone(),
         cancel,
         node.deadline,
         node.depth,
-    )
+    );
+    // a consult keeps nothing, the user's money included
+    if node.scope.mode == Mode::Ephemeral {
+        return context;
+    }
+    let store = runtime.inner.store.clone();
+    context.with_ledger(Ledger::new(store, node.scope.user.clone(), Some(node.scope.request_id)))
 }
 
 /// The pipeline, as the agent of one node sees it.

@@ -7,7 +7,10 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
-use super::{Claim, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError, StoreResult};
+use super::{
+    Claim, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts, StoreError,
+    StoreResult,
+};
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
 
@@ -31,6 +34,9 @@ struct Inner {
     idempotency: HashMap<(UserId, String), (String, Option<String>)>,
     /// token hash → (kind, subject)
     tokens: HashMap<String, (String, String)>,
+    ledger: HashMap<UserId, Vec<LedgerEntry>>,
+    /// (user, kind, name) → the plan
+    plans: std::collections::BTreeMap<(UserId, String, String), MoneyPlan>,
 }
 
 impl MemoryStore {
@@ -232,6 +238,62 @@ impl Store for MemoryStore {
         v.sort();
         v.dedup();
         Ok(v)
+    }
+
+    async fn ledger_add(&self, entries: &[LedgerEntry]) -> StoreResult<Vec<bool>> {
+        let mut inner = lock(&self.inner);
+        Ok(entries
+            .iter()
+            .map(|e| {
+                let rows = inner.ledger.entry(e.user_id.clone()).or_default();
+                let new = !rows.iter().any(|r| r.id == e.id);
+                if new {
+                    rows.push(e.clone());
+                }
+                new
+            })
+            .collect())
+    }
+
+    async fn ledger(&self, user: &UserId) -> StoreResult<Vec<LedgerEntry>> {
+        let mut rows = lock(&self.inner).ledger.get(user).cloned().unwrap_or_default();
+        if rows.len() > super::ledger::LEDGER_LIMIT {
+            rows.sort_by_key(|e| std::cmp::Reverse(e.created_at));
+            rows.truncate(super::ledger::LEDGER_LIMIT);
+        }
+        super::ledger::sort(&mut rows);
+        Ok(rows)
+    }
+
+    async fn ledger_update(
+        &self,
+        user: &UserId,
+        id: &str,
+        category: Option<&str>,
+        note: Option<&str>,
+    ) -> StoreResult<bool> {
+        let mut inner = lock(&self.inner);
+        let Some(row) = inner.ledger.get_mut(user).and_then(|rows| rows.iter_mut().find(|r| r.id == id)) else {
+            return Ok(false);
+        };
+        if let Some(c) = category {
+            row.category = Some(c.to_string());
+        }
+        if let Some(n) = note {
+            row.note = Some(n.to_string());
+        }
+        row.updated_at = super::now_ms();
+        Ok(true)
+    }
+
+    async fn put_money_plan(&self, plan: &MoneyPlan) -> StoreResult<()> {
+        let key = (plan.user_id.clone(), plan.kind.clone(), plan.name.clone());
+        lock(&self.inner).plans.insert(key, plan.clone());
+        Ok(())
+    }
+
+    async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>> {
+        Ok(lock(&self.inner).plans.values().filter(|p| &p.user_id == user).cloned().collect())
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

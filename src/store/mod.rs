@@ -5,6 +5,7 @@
 
 pub mod anchor;
 pub mod audit;
+pub mod ledger;
 pub mod memory;
 mod rows;
 mod signature;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionId, TokenUsage, UserId};
 
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
+pub use ledger::{LedgerEntry, MoneyPlan, entry_id};
 pub use memory::MemoryStore;
 pub use signature::task_signature;
 pub use sql::SqlStore;
@@ -343,6 +345,29 @@ pub trait Store: Send + Sync + 'static {
 
     /// The subjects that have at least one token of `kind`.
     async fn token_subjects(&self, kind: &str) -> StoreResult<Vec<String>>;
+
+    /// Adds ledger entries that are not there yet (by user and id), in one
+    /// transaction; true for each entry added, false for one already kept.
+    async fn ledger_add(&self, entries: &[LedgerEntry]) -> StoreResult<Vec<bool>>;
+
+    /// The user's ledger, oldest first (at most [`ledger::LEDGER_LIMIT`] rows, the newest).
+    async fn ledger(&self, user: &UserId) -> StoreResult<Vec<LedgerEntry>>;
+
+    /// Sets the category and/or note of the user's entry `id` (None keeps
+    /// the value); false when the user has no such entry.
+    async fn ledger_update(
+        &self,
+        user: &UserId,
+        id: &str,
+        category: Option<&str>,
+        note: Option<&str>,
+    ) -> StoreResult<bool>;
+
+    /// Creates or replaces the user's goal or debt of that name.
+    async fn put_money_plan(&self, plan: &MoneyPlan) -> StoreResult<()>;
+
+    /// The user's goals and debts, by kind and name.
+    async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>>;
 
     /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;

@@ -19,8 +19,8 @@ use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, Sessi
 pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
 use super::{
-    Claim, Conversation, DelegationRecord, Fact, Message, Outcome, Session, Store, StoreCounts, StoreError,
-    StoreResult, now_ms,
+    Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts,
+    StoreError, StoreResult, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -51,6 +51,7 @@ fn migrator() -> Migrator {
         m(1, "init", include_str!("migrations/0001_init.sql")),
         m(2, "tokens", include_str!("migrations/0002_tokens.sql")),
         m(3, "audit_head", include_str!("migrations/0003_audit_head.sql")),
+        m(4, "ledger", include_str!("migrations/0004_ledger.sql")),
     ])
 }
 
@@ -491,6 +492,32 @@ impl Store for SqlStore {
             .fetch_all(&self.pool)
             .await
             .map_err(backend_err)
+    }
+
+    async fn ledger_add(&self, entries: &[LedgerEntry]) -> StoreResult<Vec<bool>> {
+        super::ledger::add(&self.pool, entries).await
+    }
+
+    async fn ledger(&self, user: &UserId) -> StoreResult<Vec<LedgerEntry>> {
+        super::ledger::entries(&self.pool, user).await
+    }
+
+    async fn ledger_update(
+        &self,
+        user: &UserId,
+        id: &str,
+        category: Option<&str>,
+        note: Option<&str>,
+    ) -> StoreResult<bool> {
+        super::ledger::update(&self.pool, user, id, category, note).await
+    }
+
+    async fn put_money_plan(&self, plan: &MoneyPlan) -> StoreResult<()> {
+        super::ledger::put_plan(&self.pool, plan).await
+    }
+
+    async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>> {
+        super::ledger::plans(&self.pool, user).await
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -378,3 +378,74 @@ async fn a_delegation_and_its_conversation_commit_together() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_users_ledger_keeps_each_transaction_once_apart_from_other_users_and_takes_corrections() {
+    use switchboard::store::{LedgerEntry, MoneyPlan, entry_id};
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let entry = |u: &str, date: &str, merchant: &str, amount: i64, nth: u32| LedgerEntry {
+            user_id: user(u),
+            id: entry_id(&user(u), Some(date), merchant, amount, "USD", nth),
+            date: Some(date.into()),
+            merchant: merchant.into(),
+            description: format!("{merchant} receipt"),
+            amount,
+            currency: "USD".into(),
+            category: None,
+            confidence: Some(95),
+            source: "the receipt text".into(),
+            note: None,
+            request_id: None,
+            created_at: now_ms(),
+            updated_at: now_ms(),
+        };
+        let first = [
+            entry("alice", "2026-10-03", "Office Depot", 8103, 0),
+            entry("alice", "2026-10-01", "Starbucks", 450, 0),
+            entry("alice", "2026-10-01", "Starbucks", 450, 1),
+        ];
+        assert_eq!(s.ledger_add(&first).await.unwrap(), [true, true, true], "{}", db.name);
+        // the same receipt again, and bob's identical purchase
+        let again = [
+            entry("alice", "2026-10-03", "OFFICE DEPOT #123", 8103, 0),
+            entry("bob", "2026-10-03", "Office Depot", 8103, 0),
+        ];
+        assert_eq!(s.ledger_add(&again).await.unwrap(), [false, true], "{}", db.name);
+
+        let alice = s.ledger(&user("alice")).await.unwrap();
+        let seen: Vec<(&str, i64)> = alice.iter().map(|e| (e.date.as_deref().unwrap_or(""), e.amount)).collect();
+        assert_eq!(seen, [("2026-10-01", 450), ("2026-10-01", 450), ("2026-10-03", 8103)], "{}", db.name);
+        assert!(alice.iter().all(|e| e.user_id == user("alice")), "{}", db.name);
+        assert_eq!(s.ledger(&user("bob")).await.unwrap().len(), 1, "{}", db.name);
+
+        // a correction changes alice's row only, and another user cannot make it
+        let id = alice[2].id.clone();
+        assert!(!s.ledger_update(&user("bob"), &id, Some("Travel"), None).await.unwrap(), "{}", db.name);
+        assert!(s.ledger_update(&user("alice"), &id, Some("Office Supplies"), Some("printer ink")).await.unwrap());
+        let row = s.ledger(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        assert_eq!((row.category.as_deref(), row.note.as_deref()), (Some("Office Supplies"), Some("printer ink")));
+        // None keeps what is there
+        assert!(s.ledger_update(&user("alice"), &id, None, Some("toner")).await.unwrap());
+        let row = s.ledger(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        assert_eq!((row.category.as_deref(), row.note.as_deref()), (Some("Office Supplies"), Some("toner")));
+        let bobs = s.ledger(&user("bob")).await.unwrap();
+        assert_eq!((bobs[0].category.as_deref(), bobs[0].note.as_deref()), (None, None), "{}", db.name);
+
+        // goals and debts: one per (user, kind, name), replaced on write
+        let plan = |u: &str, name: &str, saved: i64| MoneyPlan {
+            user_id: user(u),
+            kind: "goal".into(),
+            name: name.into(),
+            body: serde_json::json!({"target": 300000, "saved": saved}),
+            updated_at: now_ms(),
+        };
+        s.put_money_plan(&plan("alice", "vacation", 50000)).await.unwrap();
+        s.put_money_plan(&plan("alice", "vacation", 80000)).await.unwrap();
+        s.put_money_plan(&plan("bob", "car", 1000)).await.unwrap();
+        let plans = s.money_plans(&user("alice")).await.unwrap();
+        assert_eq!(plans.len(), 1, "{}", db.name);
+        assert_eq!(plans[0].body["saved"], 80000, "{}", db.name);
+        assert_eq!(s.money_plans(&user("bob")).await.unwrap()[0].name, "car", "{}", db.name);
+    }
+}

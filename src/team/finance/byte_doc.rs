@@ -4,9 +4,11 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::book;
 use super::money::{self, Cents};
 use super::receipt::{Receipt, TotalSource};
 use super::reply::{list_lines, needs_input};
+use super::tag_ai;
 use super::transactions::{self, Source, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
@@ -38,6 +40,19 @@ impl Agent for ByteDoc {
             receipts_output(&found.receipts, &currency)
         };
         output = output.with_artifact(Artifact::json("transactions", transactions::to_json_array(ts)));
+        // kept with Tag's categories when Byte may categorize, so a later
+        // question by category finds them
+        let mut for_ledger = ts.clone();
+        if ctx.has_tool(tag_ai::TOOL) {
+            tag_ai::ensure_categories(&mut for_ledger);
+        }
+        if let Some(kept) = book::keep(ctx, &for_ledger, &source.describe()).await? {
+            output.summary = format!("{}. {}", output.summary.trim_end_matches('.'), kept.sentence());
+            output = output.with_artifact(Artifact::json(
+                "ledger",
+                serde_json::json!({"added": kept.added, "already_kept": kept.already, "ids": kept.ids}),
+            ));
+        }
         Ok(output)
     }
 }

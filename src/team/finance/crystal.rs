@@ -7,9 +7,10 @@ use async_trait::async_trait;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::book;
 use super::dates;
 use super::money::{self, Cents};
-use super::reply::{needs_input, no_transactions};
+use super::reply::needs_input;
 use super::tag_ai::{self, UNCATEGORIZED};
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
@@ -287,7 +288,7 @@ fn recurring_charges(ts: &[Transaction]) -> Vec<(String, Cents)> {
 
 static ASKED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:spen[dt]|spending|paid|pay|go(?:es)?|went)\b(?:\s+\w+){0,2}?\s+(on|at)\s+([\w][\w '&.-]{0,40})",
+        r"(?i)\b(?:spen[dt]|spending|paid|pay|go(?:es)?|went|how much)\b(?:\s+\w+){0,2}?\s+(on|at)\s+([\w][\w '&.-]{0,40})",
     )
     .expect("valid regex")
 });
@@ -296,7 +297,8 @@ static ASKED: LazyLock<Regex> = LazyLock::new(|| {
 /// starbucks?`): a category (Tag's rules place the words) or a merchant.
 #[derive(Debug, Clone, PartialEq)]
 enum Asked {
-    Category(&'static str),
+    /// One category, or those a word names together (`dining`: coffee and restaurants).
+    Category(Vec<&'static str>),
     Merchant(String),
     /// Words no category matches (`gas`: fuel or the gas bill?).
     Unknown(String),
@@ -322,11 +324,13 @@ fn asked(text: &str) -> Option<Asked> {
     if line[1].eq_ignore_ascii_case("at") {
         return Some(Asked::Merchant(words.to_lowercase()));
     }
-    let named = tag_ai::categories().find(|c| c.to_lowercase().contains(&words.to_lowercase()));
-    match (tag_ai::categorize(words, ""), named) {
-        ((UNCATEGORIZED, _), Some(c)) if c != UNCATEGORIZED => Some(Asked::Category(c)),
-        ((UNCATEGORIZED, _), _) => Some(Asked::Unknown(words.to_string())),
-        ((category, _), _) => Some(Asked::Category(category)),
+    let named: Vec<&'static str> = tag_ai::categories()
+        .filter(|c| *c != UNCATEGORIZED && c.to_lowercase().contains(&words.to_lowercase()))
+        .collect();
+    match tag_ai::categorize(words, "") {
+        (UNCATEGORIZED, _) if !named.is_empty() => Some(Asked::Category(named)),
+        (UNCATEGORIZED, _) => Some(Asked::Unknown(words.to_string())),
+        (category, _) => Some(Asked::Category(vec![category])),
     }
 }
 
@@ -335,7 +339,9 @@ fn answer_asked(asked: &Asked, ts: &[Transaction], currency: &str) -> (String, V
     let mut ts: Vec<Transaction> = ts.iter().filter(|t| t.currency == currency && t.amount > 0).cloned().collect();
     tag_ai::ensure_categories(&mut ts);
     let (label, hits): (String, Vec<&Transaction>) = match asked {
-        Asked::Category(c) => (c.to_string(), ts.iter().filter(|t| t.category.as_deref() == Some(*c)).collect()),
+        Asked::Category(cs) => {
+            (cs.join(" and "), ts.iter().filter(|t| t.category.as_deref().is_some_and(|c| cs.contains(&c))).collect())
+        }
         Asked::Merchant(m) => (m.clone(), ts.iter().filter(|t| t.merchant.to_lowercase().contains(m)).collect()),
         Asked::Unknown(_) => return (String::new(), Value::Null),
     };
@@ -359,9 +365,9 @@ pub struct CrystalAnalytics;
 impl Agent for CrystalAnalytics {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
-        let found = transactions::from_task(task);
+        let (found, period) = book::transactions_for(ctx, task).await?;
         if found.transactions.is_empty() {
-            return Err(no_transactions());
+            return Err(book::nothing_in(period.as_ref()));
         }
         let a = analyze(&found.transactions);
         let fmt = |c: Cents| money::format(c, &a.currency);
@@ -377,6 +383,10 @@ impl Agent for CrystalAnalytics {
             .take(3)
             .map(|c| format!("{} ({}%)", c.category, money::percent(c.total, a.total_spent)))
             .collect();
+        let span = match &period {
+            Some(p) => format!(" in {}", p.label),
+            None => span,
+        };
         let mut summary = format!(
             "Analyzed {} transactions{span}: {} spent ({}/month); top: {}",
             a.transaction_count,

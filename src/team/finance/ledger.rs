@@ -22,8 +22,9 @@ use chrono::NaiveDate;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::book;
 use super::money::{self, Cents};
-use super::reply::{list_lines, needs_input, no_transactions};
+use super::reply::{list_lines, needs_input};
 use super::tag_ai;
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
@@ -283,9 +284,9 @@ pub struct LedgerTax;
 impl Agent for LedgerTax {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
-        let found = transactions::from_task(task);
+        let (found, period) = book::transactions_for(ctx, task).await?;
         if found.transactions.is_empty() {
-            return Err(no_transactions());
+            return Err(book::nothing_in(period.as_ref()));
         }
         let context_text = format!("{}\n{}", task.conversation_text(), task.facts.join("\n"));
         let tax = TaxContext::from_text(&context_text);
@@ -303,6 +304,9 @@ impl Agent for LedgerTax {
         let fmt = |c: Cents| money::format(c, &d.currency);
         let noun = if d.items.len() == 1 { "item" } else { "items" };
         let mut summary = format!("Found {} in deductible expenses ({} {noun})", fmt(d.total()), d.items.len());
+        if let Some(p) = &period {
+            summary.push_str(&format!(" in {}", p.label));
+        }
         if !d.possible.is_empty() {
             let possible: Cents = d.possible.iter().map(|p| p.amount).sum();
             summary.push_str(&format!("; {} more ({}) may qualify", d.possible.len(), fmt(possible)));

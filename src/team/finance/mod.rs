@@ -17,12 +17,14 @@
 //! | blitz-debt | `plan_debt` | `payoff_plan` |
 
 pub mod blitz;
+pub mod book;
 pub mod byte_doc;
 pub mod crystal;
 pub mod dates;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
+pub mod period;
 #[cfg(test)]
 mod phrasing;
 pub mod receipt;

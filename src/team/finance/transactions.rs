@@ -17,6 +17,8 @@ use crate::agent::Task;
 /// Where `from_task` found the transactions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
+    /// The user's ledger: what earlier turns kept.
+    Ledger,
     /// An earlier step's `transactions` artifact; the step's agent.
     Handoff(String),
     Json,
@@ -28,6 +30,7 @@ pub enum Source {
 impl Source {
     pub fn describe(&self) -> String {
         match self {
+            Self::Ledger => "your ledger".into(),
             Self::Handoff(agent) => format!("{agent}'s results"),
             Self::Json => "the JSON input".into(),
             Self::Csv => "the CSV statement".into(),

@@ -3,6 +3,7 @@
 //! shared with Crystal and Ledger; this file holds the agent.
 
 mod categorize;
+pub mod correct;
 mod rules;
 
 pub use categorize::{
@@ -13,8 +14,9 @@ pub use rules::{UNCATEGORIZED, categories};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::book;
 use super::money::{self, Cents};
-use super::reply::{list_lines, no_transactions};
+use super::reply::list_lines;
 use super::transactions;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
@@ -29,10 +31,19 @@ pub struct TagAi;
 impl Agent for TagAi {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
-        let found = transactions::from_task(task);
+        let in_task = transactions::from_task(task).transactions.is_empty();
+        if in_task
+            && ctx.can_write_ledger()
+            && ctx.can_read_ledger()
+            && let Some(c) = correct::parse(&task.request_text())
+        {
+            return correct::apply(ctx, &c).await;
+        }
+        let (found, period) = book::transactions_for(ctx, task).await?;
+        let from_ledger = found.source == Some(transactions::Source::Ledger);
         let mut ts = found.transactions;
         if ts.is_empty() {
-            return Err(no_transactions());
+            return Err(book::nothing_in(period.as_ref()));
         }
         let changes = categorize_all(&mut ts);
         let currency = transactions::main_currency(&ts);
@@ -74,6 +85,13 @@ impl Agent for TagAi {
             for c in &changes {
                 result.push_str(&format!("\n- {}: '{}' -> '{}'", c.merchant, c.from, c.to));
             }
+        }
+        if !from_ledger {
+            book::keep(ctx, &ts, &found.source.map_or_else(|| "the task".into(), |s| s.describe())).await?;
+        }
+        let recategorized = book::categorize_kept(ctx, &ts).await?;
+        if recategorized > 0 {
+            result.push_str(&format!("\nUpdated the category of {recategorized} transaction(s) in your ledger."));
         }
         let categories: Vec<Value> = totals
             .iter()

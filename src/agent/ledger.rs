@@ -1,0 +1,150 @@
+//! The ledger tool: how an agent reads and writes the money of the user it
+//! runs for. The runtime hands a running agent a [`Ledger`] bound to the
+//! delegation's user, so an agent can neither name another user nor reach
+//! the store; reading needs the tool `ledger.read` and writing `ledger.write`
+//! in the agent's effective tools (so a child never writes where its parent
+//! could not). A consult (ephemeral mode) reads and writes nothing.
+
+use std::sync::Arc;
+
+use crate::protocol::{DelegationError, ErrorCode, RequestId, UserId};
+use crate::store::{LedgerEntry, MoneyPlan, Store, entry_id, now_ms};
+
+/// The tool that reads the user's ledger.
+pub const READ: &str = "ledger.read";
+/// The tool that writes it.
+pub const WRITE: &str = "ledger.write";
+
+/// A transaction an agent found, to be kept in the user's ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NewEntry {
+    /// `YYYY-MM-DD`, when the document gave one.
+    pub date: Option<String>,
+    /// The merchant, cleaned (`Office Depot`).
+    pub merchant: String,
+    /// The line or text it came from.
+    pub description: String,
+    /// Integer cents; positive is money spent.
+    pub amount: i64,
+    /// ISO 4217 (`USD`).
+    pub currency: String,
+    /// The spending category, when known.
+    pub category: Option<String>,
+    /// 0–100, how sure the agent is.
+    pub confidence: Option<u8>,
+}
+
+/// What a write did: the entries added, and the ones the ledger already had
+/// (the same receipt or statement sent again).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Written {
+    /// Entries that were new.
+    pub added: Vec<LedgerEntry>,
+    /// Entries the ledger already had (as written now; the stored row is unchanged).
+    pub already_kept: Vec<LedgerEntry>,
+}
+
+/// What the ledger holds for the user.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerView {
+    /// The transactions, oldest first.
+    pub entries: Vec<LedgerEntry>,
+    /// The goals and debts.
+    pub plans: Vec<MoneyPlan>,
+}
+
+/// The user's ledger as one delegation sees it.
+#[derive(Clone)]
+pub struct Ledger {
+    store: Arc<dyn Store>,
+    user: UserId,
+    request: Option<RequestId>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger").field("user", &self.user).finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// The ledger of `user`, written on behalf of the delegation `request`.
+    pub fn new(store: Arc<dyn Store>, user: UserId, request: Option<RequestId>) -> Self {
+        Self { store, user, request }
+    }
+
+    /// The user this ledger belongs to.
+    pub fn user(&self) -> &UserId {
+        &self.user
+    }
+
+    pub(super) async fn read(&self) -> Result<LedgerView, DelegationError> {
+        let entries = self.store.ledger(&self.user).await?;
+        let plans = self.store.money_plans(&self.user).await?;
+        Ok(LedgerView { entries, plans })
+    }
+
+    pub(super) async fn write(&self, found: &[NewEntry], source: &str) -> Result<Written, DelegationError> {
+        let now = now_ms();
+        let mut seen: Vec<String> = Vec::new();
+        let entries: Vec<LedgerEntry> = found
+            .iter()
+            .map(|n| {
+                // the nth equal transaction of this document: two coffees are two rows
+                let base = entry_id(&self.user, n.date.as_deref(), &n.merchant, n.amount, &n.currency, 0);
+                let nth = seen.iter().filter(|b| **b == base).count() as u32;
+                seen.push(base);
+                LedgerEntry {
+                    user_id: self.user.clone(),
+                    id: entry_id(&self.user, n.date.as_deref(), &n.merchant, n.amount, &n.currency, nth),
+                    date: n.date.clone(),
+                    merchant: n.merchant.clone(),
+                    description: n.description.clone(),
+                    amount: n.amount,
+                    currency: n.currency.to_uppercase(),
+                    category: n.category.clone(),
+                    confidence: n.confidence,
+                    source: source.to_string(),
+                    note: None,
+                    request_id: self.request.map(|r| r.to_string()),
+                    created_at: now,
+                    updated_at: now,
+                }
+            })
+            .collect();
+        let added = self.store.ledger_add(&entries).await?;
+        let mut out = Written::default();
+        for (entry, new) in entries.into_iter().zip(added) {
+            if new { out.added.push(entry) } else { out.already_kept.push(entry) }
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn update(
+        &self,
+        id: &str,
+        category: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<bool, DelegationError> {
+        Ok(self.store.ledger_update(&self.user, id, category, note).await?)
+    }
+
+    pub(super) async fn put_plan(
+        &self,
+        kind: &str,
+        name: &str,
+        body: serde_json::Value,
+    ) -> Result<(), DelegationError> {
+        let plan =
+            MoneyPlan { user_id: self.user.clone(), kind: kind.into(), name: name.into(), body, updated_at: now_ms() };
+        Ok(self.store.put_money_plan(&plan).await?)
+    }
+}
+
+/// The refusal when a context has no ledger (outside a runtime, or a consult).
+pub(super) fn no_ledger() -> DelegationError {
+    DelegationError::new(
+        ErrorCode::ToolNotAllowed,
+        "this delegation has no ledger (it runs outside a runtime or as a consult, which keeps nothing)",
+    )
+}

@@ -1,0 +1,184 @@
+//! The finance agents' side of the user's ledger (the runtime's
+//! `ledger.read` and `ledger.write` tools): transactions found in what the
+//! user sends are kept ([`keep`]), and a question that brings no
+//! transactions is answered from what was kept ([`transactions_for`]). An
+//! agent without the tools works as before, from the task alone.
+
+use chrono::NaiveDate;
+
+use super::money;
+use super::period::{self, Period};
+use super::reply::{needs_input, no_transactions};
+use super::transactions::{self, Extracted, Source, Transaction};
+use crate::agent::{AgentContext, LedgerView, NewEntry, Task};
+use crate::protocol::DelegationError;
+use crate::store::LedgerEntry;
+
+/// What keeping transactions did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Kept {
+    pub added: usize,
+    /// The ones the ledger already had, as `merchant amount on date`.
+    pub already: Vec<String>,
+    /// The ids of every row written or found, in input order.
+    pub ids: Vec<String>,
+}
+
+impl Kept {
+    /// One sentence for the user.
+    pub fn sentence(&self) -> String {
+        let noun = |n: usize| if n == 1 { "transaction" } else { "transactions" };
+        let shown: Vec<&str> = self.already.iter().take(3).map(String::as_str).collect();
+        let more = self.already.len().saturating_sub(shown.len());
+        let list = if more > 0 { format!("{} and {more} more", shown.join("; ")) } else { shown.join("; ") };
+        match (self.added, self.already.len()) {
+            (n, 0) => format!("Kept {n} {} in your ledger.", noun(n)),
+            (0, 1) => format!("This one is already in your ledger ({list}), so I didn't add it twice."),
+            (0, d) => format!("All {d} are already in your ledger ({list}), so I didn't add them twice."),
+            (n, d) => format!(
+                "Kept {n} new {} in your ledger; {d} {} already there ({list}) and not added twice.",
+                noun(n),
+                if d == 1 { "was" } else { "were" }
+            ),
+        }
+    }
+}
+
+/// A transaction as the ledger keeps it.
+pub fn to_entry(t: &Transaction) -> NewEntry {
+    NewEntry {
+        date: t.date.map(|d| d.format("%Y-%m-%d").to_string()),
+        merchant: t.merchant.clone(),
+        description: t.description.clone(),
+        amount: t.amount,
+        currency: t.currency.clone(),
+        category: t.category.clone(),
+        confidence: t.confidence,
+    }
+}
+
+/// A kept transaction as the agents work with it; what the user said about
+/// it (`business lunch`) is part of its description, so the rules read it.
+pub fn to_transaction(e: &LedgerEntry) -> Transaction {
+    let mut t = Transaction::new(e.merchant.clone(), e.amount, e.currency.clone());
+    t.date = e.date.as_deref().and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
+    t.description = match &e.note {
+        Some(note) if !e.description.contains(note.as_str()) => {
+            format!("{} ({note})", e.description).trim().to_string()
+        }
+        _ => e.description.clone(),
+    };
+    t.category = e.category.clone();
+    t.confidence = e.confidence;
+    t
+}
+
+/// Keeps `ts` in the user's ledger when this agent may write it; None when
+/// it may not (the answer then says nothing about keeping).
+pub async fn keep(ctx: &AgentContext, ts: &[Transaction], source: &str) -> Result<Option<Kept>, DelegationError> {
+    if !ctx.can_write_ledger() || ts.is_empty() {
+        return Ok(None);
+    }
+    let entries: Vec<NewEntry> = ts.iter().map(to_entry).collect();
+    let written = ctx.write_ledger(&entries, source).await?;
+    let mut kept = Kept { added: written.added.len(), ..Kept::default() };
+    for e in &written.already_kept {
+        let date = e.date.as_deref().map(|d| format!(" on {d}")).unwrap_or_default();
+        kept.already.push(format!("{} {}{date}", e.merchant, money::format(e.amount, &e.currency)));
+    }
+    let mut all: Vec<&LedgerEntry> = written.added.iter().chain(&written.already_kept).collect();
+    all.sort_by_key(|e| entries.iter().position(|n| n.merchant == e.merchant && n.amount == e.amount));
+    kept.ids = all.into_iter().map(|e| e.id.clone()).collect();
+    Ok(Some(kept))
+}
+
+/// Sets the category of kept rows that have none yet, or whose category a
+/// user did not set (a row with a note keeps what the user said).
+pub async fn categorize_kept(ctx: &AgentContext, ts: &[Transaction]) -> Result<usize, DelegationError> {
+    if !ctx.can_write_ledger() || !ctx.can_read_ledger() {
+        return Ok(0);
+    }
+    let view = ctx.read_ledger().await?;
+    let mut changed = 0;
+    for t in ts {
+        let Some(category) = &t.category else { continue };
+        let entry = to_entry(t);
+        let same = |e: &&LedgerEntry| {
+            e.note.is_none()
+                && e.amount == entry.amount
+                && e.date == entry.date
+                && e.merchant == entry.merchant
+                && e.category.as_deref() != Some(category.as_str())
+        };
+        if let Some(row) = view.entries.iter().find(same)
+            && ctx.correct_ledger(&row.id, Some(category), None).await?
+        {
+            changed += 1;
+        }
+    }
+    Ok(changed)
+}
+
+/// The question of an agent that found nothing to work on, in the task or,
+/// for the period asked about, in the ledger.
+pub fn nothing_in(period: Option<&Period>) -> DelegationError {
+    match period {
+        None => no_transactions(),
+        Some(p) => needs_input(format!(
+            "Your ledger has no transactions for {}: upload that period's statement or receipts (--file \
+             statement.csv), or paste them, and ask again.",
+            p.label
+        )),
+    }
+}
+
+/// The user's ledger when this agent may read it.
+pub async fn recorded(ctx: &AgentContext) -> Result<Option<LedgerView>, DelegationError> {
+    if !ctx.can_read_ledger() {
+        return Ok(None);
+    }
+    ctx.read_ledger().await.map(Some)
+}
+
+/// The day questions are asked on (`last month` counts from it).
+pub fn today() -> NaiveDate {
+    chrono::Local::now().date_naive()
+}
+
+/// What a task is about: the transactions in it (its input or an earlier
+/// step's), else, when the agent may read it, the user's ledger, narrowed to
+/// the period the request names (`last month`). The period is returned too.
+pub async fn transactions_for(ctx: &AgentContext, task: &Task) -> Result<(Extracted, Option<Period>), DelegationError> {
+    let found = transactions::from_task(task);
+    if !found.transactions.is_empty() {
+        return Ok((found, None));
+    }
+    let Some(view) = recorded(ctx).await? else { return Ok((found, None)) };
+    let mut ts: Vec<Transaction> = view.entries.iter().map(to_transaction).collect();
+    let period = period::find(&task.request_text(), today());
+    if let Some(p) = &period {
+        ts.retain(|t| t.date.is_some_and(|d| p.contains(d)));
+    }
+    Ok((Extracted { source: Some(Source::Ledger), transactions: ts, ..Extracted::default() }, period))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sentence_says_what_was_added_and_what_was_already_there() {
+        let mut k = Kept { added: 3, ..Kept::default() };
+        assert_eq!(k.sentence(), "Kept 3 transactions in your ledger.");
+        k.already = vec!["Office Depot $81.03 on 2026-10-03".into()];
+        assert_eq!(
+            k.sentence(),
+            "Kept 3 new transactions in your ledger; 1 was already there (Office Depot $81.03 on 2026-10-03) and not added twice."
+        );
+        k.added = 0;
+        assert_eq!(
+            k.sentence(),
+            "This one is already in your ledger (Office Depot $81.03 on 2026-10-03), so I didn't add it twice."
+        );
+    }
+}
