@@ -365,7 +365,15 @@ impl Agent for PrimeAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         // an answer to Prime's question is read with the message it answers
         let conversation = task.with_earlier_asks(&task.objective);
-        let plan = self.planner.plan_reply(&task.objective, &conversation, &task.context_hints);
+        let mut plan = self.planner.plan_reply(&task.objective, &conversation, &task.context_hints);
+        if matches!(plan, Plan::Direct { .. }) && !task.input.trim().is_empty() {
+            // "Here's my bank statement" with the statement attached: whoever reads documents starts
+            let read =
+                self.planner.plan(&format!("{}\nRead the attached document", task.objective), &task.context_hints);
+            if !matches!(read, Plan::Direct { .. }) {
+                plan = read;
+            }
+        }
         if let Plan::Direct { answer } = &plan {
             let mut out = AgentOutput::new("Answered directly", answer.clone());
             out.artifacts.push(Artifact::json("plan", json!({"kind": "direct", "steps": []})));

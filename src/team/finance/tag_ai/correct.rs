@@ -114,7 +114,8 @@ pub async fn apply(ctx: &AgentContext, c: &Correction) -> Result<AgentOutput, De
             json!({"id": row.id, "merchant": row.merchant, "date": row.date, "note": c.note, "category": now,
                    "was": row.category}),
         ))
-        .with_fact(NewFact::new(fact))
+        // Tag's domain: the row's note carries it to the other agents
+        .with_fact(NewFact::scoped(fact, "domain:transactions"))
         .with_confidence(90))
 }
 
