@@ -171,5 +171,48 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
             "{name}: {}",
             tax.answer
         );
+
+        // a goal stated once, measured later with what went to it since
+        let by = month_start(today, -12);
+        let goal = format!(
+            "I'm saving for a vacation: target $3,000, saved $800, saving $200/month, by {}",
+            by.format("%Y-%m")
+        );
+        let stated = ask(&rt, "alice", &goal, None, session).await;
+        assert!(stated.answer.contains("Vacation: $800.00 of $3,000.00"), "{name}: {}", stated.answer);
+        let plans = store.money_plans(&user("alice")).await.unwrap();
+        assert_eq!(
+            plans.iter().map(|p| (p.kind.as_str(), p.name.as_str())).collect::<Vec<_>>(),
+            [("goal", "vacation")]
+        );
+        let transfer =
+            format!("Date,Description,Amount\n{},Transfer to Vacation Savings,-200.00\n", today.format("%m/%d/%Y"));
+        ask(&rt, "alice", "Here's this week's statement", Some(&transfer), session).await;
+        let on_track = ask(&rt, "alice", "Am I on track for my vacation goal?", None, session).await;
+        assert_eq!(on_track.tree.children.first().map(|c| c.agent.as_str()), Some("goalie-goals"), "{name}");
+        // 800 + 200 of 3,000: a third, with 2,000 left over the 12 months to the deadline
+        assert!(on_track.answer.contains("Vacation: $1,000.00 of $3,000.00"), "{name}: {}", on_track.answer);
+        assert!(on_track.answer.contains("$200.00 more in 1 payment"), "{name}: {}", on_track.answer);
+        let bobs = ask(&rt, "bob", "Am I on track for my vacation goal?", None, None).await;
+        assert_eq!(bobs.status, Status::NeedsInput, "{name}: {}", bobs.answer);
+
+        // debts listed once; a later question plans with them, less the payment the ledger shows
+        let debts = "Plan my debt payoff:\nVisa balance $5,000, 19.99% interest, min payment $150\nextra $300/month";
+        let listed = ask(&rt, "alice", debts, None, session).await;
+        assert_eq!(
+            listed.tree.children.first().map(|c| c.agent.as_str()),
+            Some("blitz-debt"),
+            "{name}: {}",
+            listed.answer
+        );
+        let payment = format!("Date,Description,Amount\n{},VISA PAYMENT THANK YOU,-500.00\n", today.format("%m/%d/%Y"));
+        ask(&rt, "alice", "Here's my checking statement", Some(&payment), session).await;
+        let again = ask(&rt, "alice", "How fast can I pay off my debt with an extra $300/month?", None, session).await;
+        assert_eq!(again.status, Status::Success, "{name}: {}", again.answer);
+        assert!(again.answer.contains("Visa: $500.00 paid in 1 payment"), "{name}: {}", again.answer);
+        assert!(again.answer.contains("$4,500.00 left"), "{name}: {}", again.answer);
+        let kinds: Vec<String> = store.money_plans(&user("alice")).await.unwrap().into_iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, ["debt", "goal"], "{name}");
+        assert!(store.money_plans(&user("bob")).await.unwrap().is_empty(), "{name}");
     }
 }

@@ -8,9 +8,9 @@ use chrono::Datelike;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::dates;
 use super::money::{self, Cents};
 use super::reply::needs_input;
+use super::{book, dates, goals_kept};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 use lines::{Partial, read_line};
@@ -254,14 +254,38 @@ pub struct GoalieGoals;
 impl Agent for GoalieGoals {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
-        let today = chrono::Utc::now().date_naive();
-        answer(&task.conversation_text(), (today.year(), today.month()))
+        let today = book::today();
+        let text = task.conversation_text();
+        let currency = money::detect_currency(&text).unwrap_or("USD");
+        let stated = parse_goals_at(&text, (today.year(), today.month()));
+        if let Ok((goals, _)) = &stated
+            && !goals.is_empty()
+        {
+            goals_kept::save(ctx, goals, currency).await?;
+            return answer_for(goals.clone(), currency);
+        }
+        // nothing stated now: the goals stated before, with what went to them since
+        if let Some((goals, currency, notes)) = goals_kept::load(ctx, &text, today).await? {
+            let mut out = answer_for(goals, &currency)?;
+            if !notes.is_empty() {
+                out.result = format!("{}\n{}", out.result, notes.join("\n"));
+            }
+            return Ok(out);
+        }
+        stated.map_err(needs_input)?;
+        answer_for(Vec::new(), currency)
     }
 }
 
 /// Goalie's answer to a text, `today` being the month it is.
+#[cfg(test)]
 fn answer(text: &str, today: (i32, u32)) -> Result<AgentOutput, DelegationError> {
     let (goals, _) = parse_goals_at(text, today).map_err(needs_input)?;
+    answer_for(goals, money::detect_currency(text).unwrap_or("USD"))
+}
+
+/// Goalie's answer for the goals measured.
+fn answer_for(goals: Vec<Progress>, currency: &str) -> Result<AgentOutput, DelegationError> {
     if goals.is_empty() {
         return Err(needs_input(
             "Which savings goal should I track? Tell me its target, what you have saved and, if you like, \
@@ -269,7 +293,6 @@ fn answer(text: &str, today: (i32, u32)) -> Result<AgentOutput, DelegationError>
                  saving $500/month, by 2026-12'.",
         ));
     }
-    let currency = money::detect_currency(text).unwrap_or("USD");
     let fmt = |c: Cents| money::format(c, currency);
     let count = |s: GoalStatus| goals.iter().filter(|g| g.status == s).count();
     let behind: Vec<&Progress> = goals.iter().filter(|g| g.status == GoalStatus::Behind).collect();

@@ -22,6 +22,7 @@ pub mod byte_doc;
 pub mod crystal;
 pub mod dates;
 pub mod goalie;
+pub mod goals_kept;
 pub mod ledger;
 pub mod money;
 pub mod period;

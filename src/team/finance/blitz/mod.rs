@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+mod kept;
 mod parse;
 
 pub use parse::{Request, parse_request};
@@ -11,7 +12,7 @@ pub use parse::{Request, parse_request};
 use super::money::{self, Cents};
 use super::reply::list_lines;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
-use crate::protocol::{Artifact, DelegationError, NewFact};
+use crate::protocol::{Artifact, DelegationError, ErrorCode, NewFact};
 
 pub const TOOL: &str = "plan_debt";
 /// Fifty years; a plan that takes longer is treated as never finishing.
@@ -163,9 +164,24 @@ impl Agent for BlitzDebt {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
         let text = task.conversation_text();
-        // what the text does not say is asked, never assumed
-        let mut req = parse_request(&text)?;
         let currency = money::detect_currency(&text).unwrap_or("USD");
+        // what the text does not say is asked, never assumed; debts listed
+        // before are kept, and used when this message lists none
+        let mut kept_notes = Vec::new();
+        let mut req = match parse_request(&text) {
+            Ok(req) => {
+                kept::save(ctx, &req.debts, currency).await?;
+                req
+            }
+            Err(e) if e.code == ErrorCode::NeedsInput => match kept::recall(ctx).await? {
+                Some((lines, notes)) => {
+                    kept_notes = notes;
+                    parse_request(&format!("{lines}\n{text}"))?
+                }
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
         let fmt = |c: Cents| money::format(c, currency);
         let minimums: Cents = req.debts.iter().map(|d| d.minimum).sum();
         if let Some(budget) = req.budget {
@@ -283,6 +299,9 @@ impl Agent for BlitzDebt {
         ));
         for w in &req.warnings {
             result.push_str(&format!("\nNote: {w}"));
+        }
+        for n in &kept_notes {
+            result.push_str(&format!("\n{n}"));
         }
         Ok(AgentOutput::new(summary, result)
             .with_artifact(Artifact::json("payoff_plan", value))
