@@ -4,6 +4,12 @@
 //! time; explicit starts (`tomorrow at 9am`, `Oct 22 at 14:00`,
 //! `2025-10-22 14:00`) are read against it. A busy block is `TRANSP:OPAQUE`;
 //! a VALARM is added only when reminders are on.
+//!
+//! It is seeded (seeds/001), with two ways to place a block that starts
+//! now: the first seed starts it at this second; the second starts it at the
+//! next half hour (10:07 → 10:30, 10:30 stays), which leaves the minutes
+//! before it free and lines the block up with the grid other meetings use.
+//! An explicit start (`tomorrow at 9am`) is kept by both.
 
 use std::sync::LazyLock;
 
@@ -13,13 +19,26 @@ use regex::Regex;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::shared::{invalid, read_task};
+use super::shared::{invalid, read_task, variant_index};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::verify::TaskSpec;
 use crate::verify::text::{self, re};
 
 pub struct CalendarAgent;
+
+/// The variants' seeds in default order: start now, start at the next half hour.
+pub const SEEDS: [u64; 2] = [650138, 184467];
+
+/// How each seed places a block that starts now (whether it waits for the half hour).
+const PLACEMENTS: [(&str, bool); SEEDS.len()] = [("now", false), ("next_half_hour", true)];
+
+/// The next :00 or :30 at or after `t`.
+pub(super) fn next_half_hour(t: DateTime<Utc>) -> DateTime<Utc> {
+    let secs = t.timestamp();
+    let up = (1800 - secs.rem_euclid(1800)) % 1800;
+    DateTime::from_timestamp(secs.saturating_add(up), 0).unwrap_or(t)
+}
 
 const DEFAULT_REMINDER_MINUTES: u32 = 15;
 /// When a day is named without a time (`tomorrow`).
@@ -136,19 +155,19 @@ fn stamp(t: DateTime<Utc>) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-struct Event {
-    title: String,
-    description: Option<String>,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    busy: bool,
-    reminder_minutes: Option<u32>,
+pub(super) struct Event {
+    pub(super) title: String,
+    pub(super) description: Option<String>,
+    pub(super) start: DateTime<Utc>,
+    pub(super) end: DateTime<Utc>,
+    pub(super) busy: bool,
+    pub(super) reminder_minutes: Option<u32>,
 }
 
 impl Event {
-    fn from_spec(spec: &TaskSpec, now: DateTime<Utc>) -> Result<Self, DelegationError> {
+    pub(super) fn from_spec(spec: &TaskSpec, now: DateTime<Utc>, to_half_hour: bool) -> Result<Self, DelegationError> {
         let e = &spec.context.event;
-        let start = match e.start.as_deref() {
+        let mut start = match e.start.as_deref() {
             None => now,
             Some(phrase) => parse_when(phrase, now, now.date_naive()).ok_or_else(|| {
                 invalid(format!(
@@ -156,6 +175,17 @@ impl Event {
                 ))
             })?,
         };
+        if to_half_hour && start == now {
+            let aligned = next_half_hour(now);
+            // an end it would pass keeps the block at now
+            let fits = e
+                .end
+                .as_deref()
+                .is_none_or(|p| parse_when(p, now, aligned.date_naive()).is_some_and(|end| end > aligned));
+            if fits {
+                start = aligned;
+            }
+        }
         let end = match (e.end.as_deref(), e.duration_minutes) {
             (Some(phrase), _) => parse_when(phrase, now, start.date_naive())
                 .ok_or_else(|| invalid(format!("cannot read the end time '{phrase}'")))?,
@@ -184,7 +214,7 @@ impl Event {
     }
 
     /// The same block gets the same UID, so sending it twice updates rather than duplicates.
-    fn uid(&self) -> String {
+    pub(super) fn uid(&self) -> String {
         let digest = Sha256::digest(format!("{}|{}|{}", self.title, stamp(self.start), stamp(self.end)).as_bytes());
         format!("{}@switchboard", &hex::encode(digest)[..32])
     }
@@ -230,7 +260,8 @@ impl Agent for CalendarAgent {
         let now = Utc::now();
         // iCalendar times have whole seconds.
         let now = DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now);
-        let event = Event::from_spec(&spec, now)?;
+        let (placement, to_half_hour) = PLACEMENTS[variant_index(&SEEDS, task.seed)];
+        let event = Event::from_spec(&spec, now, to_half_hour)?;
         let minutes = (event.end - event.start).num_minutes();
         let artifact = json!({
             "title": event.title,
@@ -242,6 +273,8 @@ impl Agent for CalendarAgent {
             "reminders": event.reminder_minutes.is_some(),
             "reminder_minutes": event.reminder_minutes,
             "uid": event.uid(),
+            "placement": placement,
+            "seed": task.seed.unwrap_or(SEEDS[0]),
         });
         let summary = format!(
             "Blocked '{}' for {minutes} minutes from {} as {}",
@@ -252,6 +285,10 @@ impl Agent for CalendarAgent {
         Ok(AgentOutput::new(summary, event.ics(now))
             .with_artifact(Artifact::json("event", artifact))
             .with_confidence(95))
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 

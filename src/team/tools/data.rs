@@ -4,15 +4,20 @@
 //! codes and ids keep their leading zeros. Emails are validated per row (a
 //! redacted `<EMAIL_n>` counts as valid); duplicates, by email when there is
 //! an email column and by the whole row otherwise, are reported and removed.
-//! Invalid emails are reported and kept: dropping data silently would hide
-//! the problem from the verifier.
+//!
+//! It is seeded (seeds/001), with two ways to read the rows. The lenient
+//! reader (the first seed) reports invalid emails and keeps their rows:
+//! dropping data would hide the problem from the verifier. The strict reader
+//! rejects every row it cannot vouch for (an invalid email, an empty field)
+//! and lists it with the reason, so the records it returns are all valid;
+//! rows with the wrong number of fields are reported and left out by both.
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::shared::{invalid, plural, read_task};
+use super::shared::{invalid, plural, read_task, variant_index};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
@@ -20,6 +25,32 @@ use crate::protocol::{Artifact, DelegationError, ErrorCode};
 use crate::verify::text::{self, KeyCase};
 
 pub struct DataAgent;
+
+/// The variants' seeds in default order: lenient, strict.
+pub const SEEDS: [u64; 2] = [310452, 872219];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Keep every well-formed row; report invalid emails.
+    Lenient,
+    /// Keep only rows with a valid email and no empty field; reject the rest with the reason.
+    Strict,
+}
+
+impl Reading {
+    fn of(seed: Option<u64>) -> Self {
+        // one variant per seed, so the index is always in range
+        let all: [Self; SEEDS.len()] = [Self::Lenient, Self::Strict];
+        all[variant_index(&SEEDS, seed)]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Lenient => "lenient",
+            Self::Strict => "strict",
+        }
+    }
+}
 
 /// RFC 4180 fields: quotes around fields, `""` inside them, delimiters and
 /// line breaks inside quotes. Unquoted fields are trimmed.
@@ -83,6 +114,8 @@ struct Transformed {
     invalid_emails: Vec<Value>,
     duplicates: Vec<Value>,
     malformed: Vec<Value>,
+    /// Rows the strict reader would not vouch for, with the reason.
+    rejected: Vec<Value>,
 }
 
 /// Rows between two looks at the cancellation: a given-up transform stops soon.
@@ -92,6 +125,7 @@ fn transform(
     input: &str,
     columns: &[String],
     case: KeyCase,
+    reading: Reading,
     cancel: &CancellationToken,
 ) -> Result<Transformed, DelegationError> {
     let mut rows = parse_csv(input, delimiter(input));
@@ -123,6 +157,7 @@ fn transform(
         invalid_emails: Vec::new(),
         duplicates: Vec::new(),
         malformed: Vec::new(),
+        rejected: Vec::new(),
     };
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (i, fields) in rows.iter().enumerate() {
@@ -134,17 +169,31 @@ fn transform(
             out.malformed.push(json!({"row": row, "expected": keys.len(), "found": fields.len()}));
             continue;
         }
-        if let Some(e) = email_key
-            && !text::email_ok(&fields[e])
-        {
-            out.invalid_emails.push(json!({"row": row, "value": fields[e]}));
+        let bad_email = email_key.and_then(|e| fields.get(e)).filter(|v| !text::email_ok(v));
+        if let Some(value) = bad_email {
+            out.invalid_emails.push(json!({"row": row, "value": value}));
         }
-        let identity = match email_key {
-            Some(e) => fields[e].to_lowercase(),
+        if reading == Reading::Strict {
+            let empty: Vec<&String> =
+                keys.iter().zip(fields).filter(|(_, f)| f.trim().is_empty()).map(|(k, _)| k).collect();
+            let reason = match (bad_email, empty.is_empty()) {
+                (Some(value), _) => Some(format!("invalid email '{value}'")),
+                (None, false) => {
+                    Some(format!("empty {}", empty.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")))
+                }
+                (None, true) => None,
+            };
+            if let Some(reason) = reason {
+                out.rejected.push(json!({"row": row, "reason": reason}));
+                continue;
+            }
+        }
+        let identity = match email_key.and_then(|e| fields.get(e)) {
+            Some(email) => email.to_lowercase(),
             None => fields.iter().map(|f| f.to_lowercase()).collect::<Vec<_>>().join("\u{1f}"),
         };
         if let Some(&first) = seen.get(&identity) {
-            let value = email_key.map_or_else(|| json!(fields), |e| json!(fields[e]));
+            let value = email_key.and_then(|e| fields.get(e)).map_or_else(|| json!(fields), |v| json!(v));
             out.duplicates.push(json!({"row": row, "duplicate_of": first, "value": value}));
             continue;
         }
@@ -164,17 +213,20 @@ impl Agent for DataAgent {
             invalid("no CSV data: put the rows after the instructions (header first) or in the request's input")
         })?;
         let case = spec.constraints.key_case.unwrap_or(KeyCase::Camel);
-        let t = transform(&input, &spec.context.columns, case, ctx.cancellation())?;
+        let reading = Reading::of(task.seed);
+        let t = transform(&input, &spec.context.columns, case, reading, ctx.cancellation())?;
         let result = serde_json::to_string_pretty(&t.records)
             .map_err(|e| DelegationError::new(ErrorCode::AgentFailed, format!("could not serialize records: {e}")))?;
         let summary = format!(
-            "Transformed {} into {} with {} keys: {} removed, {}, {}",
+            "Transformed {} ({} reading) into {} with {} keys: {} removed, {}, {}, {}",
             plural(t.rows as u64, "row"),
+            reading.name(),
             plural(t.records.len() as u64, "record"),
             case.label(),
             plural(t.duplicates.len() as u64, "duplicate"),
             plural(t.invalid_emails.len() as u64, "invalid email"),
             plural(t.malformed.len() as u64, "malformed row"),
+            plural(t.rejected.len() as u64, "rejected row"),
         );
         let validation = json!({
             "rows": t.rows,
@@ -183,12 +235,21 @@ impl Agent for DataAgent {
             "invalid_emails": t.invalid_emails,
             "duplicates": t.duplicates,
             "malformed_rows": t.malformed,
+            "rejected_rows": t.rejected,
+            "reading": reading.name(),
+            "seed": task.seed.unwrap_or(SEEDS[0]),
         });
-        let clean = t.invalid_emails.is_empty() && t.malformed.is_empty();
+        // the strict reader's records have no invalid email: it rejected those rows
+        let kept_invalid = reading == Reading::Lenient && !t.invalid_emails.is_empty();
+        let clean = !kept_invalid && t.malformed.is_empty() && t.rejected.is_empty();
         Ok(AgentOutput::new(summary, result)
             .with_artifact(Artifact::json("records", Value::Array(t.records)))
             .with_artifact(Artifact::json("validation", validation))
             .with_confidence(if clean { 95 } else { 70 }))
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 

@@ -3,6 +3,13 @@
 //! `No abbreviations` checks use too), turns an informal greeting into a
 //! formal one, makes requests polite, capitalizes sentences, ends them with
 //! the right punctuation, and keeps a closing thanks as its own line.
+//!
+//! It is seeded (seeds/001), with two approaches. The conservative rewrite
+//! (the first seed) keeps the writer's structure: a question stays a polite
+//! question, and a greeting or sign-off is added only when the note asks.
+//! The restructuring turns the text into a formal letter: requests become
+//! statements (`I would be grateful if you could …`), and it always opens
+//! with a greeting and closes with thanks and a sign-off.
 
 use std::sync::LazyLock;
 
@@ -10,12 +17,41 @@ use async_trait::async_trait;
 use regex::Regex;
 use serde_json::json;
 
-use super::shared::{invalid, read_task};
+use super::shared::{invalid, read_task, variant_index};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::verify::text::{self, re};
 
 pub struct FormatAgent;
+
+/// The variants' seeds in default order: conservative, restructured.
+pub const SEEDS: [u64; 2] = [240117, 593021];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Approach {
+    /// The writer's sentences, corrected and made polite.
+    Conservative,
+    /// A formal letter: greeting, requests as statements, thanks, sign-off.
+    Restructured,
+}
+
+impl Approach {
+    fn of(seed: Option<u64>) -> Self {
+        // one variant per seed, so the index is always in range
+        let all: [Self; SEEDS.len()] = [Self::Conservative, Self::Restructured];
+        all[variant_index(&SEEDS, seed)]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Conservative => "conservative",
+            Self::Restructured => "restructured",
+        }
+    }
+}
+
+const SIGN_OFF: &str = "Kind regards,";
+const FULL_THANKS: &str = "Thank you for your help.";
 
 static GREETING: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -41,7 +77,8 @@ struct Rewrite {
     changes: Vec<(String, String)>,
 }
 
-fn rewrite(input: &str, want_greeting: bool) -> Rewrite {
+fn rewrite(input: &str, want_greeting: bool, approach: Approach) -> Rewrite {
+    let letter = approach == Approach::Restructured;
     let mut changes: Vec<(String, String)> = Vec::new();
     let mut s = input.split_whitespace().collect::<Vec<_>>().join(" ");
 
@@ -104,27 +141,60 @@ fn rewrite(input: &str, want_greeting: bool) -> Rewrite {
         if body.is_empty() {
             continue;
         }
-        sentences.push(polish(body, ended));
+        sentences.push(polish(body, ended, approach));
     }
 
     let mut paragraphs = Vec::new();
-    if let Some(g) = greeting.or_else(|| want_greeting.then(|| "Hello,".to_string())) {
+    if let Some(g) = greeting.or_else(|| (want_greeting || letter).then(|| "Hello,".to_string())) {
         paragraphs.push(g);
     }
     if !sentences.is_empty() {
         paragraphs.push(sentences.join(" "));
     }
+    let closing = if letter { FULL_THANKS } else { "Thank you." };
     if let Some(word) = thanks {
-        paragraphs.push("Thank you.".to_string());
-        changes.push((word, "Thank you.".to_string()));
+        paragraphs.push(closing.to_string());
+        changes.push((word, closing.to_string()));
+    } else if letter && !sentences.is_empty() && !sentences.iter().any(|s| s.to_lowercase().contains("thank")) {
+        paragraphs.push(closing.to_string());
+    }
+    if letter {
+        paragraphs.push(SIGN_OFF.to_string());
     }
     Rewrite { text: paragraphs.join("\n\n"), changes }
 }
 
+/// A request as a formal statement: `can you send it` or `please send it`
+/// → `I would be grateful if you could send it.`; None for other sentences.
+fn as_statement(body: &str, lower: &str) -> Option<String> {
+    let words: Vec<&str> = body.split_whitespace().collect();
+    let rest = match ["can you ", "could you ", "would you "].into_iter().find(|p| lower.starts_with(p)) {
+        Some(p) => words.get(p.split_whitespace().count()..)?,
+        None => {
+            let skip = usize::from(lower.starts_with("please "));
+            let verb = lower.split_whitespace().nth(skip)?;
+            if !IMPERATIVES.contains(&verb) {
+                return None;
+            }
+            words.get(skip..)?
+        }
+    };
+    let rest: Vec<&str> = rest.iter().copied().filter(|w| !w.eq_ignore_ascii_case("please")).collect();
+    let first = rest.first()?.to_lowercase();
+    let tail = rest.get(1..).unwrap_or_default().join(" ");
+    Some(format!("I would be grateful if you could {}.", format!("{first} {tail}").trim_end()))
+}
+
 /// One sentence: polite request form (`can you fix it pls` → `Could you
-/// please fix it?`), capital first letter, final punctuation.
-fn polish(body: &str, ended: Option<char>) -> String {
+/// please fix it?`, or restructured, `I would be grateful if you could fix
+/// it.`), capital first letter, final punctuation.
+fn polish(body: &str, ended: Option<char>, approach: Approach) -> String {
     let lower = body.to_lowercase();
+    if approach == Approach::Restructured
+        && let Some(statement) = as_statement(body, &lower)
+    {
+        return statement;
+    }
     let first = lower.split_whitespace().next().unwrap_or("");
     let question = ended == Some('?') || QUESTION_STARTS.contains(&first);
     let request = ["can you ", "could you "].into_iter().find(|p| lower.starts_with(p));
@@ -152,7 +222,8 @@ impl Agent for FormatAgent {
                 "no text to format: quote it after the instructions, e.g. 'Format this text to business style: \"…\"'",
             )
         })?;
-        let out = rewrite(&input, spec.constraints.greeting);
+        let approach = Approach::of(task.seed);
+        let out = rewrite(&input, spec.constraints.greeting, approach);
         if out.text.is_empty() {
             return Err(invalid("the text to format has no words"));
         }
@@ -163,13 +234,29 @@ impl Agent for FormatAgent {
             .or_else(|| spec.constraints.style_target.clone())
             .unwrap_or_else(|| "professional business style".into());
         let changes: Vec<_> = out.changes.iter().map(|(from, to)| json!({"from": from, "to": to})).collect();
-        let artifact = json!({"text": out.text, "original": input, "style": style, "changes": changes});
+        let artifact = json!({
+            "text": out.text,
+            "original": input,
+            "style": style,
+            "changes": changes,
+            "approach": approach.name(),
+            "seed": task.seed.unwrap_or(SEEDS[0]),
+        });
         Ok(AgentOutput::new(
-            format!("Rewrote {} words in {style} ({} expansions)", text::word_count(&input), changes.len()),
+            format!(
+                "Rewrote {} words in {style} ({}, {} expansions)",
+                text::word_count(&input),
+                approach.name(),
+                changes.len()
+            ),
             out.text,
         )
         .with_artifact(Artifact::json("formatted", artifact))
         .with_confidence(90))
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 
@@ -196,11 +283,11 @@ mod tests {
 
     #[test]
     fn abbreviations_capitals_and_punctuation_are_fixed() {
-        let r = rewrite("pls send ur notes asap. i think the files r late!!! thx", false);
+        let r = rewrite("pls send ur notes asap. i think the files r late!!! thx", false, Approach::Conservative);
         assert_eq!(r.text, "Please send your notes as soon as possible. I think the files are late.\n\nThank you.");
-        let r = rewrite("Hey Sam, can u review the doc? it is urgent", false);
+        let r = rewrite("Hey Sam, can u review the doc? it is urgent", false, Approach::Conservative);
         assert_eq!(r.text, "Dear Sam,\n\nCould you please review the doc? It is urgent.");
-        assert_eq!(rewrite("thanks", false).text, "Thanks.");
+        assert_eq!(rewrite("thanks", false, Approach::Conservative).text, "Thanks.");
     }
 
     #[tokio::test]

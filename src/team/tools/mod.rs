@@ -9,6 +9,8 @@ mod data;
 mod email;
 mod format;
 mod report;
+#[cfg(test)]
+mod seeded_tests;
 mod shared;
 
 use std::sync::Arc;

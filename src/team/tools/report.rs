@@ -1,18 +1,49 @@
 //! The report tool agent: a progress report from task counts, with the
-//! completion rate (completed / total), bullet points and metrics. Under a
-//! word limit it leaves out the optional sections (next steps, then the
-//! status breakdown) rather than cut sentences short.
+//! completion rate (completed / total), bullet points and metrics. It is
+//! seeded (seeds/001), with two layouts: the sectioned report (a prose
+//! summary, status breakdown, metrics and next steps), which under a word
+//! limit leaves out the optional sections (next steps, then the status
+//! breakdown) rather than cut sentences short, but always keeps its summary
+//! and metrics; and the brief, bullets only, which writes the completion
+//! rate's calculation out (`12 / 17 tasks = 70.6%`) and fits limits the
+//! sectioned report cannot.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::shared::{invalid, plural, read_task};
+use super::shared::{invalid, plural, read_task, variant_index};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::verify::TaskSpec;
 use crate::verify::text::{self, capitalize};
 
 pub struct ReportAgent;
+
+/// The variants' seeds in default order: sectioned, brief.
+pub const SEEDS: [u64; 2] = [527781, 936604];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Title, summary sentence, status, metrics and next steps.
+    Sectioned,
+    /// Title and bullets: the rate with its calculation, what is open, the first next step.
+    Brief,
+}
+
+impl Layout {
+    fn of(seed: Option<u64>) -> Self {
+        // one variant per seed, so the index is always in range
+        let all: [Self; SEEDS.len()] = [Self::Sectioned, Self::Brief];
+        all[variant_index(&SEEDS, seed)]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Sectioned => "sectioned",
+            Self::Brief => "brief",
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 struct Tally {
@@ -82,7 +113,59 @@ fn title_and_period(spec: &TaskSpec) -> (String, &'static str) {
     (title, period)
 }
 
-fn compose(spec: &TaskSpec, t: &Tally) -> String {
+/// What is still open: `3 in progress and 2 blocked`.
+fn open_parts(t: &Tally) -> Vec<String> {
+    let mut open = Vec::new();
+    for (n, label) in [(t.in_progress, "in progress"), (t.blocked, "blocked"), (t.not_started, "not started")] {
+        if n > 0 {
+            open.push(format!("{n} {label}"));
+        }
+    }
+    open.extend(t.other.iter().filter(|(_, n)| *n > 0).map(|(label, n)| format!("{n} {label}")));
+    open
+}
+
+/// The brief: bullets only, the rate's calculation written out; under a
+/// word limit the next step goes first.
+fn brief(spec: &TaskSpec, t: &Tally) -> String {
+    let total = t.total();
+    let (title, period) = title_and_period(spec);
+    let mut lines = vec![
+        title,
+        format!(
+            "- Completion rate: {} / {} = {:.1}% {period}",
+            t.completed,
+            plural(total, "task"),
+            percent(t.completed, total)
+        ),
+    ];
+    let open = open_parts(t);
+    let remaining = total.saturating_sub(t.completed);
+    if open.is_empty() {
+        lines.push("- Open: none".to_string());
+    } else {
+        lines.push(format!("- Open: {} ({})", plural(remaining, "task"), open.join(", ")));
+    }
+    let next = if t.blocked > 0 {
+        format!("- Next: unblock the {} first", plural(t.blocked, "blocked task"))
+    } else if t.in_progress > 0 {
+        format!("- Next: finish the {} in progress", plural(t.in_progress, "task"))
+    } else {
+        "- Next: keep the current pace".to_string()
+    };
+    lines.push(next);
+    if let Some(max) = spec.constraints.max_words
+        && text::word_count(&lines.join("\n")) > max
+    {
+        lines.pop();
+    }
+    lines.join("\n")
+}
+
+fn compose(spec: &TaskSpec, t: &Tally, layout: Layout) -> String {
+    if layout == Layout::Brief {
+        return brief(spec, t);
+    }
     let total = t.total();
     let rate = percent(t.completed, total);
     let (title, period) = title_and_period(spec);
@@ -112,7 +195,7 @@ fn compose(spec: &TaskSpec, t: &Tally) -> String {
     }
     status.extend(t.other.iter().map(|(label, n)| format!("- {}: {}", capitalize(label), plural(*n, "task"))));
 
-    let remaining = total - t.completed;
+    let remaining = total.saturating_sub(t.completed);
     let mut metrics = vec![
         "Metrics:".to_string(),
         format!("- Total tasks: {total}"),
@@ -169,7 +252,8 @@ impl Agent for ReportAgent {
         if total == 0 {
             return Err(invalid("every count is zero: there is nothing to report"));
         }
-        let report = compose(&spec, &t);
+        let layout = Layout::of(task.seed);
+        let report = compose(&spec, &t, layout);
         let rate = percent(t.completed, total);
         let other: Map<String, Value> = t.other.iter().map(|(l, n)| (l.clone(), json!(n))).collect();
         let metrics = json!({
@@ -182,13 +266,19 @@ impl Agent for ReportAgent {
             "completion_rate": rate,
             "completion_rate_text": format!("{rate:.1}%"),
             "word_count": text::word_count(&report),
+            "layout": layout.name(),
+            "seed": task.seed.unwrap_or(SEEDS[0]),
         });
         Ok(AgentOutput::new(
-            format!("Progress report: {} of {total} tasks completed ({rate:.1}%)", t.completed),
+            format!("Progress report ({}): {} of {total} tasks completed ({rate:.1}%)", layout.name(), t.completed),
             report,
         )
         .with_artifact(Artifact::json("metrics", metrics))
         .with_confidence(95))
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 

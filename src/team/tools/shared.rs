@@ -1,5 +1,6 @@
 //! What the five tool agents share: reading the Task Note and the material out
-//! of a task, the `INVALID_REQUEST` they refuse a note with, and plural nouns.
+//! of a task, the `INVALID_REQUEST` they refuse a note with, picking the
+//! variant a seed stands for, and plural nouns.
 
 use crate::agent::Task;
 use crate::protocol::{DelegationError, ErrorCode};
@@ -32,6 +33,20 @@ pub(crate) fn invalid(message: impl Into<String>) -> DelegationError {
     DelegationError::new(ErrorCode::InvalidRequest, message)
 }
 
+/// The variant `seed` picks among `seeds` (the agent's `SEEDS`, default
+/// order): its position, or for a seed the agent does not know (a caller's
+/// own, a stale score) one of the variants by remainder, so that no seed
+/// value is refused. No seed is the first variant.
+pub(crate) fn variant_index(seeds: &[u64], seed: Option<u64>) -> usize {
+    match seed {
+        None => 0,
+        Some(seed) => seeds
+            .iter()
+            .position(|s| *s == seed)
+            .unwrap_or_else(|| usize::try_from(seed % (seeds.len().max(1) as u64)).unwrap_or(0)),
+    }
+}
+
 /// `n task`/`n tasks`.
 pub(crate) fn plural(n: u64, noun: &str) -> String {
     if n == 1 { format!("{n} {noun}") } else { format!("{n} {noun}s") }
@@ -49,5 +64,15 @@ mod tests {
         assert_eq!(input.as_deref(), Some("pls send it thx"));
         let task = Task::new("ignored", "Draft email to a@b.com about lunch. Max 30 words.");
         assert_eq!(read_task(&task).unwrap().0.goal.action, "draft");
+    }
+
+    #[test]
+    fn every_seed_value_picks_a_variant() {
+        let seeds = [70, 20, 30];
+        assert_eq!(variant_index(&seeds, None), 0);
+        assert_eq!(variant_index(&seeds, Some(20)), 1);
+        assert_eq!(variant_index(&seeds, Some(4)), 1, "unknown seeds by remainder");
+        assert_eq!(variant_index(&seeds, Some(u64::MAX)), 0);
+        assert_eq!(variant_index(&[], Some(9)), 0);
     }
 }
