@@ -39,14 +39,14 @@ pub(super) async fn run(runtime: &Runtime, args: AuditArgs, json: bool) -> u8 {
             v["verify"] = json!(report);
             v["verify"]["anchors"] = json!(anchors);
         }
-        println!("{v}");
+        outln!("{v}");
     } else {
         for e in shown {
             let r = &e.record;
             let when = chrono::DateTime::from_timestamp_millis(r.created_at)
                 .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "{:>6} {when} {} {} → {} {}{} {} ms {} tok \"{}\" {}",
                 e.seq,
                 r.user_id,
@@ -63,11 +63,11 @@ pub(super) async fn run(runtime: &Runtime, args: AuditArgs, json: bool) -> u8 {
         if args.verify {
             let reason = report.reason.as_deref().unwrap_or("unknown");
             match (report.valid, report.broken_at) {
-                (true, _) => println!("audit chain verified: {} records", report.records),
-                (false, Some(at)) => println!("audit chain BROKEN at record {at}: {reason}"),
-                (false, None) => println!("audit chain BROKEN: {reason}"),
+                (true, _) => outln!("audit chain verified: {} records", report.records),
+                (false, Some(at)) => outln!("audit chain BROKEN at record {at}: {reason}"),
+                (false, None) => outln!("audit chain BROKEN: {reason}"),
             }
-            println!("anchors checked: {}", anchors.join(", "));
+            outln!("anchors checked: {}", anchors.join(", "));
         }
     }
     if args.verify && !report.valid { EXIT_FAILED } else { EXIT_OK }

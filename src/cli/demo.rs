@@ -36,9 +36,9 @@ pub async fn run(runtime: &Runtime, json: bool) -> u8 {
                 if json {
                     all.push(json!({"scenario": title, "message": message, "answer": r.answer, "status": r.status, "tree": r.tree}));
                 } else {
-                    println!("━━ {title}\n> {message}\n");
+                    outln!("━━ {title}\n> {message}\n");
                     print_ask(&r, false);
-                    println!();
+                    outln!();
                 }
             }
             Err(e) => {
@@ -48,7 +48,7 @@ pub async fn run(runtime: &Runtime, json: bool) -> u8 {
         }
     }
     if json {
-        println!("{}", serde_json::Value::Array(all));
+        outln!("{}", serde_json::Value::Array(all));
     }
     code
 }

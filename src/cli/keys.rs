@@ -69,25 +69,25 @@ pub(super) fn run(config: &Config, args: &KeysArgs, json: bool) -> u8 {
             })
             .collect();
         let current = ring.current_id().map(|id| id.to_string());
-        println!("{}", json!({"name": ring.name(), "current": current, "keys": keys}));
+        outln!("{}", json!({"name": ring.name(), "current": current, "keys": keys}));
         return EXIT_OK;
     }
-    println!("Lineage keys of '{}' in {}:", ring.name(), lineage.key_dir.display());
+    outln!("Lineage keys of '{}' in {}:", ring.name(), lineage.key_dir.display());
     for k in &keys {
         let state = match k.expires_ms {
             _ if k.staged => "staged: signs after the next --rotate; give it to peers now".to_string(),
             None => "signs".to_string(),
             Some(ms) => format!("verifies until {}", chrono_ms(ms)),
         };
-        println!("  {}  {state}", k.id);
+        outln!("  {}  {state}", k.id);
     }
-    println!("\nFor a peer's configuration, to trust this runtime:");
+    outln!("\nFor a peer's configuration, to trust this runtime:");
     for k in &keys {
-        println!("\n[[trust]]\nname = \"{}\"\npublic_key = \"{}\"", ring.name(), k.public_key);
+        outln!("\n[[trust]]\nname = \"{}\"\npublic_key = \"{}\"", ring.name(), k.public_key);
         if let Some(ms) = k.expires_ms {
-            println!("expires_ms = {ms}");
+            outln!("expires_ms = {ms}");
         }
-        println!("may_call = []  # the peer's agents this runtime may call, or [\"*\"]");
+        outln!("may_call = []  # the peer's agents this runtime may call, or [\"*\"]");
     }
     EXIT_OK
 }

@@ -3,6 +3,27 @@
 //! Exit codes: 0 ok (an answer, or a question back for the user), 2 usage or
 //! configuration error, 3 refused by a rail, 4 the agent failed or timed out.
 
+/// `println!` that does not panic when stdout is closed (`switchboard ask …
+/// | head`): the reader may stop reading, as with any Unix tool.
+macro_rules! outln {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that does not panic when stdout is closed (see `outln!`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod audit;
 mod demo;
 mod keys;
@@ -289,16 +310,16 @@ async fn serve(runtime: Runtime, args: ServeArgs) -> u8 {
         Err(e) => return usage_error(format!("cannot listen on {}: {e}", args.addr)),
     };
     let addr = listener.local_addr().map_or_else(|_| args.addr.to_string(), |a| a.to_string());
-    println!("switchboard listening on http://{addr}");
+    outln!("switchboard listening on http://{addr}");
     if !issued.is_empty() {
-        println!("first start: these tokens are shown once and stored hashed; keep them");
+        outln!("first start: these tokens are shown once and stored hashed; keep them");
         for (who, token) in &issued {
             let who = match who {
                 crate::auth::Principal::Agent(a) => format!("service token for agent {a}"),
                 crate::auth::Principal::User(u) => format!("user token for {u}"),
                 _ => "admin token".to_string(),
             };
-            println!("  {who:<40} {token}");
+            outln!("  {who:<40} {token}");
         }
     }
     let _ = std::io::stdout().flush();
@@ -331,7 +352,7 @@ async fn token(runtime: Runtime, args: TokenArgs) -> u8 {
     };
     match crate::auth::Tokens::new(runtime.store().clone()).issue(principal).await {
         Ok(t) => {
-            println!("{t}");
+            outln!("{t}");
             EXIT_OK
         }
         Err(e) => {
@@ -349,9 +370,9 @@ async fn trace(runtime: &Runtime, args: TraceArgs, json: bool) -> u8 {
     match runtime.tree(id).await {
         Ok(Some(tree)) => {
             if json {
-                println!("{}", json!(tree));
+                outln!("{}", json!(tree));
             } else {
-                print!("{}", tree.render());
+                out!("{}", tree.render());
             }
             EXIT_OK
         }
@@ -395,20 +416,20 @@ async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
 
 pub(crate) fn print_ask(r: &AskResponse, json: bool) {
     if json {
-        println!(
+        outln!(
             "{}",
             json!({"answer": r.answer, "session_id": r.session_id, "request_id": r.request_id, "status": r.status, "tree": r.tree})
         );
     } else {
-        println!("{}\n", r.answer);
-        println!("Delegation tree (request {}, session {}):", r.request_id, r.session_id);
-        print!("{}", r.tree.render());
+        outln!("{}\n", r.answer);
+        outln!("Delegation tree (request {}, session {}):", r.request_id, r.session_id);
+        out!("{}", r.tree.render());
     }
 }
 
 fn print_error(e: &DelegationError, json: bool) -> u8 {
     if json {
-        println!("{}", json!({"error": e}));
+        outln!("{}", json!({"error": e}));
     } else {
         eprintln!("refused: {}: {}", e.code, e.message);
     }
@@ -453,7 +474,7 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
         let response = runtime.delegate(&Principal::Admin, r).await;
         if json && args.repeat > 1 {
             // one line per acknowledged delegation, written as soon as it is durable
-            println!("{}", serde_json::to_string(&response).unwrap_or_default());
+            outln!("{}", serde_json::to_string(&response).unwrap_or_default());
             use std::io::Write as _;
             let _ = std::io::stdout().flush();
         } else {
@@ -468,35 +489,35 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
 
 fn print_response(r: &DelegationResponse, json: bool) {
     if json {
-        println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
         return;
     }
     if let Some(e) = &r.error {
         let verb = if e.code.is_refusal() { "refused" } else { "failed" };
         if e.code == ErrorCode::NeedsInput {
-            println!("{} needs more from you: {}", r.target_employee, e.message);
+            outln!("{} needs more from you: {}", r.target_employee, e.message);
         } else {
             eprintln!("{verb}: {}: {}", e.code, e.message);
         }
     } else {
-        println!("{} ({}): {}", r.target_employee, r.status.as_str(), r.summary);
+        outln!("{} ({}): {}", r.target_employee, r.status.as_str(), r.summary);
         if !r.result.is_empty() {
-            println!("\n{}", r.result);
+            outln!("\n{}", r.result);
         }
     }
     if let Some(v) = &r.verifier {
-        println!("\nverifier: {} (score {:.2})", if v.passed { "passed" } else { "failed" }, v.score);
+        outln!("\nverifier: {} (score {:.2})", if v.passed { "passed" } else { "failed" }, v.score);
         for c in &v.checks {
             let actual = c.actual.as_ref().map(|a| format!(" (actual: {a})")).unwrap_or_default();
-            println!("  {} {}{actual}", if c.passed { "✓" } else { "✗" }, c.name);
+            outln!("  {} {}{actual}", if c.passed { "✓" } else { "✗" }, c.name);
         }
     }
     if let Some(x) = &r.execution {
         let seeds = if x.seeds_tried.is_empty() { String::new() } else { format!(", seeds {:?}", x.seeds_tried) };
-        println!("\nexecution: {} attempt(s){seeds}, {} ms", x.attempts, x.duration_ms);
+        outln!("\nexecution: {} attempt(s){seeds}, {} ms", x.attempts, x.duration_ms);
     }
     if let Some(f) = &r.fallback {
-        println!("fallback: {}: {}", f.recommended, f.reasoning);
+        outln!("fallback: {}: {}", f.recommended, f.reasoning);
     }
 }
 
@@ -514,11 +535,11 @@ fn agents(runtime: &Runtime, json: bool) -> u8 {
         })
         .collect();
     if json {
-        println!("{}", serde_json::Value::Array(rows));
+        outln!("{}", serde_json::Value::Array(rows));
     } else {
         for m in runtime.registry().members() {
             let s = &m.spec;
-            println!("{:<18} {:<8} {:<10} {}", s.slug, s.name, runtime.breaker_state(&s.slug).as_str(), s.description);
+            outln!("{:<18} {:<8} {:<10} {}", s.slug, s.name, runtime.breaker_state(&s.slug).as_str(), s.description);
         }
     }
     EXIT_OK

@@ -579,3 +579,20 @@ fn lineage_keys_are_made_once_rotated_and_shown_as_a_trust_entry() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("trust[0] ('b'): public_key must be 32 bytes in base64"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_output_without_a_panic() {
+    use std::process::Stdio;
+    // the statement's answer is long; the pipe is closed before it is written
+    let mut child = bin()
+        .args(["ask", "--database-url", "memory:", "--file", &example("statement.csv"), "Here's my bank statement"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+}

@@ -309,8 +309,16 @@ enum Asked {
 /// `Analyze spending on dining` is not a question.
 fn asked(text: &str) -> Option<Asked> {
     let is_question = |l: &&str| l.contains('?') || l.trim_start().to_lowercase().starts_with("how much");
-    let line =
-        text.lines().filter(|l| money::figures(l).is_empty() && is_question(l)).find_map(|l| ASKED.captures(l))?;
+    // a year (`in October 2025`) is not an amount: the line still asks
+    let no_amount = |l: &&str| {
+        money::figures(l).iter().all(|f| {
+            let raw = l.get(f.start..f.end).unwrap_or_default();
+            raw.len() == 4
+                && (raw.starts_with("19") || raw.starts_with("20"))
+                && raw.chars().all(|c| c.is_ascii_digit())
+        })
+    };
+    let line = text.lines().filter(|l| no_amount(l) && is_question(l)).find_map(|l| ASKED.captures(l))?;
     let words = line[2].split(['?', '.', ',']).next().unwrap_or_default();
     let cut = [" this ", " last ", " in ", " so far", " lately", " per ", " each "]
         .iter()

@@ -19,7 +19,7 @@ use crate::team::finance::{dates, money};
 
 static SAID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:that|the|my)\s+(?P<what>[\w'&.-]+(?:\s+[\w'&.-]+){0,3}?)\s+(?:(?:on|from)\s+(?P<when>[\w ,/-]{3,20}?)\s+)?(?:was|were|is)\s+(?:actually\s+|really\s+)?(?:a\s+|an\s+|for\s+|my\s+)?(?P<note>[\w' &-]{2,60})",
+        r"(?i)\b(?:that|the|my)\s+(?P<what>[\w'&.-]+(?:\s+[\w'&.-]+){0,3}?)\s+(?:(?:on|from)\s+(?P<when>[\w ,/-]{3,20}?)\s+)?(?:was|were|is)\s+(?:actually\s+|really\s+)?(?P<art>a\s+|an\s+|for\s+|my\s+)?(?P<note>[\w' &-]{2,60})",
     )
     .expect("valid regex")
 });
@@ -38,6 +38,8 @@ pub struct Correction {
     pub date: Option<NaiveDate>,
     /// What it was (`business lunch`).
     pub note: String,
+    /// The words before it as the user said them (`a `), for the answer.
+    pub article: String,
 }
 
 /// The correction a message makes, if it makes one.
@@ -49,7 +51,8 @@ pub fn parse(text: &str) -> Option<Correction> {
     }
     let note = c["note"].trim().trim_end_matches(['.', '!']).trim().to_string();
     let date = c.name("when").and_then(|w| dates::parse_date(w.as_str()).or_else(|| month_day(w.as_str())));
-    Some(Correction { merchant, date, note })
+    let article = c.name("art").map_or(String::new(), |a| format!("{} ", a.as_str().trim().to_lowercase()));
+    Some(Correction { merchant, date, note, article })
 }
 
 /// `Oct 2` without a year: this year's.
@@ -106,8 +109,8 @@ pub async fn apply(ctx: &AgentContext, c: &Correction) -> Result<AgentOutput, De
     let date = row.date.as_deref().map(|d| format!(" on {d}")).unwrap_or_default();
     let what = format!("the {} purchase of {}{date}", row.merchant, money::format(row.amount, &row.currency));
     let now = category.or(row.category.as_deref()).unwrap_or(UNCATEGORIZED);
-    let summary = format!("Noted: {what} was {}; it's now under {now}", c.note);
-    let fact = format!("{} was {}", capitalized(&what), c.note);
+    let summary = format!("Noted: {what} was {}{}; it's now under {now}", c.article, c.note);
+    let fact = format!("{} was {}{}", capitalized(&what), c.article, c.note);
     Ok(AgentOutput::new(summary.clone(), format!("{summary}. I'll remember it."))
         .with_artifact(Artifact::json(
             "correction",
