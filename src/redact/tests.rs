@@ -37,6 +37,14 @@ fn same_email_gets_same_token() {
 }
 
 #[test]
+fn an_address_written_in_another_case_is_the_same_address() {
+    let (r, mut vault) = (Redactor::new(), Vault::new());
+    assert_eq!(r.redact("di@x.io and DI@X.io and Di@x.io", &mut vault), "<EMAIL_1> and <EMAIL_1> and <EMAIL_1>");
+    assert_eq!(vault.restore("<EMAIL_1>"), "di@x.io");
+    assert_eq!(r.redact("ab@x.io", &mut vault), "<EMAIL_2>");
+}
+
+#[test]
 fn same_value_keeps_its_token_across_messages() {
     let (r, mut vault) = (Redactor::new(), Vault::new());
     assert_eq!(r.redact("mail a@x.com", &mut vault), "mail <EMAIL_1>");

@@ -171,7 +171,11 @@ impl Vault {
     /// Appends the token for `raw` to `out`, issuing a new one if needed.
     pub(super) fn push_token(&mut self, kind: PiiKind, raw: &str, out: &mut String) {
         let slot = &mut self.slots[kind.index()];
-        let n = match slot.by_raw.get(raw) {
+        // an address is the same address in any case (`DI@x.io` is `di@x.io`):
+        // one token, restored as first written
+        let key: Cow<'_, str> =
+            if kind == PiiKind::Email { Cow::Owned(raw.to_lowercase()) } else { Cow::Borrowed(raw) };
+        let n = match slot.by_raw.get(&*key) {
             Some(&n) => n,
             None => {
                 // u64 cannot run out in practice; saturating keeps this total.
@@ -179,9 +183,8 @@ impl Vault {
                 while slot.reserved.contains(&slot.last) {
                     slot.last = slot.last.saturating_add(1);
                 }
-                let raw: Arc<str> = raw.into();
-                slot.by_raw.insert(raw.clone(), slot.last);
-                slot.by_number.insert(slot.last, raw);
+                slot.by_raw.insert(key.as_ref().into(), slot.last);
+                slot.by_number.insert(slot.last, raw.into());
                 slot.last
             }
         };
