@@ -148,3 +148,48 @@ pub(super) fn no_ledger() -> DelegationError {
         "this delegation has no ledger (it runs outside a runtime or as a consult, which keeps nothing)",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::AgentContext;
+    use crate::store::MemoryStore;
+
+    fn coffee(cents: i64) -> NewEntry {
+        NewEntry {
+            date: Some("2026-10-01".into()),
+            merchant: "Starbucks".into(),
+            amount: cents,
+            currency: "usd".into(),
+            ..NewEntry::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_ledger_needs_its_tool_and_is_only_ever_the_delegations_users() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let (alice, bob): (UserId, UserId) = ("alice".parse().unwrap(), "bob".parse().unwrap());
+        let reader = AgentContext::detached([READ]).with_ledger(Ledger::new(store.clone(), alice.clone(), None));
+        let refused = reader.write_ledger(&[coffee(450)], "receipt").await.unwrap_err();
+        assert_eq!(refused.code, ErrorCode::ToolNotAllowed);
+
+        let writer = AgentContext::detached([READ, WRITE]).with_ledger(Ledger::new(store.clone(), alice, None));
+        // two equal coffees in one document are two rows; the document again adds nothing
+        let first = writer.write_ledger(&[coffee(450), coffee(450)], "receipt").await.unwrap();
+        assert_eq!((first.added.len(), first.already_kept.len()), (2, 0));
+        let again = writer.write_ledger(&[coffee(450), coffee(450), coffee(500)], "receipt").await.unwrap();
+        assert_eq!((again.added.len(), again.already_kept.len()), (1, 2));
+        let view = writer.read_ledger().await.unwrap();
+        assert_eq!(view.entries.len(), 3);
+        assert!(view.entries.iter().all(|e| e.currency == "USD" && e.source == "receipt"));
+
+        let bobs = AgentContext::detached([READ, WRITE]).with_ledger(Ledger::new(store, bob, None));
+        assert!(bobs.read_ledger().await.unwrap().entries.is_empty());
+        assert!(!bobs.correct_ledger(&view.entries[0].id, Some("Travel"), None).await.unwrap());
+
+        // outside a runtime there is no ledger, tool or not
+        let detached = AgentContext::detached([READ, WRITE]);
+        assert!(!detached.can_read_ledger());
+        assert_eq!(detached.read_ledger().await.unwrap_err().code, ErrorCode::ToolNotAllowed);
+    }
+}

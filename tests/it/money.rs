@@ -216,3 +216,21 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
         assert!(store.money_plans(&user("bob")).await.unwrap().is_empty(), "{name}");
     }
 }
+
+/// The ledger tools follow the tools rail: Byte holds `ledger.write`, but
+/// under a Prime that lacks it Byte's effective tools do not have it, and
+/// nothing is kept; the answer is still given.
+#[tokio::test]
+async fn a_child_never_writes_the_ledger_where_its_parent_could_not() {
+    let mut config = switchboard::config::Config::builtin();
+    let prime = config.agents.iter_mut().find(|a| a.slug.as_str() == "prime-boss").unwrap();
+    assert!(prime.tools_allowed.remove("ledger.write"));
+    let byte = config.agents.iter().find(|a| a.slug.as_str() == "byte-doc").unwrap();
+    assert!(byte.tools_allowed.contains("ledger.write"));
+    let store: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
+    let rt = Runtime::builder().config(config).store(store.clone()).build().unwrap();
+    let r = ask(&rt, "alice", "Here's my receipt: STARBUCKS 10/09/2025 Latte 5.95 TOTAL 5.95", None, None).await;
+    assert_eq!(r.status, Status::Success, "{}", r.answer);
+    assert!(r.answer.contains("$5.95") && !r.answer.contains("Kept"), "{}", r.answer);
+    assert!(store.ledger(&user("alice")).await.unwrap().is_empty());
+}
