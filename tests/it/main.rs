@@ -17,6 +17,7 @@ mod pii;
 mod protocol;
 mod rails;
 mod resilience;
+mod seeds;
 mod service;
 mod state;
 mod store;

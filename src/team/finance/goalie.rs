@@ -8,9 +8,10 @@ use chrono::Datelike;
 use regex::Regex;
 use serde_json::{Value, json};
 
+use super::goal as kept;
 use super::money::{self, Cents};
 use super::reply::needs_input;
-use super::{book, dates, goals_kept};
+use super::{book, dates};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 use lines::{Partial, read_line};
@@ -42,15 +43,7 @@ impl GoalStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Goal {
-    pub name: String,
-    pub target: Cents,
-    pub saved: Cents,
-    /// Current contribution per month.
-    pub monthly: Cents,
-    pub deadline: Option<(i32, u32)>,
-}
+pub use super::goal::Goal;
 
 /// A goal measured against a month.
 #[derive(Debug, Clone, PartialEq)]
@@ -261,12 +254,14 @@ impl Agent for GoalieGoals {
         if let Ok((goals, _)) = &stated
             && !goals.is_empty()
         {
-            goals_kept::save(ctx, goals, currency).await?;
+            let stated: Vec<Goal> = goals.iter().map(|p| p.goal.clone()).collect();
+            kept::save(ctx, &stated, currency).await?;
             return answer_for(goals.clone(), currency);
         }
         // nothing stated now: the goals stated before, with what went to them since
-        if let Some((goals, currency, notes)) = goals_kept::load(ctx, &text, today).await? {
-            let mut out = answer_for(goals, &currency)?;
+        if let Some((goals, currency, notes)) = kept::load(ctx, &text).await? {
+            let month = (today.year(), today.month());
+            let mut out = answer_for(goals.into_iter().map(|g| Progress::new(g, month)).collect(), &currency)?;
             if !notes.is_empty() {
                 out.result = format!("{}\n{}", out.result, notes.join("\n"));
             }

@@ -5,15 +5,11 @@
 //! second, which is promoted while the first is penalized.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::testing::*;
 use super::{CalendarAgent, DataAgent, FormatAgent, ReportAgent, lookup};
 use crate::agent::{Agent, AgentOutput};
-use crate::auth::Principal;
-use crate::pipeline::Runtime;
-use crate::protocol::{AgentSlug, DelegationRequest, DelegationResponse, ErrorCode, Status, UserId};
-use crate::store::task_signature;
 use crate::verify::text;
 
 const FORMAT: [u64; 2] = super::format::SEEDS;
@@ -204,83 +200,4 @@ async fn unknown_seeds_map_onto_a_variant() {
             assert!(!out.result.is_empty(), "{tool} seed {seed}");
         }
     }
-}
-
-fn slug(s: &str) -> AgentSlug {
-    AgentSlug::parse(s).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Prime's request to `target` with a Task Note, as the operator sends it.
-async fn send_to(rt: &Runtime, target: &str, objective: &str, note: &str) -> DelegationResponse {
-    let user = UserId::parse("alice").unwrap_or_else(|e| panic!("{e}"));
-    let mut r = DelegationRequest::new(slug("prime-boss"), slug(target), user, objective, "");
-    r.task_note = Some(note.to_string());
-    rt.delegate(&Principal::Admin, r).await
-}
-
-async fn send(rt: &Runtime, note: &str) -> DelegationResponse {
-    send_to(rt, "data", "Transform the team roster", note).await
-}
-
-/// The store's scores for `agent` on this objective, by seed.
-async fn scores(rt: &Runtime, agent: &str, objective: &str) -> Vec<(u64, f64)> {
-    let mut scores = rt.store().seed_scores(&slug(agent), &task_signature(objective)).await.unwrap_or_default();
-    scores.sort_by_key(|(seed, _)| *seed);
-    scores
-}
-
-fn sorted(mut pairs: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
-    pairs.sort_by_key(|(seed, _)| *seed);
-    pairs
-}
-
-/// A roster with an address that is no email and a repeated row. (No
-/// duplicate differing only in case: under PII redaction the two spellings
-/// become different tokens, so the agent could not see them as one.)
-const ROSTER: &str = "name,email,role\nAlex Chan,alex.chan@company.com,PM\nBo,bo@x,dev\nBea Li,bea.li@company.com,Engineer\nAlex Chan,alex.chan@company.com,PM";
-
-#[tokio::test]
-async fn through_the_runtime_the_lenient_reader_fails_validation_and_the_strict_one_is_promoted() {
-    let rt = Runtime::embedded();
-    let note = format!("{DATA_NOTE}\n{ROSTER}");
-    let r = send(&rt, &note).await;
-    assert_eq!(r.status, Status::Success, "{r:#?}");
-    let exec = r.execution.clone().expect("an execution record");
-    assert_eq!((exec.attempts, exec.seeds_tried.clone()), (2, DATA.to_vec()), "lenient first, then strict");
-    // the first attempt is kept with what it lacked
-    assert_eq!(r.attempts.len(), 1);
-    let first = &r.attempts[0];
-    assert_eq!((first.attempt, first.seed, first.error.code), (1, Some(DATA[0]), ErrorCode::VerificationFailed));
-    assert_eq!(first.verdict.as_ref().map(|v| v.failed()), Some(vec!["valid_email"]));
-    // the answer is the strict reader's: only the row it could vouch for
-    let v = r.verifier.clone().expect("a verdict");
-    assert!(v.passed && v.checks.iter().any(|c| c.name == "valid_email" && c.passed), "{v:#?}");
-    let records: Value = serde_json::from_str(&r.result).expect("JSON records");
-    assert_eq!(records.as_array().map(Vec::len), Some(2), "{}", r.result);
-    assert!(!r.result.contains("bo@x") && r.result.contains("Bea Li"), "{}", r.result);
-    let learned = r.learned.clone().expect("what was learned");
-    assert!(learned.seed_promoted && learned.new_seed, "{learned:?}");
-
-    // the store penalized the lenient seed and promoted the strict one
-    assert_eq!(scores(&rt, "data", "Transform the team roster").await, sorted(vec![(DATA[0], -1.0), (DATA[1], 1.0)]));
-
-    // so the next such task goes to the strict reader first, and once
-    let again = send(&rt, &note).await;
-    let exec = again.execution.expect("an execution record");
-    assert_eq!((again.status, exec.attempts, exec.seeds_tried), (Status::Success, 1, vec![DATA[1]]));
-}
-
-#[tokio::test]
-async fn through_the_runtime_a_word_limit_the_sectioned_report_exceeds_is_met_by_the_brief() {
-    let rt = Runtime::embedded();
-    let note = REPORT_NOTE.replace("Max 300 words", "Max 30 words");
-    let r = send_to(&rt, "report", "Weekly progress report", &note).await;
-    assert_eq!(r.status, Status::Success, "{r:#?}");
-    let exec = r.execution.clone().expect("an execution record");
-    assert_eq!((exec.attempts, exec.seeds_tried), (2, REPORT.to_vec()));
-    assert_eq!(r.attempts[0].verdict.as_ref().map(|v| v.failed()), Some(vec!["max_30_words"]));
-    assert!(r.result.contains("- Completion rate: 12 / 17 tasks = 70.6%"), "{}", r.result);
-    assert!(text::word_count(&r.result) <= 30, "{}", r.result);
-    let expected = sorted(vec![(REPORT[0], -1.0), (REPORT[1], 1.0)]);
-    assert_eq!(scores(&rt, "report", "Weekly progress report").await, expected);
 }

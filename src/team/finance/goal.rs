@@ -1,18 +1,28 @@
-//! Goals kept in the user's ledger: Goalie keeps every goal the user states
-//! and, asked later ("Am I on track for my vacation goal?"), measures the
-//! kept goals again, adding what went to them since they were stated (a
-//! ledger row such as `Transfer to Vacation Savings` counts toward
-//! `Vacation`).
+//! A savings goal, and how it is kept in the user's ledger: Goalie keeps
+//! every goal the user states and, asked later ("Am I on track for my
+//! vacation goal?"), takes the kept goals again, adding what went to them
+//! since they were stated (a ledger row such as `Transfer to Vacation
+//! Savings` counts toward `Vacation`).
 
-use chrono::{Datelike, NaiveDate};
+use chrono::NaiveDate;
 use serde_json::{Value, json};
 
-use super::goalie::{Goal, Progress};
 use super::money::{self, Cents};
 use super::{book, dates};
 use crate::agent::AgentContext;
 use crate::protocol::DelegationError;
 use crate::store::{LedgerEntry, MoneyPlan};
+
+/// A savings goal as the user states it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goal {
+    pub name: String,
+    pub target: Cents,
+    pub saved: Cents,
+    /// Current contribution per month.
+    pub monthly: Cents,
+    pub deadline: Option<(i32, u32)>,
+}
 
 /// The kind of plan goals are kept as.
 pub const KIND: &str = "goal";
@@ -66,25 +76,21 @@ pub fn contributions(name: &str, currency: &str, since: NaiveDate, entries: &[Le
 }
 
 /// Keeps the goals the user just stated (when Goalie may write the ledger).
-pub async fn save(ctx: &AgentContext, goals: &[Progress], currency: &str) -> Result<(), DelegationError> {
+pub async fn save(ctx: &AgentContext, goals: &[Goal], currency: &str) -> Result<(), DelegationError> {
     if !ctx.can_write_ledger() {
         return Ok(());
     }
     let today = book::today();
-    for p in goals {
-        ctx.save_plan(KIND, &key(&p.goal.name), body(&p.goal, currency, today)).await?;
+    for g in goals {
+        ctx.save_plan(KIND, &key(&g.name), body(g, currency, today)).await?;
     }
     Ok(())
 }
 
-/// The kept goals measured today with what went to them since, the ones the
-/// text names (`my vacation goal`) or all; their currency; and one line per
-/// goal that grew. None when nothing is kept or Goalie may not read it.
-pub async fn load(
-    ctx: &AgentContext,
-    text: &str,
-    today: NaiveDate,
-) -> Result<Option<(Vec<Progress>, String, Vec<String>)>, DelegationError> {
+/// The kept goals with what went to them since, the ones the text names
+/// (`my vacation goal`) or all; their currency; and one line per goal that
+/// grew. None when nothing is kept or Goalie may not read it.
+pub async fn load(ctx: &AgentContext, text: &str) -> Result<Option<(Vec<Goal>, String, Vec<String>)>, DelegationError> {
     let Some(view) = book::recorded(ctx).await? else { return Ok(None) };
     let kept: Vec<(Goal, String, NaiveDate)> =
         view.plans.iter().filter(|p| p.kind == KIND).filter_map(from_plan).collect();
@@ -108,7 +114,7 @@ pub async fn load(
             ));
             goal.saved += added;
         }
-        out.push(Progress::new(goal, (today.year(), today.month())));
+        out.push(goal);
     }
     Ok(Some((out, currency, notes)))
 }
