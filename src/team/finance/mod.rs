@@ -23,6 +23,7 @@ pub mod dates;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
+pub mod ofx;
 #[cfg(test)]
 mod phrasing;
 pub mod receipt;
