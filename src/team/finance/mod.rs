@@ -20,6 +20,7 @@ pub mod blitz;
 pub mod byte_doc;
 pub mod crystal;
 pub mod dates;
+pub mod document;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
