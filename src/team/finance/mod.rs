@@ -21,6 +21,8 @@ pub mod byte_doc;
 pub mod crystal;
 pub mod dates;
 pub mod document;
+#[cfg(test)]
+mod fixtures_tests;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
