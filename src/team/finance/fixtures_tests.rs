@@ -82,6 +82,13 @@ fn fixture_receipt_pasted_after_heres_my_receipt_on_the_same_line() {
 }
 
 #[test]
+fn fixture_receipt_flattened_onto_one_line_by_the_chat_box() {
+    let items = &[("COPY PAPER", 1, 4299), ("PENS 12PK", 1, 1549)];
+    let want: Want = ("Office Depot", "2025-10-14", "USD", 6367, (Some(5848), Some(519), None), items);
+    assert_receipts(fixture!("receipt_one_line_paste.txt"), &[want]);
+}
+
+#[test]
 fn fixture_receipt_pasted_after_a_line_of_chat_with_a_quantity_line() {
     let items = &[
         ("BANANAS", 1, 114),
@@ -490,4 +497,38 @@ fn fixture_text_files_pass_through_document_unchanged_but_the_bom() {
     let text = document::to_text("chase.csv", chase).expect("text");
     assert!(text.starts_with("Details,Posting Date"));
     assert_eq!(rows(&from_text(&text)), rows(&from_text(fixture!("chase_checking.csv"))));
+}
+
+#[test]
+fn fixtures_cut_anywhere_never_panic() {
+    let texts = [
+        fixture!("receipt_pasted_same_line.txt"),
+        fixture!("receipt_german_eur.txt"),
+        fixture!("receipts_new_header_no_gap.txt"),
+        fixture!("chase_checking.csv"),
+        fixture!("monzo.csv"),
+        fixture!("german_bank.csv"),
+        fixture!("headerless_debit_credit.csv"),
+        fixture!("headerless_wells_fargo.csv"),
+        fixture!("checking_sgml.ofx"),
+        fixture!("savings_xml.ofx"),
+        fixture!("credit_card.qfx"),
+    ];
+    for text in texts {
+        for end in (0..text.len()).step_by(5).filter(|i| text.is_char_boundary(*i)) {
+            let found = from_text(&text[..end]);
+            assert!(found.transactions.iter().all(|t| t.amount.abs() < 1_000_000_000), "{}", &text[..end]);
+        }
+    }
+    let pdfs: [&[u8]; 3] = [
+        fixture_bytes!("receipt_best_buy.pdf"),
+        fixture_bytes!("statement_community_bank.pdf"),
+        fixture_bytes!("receipt_scan.pdf"),
+    ];
+    for pdf in pdfs {
+        for end in (0..pdf.len()).step_by(7) {
+            // A cut PDF is text, an error or a shorter text layer; never a panic.
+            let _ = document::to_text("cut.pdf", &pdf[..end]);
+        }
+    }
 }

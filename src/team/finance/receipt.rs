@@ -1,6 +1,7 @@
 //! Receipts read out of text: the [`Receipt`] shape (merchant, date, total,
 //! subtotal, tax, tip, items) and the parser that splits a text into receipts.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use chrono::NaiveDate;
@@ -311,8 +312,40 @@ fn groups(text: &str) -> Vec<Vec<&str>> {
 /// or a merchant name and priced items; free lines such as
 /// `2025-10-01 Starbucks 4.50` are not receipts.
 pub fn parse_receipts(text: &str) -> Vec<Receipt> {
+    let text = unfold(text);
+    let text = text.as_ref();
     let fallback_currency = money::detect_currency(text).unwrap_or("USD");
     groups(text).iter().filter_map(|g| parse_one(g, fallback_currency)).take(MAX_RECEIPTS).collect()
+}
+
+/// An amount inside a flattened receipt, with a one-letter tax code after it.
+static FLAT_AMOUNT: LazyLock<Regex> = LazyLock::new(|| re(r"(?:CA\$|C\$|\$|€|£)?-?\d[\d,]*[.,]\d{2}\b(?:\s+[A-Z]\b)?"));
+/// A store number or a date (and time) that ends a flattened header.
+static FLAT_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"#\s?\d+\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b(?:\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s?[AaPp][Mm])?)?")
+});
+
+/// A receipt a chat box put on one line (`OFFICE DEPOT #123 PAPER 42.99 PENS
+/// 15.49 TOTAL 58.48`) back on lines: a break after each amount and after the
+/// store number or date of its header.
+fn unfold(text: &str) -> Cow<'_, str> {
+    let flat = |line: &str| FLAT_AMOUNT.find_iter(line).take(3).count() >= 3 && TOTAL.is_match(&line.to_lowercase());
+    if !text.lines().take(transaction::MAX_LINES).any(flat) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.lines().take(transaction::MAX_LINES) {
+        if flat(line) {
+            let first_amount = FLAT_AMOUNT.find(line).map_or(line.len(), |m| m.start());
+            let (head, rest) = line.split_at(first_amount);
+            out.push_str(&FLAT_HEADER.replace_all(head, "$0\n"));
+            out.push_str(&FLAT_AMOUNT.replace_all(rest, "$0\n"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    Cow::Owned(out)
 }
 
 fn is_merchant_candidate(line: &str) -> bool {
