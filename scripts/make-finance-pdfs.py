@@ -47,6 +47,24 @@ def text_page(lines, compress):
     ])
 
 
+def cells_page(cells, compress):
+    """Each cell placed on its own (x, y, text), written column by column as
+    table generators do; numbers right-aligned at x (Courier is 6 units a
+    character at size 10)."""
+    content = b""
+    for x, y, text, right in cells:
+        if right:
+            x -= 6 * len(text)
+        content += b"BT /F1 10 Tf %d %d Td (%s) Tj ET\n" % (x, y, text.encode("latin-1"))
+    return pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        stream(content, compress),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>",
+    ])
+
+
 def scan_page():
     pixels = bytes([200, 40, 200, 40]) * 4  # a 4x4 grey image
     image = b"<< /Type /XObject /Subtype /Image /Width 4 /Height 4 /ColorSpace /DeviceGray /BitsPerComponent 8 /Length %d >>\nstream\n" % len(pixels)
@@ -86,8 +104,28 @@ STATEMENT = [
     "Closing balance  2,581.79",
 ]
 
+# Metro Credit Union: withdrawals and deposits in separate columns, empty cells left out.
+COLUMNS = [(40, False), (120, False), (390, True), (470, True), (560, True)]
+TABLE = [
+    ["Date", "Description", "Withdrawals", "Deposits", "Balance"],
+    ["10/02/2025", "TRADER JOE'S #552", "45.67", "", "954.33"],
+    ["10/09/2025", "DIRECT DEPOSIT ACME", "", "2,100.00", "3,054.33"],
+    ["10/15/2025", "CITY WATER UTIL 8885551212", "62.40", "", "2,991.93"],
+]
+
+
+def table_cells():
+    cells = [(40, 780, "METRO CREDIT UNION", False), (40, 764, "Checking statement for October 2025", False)]
+    for column, (x, right) in enumerate(COLUMNS):
+        for row, values in enumerate(TABLE):
+            if values[column]:
+                cells.append((x, 730 - 16 * row, values[column], right))
+    return cells
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "receipt_best_buy.pdf").write_bytes(text_page(RECEIPT, compress=False))
     (OUT / "statement_community_bank.pdf").write_bytes(text_page(STATEMENT, compress=True))
     (OUT / "receipt_scan.pdf").write_bytes(scan_page())
+    (OUT / "statement_cells.pdf").write_bytes(cells_page(table_cells(), compress=True))

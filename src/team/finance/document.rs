@@ -2,7 +2,11 @@
 //! (without a byte-order mark), a PDF's text layer, and a clear refusal for
 //! images, scans and other binary files. Known by content, not by name.
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+use lopdf::content::{Content, Operation};
+use lopdf::{Document, Encoding, Object, ObjectId};
 
 /// Past this, a PDF's page content is not decompressed (a zip-bomb guard).
 const MAX_PDF_CONTENT: usize = 16 * 1024 * 1024;
@@ -53,11 +57,32 @@ pub fn to_text(name: &str, bytes: &[u8]) -> Result<String, DocumentError> {
     if is_pdf(bytes) {
         return pdf_text(name, bytes);
     }
+    if let Some(text) = utf16(bytes) {
+        return Ok(text);
+    }
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => Ok(text.to_string()),
+        // Older bank exports are Windows-1252 (`Empf\xE4nger`): text without control bytes.
+        Err(_) if bytes.iter().all(|b| *b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r')) => {
+            Ok(bytes.iter().map(|&b| if b == 0x80 { '€' } else { char::from(b) }).collect())
+        }
         _ => Err(DocumentError::Binary { name: name.into() }),
     }
+}
+
+/// Text saved as UTF-16 with a byte-order mark (some Windows exports).
+fn utf16(bytes: &[u8]) -> Option<String> {
+    let (little, rest) = match bytes {
+        [0xFF, 0xFE, rest @ ..] => (true, rest),
+        [0xFE, 0xFF, rest @ ..] => (false, rest),
+        _ => return None,
+    };
+    let units: Vec<u16> = rest
+        .chunks_exact(2)
+        .map(|c| if little { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) })
+        .collect();
+    String::from_utf16(&units).ok().filter(|t| !t.contains('\0'))
 }
 
 /// `%PDF-` within the first kilobyte (some writers put junk before it).
@@ -93,16 +118,17 @@ fn pdf_text(name: &str, bytes: &[u8]) -> Result<String, DocumentError> {
     let bad = |reason: String| DocumentError::BadPdf { name: name.into(), reason };
     // A parser for untrusted input: a panic inside it is a bad PDF, not a crash.
     let extracted = std::panic::catch_unwind(|| -> Result<String, String> {
-        let doc = lopdf::Document::load_mem(bytes).map_err(|e| e.to_string())?;
+        let doc = Document::load_mem(bytes).map_err(|e| e.to_string())?;
         if doc.is_encrypted() {
             return Err("it is password-protected".into());
         }
-        let pages: Vec<u32> = doc.get_pages().keys().copied().take(MAX_PDF_PAGES).collect();
-        let mut text = String::new();
-        for chunk in doc.extract_text_chunks_with_limit(&pages, MAX_PDF_CONTENT).into_iter().flatten() {
-            text.push_str(&chunk);
-        }
-        Ok(text)
+        let pages: Vec<String> = doc
+            .get_pages()
+            .values()
+            .take(MAX_PDF_PAGES)
+            .map(|page| page_pieces(&doc, *page).map(lines).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?;
+        Ok(pages.join("\n"))
     })
     .map_err(|_| bad("its structure is broken".into()))?
     .map_err(bad)?;
@@ -116,6 +142,122 @@ fn pdf_text(name: &str, bytes: &[u8]) -> Result<String, DocumentError> {
     Ok(text)
 }
 
+/// Text shown on a page, where the page puts it (x, y and an estimated end).
+struct Piece {
+    x: f32,
+    y: f32,
+    end: f32,
+    size: f32,
+    text: String,
+}
+
+/// The text pieces of a page, positioned by the text operators (`Td`, `TD`,
+/// `Tm`, `T*`); fonts by their encodings, widths estimated from the size.
+fn page_pieces(doc: &Document, page: ObjectId) -> lopdf::Result<Vec<Piece>> {
+    let fonts = doc.get_page_fonts(page)?;
+    let encodings: BTreeMap<Vec<u8>, Encoding> = fonts
+        .iter()
+        .filter_map(|(name, font)| Some((name.clone(), font.get_font_encoding_with_limit(doc, MAX_PDF_CONTENT).ok()?)))
+        .collect();
+    let content = Content::decode(&doc.get_page_content_with_limit(page, MAX_PDF_CONTENT)?)?;
+    let mut pieces = Vec::new();
+    let (mut line_x, mut y, mut x, mut scale, mut size, mut leading) =
+        (0.0f32, 0.0f32, 0.0f32, 1.0f32, 10.0f32, 0.0f32);
+    let mut font: Option<&Encoding> = None;
+    for op in &content.operations {
+        let num = |i: usize| op.operands.get(i).and_then(|o| o.as_float().ok()).unwrap_or(0.0);
+        match op.operator.as_str() {
+            "BT" => (line_x, y, x, scale) = (0.0, 0.0, 0.0, 1.0),
+            "Tf" => {
+                font = op.operands.first().and_then(|o| o.as_name().ok()).and_then(|n| encodings.get(n));
+                size = num(1).abs();
+            }
+            "TL" => leading = num(0),
+            "Td" | "TD" => {
+                if op.operator == "TD" {
+                    leading = -num(1);
+                }
+                line_x += num(0) * scale;
+                y += num(1) * scale;
+                x = line_x;
+            }
+            "Tm" => {
+                scale = if num(0).abs() > f32::EPSILON { num(0).abs() } else { 1.0 };
+                (line_x, y) = (num(4), num(5));
+                x = line_x;
+            }
+            "T*" => (y, x) = (y - leading * scale, line_x),
+            "Tj" | "TJ" | "'" | "\"" => {
+                if matches!(op.operator.as_str(), "'" | "\"") {
+                    (y, x) = (y - leading * scale, line_x);
+                }
+                let Some(encoding) = font else { continue };
+                let text = shown(encoding, op);
+                let width = text.chars().count() as f32 * size * scale * 0.5;
+                pieces.push(Piece { x, y, end: x + width, size: size * scale, text });
+                x += width;
+            }
+            _ => {}
+        }
+    }
+    Ok(pieces)
+}
+
+/// The text a show operator draws; a wide `TJ` gap is a space.
+fn shown(encoding: &Encoding, op: &Operation) -> String {
+    let strings: Vec<&Object> = match op.operator.as_str() {
+        "TJ" => op.operands.iter().filter_map(|o| o.as_array().ok()).flatten().collect(),
+        "\"" => op.operands.get(2).into_iter().collect(),
+        _ => op.operands.iter().collect(),
+    };
+    let mut text = String::new();
+    for object in strings {
+        match object {
+            Object::String(bytes, _) => text.push_str(&Document::decode_text(encoding, bytes).unwrap_or_default()),
+            other if other.as_float().is_ok_and(|n| n < -250.0) => text.push(' '),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// Pieces as lines, top of the page first: pieces at one height make a
+/// line, left to right, each at the character column its position gives, so
+/// a table's cells stay under their headers (two spaces at least between
+/// cells far apart, as statement parsers split on them).
+fn lines(mut pieces: Vec<Piece>) -> String {
+    pieces.sort_by(|a, b| b.y.total_cmp(&a.y).then(a.x.total_cmp(&b.x)));
+    let mut rows: Vec<Vec<Piece>> = Vec::new();
+    for piece in pieces {
+        match rows.last_mut() {
+            Some(row) if row.first().is_some_and(|f| (f.y - piece.y).abs() <= f.size.max(1.0) * 0.4) => row.push(piece),
+            _ => rows.push(vec![piece]),
+        }
+    }
+    let mut out = String::new();
+    for mut row in rows {
+        row.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let mut line = String::new();
+        let mut end: Option<f32> = None;
+        for piece in row {
+            let column = (piece.x / (piece.size.max(1.0) * 0.5)).round().clamp(0.0, 400.0) as usize;
+            let width = line.chars().count();
+            let pad = match end {
+                Some(e) if piece.x - e > piece.size => column.saturating_sub(width).max(2),
+                Some(e) if piece.x - e > piece.size * 0.15 && !line.ends_with(' ') => 1,
+                Some(_) => 0,
+                None => column,
+            };
+            line.extend(std::iter::repeat_n(' ', pad));
+            line.push_str(&piece.text);
+            end = Some(piece.end.max(end.unwrap_or(f32::MIN)));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +266,11 @@ mod tests {
     fn document_passes_text_through_without_its_bom() {
         assert_eq!(to_text("a.csv", b"\xEF\xBB\xBFDate,Amount\r\n").as_deref(), Ok("Date,Amount\r\n"));
         assert_eq!(to_text("r.txt", "Café 4,50 €".as_bytes()).as_deref(), Ok("Café 4,50 €"));
+        assert_eq!(
+            to_text("w.csv", b"Empf\xE4nger;Betrag\r\nB\xE4cker;-4,50 \x80").as_deref(),
+            Ok("Empfänger;Betrag\r\nBäcker;-4,50 €")
+        );
+        assert_eq!(to_text("u.csv", b"\xFF\xFEA\0,\0\xE9\0").as_deref(), Ok("A,é"));
     }
 
     #[test]
@@ -149,7 +296,7 @@ mod tests {
     fn document_refuses_other_binary_and_broken_pdfs() {
         let err = to_text("x.bin", b"\0\x01\x02\x03PK\x03\x04").expect_err("binary");
         assert_eq!(err, DocumentError::Binary { name: "x.bin".into() });
-        assert!(to_text("x.bin", &[0xC3, 0x28, 0xA0]).is_err(), "invalid UTF-8");
+        assert!(to_text("x.bin", &[0xC3, 0x28, 0x01]).is_err(), "invalid UTF-8 with a control byte");
         let err = to_text("s.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n%%EOF").expect_err("broken pdf");
         assert!(matches!(err, DocumentError::BadPdf { .. } | DocumentError::Image { .. }), "{err:?}");
     }

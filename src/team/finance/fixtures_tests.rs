@@ -485,6 +485,20 @@ fn fixture_pdf_statement_reads_as_a_table() {
 }
 
 #[test]
+fn fixture_pdf_statement_of_positioned_cells_with_empty_ones() {
+    let text = document::to_text("cells.pdf", fixture_bytes!("statement_cells.pdf")).expect("a text layer");
+    assert_statement(
+        &text,
+        Source::Csv,
+        &[
+            ("2025-10-02", "Trader Joe's", 4567, "USD"),
+            ("2025-10-09", "Direct Deposit Acme", -210_000, "USD"),
+            ("2025-10-15", "City Water Util", 6240, "USD"),
+        ],
+    );
+}
+
+#[test]
 fn fixture_pdf_scan_without_text_is_refused_like_an_image() {
     let err = document::to_text("scan.pdf", fixture_bytes!("receipt_scan.pdf")).expect_err("no text layer");
     assert!(matches!(err, DocumentError::Image { .. }), "{err:?}");

@@ -163,12 +163,47 @@ impl Split {
     const ALL: [Split; 5] = [Split::Char(','), Split::Char(';'), Split::Char('\t'), Split::Char('|'), Split::Gaps];
 
     fn fields(self, line: &str) -> Vec<String> {
-        static GAP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\t|\s{2,}").expect("valid regex"));
         match self {
             Split::Char(d) => split_csv(line, d),
-            Split::Gaps => GAP.split(line.trim()).map(|f| f.trim().to_string()).collect(),
+            Split::Gaps => spans(line).into_iter().filter_map(|(s, e)| line.get(s..e)).map(str::to_string).collect(),
         }
     }
+}
+
+/// Where the fields of a line split on runs of spaces start and end.
+fn spans(line: &str) -> Vec<(usize, usize)> {
+    static GAP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\t|\s{2,}").expect("valid regex"));
+    let mut out = Vec::new();
+    let mut from = 0;
+    for gap in GAP.find_iter(line) {
+        out.push((from, gap.start()));
+        from = gap.end();
+    }
+    out.push((from, line.len()));
+    out.into_iter()
+        .filter_map(|(s, e)| {
+            let field = line.get(s..e)?;
+            let start = s + (field.len() - field.trim_start().len());
+            let end = s + field.trim_end().len();
+            (end > start).then_some((start, end))
+        })
+        .collect()
+}
+
+/// A text-table row's fields under the header's columns, by the nearest
+/// centre: empty cells (a debit row has no credit) leave no field to count.
+fn aligned(line: &str, header: &[(usize, usize)]) -> Vec<String> {
+    let mut fields = vec![String::new(); header.len()];
+    for (s, e) in spans(line) {
+        let nearest = header.iter().enumerate().min_by_key(|(_, (hs, he))| (hs + he).abs_diff(s + e)).map(|(i, _)| i);
+        if let (Some(field), Some(text)) = (nearest.and_then(|i| fields.get_mut(i)), line.get(s..e)) {
+            if !field.is_empty() {
+                field.push(' ');
+            }
+            field.push_str(text);
+        }
+    }
+    fields
 }
 
 /// The columns of a statement.
@@ -265,6 +300,8 @@ struct Layout {
     cols: Columns,
     /// Without a header: the field count of a row; other lines are not rows.
     width: Option<usize>,
+    /// A header split on spaces: where its columns are, to place a row's cells.
+    header: Option<Vec<(usize, usize)>>,
 }
 
 /// A header line anywhere in the text (a request may start with prose). Text
@@ -277,7 +314,14 @@ fn with_header(lines: &[&str]) -> Option<Layout> {
                 Split::Gaps => true,
             };
             let cols = Columns::from_header(&split.fields(line)).filter(|_| usable)?;
-            (split != Split::Gaps || cols.date.is_some()).then_some(Layout { start: i + 1, split, cols, width: None })
+            let header = (split == Split::Gaps).then(|| spans(line));
+            (split != Split::Gaps || cols.date.is_some()).then_some(Layout {
+                start: i + 1,
+                split,
+                cols,
+                width: None,
+                header,
+            })
         })
     })
 }
@@ -305,7 +349,7 @@ fn without_header(lines: &[&str]) -> Option<Layout> {
         let start = rows.first()?.0;
         let fields: Vec<&Vec<String>> = rows.iter().map(|(_, f)| f).collect();
         let cols = infer_columns(&fields, width)?;
-        Some(Layout { start, split, cols, width: Some(width) })
+        Some(Layout { start, split, cols, width: Some(width), header: None })
     })
 }
 
@@ -389,7 +433,7 @@ fn runs_as_balance(balance: &[Cents], amounts: &[Cents]) -> bool {
 /// spending. Returns the transactions and the count of unreadable rows.
 pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
     let lines: Vec<&str> = text.lines().take(MAX_LINES).collect();
-    let Layout { start, split, cols, width } = with_header(&lines).or_else(|| without_header(&lines))?;
+    let Layout { start, split, cols, width, header } = with_header(&lines).or_else(|| without_header(&lines))?;
     let text_currency = money::detect_currency(text).unwrap_or("USD");
     let day_first = dates::day_first_for(text, text_currency);
     let mut rows = Vec::new();
@@ -398,7 +442,7 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
         if line.trim().is_empty() {
             continue;
         }
-        let fields = split.fields(line);
+        let fields = header.as_deref().map_or_else(|| split.fields(line), |h| aligned(line, h));
         let get = |col: Option<usize>| col.and_then(|i| fields.get(i)).map(String::as_str).filter(|s| !s.is_empty());
         // Without a header, or in text split on spaces, a line without a date is not a row.
         let dated = get(cols.date).and_then(dates::parse_date).is_some();
