@@ -329,6 +329,22 @@ fn fixture_german_bank_semicolons_and_decimal_commas() {
 }
 
 #[test]
+fn fixture_sparkasse_export_in_windows_1252_with_two_digit_years() {
+    let text = document::to_text("umsaetze.csv", fixture_bytes!("sparkasse_windows1252.csv")).expect("text");
+    let found = assert_statement(
+        &text,
+        Source::Csv,
+        &[
+            ("2025-10-30", "Bäckerei Schäfer", 840, "EUR"),
+            ("2025-10-28", "Acme GmbH", -325_000, "EUR"),
+            ("2025-10-15", "Stadtwerke München", 7200, "EUR"),
+            ("2025-10-02", "Telekom Deutschland GmbH", 3995, "EUR"),
+        ],
+    );
+    assert_eq!(found.transactions[2].description, "Abschlag Strom Okt");
+}
+
+#[test]
 fn fixture_french_bank_with_euro_signs_after_the_amount() {
     assert_statement(
         fixture!("french_bank_euro_symbol.csv"),

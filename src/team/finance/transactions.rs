@@ -238,7 +238,10 @@ impl Columns {
                 continue;
             } else if has(&["date", "datum", "buchungstag", "valuta"]) {
                 &mut c.date
-            } else if name == "type" || name.ends_with(" type") || name.starts_with("type ") || has(&["dr/cr", "cr/dr"])
+            } else if name == "type"
+                || name.ends_with(" type")
+                || name.starts_with("type ")
+                || has(&["dr/cr", "cr/dr", "buchungstext"])
             {
                 &mut c.kind
             } else if has(&[
@@ -275,7 +278,7 @@ impl Columns {
                 &mut c.amount
             } else if has(&["category", "kategorie"]) {
                 &mut c.category
-            } else if has(&["currency", "währung", "devise"]) {
+            } else if has(&["currency", "währung", "waehrung", "devise"]) {
                 &mut c.currency
             } else {
                 continue;
