@@ -562,3 +562,38 @@ fn fixtures_cut_anywhere_never_panic() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Fixtures with characters replaced, dropped or doubled anywhere read without a panic.
+    #[test]
+    fn fixtures_mangled_never_panic(
+        which in 0usize..6,
+        edits in proptest::collection::vec((0usize..4000, "[\\s\\S]{0,3}"), 1..12),
+        pdf_edits in proptest::collection::vec((0usize..1100, proptest::num::u8::ANY), 1..6),
+    ) {
+        let texts = [
+            fixture!("receipts_three_dashes.txt"),
+            fixture!("bofa_checking.csv"),
+            fixture!("headerless_debit_credit.csv"),
+            fixture!("german_bank.csv"),
+            fixture!("credit_card.qfx"),
+            fixture!("receipt_one_line_paste.txt"),
+        ];
+        let mut text = texts[which].to_string();
+        for (at, with) in edits {
+            let at = (0..=at.min(text.len())).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+            let end = (at..=text.len()).find(|i| *i > at && text.is_char_boundary(*i)).unwrap_or(text.len());
+            text.replace_range(at..end, &with);
+        }
+        let _ = from_text(&text);
+        let mut pdf = fixture_bytes!("statement_cells.pdf").to_vec();
+        for (at, byte) in pdf_edits {
+            if let Some(b) = pdf.get_mut(at) {
+                *b = byte;
+            }
+        }
+        let _ = document::to_text("mangled.pdf", &pdf);
+    }
+}
