@@ -359,6 +359,20 @@ fn fixture_french_bank_with_euro_signs_after_the_amount() {
 }
 
 #[test]
+fn fixture_unquoted_thousands_in_a_comma_separated_file() {
+    assert_statement(
+        fixture!("credit_union_unquoted_thousands.csv"),
+        Source::Csv,
+        &[
+            ("2025-10-01", "Payroll Acme Corp", -250_000, "USD"),
+            ("2025-10-02", "Mortgage Payment", 184_520, "USD"),
+            ("2025-10-04", "Kroger", 8712, "USD"),
+            ("2025-10-09", "Tuition State Univ", 200_000, "USD"),
+        ],
+    );
+}
+
+#[test]
 fn fixture_headerless_with_a_balance_column() {
     assert_statement(
         fixture!("headerless_balance.csv"),

@@ -170,6 +170,29 @@ impl Split {
     }
 }
 
+/// `-1,845.20` in a comma-separated row without quotes comes apart at its
+/// thousands separator; while the row has more fields than the header,
+/// such halves (`-1` then `845.20`) are joined back.
+fn rejoin_thousands(mut fields: Vec<String>, columns: usize) -> Vec<String> {
+    let mut i = 0;
+    while fields.len() > columns && i + 1 < fields.len() {
+        let head = fields[i].trim_start_matches(['-', '+', '(', '$', '€', '£']);
+        let tail = fields[i + 1].as_bytes();
+        let joins = (1..=3).contains(&head.len())
+            && head.bytes().all(|b| b.is_ascii_digit())
+            && tail.len() >= 3
+            && tail[..3].iter().all(u8::is_ascii_digit)
+            && (tail.len() == 3 || matches!(tail[3], b'.' | b','));
+        if joins {
+            let tail = fields.remove(i + 1);
+            fields[i] = format!("{},{tail}", fields[i]);
+        } else {
+            i += 1;
+        }
+    }
+    fields
+}
+
 /// Where the fields of a line split on runs of spaces start and end.
 fn spans(line: &str) -> Vec<(usize, usize)> {
     static GAP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\t|\s{2,}").expect("valid regex"));
@@ -305,6 +328,8 @@ struct Layout {
     width: Option<usize>,
     /// A header split on spaces: where its columns are, to place a row's cells.
     header: Option<Vec<(usize, usize)>>,
+    /// The header's field count.
+    columns: usize,
 }
 
 /// A header line anywhere in the text (a request may start with prose). Text
@@ -316,7 +341,8 @@ fn with_header(lines: &[&str]) -> Option<Layout> {
                 Split::Char(d) => line.contains(d),
                 Split::Gaps => true,
             };
-            let cols = Columns::from_header(&split.fields(line)).filter(|_| usable)?;
+            let names = split.fields(line);
+            let cols = Columns::from_header(&names).filter(|_| usable)?;
             let header = (split == Split::Gaps).then(|| spans(line));
             (split != Split::Gaps || cols.date.is_some()).then_some(Layout {
                 start: i + 1,
@@ -324,6 +350,7 @@ fn with_header(lines: &[&str]) -> Option<Layout> {
                 cols,
                 width: None,
                 header,
+                columns: names.len(),
             })
         })
     })
@@ -352,7 +379,7 @@ fn without_header(lines: &[&str]) -> Option<Layout> {
         let start = rows.first()?.0;
         let fields: Vec<&Vec<String>> = rows.iter().map(|(_, f)| f).collect();
         let cols = infer_columns(&fields, width)?;
-        Some(Layout { start, split, cols, width: Some(width), header: None })
+        Some(Layout { start, split, cols, width: Some(width), header: None, columns: width })
     })
 }
 
@@ -436,7 +463,8 @@ fn runs_as_balance(balance: &[Cents], amounts: &[Cents]) -> bool {
 /// spending. Returns the transactions and the count of unreadable rows.
 pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
     let lines: Vec<&str> = text.lines().take(MAX_LINES).collect();
-    let Layout { start, split, cols, width, header } = with_header(&lines).or_else(|| without_header(&lines))?;
+    let Layout { start, split, cols, width, header, columns } =
+        with_header(&lines).or_else(|| without_header(&lines))?;
     let text_currency = money::detect_currency(text).unwrap_or("USD");
     let day_first = dates::day_first_for(text, text_currency);
     let mut rows = Vec::new();
@@ -445,7 +473,11 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
         if line.trim().is_empty() {
             continue;
         }
-        let fields = header.as_deref().map_or_else(|| split.fields(line), |h| aligned(line, h));
+        let fields = match (&header, split) {
+            (Some(h), _) => aligned(line, h),
+            (None, Split::Char(',')) => rejoin_thousands(split.fields(line), columns),
+            (None, _) => split.fields(line),
+        };
         let get = |col: Option<usize>| col.and_then(|i| fields.get(i)).map(String::as_str).filter(|s| !s.is_empty());
         // Without a header, or in text split on spaces, a line without a date is not a row.
         let dated = get(cols.date).and_then(dates::parse_date).is_some();
