@@ -313,6 +313,20 @@ fn fixture_revolut_signed_amounts_with_times() {
 }
 
 #[test]
+fn fixture_n26_ignores_foreign_currency_columns() {
+    let found = assert_statement(
+        fixture!("n26.csv"),
+        Source::Csv,
+        &[
+            ("2025-10-01", "Edeka", 2345, "EUR"),
+            ("2025-10-03", "Acme GmbH", -285_000, "EUR"),
+            ("2025-10-05", "Starbucks London", 502, "EUR"),
+        ],
+    );
+    assert_eq!(found.transactions[1].description, "Gehalt Oktober");
+}
+
+#[test]
 fn fixture_german_bank_semicolons_and_decimal_commas() {
     let found = assert_statement(
         fixture!("german_bank.csv"),

@@ -256,15 +256,23 @@ impl Columns {
             let name = raw.to_lowercase();
             let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
             let slot = if name == "id"
-                || has(&[" id", "#", "number", "no.", "balance", "bal.", "saldo", "solde", "account"])
-            {
+                || has(&[
+                    " id", "#", "number", "no.", "balance", "bal.", "saldo", "solde", "account", "foreign", "original",
+                ]) {
                 continue;
             } else if has(&["date", "datum", "buchungstag", "valuta"]) {
                 &mut c.date
             } else if name == "type"
-                || name.ends_with(" type")
-                || name.starts_with("type ")
-                || has(&["dr/cr", "cr/dr", "buchungstext"])
+                || has(&[
+                    "transaction type",
+                    "txn type",
+                    "entry type",
+                    "debit/credit",
+                    "credit/debit",
+                    "dr/cr",
+                    "cr/dr",
+                ])
+                || has(&["buchungstext"])
             {
                 &mut c.kind
             } else if has(&[
@@ -553,7 +561,7 @@ pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
 /// its clauses, one purchase each.
 pub fn from_lines(text: &str) -> Vec<Transaction> {
     let currency = money::detect_currency(text).unwrap_or("USD");
-    let day_first = dates::day_first(text);
+    let day_first = dates::day_first_for(text, currency);
     text.lines()
         .take(MAX_LINES)
         .flat_map(|line| line_transactions(line, currency, day_first))
