@@ -247,10 +247,6 @@ impl Columns {
     /// Columns named by a header, in English, German or French. Identifiers,
     /// account numbers and balances are not read.
     fn from_header(fields: &[String]) -> Option<Self> {
-        // A row of values is not a header.
-        if fields.iter().any(|f| money::parse_amount(f).is_some() || dates::parse_date(f).is_some()) {
-            return None;
-        }
         let mut c = Columns::default();
         for (i, raw) in fields.iter().enumerate() {
             let name = raw.to_lowercase();
@@ -322,7 +318,9 @@ impl Columns {
         }
         let has_money = c.amount.is_some() || c.debit.is_some();
         let has_what = c.merchant.is_some() || c.description.is_some();
-        (has_money && (has_what || c.date.is_some())).then_some(c)
+        // A row of values is not a header (checked last: the regexes cost).
+        let values = || fields.iter().any(|f| money::parse_amount(f).is_some() || dates::parse_date(f).is_some());
+        (has_money && (has_what || c.date.is_some()) && !values()).then_some(c)
     }
 }
 
@@ -345,12 +343,13 @@ struct Layout {
 fn with_header(lines: &[&str]) -> Option<Layout> {
     lines.iter().enumerate().find_map(|(i, line)| {
         Split::ALL.into_iter().find_map(|split| {
-            let usable = match split {
-                Split::Char(d) => line.contains(d),
-                Split::Gaps => true,
+            // A header spaced out has a date, a text and an amount column at least.
+            let (usable, least) = match split {
+                Split::Char(d) => (line.contains(d), 2),
+                Split::Gaps => (line.contains("  ") || line.contains('\t'), 3),
             };
-            let names = split.fields(line);
-            let cols = Columns::from_header(&names).filter(|_| usable)?;
+            let names = Some(split.fields(line)).filter(|n| usable && n.len() >= least)?;
+            let cols = Columns::from_header(&names)?;
             let header = (split == Split::Gaps).then(|| spans(line));
             (split != Split::Gaps || cols.date.is_some()).then_some(Layout {
                 start: i + 1,
