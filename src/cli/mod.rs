@@ -384,9 +384,12 @@ async fn trace(runtime: &Runtime, args: TraceArgs, json: bool) -> u8 {
     }
 }
 
+/// A file's text: UTF-8 as it is, a PDF's text layer; an image or other
+/// binary is a usage error that says what to send instead.
 fn read_file(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    crate::team::finance::document::to_text(&name, &bytes).map_err(|e| e.to_string())
 }
 
 async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {

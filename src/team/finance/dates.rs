@@ -48,9 +48,35 @@ pub fn find_date(text: &str) -> Option<(NaiveDate, Range<usize>)> {
 
 /// Whether a text writes numeric dates day first: one of them cannot be
 /// month first (`14/03/2025`), so `03/04/2025` in the same text is 3 April.
+/// Dotted dates (`03.10.2025`) are day first too, unless one cannot be
+/// (`10.14.2025`).
 pub fn day_first(text: &str) -> bool {
-    NUMERIC.captures_iter(text).any(|c| num(&c[1]).is_some_and(|a| a > 12) && num(&c[2]).is_some_and(|b| b <= 12))
+    let parts = |c: &regex::Captures| (num(&c[1]).unwrap_or(0), num(&c[2]).unwrap_or(0));
+    let dates: Vec<(u32, u32, bool)> = NUMERIC
+        .captures_iter(text)
+        .take(MAX_SCANNED)
+        .map(|c| {
+            let (a, b) = parts(&c);
+            (a, b, c.get(0).is_some_and(|m| m.as_str().contains('.')))
+        })
+        .collect();
+    let month_first = dates.iter().any(|(a, b, _)| *a <= 12 && *b > 12);
+    dates.iter().any(|(a, b, _)| *a > 12 && *b <= 12) || (!month_first && dates.iter().any(|(_, _, dotted)| *dotted))
 }
+
+/// [`day_first`], or, when nothing in the text says either way, the habit of
+/// the currency's countries: day first everywhere but the US (and so for no
+/// currency at all, month first).
+pub fn day_first_for(text: &str, currency: &str) -> bool {
+    let month_first = NUMERIC
+        .captures_iter(text)
+        .take(MAX_SCANNED)
+        .any(|c| num(&c[1]).is_some_and(|a| a <= 12) && num(&c[2]).is_some_and(|b| b > 12));
+    day_first(text) || (!month_first && matches!(currency, "GBP" | "EUR" | "AUD" | "NZD" | "CHF"))
+}
+
+/// Dates looked at to tell the order, enough for any statement.
+const MAX_SCANNED: usize = 5000;
 
 /// `parse_date`, reading `03/04/2025` day first when `day_first`.
 pub fn parse_date_ordered(text: &str, day_first: bool) -> Option<NaiveDate> {
@@ -139,6 +165,9 @@ mod tests {
         assert!(day_first("14/03/2025 Tesco 5.00\n03/04/2025 Boots 2.00") && !day_first("03/14/2025 04/03/2025"));
         assert_eq!(parse_date_ordered("03/04/2025", true), d(2025, 4, 3));
         assert_eq!(parse_date_ordered("03/14/2025", true), d(2025, 3, 14));
+        assert!(day_first("03.10.2025") && !day_first("03.10.2025 10.14.2025"));
+        assert!(day_first_for("01/10/2025", "GBP") && !day_first_for("01/10/2025", "USD"));
+        assert!(!day_first_for("01/10/2025 01/14/2025", "EUR"));
     }
 
     #[test]

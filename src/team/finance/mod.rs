@@ -21,10 +21,14 @@ pub mod book;
 pub mod byte_doc;
 pub mod crystal;
 pub mod dates;
+pub mod document;
+#[cfg(test)]
+mod fixtures_tests;
 pub mod goal;
 pub mod goalie;
 pub mod ledger;
 pub mod money;
+pub mod ofx;
 pub mod period;
 #[cfg(test)]
 mod phrasing;

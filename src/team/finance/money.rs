@@ -18,8 +18,8 @@ const MAX_CENTS: Cents = 1_000_000_000_000;
 pub const PER_MONTH_AFTER: &[&str] =
     &["/month", "/mo", "per month", "a month", "monthly", "each month", "every month", "a mo", "/m"];
 
-/// Parses one amount: `45.99`, `$1,234.56`, `-4.50`, `(12.50)` (negative),
-/// `12,50` and `1.234,56` (decimal comma), `€5`, `5.00 EUR`, `2.5k`. Anything
+/// Parses one amount: `45.99`, `$1,234.56`, `-4.50`, `+4.50`, `(12.50)` (negative),
+/// `12,50` and `1.234,56` (decimal comma), `€5`, `4,50 €`, `5.00 EUR`, `2.5k`. Anything
 /// else in the string makes it fail.
 pub fn parse_amount(raw: &str) -> Option<Cents> {
     let mut s = raw.trim();
@@ -36,10 +36,13 @@ pub fn parse_amount(raw: &str) -> Option<Cents> {
             negative = !negative;
             s = rest.trim();
         }
+        if let Some(rest) = s.strip_prefix('+') {
+            s = rest.trim();
+        }
         if let Some(rest) = CODES.iter().find_map(|c| s.strip_prefix(c.code).or_else(|| s.strip_suffix(c.code))) {
             s = rest.trim();
         }
-        if let Some(rest) = SYMBOLS.iter().find_map(|(sym, _)| s.strip_prefix(sym)) {
+        if let Some(rest) = SYMBOLS.iter().find_map(|(sym, _)| s.strip_prefix(sym).or_else(|| s.strip_suffix(sym))) {
             s = rest.trim();
         }
         if s.len() == before {
@@ -306,6 +309,8 @@ mod tests {
         assert_eq!(parse_amount("2.5k"), Some(250_000));
         assert_eq!(parse_amount("10,000"), Some(1_000_000));
         assert_eq!(parse_amount("-$4.50"), Some(-450));
+        assert_eq!(parse_amount("-1.234,56 €"), Some(-123_456));
+        assert_eq!(parse_amount("+12.00"), Some(1200));
     }
 
     #[test]

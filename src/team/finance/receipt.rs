@@ -1,6 +1,7 @@
 //! Receipts read out of text: the [`Receipt`] shape (merchant, date, total,
 //! subtotal, tax, tip, items) and the parser that splits a text into receipts.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use chrono::NaiveDate;
@@ -119,7 +120,7 @@ static TIP: LazyLock<Regex> = LazyLock::new(|| re(r"\b(tip|tips|gratuity|service
 static DISCOUNT: LazyLock<Regex> = LazyLock::new(|| re(r"\b(discount|coupon|savings|you saved|promo|rebate)\b"));
 static PAYMENT: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(visa|mastercard|master card|amex|american express|debit|credit|cash|change|tender|tendered|card|paid|payment|interac|apple pay|google pay|auth|approval|balance)\b",
+        r"\b(visa|mastercard|master card|amex|american express|debit|credit|cash|change|tender|tendered|card|paid|payment|interac|apple pay|google pay|auth|approval|balance|contactless|karte|girocard|geg)\b",
     )
 });
 static INFO: LazyLock<Regex> = LazyLock::new(|| {
@@ -134,7 +135,7 @@ static FOOTER: LazyLock<Regex> = LazyLock::new(|| {
 });
 static INSTRUCTION: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(receipts?|invoice|please|pls|plz|extract|categori[sz]e|here is|here's|here are|attached|below|following|analy[sz]e|deduct\w*|upload(ed)?|scan(ned)?|hey|hi|hello|can you|could you|log|record|track|my|me|thx)\b",
+        r"\b(receipts?|invoice|please|pls|plz|extract|categori[sz]e|here is|here's|here’s|here are|attached|below|following|analy[sz]e|deduct\w*|upload(ed)?|scan(ned)?|hey|hi|hello|can you|could you|log|record|track|my|me|thx)\b",
     )
 });
 static LABELLED_MERCHANT: LazyLock<Regex> =
@@ -144,6 +145,18 @@ static ADDRESS: LazyLock<Regex> = LazyLock::new(|| re(r"^\d+\s+\w+"));
 static QTY_PREFIX: LazyLock<Regex> = LazyLock::new(|| re(r"^(\d{1,3})\s*(?:[xX×@]\s*|\s)(.*)$"));
 static QTY_SUFFIX: LazyLock<Regex> = LazyLock::new(|| re(r"^(.*?)\s+(?:[xX×]\s*(\d{1,3})|(\d{1,3})\s*@.*)$"));
 static QTY_LABEL: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\bqty\s*:?\s*(\d{1,3})\b"));
+/// `1 x 10 Timbits`: an explicit `x` lets the description start with a number.
+static QTY_TIMES: LazyLock<Regex> = LazyLock::new(|| re(r"^(\d{1,3})\s*[xX×]\s+(.*\pL.*)$"));
+/// `2 @` (before `3.99`): a quantity line for the item next to it.
+static QTY_ONLY: LazyLock<Regex> = LazyLock::new(|| re(r"^(\d{1,3})\s*[@xX×]$"));
+/// `Your order from Chipotle`, `Trip with Uber`.
+static ORDER_FROM: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)^(?:your\s+)?(?:order|purchase|trip|ride|booking|delivery)\s+(?:from|at|with)\s+(?P<name>[^:]+?)[.!]?$")
+});
+static PERCENT: LazyLock<Regex> = LazyLock::new(|| re(r"\d+(?:[.,]\d+)?\s*%"));
+static PRICE: LazyLock<Regex> = LazyLock::new(|| re(r"\d[.,]\d{2}\b"));
+/// What is not chat preamble before a colon (`Invoice date:`, `Store #:`).
+static NOT_PREAMBLE: LazyLock<Regex> = LazyLock::new(|| re(r"\b(date|time|total|no|number|tel|phone)\b"));
 
 fn classify(label: &str) -> Kind {
     let l = label.to_lowercase();
@@ -161,10 +174,33 @@ fn classify(label: &str) -> Kind {
         Kind::Discount
     } else if PAYMENT.is_match(&l) {
         Kind::Payment
-    } else if INFO.is_match(&l) || dates::find_date(label).is_some() {
+    } else if INFO.is_match(&l) || dates::find_date(label).is_some() || TAX.is_match(&l) || is_tax_table_row(&l) {
+        // What is left with a tax word says it is included (`VAT incl.`).
         Kind::Info
     } else {
         Kind::Item
+    }
+}
+
+/// A row of a VAT table (`A= 19,0%  4,19  0,80`): a rate and other amounts.
+fn is_tax_table_row(label: &str) -> bool {
+    PERCENT.is_match(label) && PRICE.is_match(&PERCENT.replace_all(label, ""))
+}
+
+/// A line without the chat that came before it on the same line:
+/// `Here's my receipt: OFFICE DEPOT #123` is `OFFICE DEPOT #123`.
+fn without_preamble(line: &str) -> &str {
+    match line.split_once(':') {
+        Some((head, tail))
+            if tail.chars().any(char::is_alphabetic)
+                && head.split_whitespace().count() <= 8
+                && !head.contains(|c: char| c.is_ascii_digit() || c == '#')
+                && INSTRUCTION.is_match(&head.to_lowercase())
+                && !NOT_PREAMBLE.is_match(&head.to_lowercase()) =>
+        {
+            tail.trim()
+        }
+        _ => line,
     }
 }
 
@@ -188,27 +224,46 @@ struct Chunk<'a> {
 }
 
 fn chunks(text: &str) -> Vec<Chunk<'_>> {
+    let lines: Vec<&str> = text.lines().take(transaction::MAX_LINES).map(|l| without_preamble(l.trim())).collect();
     let mut out = Vec::new();
     let mut current = Chunk { lines: Vec::new(), hard: false };
     let mut hard_next = false;
-    for line in text.lines().take(transaction::MAX_LINES) {
-        let blank = line.trim().is_empty();
+    let mut has_total = false;
+    for (i, line) in lines.iter().copied().enumerate() {
+        let blank = line.is_empty();
         if blank || is_separator(line) {
-            hard_next |= line.trim() == "---";
+            hard_next |= line == "---";
             if !current.lines.is_empty() {
                 out.push(std::mem::replace(&mut current, Chunk { lines: Vec::new(), hard: false }));
             }
+            has_total = false;
             continue;
+        }
+        // A new merchant's header right after a total, with no blank line between.
+        if has_total && starts_receipt(&lines[i..]) {
+            out.push(std::mem::replace(&mut current, Chunk { lines: Vec::new(), hard: false }));
+            has_total = false;
         }
         if current.lines.is_empty() {
             current.hard = std::mem::take(&mut hard_next);
         }
-        current.lines.push(line.trim());
+        has_total |= matches!(line_kind(line), Some(Kind::Total(_)));
+        current.lines.push(line);
     }
     if !current.lines.is_empty() {
         out.push(current);
     }
     out
+}
+
+/// Whether lines start a receipt: a merchant-like line, then priced lines
+/// before any blank line.
+fn starts_receipt(lines: &[&str]) -> bool {
+    let Some((first, rest)) = lines.split_first() else {
+        return false;
+    };
+    is_merchant_candidate(first)
+        && rest.iter().take(6).take_while(|l| !l.is_empty()).any(|l| matches!(line_kind(l), Some(Kind::Item)))
 }
 
 fn line_kind(line: &str) -> Option<Kind> {
@@ -257,8 +312,40 @@ fn groups(text: &str) -> Vec<Vec<&str>> {
 /// or a merchant name and priced items; free lines such as
 /// `2025-10-01 Starbucks 4.50` are not receipts.
 pub fn parse_receipts(text: &str) -> Vec<Receipt> {
+    let text = unfold(text);
+    let text = text.as_ref();
     let fallback_currency = money::detect_currency(text).unwrap_or("USD");
     groups(text).iter().filter_map(|g| parse_one(g, fallback_currency)).take(MAX_RECEIPTS).collect()
+}
+
+/// An amount inside a flattened receipt, with a one-letter tax code after it.
+static FLAT_AMOUNT: LazyLock<Regex> = LazyLock::new(|| re(r"(?:CA\$|C\$|\$|€|£)?-?\d[\d,]*[.,]\d{2}\b(?:\s+[A-Z]\b)?"));
+/// A store number or a date (and time) that ends a flattened header.
+static FLAT_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"#\s?\d+\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b(?:\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s?[AaPp][Mm])?)?")
+});
+
+/// A receipt a chat box put on one line (`OFFICE DEPOT #123 PAPER 42.99 PENS
+/// 15.49 TOTAL 58.48`) back on lines: a break after each amount and after the
+/// store number or date of its header.
+fn unfold(text: &str) -> Cow<'_, str> {
+    let flat = |line: &str| FLAT_AMOUNT.find_iter(line).take(3).count() >= 3 && TOTAL.is_match(&line.to_lowercase());
+    if !text.lines().take(transaction::MAX_LINES).any(flat) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.lines().take(transaction::MAX_LINES) {
+        if flat(line) {
+            let first_amount = FLAT_AMOUNT.find(line).map_or(line.len(), |m| m.start());
+            let (head, rest) = line.split_at(first_amount);
+            out.push_str(&FLAT_HEADER.replace_all(head, "$0\n"));
+            out.push_str(&FLAT_AMOUNT.replace_all(rest, "$0\n"));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    Cow::Owned(out)
 }
 
 fn is_merchant_candidate(line: &str) -> bool {
@@ -280,6 +367,9 @@ fn merchant_of(lines: &[&str]) -> Option<String> {
         return Some(transaction::clean_merchant(&name));
     }
     let line = lines.iter().take(8).find(|l| is_merchant_candidate(l))?;
+    if let Some(c) = ORDER_FROM.captures(line) {
+        return Some(transaction::clean_merchant(&c["name"]));
+    }
     let line = line.trim_matches(|c: char| !c.is_alphanumeric() && c != '&' && c != '\'' && c != ')');
     let lower = line.to_lowercase();
     let name = lower.strip_prefix("welcome to ").map_or(line, |_| line.get(11..).unwrap_or(line));
@@ -294,6 +384,9 @@ fn item_parts(label: &str) -> (u32, String) {
     if let Some(c) = QTY_LABEL.captures(label) {
         qty = c[1].parse().unwrap_or(1);
         desc = QTY_LABEL.replace(label, "").to_string();
+    } else if let Some(c) = QTY_TIMES.captures(label) {
+        qty = c[1].parse().unwrap_or(1);
+        desc = c[2].to_string();
     } else if let Some(c) =
         QTY_PREFIX.captures(label).filter(|c| c[2].starts_with(char::is_alphabetic) || c[2].is_empty())
     {
@@ -312,8 +405,10 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
     let merchant = merchant_of(lines);
     let mut totals: Vec<(u8, Cents)> = Vec::new();
     let (mut subtotal, mut tax, mut tip, mut discounts) = (None, None::<Cents>, None::<Cents>, 0);
-    let mut items = Vec::new();
+    let mut items: Vec<LineItem> = Vec::new();
     let mut pending_desc: Option<&str> = None;
+    // `2 @ 3.99` before its item: (quantity, unit price).
+    let mut pending_qty: Option<(u32, Cents)> = None;
     for line in lines {
         let Some((label, amount)) = amount_line(line) else {
             // A text line may name the item priced on the next line.
@@ -328,8 +423,19 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
             Kind::Tip => tip = Some(tip.unwrap_or(0) + amount),
             Kind::Discount => discounts -= amount.abs(),
             Kind::Payment | Kind::Info => {}
+            Kind::Item if QTY_ONLY.is_match(label) => {
+                let n: u32 = label.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(1);
+                match items.last_mut() {
+                    Some(last) if last.amount == Cents::from(n) * amount && last.quantity == 1 => last.quantity = n,
+                    _ => pending_qty = Some((n, amount)),
+                }
+                continue;
+            }
             Kind::Item if items.len() < MAX_ITEMS => {
-                let (quantity, mut description) = item_parts(label);
+                let (mut quantity, mut description) = item_parts(label);
+                if let Some((n, _)) = pending_qty.take().filter(|(n, unit)| Cents::from(*n) * unit == amount) {
+                    quantity = n.max(quantity);
+                }
                 if !description.chars().any(char::is_alphabetic) {
                     description = pending_desc.map_or_else(|| "Item".to_string(), str::to_string);
                 }
@@ -356,7 +462,8 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
         }
     };
     let text = lines.join("\n");
-    let day_first = dates::day_first(&text);
+    let currency = money::detect_currency(&text).unwrap_or(fallback_currency).to_string();
+    let day_first = dates::day_first_for(&text, &currency);
     let date = lines
         .iter()
         .find(|l| l.to_lowercase().contains("date"))
@@ -365,7 +472,7 @@ fn parse_one(lines: &[&str], fallback_currency: &str) -> Option<Receipt> {
     Some(Receipt {
         merchant: merchant.unwrap_or_else(|| "Unknown merchant".into()),
         date,
-        currency: money::detect_currency(&text).unwrap_or(fallback_currency).to_string(),
+        currency,
         total,
         total_source,
         subtotal,

@@ -95,11 +95,13 @@ pub fn to_json_array(transactions: &[Transaction]) -> Value {
     Value::Array(transactions.iter().map(Transaction::to_json).collect())
 }
 
-/// A merchant name from a bank description: card prefixes and store numbers
+/// A merchant name from a bank description: card prefixes, store numbers,
+/// phone numbers, bank codes (`PPD`, `DES:`) and masked account numbers
 /// removed, ALL CAPS turned into Title Case.
 pub fn clean_merchant(raw: &str) -> String {
     let mut s = raw.trim().trim_matches('"').trim();
     const PREFIXES: &[&str] = &[
+        "purchase authorized on ",
         "pos purchase ",
         "debit purchase ",
         "visa purchase ",
@@ -112,6 +114,9 @@ pub fn clean_merchant(raw: &str) -> String {
         "tst*",
         "paypal *",
         "pp*",
+        "cb ",
+        "vir ",
+        "prlv ",
     ];
     loop {
         let lower = s.to_ascii_lowercase();
@@ -119,12 +124,27 @@ pub fn clean_merchant(raw: &str) -> String {
             Some(p) => s = s.get(p.len()..).unwrap_or_default().trim(),
             None => break,
         }
+        // `PURCHASE AUTHORIZED ON 09/30 COSTCO`: the date after the prefix goes too.
+        if let Some((_, rest)) = s.split_once(' ').filter(|(first, _)| is_short_date(first)) {
+            s = rest.trim();
+        }
     }
     let lower = s.to_ascii_lowercase();
-    let cut = [" #", "#", "  ", " - ", ".com"].iter().filter_map(|sep| lower.find(sep)).min().unwrap_or(s.len());
+    const CUTS: &[&str] = &[" #", "#", "  ", " - ", ".com", " des:", " conf#", " ppd", " id:", " ccd "];
+    let cut = CUTS.iter().filter_map(|sep| lower.find(sep)).min().unwrap_or(s.len());
     let s = s.get(..cut).unwrap_or(s);
     let mut words: Vec<&str> = s.split_whitespace().collect();
-    while words.len() > 1 && words.last().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit() || c == '*')) {
+    // A store or phone number ends the name (`SHELL OIL 57442156 HOUSTON`).
+    if let Some(i) = words.iter().skip(1).position(|w| {
+        w.starts_with(|c: char| c.is_ascii_digit()) && w.chars().filter(char::is_ascii_digit).count() >= 3
+    }) {
+        words.truncate(i + 1);
+    }
+    while words.len() > 1
+        && words
+            .last()
+            .is_some_and(|w| is_number_like(w) || ["store", "stores"].contains(&w.to_ascii_lowercase().as_str()))
+    {
         words.pop();
     }
     let joined = words.join(" ");
@@ -134,9 +154,22 @@ pub fn clean_merchant(raw: &str) -> String {
     } else if joined.chars().any(char::is_lowercase) {
         joined
     } else {
-        words.iter().map(|w| title_word(w)).collect::<Vec<_>>().join(" ")
+        words.iter().enumerate().map(|(i, w)| title_word(w, i > 0)).collect::<Vec<_>>().join(" ")
     };
     if out.is_empty() { "Unknown".into() } else { out }
+}
+
+/// `1234`, `*1234`, `XXXXXX1234`, `03/10`: numbers and masked numbers, no name.
+fn is_number_like(w: &str) -> bool {
+    let digits = w.chars().filter(char::is_ascii_digit).count();
+    w.chars().all(|c| c.is_ascii_digit() || matches!(c, '*' | 'X' | 'x' | '/' | '.'))
+        && (digits > 0 || w.chars().all(|c| c == '*'))
+}
+
+/// `09/30`, `30.09`: a day and month without a year.
+fn is_short_date(w: &str) -> bool {
+    let parts: Vec<&str> = w.split(['/', '.']).collect();
+    parts.len() == 2 && parts.iter().all(|p| (1..=2).contains(&p.len()) && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 fn capitalized(w: &str) -> String {
@@ -144,17 +177,25 @@ fn capitalized(w: &str) -> String {
     chars.next().map(|f| f.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
-/// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`, `ZONE,` is `Zone,`;
+/// `STARBUCKS` is `Starbucks`, `JOE'S` is `Joe's`, `ZONE,` is `Zone,`, `OF`
+/// inside a name is `of`;
 /// acronyms stay (`BP`, `CVS`, `MTA`, `AT&T`): two letters, three without a
-/// vowel, known ones, or words with other symbols.
-fn title_word(w: &str) -> String {
+/// vowel, known ones, or words with other symbols (but `LTD` is `Ltd`).
+fn title_word(w: &str, inner: bool) -> String {
+    const SMALL: &[&str] = &["of", "and", "the", "de", "du", "des", "la", "le", "by"];
     const ACRONYMS: &[&str] = &["mta", "amc", "hbo", "aws", "ups", "ibm", "atm", "usa", "ikea"];
     let core = w.trim_end_matches([',', '.', ';', ':', '!']);
     let tail = &w[core.len()..];
     let lower = core.to_ascii_lowercase();
+    if inner && SMALL.contains(&lower.as_str()) {
+        return lower + tail;
+    }
     let len = core.chars().count();
-    let acronym =
-        len <= 2 || (len == 3 && !lower.contains(['a', 'e', 'i', 'o', 'u', 'y'])) || ACRONYMS.contains(&lower.as_str());
+    const WORDS: &[&str] = &["ltd", "ed", "st", "jr", "sr", "mr", "mrs", "dr"];
+    let acronym = !WORDS.contains(&lower.as_str())
+        && (len <= 2
+            || (len == 3 && !lower.contains(['a', 'e', 'i', 'o', 'u', 'y']))
+            || ACRONYMS.contains(&lower.as_str()));
     if acronym || !core.chars().all(|c| c.is_alphabetic() || c == '\'') {
         return w.to_string();
     }
@@ -191,5 +232,10 @@ mod tests {
         assert_eq!(clean_merchant("Adobe Creative Cloud"), "Adobe Creative Cloud");
         assert_eq!(clean_merchant("  "), "Unknown");
         assert_eq!(clean_merchant("whole foods"), "Whole Foods");
+        assert_eq!(clean_merchant("STARBUCKS STORE 12345 SEATTLE WA"), "Starbucks");
+        assert_eq!(clean_merchant("PURCHASE AUTHORIZED ON 09/30 COSTCO WHSE #0113"), "Costco Whse");
+        assert_eq!(clean_merchant("CON ED OF NY DES:INTELL CK ID:0000123456"), "Con Ed of NY");
+        assert_eq!(clean_merchant("ONLINE TRANSFER FROM SAVINGS XXXXXX1234"), "Online Transfer From Savings");
+        assert_eq!(clean_merchant("7-ELEVEN 12345"), "7-ELEVEN");
     }
 }
