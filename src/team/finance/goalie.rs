@@ -1,5 +1,9 @@
 //! Goalie: savings goals, how far along they are and whether the monthly pace
 //! reaches them in time.
+//!
+//! Seeds: the deadline as stated (on track when the pace reaches the target
+//! by the deadline), then a month to spare (`goalie_cushion.rs`: reached a
+//! month early, the monthly amount in whole dollars).
 
 use std::sync::LazyLock;
 
@@ -10,12 +14,14 @@ use serde_json::{Value, json};
 
 use super::money::{self, Cents};
 use super::reply::needs_input;
-use super::{book, dates, goals_kept};
+use super::{book, dates, goalie_cushion, goals_kept, seeding};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 use lines::{Partial, read_line};
 
 pub const TOOL: &str = "track_goals";
+/// The deadline as stated, then a month to spare.
+pub const SEEDS: [u64; 2] = [950_774, 481_206];
 const MAX_GOALS: usize = 50;
 /// Projections further out than a century are not dates worth printing.
 const MAX_PROJECTED_MONTHS: i64 = 1200;
@@ -254,6 +260,30 @@ pub struct GoalieGoals;
 impl Agent for GoalieGoals {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
+        if !seeding::second(&SEEDS, task.seed) {
+            return self.measure(ctx, task, false).await;
+        }
+        let mut out = self.measure(ctx, task, true).await?;
+        out.result.push_str(&format!("\n{}", goalie_cushion::NOTE));
+        if let Some(a) = out.artifacts.iter_mut().find(|a| a.label.as_deref() == Some("goals")) {
+            goalie_cushion::mark(&mut a.value);
+        }
+        Ok(out)
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
+    }
+}
+
+impl GoalieGoals {
+    /// The goals stated in the task, or else those kept, measured; with a
+    /// month to spare when `cushion`.
+    async fn measure(&self, ctx: &AgentContext, task: &Task, cushion: bool) -> Result<AgentOutput, DelegationError> {
+        let answer_for = |goals: Vec<Progress>, currency: &str| {
+            let goals = if cushion { goals.into_iter().map(goalie_cushion::cushioned).collect() } else { goals };
+            answer_for(goals, currency)
+        };
         let today = book::today();
         let text = task.conversation_text();
         let currency = money::detect_currency(&text).unwrap_or("USD");

@@ -19,20 +19,27 @@
 pub mod blitz;
 pub mod book;
 pub mod byte_doc;
+mod byte_seeds;
 pub mod crystal;
 pub mod dates;
 pub mod goalie;
+mod goalie_cushion;
 pub mod goals_kept;
 pub mod ledger;
+mod ledger_strict;
 pub mod money;
 pub mod period;
 #[cfg(test)]
 mod phrasing;
 pub mod receipt;
 mod reply;
+#[cfg(test)]
+mod seeded_tests;
+mod seeding;
 pub mod tag_ai;
 pub mod transaction;
 pub mod transactions;
+mod transfers;
 
 use std::sync::Arc;
 

@@ -1,0 +1,34 @@
+//! Goalie's second approach, a month to spare: each goal with a deadline is
+//! planned to be reached a month before it (a late or skipped deposit does
+//! not miss it), the monthly amount it needs rounded up to whole units of the
+//! currency, and a goal is on track only when the pace meets that amount.
+
+use serde_json::Value;
+
+use super::goalie::{GoalStatus, Progress};
+use super::money::{self, Cents};
+
+/// The note the answer carries under this approach.
+pub const NOTE: &str = "Planned with a month to spare: each goal is reached a month before its deadline, the monthly amount rounded up to a whole unit.";
+
+/// `p` planned to be reached a month before its deadline (by the deadline
+/// when only a month is left), the required amount in whole units.
+pub fn cushioned(mut p: Progress) -> Progress {
+    let Some(left) = p.months_left.filter(|l| *l > 0) else { return p };
+    if p.remaining == 0 {
+        return p;
+    }
+    let months = if left > 1 { left - 1 } else { left };
+    let required = money::div_ceil(p.remaining, months).unwrap_or(p.remaining);
+    let required: Cents = money::div_ceil(required, 100).unwrap_or(0) * 100;
+    p.required_monthly = Some(required);
+    p.status = if p.goal.monthly >= required { GoalStatus::OnTrack } else { GoalStatus::Behind };
+    p
+}
+
+/// Marks each goal of the `goals` artifact's value as planned a month early.
+pub fn mark(goals: &mut Value) {
+    for g in goals.as_array_mut().into_iter().flatten().filter_map(Value::as_object_mut) {
+        g.insert("plan".into(), Value::from("month_to_spare"));
+    }
+}
