@@ -376,12 +376,7 @@ impl Agent for CrystalAnalytics {
         if found.transactions.is_empty() {
             return Err(book::nothing_in(period.as_ref()));
         }
-        let (spending, moved) = if seeding::second(&SEEDS, task.seed) {
-            let (spending, moved) = transfers::split(&found.transactions);
-            (spending, Some(moved))
-        } else {
-            (found.transactions.clone(), None)
-        };
+        let (spending, moved) = transfers::split_if(seeding::second(&SEEDS, task.seed), &found.transactions);
         let a = analyze(&spending);
         let fmt = |c: Cents| money::format(c, &a.currency);
         let months = a.by_month.len();

@@ -263,12 +263,7 @@ impl Agent for GoalieGoals {
         if !seeding::second(&SEEDS, task.seed) {
             return self.measure(ctx, task, false).await;
         }
-        let mut out = self.measure(ctx, task, true).await?;
-        out.result.push_str(&format!("\n{}", goalie_cushion::NOTE));
-        if let Some(a) = out.artifacts.iter_mut().find(|a| a.label.as_deref() == Some("goals")) {
-            goalie_cushion::mark(&mut a.value);
-        }
-        Ok(out)
+        self.measure(ctx, task, true).await.map(goalie_cushion::marked)
     }
 
     fn seeds(&self) -> &[u64] {

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::goalie::{GoalStatus, Progress};
 use super::money::{self, Cents};
+use crate::agent::AgentOutput;
 
 /// The note the answer carries under this approach.
 pub const NOTE: &str = "Planned with a month to spare: each goal is reached a month before its deadline, the monthly amount rounded up to a whole unit.";
@@ -26,9 +27,13 @@ pub fn cushioned(mut p: Progress) -> Progress {
     p
 }
 
-/// Marks each goal of the `goals` artifact's value as planned a month early.
-pub fn mark(goals: &mut Value) {
-    for g in goals.as_array_mut().into_iter().flatten().filter_map(Value::as_object_mut) {
+/// The answer with the note, each goal of its `goals` artifact marked as
+/// planned with a month to spare.
+pub fn marked(mut out: AgentOutput) -> AgentOutput {
+    out.result.push_str(&format!("\n{NOTE}"));
+    let goals = out.artifacts.iter_mut().filter(|a| a.label.as_deref() == Some("goals"));
+    for g in goals.flat_map(|a| a.value.as_array_mut().into_iter().flatten()).filter_map(Value::as_object_mut) {
         g.insert("plan".into(), Value::from("month_to_spare"));
     }
+    out
 }

@@ -37,6 +37,16 @@ pub fn split(ts: &[Transaction]) -> (Vec<Transaction>, Vec<Transaction>) {
     (kept, transfers.into_iter().filter(|t| t.amount > 0).collect())
 }
 
+/// [`split`] when `leave_out`, else every transaction and no transfers.
+pub fn split_if(leave_out: bool, ts: &[Transaction]) -> (Vec<Transaction>, Option<Vec<Transaction>>) {
+    if leave_out {
+        let (kept, transfers) = split(ts);
+        (kept, Some(transfers))
+    } else {
+        (ts.to_vec(), None)
+    }
+}
+
 /// The transfers left out in `currency`: a clause for the summary, lines for
 /// the result and the `transfers_excluded` value of the analysis.
 pub fn described(transfers: &[Transaction], currency: &str) -> (String, String, Value) {
