@@ -311,3 +311,23 @@ async fn through_the_runtime_an_office_supplies_report_is_met_by_what_was_bought
     assert!(r.result.contains("-> Office Supplies (75%)"), "{}", r.result);
     assert_eq!(r.attempts[0].output.as_deref().map(|o| o.contains("-> Groceries (95%)")), Some(true));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// The second approaches, like the first, answer or ask: never panic, never another error.
+    #[test]
+    fn second_seeds_never_panic(
+        input in "(\\PC{0,40}|[0-9$.,%/: -]{0,12}|TOTAL|Subtotal|Tax|Tip|transfer to savings|by 2026-12|APR|min|\\n){0,30}"
+    ) {
+        for (slug, tool, seeds, ..) in TEAM {
+            let agent = lookup(slug).unwrap_or_else(|| panic!("{slug}"));
+            let mut task = Task::new("Do the work", input.clone());
+            task.seed = Some(seeds[1]);
+            match futures::executor::block_on(agent.run(&AgentContext::detached([tool]), &task)) {
+                Ok(out) => proptest::prop_assert!(!out.summary.is_empty()),
+                Err(e) => proptest::prop_assert_eq!(e.code, ErrorCode::NeedsInput, "{}: {}", slug, e.message),
+            }
+        }
+    }
+}
