@@ -6,7 +6,7 @@
 use serde_json::Value;
 use switchboard::Runtime;
 use switchboard::auth::Principal;
-use switchboard::protocol::{AgentSlug, DelegationRequest, DelegationResponse, ErrorCode, Status, UserId};
+use switchboard::protocol::{AgentSlug, Check, DelegationRequest, DelegationResponse, ErrorCode, Status, UserId};
 use switchboard::store::task_signature;
 
 /// The seeds an agent of the built-in team tries, in its default order.
@@ -97,4 +97,95 @@ async fn through_the_runtime_a_word_limit_the_sectioned_report_exceeds_is_met_by
     assert!(switchboard::verify::text::word_count(&r.result) <= 30, "{}", r.result);
     let expected = sorted(vec![(report[0], -1.0), (report[1], 1.0)]);
     assert_eq!(scores(&rt, "report", "Weekly progress report").await, expected);
+}
+
+// The finance agents (Byte, Tag): a check only the second approach meets.
+
+/// An OCR misread: the items and tax add to 81.03, the TOTAL reads 18.03.
+const MISREAD: &str =
+    "Office Depot\n2025-10-14\nToner cartridge 62.00\nPrinter paper 13.00\nSubtotal 75.00\nTax 6.03\nTOTAL 18.03";
+/// Office supplies bought at a warehouse store.
+const COSTCO: &str = "Costco Wholesale\n2025-10-14\nPrinter paper 24.99\nToner 29.21\nTotal 54.20";
+
+/// Prime's request to `target` with explicit checks.
+async fn send_checked(
+    rt: &Runtime,
+    target: &str,
+    objective: &str,
+    input: &str,
+    checks: Vec<Check>,
+) -> DelegationResponse {
+    let user = UserId::parse("alice").unwrap_or_else(|e| panic!("{e}"));
+    let mut r = DelegationRequest::new(slug("prime-boss"), slug(target), user, objective, input);
+    r.checks = checks;
+    rt.delegate(&Principal::Admin, r).await
+}
+
+/// The first seed failed `check`, the second passed: two attempts in the
+/// agent's order, the first kept with the check it failed, and the scores.
+async fn second_seed_answered(
+    rt: &Runtime,
+    r: &DelegationResponse,
+    (agent, objective): (&str, &str),
+    seeds: Vec<u64>,
+    check: &str,
+) {
+    assert_eq!(r.status, Status::Success, "{r:#?}");
+    let exec = r.execution.clone().expect("an execution record");
+    assert_eq!((exec.attempts, exec.seeds_tried), (2, seeds.clone()));
+    assert_eq!(r.attempts.len(), 1, "{:#?}", r.attempts);
+    let first = &r.attempts[0];
+    assert_eq!((first.attempt, first.seed, first.error.code), (1, Some(seeds[0]), ErrorCode::VerificationFailed));
+    assert_eq!(first.verdict.as_ref().map(|v| v.failed()), Some(vec![check]));
+    let v = r.verifier.clone().expect("a verdict");
+    assert!(v.passed && v.checks.iter().any(|c| c.name == check && c.passed), "{v:#?}");
+    let learned = r.learned.clone().expect("what was learned");
+    assert!(learned.seed_promoted && learned.new_seed, "{learned:?}");
+    assert_eq!(scores(rt, agent, objective).await, sorted(vec![(seeds[0], -1.0), (seeds[1], 1.0)]));
+}
+
+const MATCHING: &str = "Extract the receipt for expense matching";
+const REPORT: &str = "Categorize the receipt for the expense report";
+
+#[tokio::test]
+async fn through_the_runtime_a_card_charge_the_printed_total_misses_is_met_by_the_reconciled_total() {
+    let rt = Runtime::embedded();
+    let byte = seeds("byte-doc");
+    // the expense system matching the receipt to the bank line knows the charge
+    let check = Check::Contains { phrase: "$81.03".into() };
+    let r = send_checked(&rt, "byte-doc", MATCHING, MISREAD, vec![check]).await;
+    second_seed_answered(
+        &rt,
+        &r,
+        ("byte-doc", MATCHING),
+        byte.clone(),
+        &format!("contains_{}", switchboard::verify::text::slug("$81.03")),
+    )
+    .await;
+    assert!(r.result.contains("$81.03 at Office Depot"), "{}", r.result);
+    assert_eq!(r.attempts[0].output.as_deref().map(|o| o.contains("$18.03 at Office Depot")), Some(true));
+
+    // so the next such receipt goes to the reconciled total first, and once
+    let again =
+        send_checked(&rt, "byte-doc", MATCHING, MISREAD, vec![Check::Contains { phrase: "$81.03".into() }]).await;
+    let exec = again.execution.expect("an execution record");
+    assert_eq!((again.status, exec.attempts, exec.seeds_tried), (Status::Success, 1, vec![byte[1]]));
+}
+
+#[tokio::test]
+async fn through_the_runtime_an_office_supplies_report_is_met_by_what_was_bought() {
+    let rt = Runtime::embedded();
+    let tag = seeds("tag-ai");
+    let check = Check::Contains { phrase: "-> Office Supplies".into() };
+    let r = send_checked(&rt, "tag-ai", REPORT, COSTCO, vec![check]).await;
+    second_seed_answered(
+        &rt,
+        &r,
+        ("tag-ai", REPORT),
+        tag,
+        &format!("contains_{}", switchboard::verify::text::slug("-> Office Supplies")),
+    )
+    .await;
+    assert!(r.result.contains("-> Office Supplies (75%)"), "{}", r.result);
+    assert_eq!(r.attempts[0].output.as_deref().map(|o| o.contains("-> Groceries (95%)")), Some(true));
 }

@@ -1,19 +1,27 @@
 //! Byte: reads receipts (and statements) out of text; the receipt parser is
 //! `receipt.rs`, and `transactions.rs` finds statements and free lines.
+//!
+//! Seeds: the printed total (a receipt is booked at its TOTAL line), then the
+//! reconciled total (`byte_seeds.rs`: a printed TOTAL the receipt's items, tax
+//! and tip contradict gives way to what they add up to).
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use super::book;
+use super::byte_seeds;
 use super::money::{self, Cents};
 use super::receipt::{Receipt, TotalSource};
 use super::reply::{list_lines, needs_input};
+use super::seeding;
 use super::tag_ai;
 use super::transactions::{self, Source, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
 pub const TOOL: &str = "extract_receipt";
+/// The printed total, then the reconciled total.
+pub const SEEDS: [u64; 2] = [510_331, 846_027];
 
 /// Byte (`byte-doc`): receipt text, a CSV statement or transaction lines in;
 /// `receipts` and `transactions` artifacts out.
@@ -32,13 +40,33 @@ impl Agent for ByteDoc {
                  '2025-10-09 Starbucks 45.99'.",
             ));
         };
-        let ts = &found.transactions;
+        let (receipts, changed) = if seeding::second(&SEEDS, task.seed) {
+            byte_seeds::reconcile(&found.receipts)
+        } else {
+            (found.receipts.clone(), Vec::new())
+        };
+        let reconciled: Vec<Transaction>;
+        let ts = if changed.is_empty() {
+            &found.transactions
+        } else {
+            reconciled = receipts.iter().map(Receipt::to_transaction).collect();
+            &reconciled
+        };
         let currency = transactions::main_currency(ts);
-        let mut output = if found.receipts.is_empty() {
+        let mut output = if receipts.is_empty() {
             statement_output(&source, ts, &currency, found.skipped_rows)
         } else {
-            receipts_output(&found.receipts, &currency)
+            receipts_output(&receipts, &currency)
         };
+        if !changed.is_empty() {
+            if let Some(a) = output.artifacts.iter_mut().find(|a| a.label.as_deref() == Some("receipts")) {
+                byte_seeds::mark(&mut a.value, &changed);
+            }
+            for note in byte_seeds::notes(&receipts, &changed) {
+                output.result.push_str(&format!("\n{note}"));
+            }
+            output.confidence = Some(75);
+        }
         output = output.with_artifact(Artifact::json("transactions", transactions::to_json_array(ts)));
         // kept with Tag's categories when Byte may categorize, so a later
         // question by category finds them
@@ -54,6 +82,10 @@ impl Agent for ByteDoc {
             ));
         }
         Ok(output)
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 

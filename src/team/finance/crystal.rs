@@ -1,5 +1,9 @@
 //! Crystal: spending by category and month, trends, and suggestions that come
 //! from the numbers.
+//!
+//! Seeds: everything that left the account is spending, then spending without
+//! transfers (`transfers.rs`: moves to savings, card payments and moves
+//! between own accounts are left out and listed apart).
 
 use std::sync::LazyLock;
 
@@ -13,10 +17,13 @@ use super::money::{self, Cents};
 use super::reply::needs_input;
 use super::tag_ai::{self, UNCATEGORIZED};
 use super::transactions::{self, Transaction};
+use super::{seeding, transfers};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
 pub const TOOL: &str = "analyze_spending";
+/// Everything out is spending, then spending without transfers.
+pub const SEEDS: [u64; 2] = [730_219, 258_661];
 
 /// Categories people can cut back on without changing where they live.
 const DISCRETIONARY: &[&str] = &["Dining - Coffee", "Dining - Restaurants", "Entertainment", "Shopping", "Travel"];
@@ -377,7 +384,8 @@ impl Agent for CrystalAnalytics {
         if found.transactions.is_empty() {
             return Err(book::nothing_in(period.as_ref()));
         }
-        let a = analyze(&found.transactions);
+        let (spending, moved) = transfers::split_if(seeding::second(&SEEDS, task.seed), &found.transactions);
+        let a = analyze(&spending);
         let fmt = |c: Cents| money::format(c, &a.currency);
         let months = a.by_month.len();
         let span = match months {
@@ -412,7 +420,7 @@ impl Agent for CrystalAnalytics {
                     cats.join(", ")
                 )));
             }
-            let (text, answer) = answer_asked(&q, &found.transactions, &a.currency);
+            let (text, answer) = answer_asked(&q, &spending, &a.currency);
             summary = format!("{text}. {summary}");
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("question".into(), answer);
@@ -448,6 +456,14 @@ impl Agent for CrystalAnalytics {
         if a.other_currency > 0 {
             result.push_str(&format!("\n{} transactions in other currencies were left out.", a.other_currency));
         }
+        if let Some(moved) = &moved {
+            let (clause, lines, excluded) = transfers::described(moved, &a.currency);
+            summary.push_str(&clause);
+            result.push_str(&lines);
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("transfers_excluded".into(), excluded);
+            }
+        }
         result.push_str("\nSuggestions:");
         for s in &a.suggestions {
             result.push_str(&format!("\n- {s}"));
@@ -465,6 +481,10 @@ impl Agent for CrystalAnalytics {
             )));
         }
         Ok(output)
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 

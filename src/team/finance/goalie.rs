@@ -1,5 +1,9 @@
 //! Goalie: savings goals, how far along they are and whether the monthly pace
 //! reaches them in time.
+//!
+//! Seeds: the deadline as stated (on track when the pace reaches the target
+//! by the deadline), then a month to spare (`goalie_cushion.rs`: reached a
+//! month early, the monthly amount in whole dollars).
 
 use std::sync::LazyLock;
 
@@ -11,12 +15,14 @@ use serde_json::{Value, json};
 use super::goal as kept;
 use super::money::{self, Cents};
 use super::reply::needs_input;
-use super::{book, dates};
+use super::{book, dates, seeding};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 use lines::{Partial, read_line};
 
 pub const TOOL: &str = "track_goals";
+/// The deadline as stated, then a month to spare.
+pub const SEEDS: [u64; 2] = [950_774, 481_206];
 const MAX_GOALS: usize = 50;
 /// Projections further out than a century are not dates worth printing.
 const MAX_PROJECTED_MONTHS: i64 = 1200;
@@ -247,6 +253,25 @@ pub struct GoalieGoals;
 impl Agent for GoalieGoals {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool(TOOL)?;
+        if !seeding::second(&SEEDS, task.seed) {
+            return self.measure(ctx, task, false).await;
+        }
+        self.measure(ctx, task, true).await.map(cushion::marked)
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
+    }
+}
+
+impl GoalieGoals {
+    /// The goals stated in the task, or else those kept, measured; with a
+    /// month to spare when `cushion`.
+    async fn measure(&self, ctx: &AgentContext, task: &Task, cushion: bool) -> Result<AgentOutput, DelegationError> {
+        let answer_for = |goals: Vec<Progress>, currency: &str| {
+            let goals = if cushion { goals.into_iter().map(cushion::cushioned).collect() } else { goals };
+            answer_for(goals, currency)
+        };
         let today = book::today();
         let text = task.conversation_text();
         let currency = money::detect_currency(&text).unwrap_or("USD");
@@ -332,6 +357,9 @@ fn answer_for(goals: Vec<Progress>, currency: &str) -> Result<AgentOutput, Deleg
 
 #[path = "goalie_lines.rs"]
 mod lines;
+
+#[path = "goalie_cushion.rs"]
+pub(super) mod cushion;
 
 #[cfg(test)]
 #[path = "phrasings_goalie.rs"]

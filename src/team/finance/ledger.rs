@@ -14,6 +14,10 @@
 //! - Health: the part of the year's medical costs above 7.5% of the stated
 //!   income; without an income they are listed as possible.
 //! - Everything else (groceries, coffee, entertainment, shopping...) is personal.
+//!
+//! Seeds: these rules, then strict (`ledger_strict.rs`: only what is
+//! deductible in full and certain counts; shares, donations and possible
+//! items are left out of the total and asked about).
 
 use std::sync::LazyLock;
 
@@ -25,12 +29,15 @@ use serde_json::{Value, json};
 use super::book;
 use super::money::{self, Cents};
 use super::reply::{list_lines, needs_input};
+use super::seeding;
 use super::tag_ai;
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 
 pub const TOOL: &str = "find_deductions";
+/// The rules, then strict.
+pub const SEEDS: [u64; 2] = [840_553, 392_118];
 
 /// Medical costs count above this share of income (US rule), in percent.
 const MEDICAL_FLOOR_PCT: i64 = 75; // tenths of a percent: 7.5%
@@ -301,6 +308,15 @@ impl Agent for LedgerTax {
             )));
         }
         let d = find_deductions(&found.transactions, &tax);
+        if seeding::second(&SEEDS, task.seed) {
+            let (d, questions) = strict::strict(d);
+            let (summary, result, value) = strict::answer(&d, &questions, period.as_ref().map(|p| p.label.as_str()));
+            let mut out = AgentOutput::new(summary, result)
+                .with_artifact(Artifact::json("deductions", value))
+                .with_confidence(90);
+            out.requires_followup = !questions.is_empty();
+            return Ok(out);
+        }
         let fmt = |c: Cents| money::format(c, &d.currency);
         let noun = if d.items.len() == 1 { "item" } else { "items" };
         let mut summary = format!("Found {} in deductible expenses ({} {noun})", fmt(d.total()), d.items.len());
@@ -335,11 +351,18 @@ impl Agent for LedgerTax {
         });
         Ok(AgentOutput::new(summary, result).with_artifact(Artifact::json("deductions", value)).with_confidence(80))
     }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
+    }
 }
 
 #[cfg(test)]
 #[path = "phrasings_ledger.rs"]
 mod phrasings;
+
+#[path = "ledger_strict.rs"]
+mod strict;
 
 #[cfg(test)]
 mod tests {

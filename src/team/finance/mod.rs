@@ -19,6 +19,7 @@
 pub mod blitz;
 pub mod book;
 pub mod byte_doc;
+mod byte_seeds;
 pub mod crystal;
 pub mod dates;
 pub mod document;
@@ -34,9 +35,13 @@ pub mod period;
 mod phrasing;
 pub mod receipt;
 mod reply;
+#[cfg(test)]
+mod seeded_tests;
+mod seeding;
 pub mod tag_ai;
 pub mod transaction;
 pub mod transactions;
+mod transfers;
 
 use std::sync::Arc;
 

@@ -1,5 +1,9 @@
 //! Blitz: debt payoff plans, simulated month by month with the avalanche
 //! (highest APR first) or snowball (smallest balance first) strategy.
+//!
+//! Seeds: when the user names no strategy, avalanche (the least interest),
+//! then snowball (quick wins: the smallest debt is gone first). A named
+//! strategy always wins.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -11,10 +15,16 @@ pub use parse::{Request, parse_request};
 
 use super::money::{self, Cents};
 use super::reply::list_lines;
+use super::seeding;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, ErrorCode, NewFact};
 
 pub const TOOL: &str = "plan_debt";
+/// Avalanche by default, then snowball by default.
+pub const SEEDS: [u64; 2] = [360_482, 715_939];
+/// The note of a plan whose strategy the seed chose.
+const QUICK_WINS: &str =
+    "Strategy: snowball, as you named none: the smallest debt is paid off first, for a quick win that keeps you going.";
 /// Fifty years; a plan that takes longer is treated as never finishing.
 pub const MAX_MONTHS: u32 = 600;
 const MAX_BALANCE: Cents = 1_000_000_000_000_000;
@@ -182,6 +192,12 @@ impl Agent for BlitzDebt {
             },
             Err(e) => return Err(e),
         };
+        let lower = text.to_lowercase();
+        let quick_wins =
+            seeding::second(&SEEDS, task.seed) && !lower.contains("snowball") && !lower.contains("avalanche");
+        if quick_wins {
+            req.strategy = Strategy::Snowball;
+        }
         let fmt = |c: Cents| money::format(c, currency);
         let minimums: Cents = req.debts.iter().map(|d| d.minimum).sum();
         if let Some(budget) = req.budget {
@@ -303,6 +319,9 @@ impl Agent for BlitzDebt {
         for n in &kept_notes {
             result.push_str(&format!("\n{n}"));
         }
+        if quick_wins {
+            result.push_str(&format!("\n{QUICK_WINS}"));
+        }
         Ok(AgentOutput::new(summary, result)
             .with_artifact(Artifact::json("payoff_plan", value))
             .with_confidence(if req.warnings.is_empty() { 95 } else { 80 })
@@ -312,6 +331,10 @@ impl Agent for BlitzDebt {
                 req.strategy.name(),
                 fmt(payment)
             ))))
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 

@@ -25,10 +25,34 @@ pub fn categorize(merchant: &str, description: &str) -> (&'static str, u8) {
     }
 }
 
+/// Tag's second approach, what was bought decides: when the description
+/// names what was bought and its rule disagrees with the merchant's (printer
+/// paper and toner from Costco), the description's category wins, 80 for a
+/// brand in it, else 75. Otherwise as [`categorize`].
+pub fn categorize_by_items(merchant: &str, description: &str) -> (&'static str, u8) {
+    let by_merchant = best_rule(&merchant.to_lowercase());
+    match best_rule(&description.to_lowercase()) {
+        Some((cat, brand)) if !matches!(cat, "Shopping" | "Income") && by_merchant.is_some_and(|(m, _)| m != cat) => {
+            (cat, if brand { 80 } else { 75 })
+        }
+        _ => categorize(merchant, description),
+    }
+}
+
 /// The category a transaction gets from the rules; money received that no rule
 /// places is `Income` (60).
 pub fn categorize_transaction(t: &Transaction) -> (&'static str, u8) {
-    match categorize(&t.merchant, &t.description) {
+    categorize_transaction_by(t, false)
+}
+
+/// As [`categorize_transaction`], by what was bought first when `by_items`.
+fn categorize_transaction_by(t: &Transaction, by_items: bool) -> (&'static str, u8) {
+    let found = if by_items {
+        categorize_by_items(&t.merchant, &t.description)
+    } else {
+        categorize(&t.merchant, &t.description)
+    };
+    match found {
         (UNCATEGORIZED, _) if t.amount < 0 => ("Income", 60),
         found => found,
     }
@@ -54,9 +78,14 @@ pub struct Recategorized {
 /// Categorizes every transaction. A category that came with the data is kept
 /// unless the rules are sure (85+) of a different one; those changes are returned.
 pub fn categorize_all(ts: &mut [Transaction]) -> Vec<Recategorized> {
+    categorize_all_by(ts, false)
+}
+
+/// As [`categorize_all`]; by what was bought first when `by_items`.
+pub fn categorize_all_by(ts: &mut [Transaction], by_items: bool) -> Vec<Recategorized> {
     let mut changes = Vec::new();
     for t in ts.iter_mut() {
-        let (cat, conf) = categorize_transaction(t);
+        let (cat, conf) = categorize_transaction_by(t, by_items);
         match t.category.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
             Some(given) if given.eq_ignore_ascii_case(cat) => {
                 t.category = Some(cat.to_string());

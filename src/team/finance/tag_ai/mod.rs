@@ -1,13 +1,18 @@
 //! Tag: spending categories from merchant and description keyword rules. The
 //! rules (`rules.rs`) and the categorizing (`categorize.rs`) live here and are
 //! shared with Crystal and Ledger; this file holds the agent.
+//!
+//! Seeds: the merchant decides (a brand in the merchant's name wins, a general
+//! store yields to what was bought), then what was bought decides (the
+//! description's category wins over the merchant's whenever they disagree).
 
 mod categorize;
 pub mod correct;
 mod rules;
 
 pub use categorize::{
-    Recategorized, categorize, categorize_all, categorize_transaction, ensure_categories, totals_by_category,
+    Recategorized, categorize, categorize_all, categorize_all_by, categorize_by_items, categorize_transaction,
+    ensure_categories, totals_by_category,
 };
 pub use rules::{UNCATEGORIZED, categories};
 
@@ -17,11 +22,14 @@ use serde_json::{Value, json};
 use super::book;
 use super::money::{self, Cents};
 use super::reply::list_lines;
+use super::seeding;
 use super::transactions;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
 pub const TOOL: &str = "categorize";
+/// The merchant decides, then what was bought decides.
+pub const SEEDS: [u64; 2] = [620_917, 173_405];
 
 /// Tag (`tag-ai`): transactions in, the same with `category` and `confidence`
 /// plus per-category totals out.
@@ -45,7 +53,7 @@ impl Agent for TagAi {
         if ts.is_empty() {
             return Err(book::nothing_in(period.as_ref()));
         }
-        let changes = categorize_all(&mut ts);
+        let changes = categorize_all_by(&mut ts, seeding::second(&SEEDS, task.seed));
         let currency = transactions::main_currency(&ts);
         let totals = totals_by_category(&ts);
         let spent: Cents = totals.iter().map(|(_, s, _)| s).sum();
@@ -112,6 +120,10 @@ impl Agent for TagAi {
             )));
         }
         Ok(output)
+    }
+
+    fn seeds(&self) -> &[u64] {
+        &SEEDS
     }
 }
 

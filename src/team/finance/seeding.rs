@@ -1,0 +1,37 @@
+//! The finance agents' seeds (seeds/001, issue 21): each agent has two
+//! approaches, its `SEEDS` in default order, the first being the approach it
+//! always had. A seed the agent does not know picks a variant by remainder,
+//! so no seed value is refused; no seed is the first variant.
+
+/// The variant `seed` picks among `seeds` (an agent's `SEEDS`).
+pub(crate) fn variant(seeds: &[u64], seed: Option<u64>) -> usize {
+    match seed {
+        None => 0,
+        Some(seed) => seeds
+            .iter()
+            .position(|s| *s == seed)
+            .unwrap_or_else(|| usize::try_from(seed % (seeds.len().max(1) as u64)).unwrap_or(0)),
+    }
+}
+
+/// Whether `seed` picks the second approach of an agent with `seeds`.
+pub(crate) fn second(seeds: &[u64], seed: Option<u64>) -> bool {
+    variant(seeds, seed) == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_seed_value_picks_a_variant() {
+        let seeds = [70, 21];
+        assert_eq!(variant(&seeds, None), 0);
+        assert_eq!(variant(&seeds, Some(21)), 1);
+        assert_eq!(variant(&seeds, Some(70)), 0);
+        assert_eq!(variant(&seeds, Some(3)), 1, "unknown seeds by remainder");
+        assert_eq!(variant(&seeds, Some(u64::MAX)), 1);
+        assert_eq!(variant(&[], Some(9)), 0);
+        assert!(second(&seeds, Some(21)) && !second(&seeds, None));
+    }
+}
