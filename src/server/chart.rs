@@ -23,7 +23,7 @@ impl Bar {
 const WIDTH: f64 = 640.0;
 const HEIGHT: f64 = 320.0;
 const TOP: f64 = 40.0;
-const BOTTOM: f64 = 64.0;
+const BOTTOM: f64 = 76.0;
 const SIDE: f64 = 16.0;
 /// The tallest bar's height; every other bar is in proportion to it.
 pub const PLOT_HEIGHT: f64 = HEIGHT - TOP - BOTTOM;
@@ -92,7 +92,7 @@ pub fn bar_chart(title: &str, currency: &str, bars: &[Bar], color: &str) -> Stri
         return svg;
     }
     let slot = (WIDTH - 2.0 * SIDE) / bars.len() as f64;
-    let width = (slot * 0.7).max(1.0);
+    let width = (slot * 0.7).clamp(1.0, 72.0);
     let tilt = bars.len() > 6;
     let currency = escape(currency);
     for (i, bar) in bars.iter().enumerate() {
