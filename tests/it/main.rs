@@ -12,6 +12,7 @@ mod http;
 mod lineage;
 mod llm;
 mod modes;
+mod money_ui;
 mod pii;
 mod protocol;
 mod rails;
