@@ -244,10 +244,13 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
     .await?;
     let shown = cdp
         .wait_for("alice's ledger picked by the admin", MONEY_JS, |v| {
-            v["who"] == "alice" && v["transactions"].as_array().is_some_and(|t| t.len() == rows)
+            // the charts come after the tables
+            v["who"] == "alice"
+                && v["transactions"].as_array().is_some_and(|t| t.len() == rows)
+                && v["category_bars"].as_array().is_some_and(|b| b.len() == n_categories)
         })
         .await?;
-    assert_eq!(shown["category_bars"].as_array().unwrap().len(), n_categories);
+    assert_eq!(shown["month_bars"], json!(["2025-08", "2025-09", "2025-10"]));
     assert!(cdp.page_errors.is_empty(), "the page reported errors: {:?}", cdp.page_errors);
     cdp.session = None;
     // The browser may close the connection before it answers.
