@@ -152,6 +152,10 @@ struct AskArgs {
     /// Continue an earlier Prime session.
     #[arg(long, value_name = "SESSION_ID")]
     session: Option<String>,
+    /// After the answer, write the user's spending by category (from their
+    /// ledger) as an SVG bar chart to this .svg file, and print its path.
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -408,13 +412,55 @@ async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
         Ok(s) => s,
         Err(e) => return usage_error(format!("--session: {e}")),
     };
+    // before Prime runs: a chart that cannot be written is a mistake in the command
+    if let Some(Err(e)) = args.out.as_deref().map(check_chart_path) {
+        return usage_error(format!("--out: {e}"));
+    }
     match runtime.ask(&user, &args.message, AskOptions { input, session, ..AskOptions::default() }).await {
         Ok(r) => {
             print_ask(&r, json);
+            if let Some(out) = &args.out {
+                match write_spending_chart(runtime, &user, out).await {
+                    // stdout stays one JSON document with --json
+                    Ok(()) if json => eprintln!("chart: {}", out.display()),
+                    Ok(()) => println!("\nchart: {}", out.display()),
+                    Err(e) => return usage_error(format!("--out: {e}")),
+                }
+            }
             if r.status == Status::Failed { EXIT_FAILED } else { EXIT_OK }
         }
         Err(e) => print_error(&e, json),
     }
+}
+
+/// `--out` names an `.svg` file in a directory that exists.
+fn check_chart_path(path: &Path) -> Result<(), String> {
+    let svg = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if !svg {
+        return Err(format!(
+            "{} is not an .svg path: the chart is written as SVG (PNG is not supported)",
+            path.display()
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!("the directory {} does not exist", dir.display()));
+    }
+    if path.is_dir() {
+        return Err(format!("{} is a directory", path.display()));
+    }
+    Ok(())
+}
+
+/// The user's spending by category, as `GET /v1/ledger/chart.svg` draws it, written to `path`.
+async fn write_spending_chart(runtime: &Runtime, user: &UserId, path: &Path) -> Result<(), String> {
+    use crate::server::ledger::{ChartKind, chart_svg, summarize};
+    let entries = runtime.store().ledger(user).await.map_err(|e| format!("cannot read {user}'s ledger: {e}"))?;
+    let svg = chart_svg(&summarize(&entries), ChartKind::Category);
+    std::fs::write(path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 pub(crate) fn print_ask(r: &AskResponse, json: bool) {

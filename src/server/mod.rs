@@ -15,10 +15,12 @@
 
 #[cfg(feature = "a2a")]
 mod a2a;
+pub mod chart;
 pub mod error;
 mod events;
 pub mod extract;
 mod layers;
+pub mod ledger;
 mod native;
 mod openai;
 mod state;
@@ -45,6 +47,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(openai::completions))
         .route("/v1/models", get(openai::models))
         .route("/v1/events", get(events::stream))
+        .route("/v1/ledger", get(ledger::ledger))
+        .route("/v1/ledger/chart.svg", get(ledger::chart))
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))
         .route("/", get(ui::index))

@@ -596,3 +596,56 @@ fn a_reader_that_stops_reading_ends_the_output_without_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_ne!(out.status.code(), Some(101), "{err}");
 }
+
+#[test]
+fn ask_out_writes_the_users_spending_by_category_as_an_svg_with_a_bar_per_category() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("state.db").display());
+    let out = dir.path().join("spending.svg");
+    let out_arg = out.display().to_string();
+    let statement = example("statement.csv");
+    let args = ["ask", "--user", "alice", "--file", &statement, "Categorize my transactions", "--out", &out_arg];
+    let o = run_on(&url, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("chart: {out_arg}")), "the path is printed: {}", stdout(&o));
+    let svg = std::fs::read_to_string(&out).expect("the chart is written");
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"") && svg.ends_with("</svg>"), "{svg}");
+
+    // one bar per category the user spent in, read from the ledger itself
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ledger = rt.block_on(async {
+        use switchboard::store::Store;
+        let store = switchboard::SqlStore::connect(&url).await.unwrap();
+        store.ledger(&switchboard::protocol::UserId::parse("alice").unwrap()).await.unwrap()
+    });
+    let mut categories: Vec<String> =
+        ledger.iter().filter(|e| e.amount > 0).map(|e| e.category.clone().unwrap_or("Uncategorized".into())).collect();
+    categories.sort();
+    categories.dedup();
+    assert!(categories.len() >= 5, "{categories:?}");
+    assert_eq!(svg.matches("<rect class=\"bar\"").count(), categories.len(), "{svg}");
+    for c in &categories {
+        let label = c.replace('&', "&amp;").replace('\'', "&apos;");
+        assert!(svg.contains(&format!("data-label=\"{label}\"")), "no bar for {c}: {svg}");
+    }
+
+    // --json keeps stdout one JSON document; the path goes to stderr
+    let json_out = dir.path().join("again.svg");
+    let o = run_on(&url, &["ask", "--json", "--user", "alice", "hello", "--out", &json_out.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json(&o);
+    assert!(stderr(&o).contains("chart: "), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&json_out).unwrap(), svg, "the same ledger, the same chart");
+
+    // a directory that does not exist, or a picture format it does not write: exit 2 before Prime runs
+    let missing = dir.path().join("no-such-dir").join("chart.svg");
+    let o = run_on(&url, &["ask", "--user", "alice", "hello", "--out", &missing.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist") && stderr(&o).contains("no-such-dir"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+    let png = dir.path().join("chart.png");
+    let o = run_on(&url, &["ask", "--user", "alice", "hello", "--out", &png.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("SVG"), "{}", stderr(&o));
+    assert!(!png.exists());
+}

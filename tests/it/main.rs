@@ -13,6 +13,7 @@ mod lineage;
 mod llm;
 mod modes;
 mod money;
+mod money_ui;
 mod pii;
 mod protocol;
 mod rails;

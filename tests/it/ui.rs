@@ -16,24 +16,27 @@ use tokio::time::{Instant, sleep, timeout, timeout_at};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
-const ADMIN: &str = "ui-admin-token";
-const ALICE: &str = "ui-alice-token";
-const PRIME: &str = "ui-prime-token";
+pub(crate) const ADMIN: &str = "ui-admin-token";
+pub(crate) const ALICE: &str = "ui-alice-token";
+pub(crate) const BOB: &str = "ui-bob-token";
+pub(crate) const PRIME: &str = "ui-prime-token";
 /// Each wait is bounded; generous because CI runs this on two loaded cores.
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 const CHROMIUM_START: Duration = Duration::from_secs(40);
 
 /// The server and the browser, killed on drop (a panicking test included);
 /// `dir` is declared last so that it is removed after both have gone.
-struct Harness {
-    server: Child,
-    chromium: Option<Child>,
-    dir: tempfile::TempDir,
+pub(crate) struct Harness {
+    pub(crate) server: Child,
+    pub(crate) chromium: Option<Child>,
+    /// The server's store: `memory:` or an SQLite file in `dir`.
+    pub(crate) database_url: String,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Harness {
     /// The tails of both logs, for failure messages.
-    fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         ["server.log", "chromium.log"]
             .iter()
             .map(|name| {
@@ -47,7 +50,7 @@ impl Harness {
     }
 }
 
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CHROMIUM") {
         return Some(p.into());
     }
@@ -58,12 +61,15 @@ fn chromium() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Starts `switchboard serve` on a free port; returns it with its address.
-async fn start_server() -> Result<(Harness, String), String> {
+/// Starts `switchboard serve` on a free port, its state in memory or in an
+/// SQLite file; returns it with its address.
+pub(crate) async fn start_server(sqlite: bool) -> Result<(Harness, String), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let config = dir.path().join("switchboard.toml");
+    let database_url =
+        if sqlite { format!("sqlite://{}", dir.path().join("state.db").display()) } else { "memory:".into() };
     let auth = format!(
-        "\n[auth]\nadmin_tokens = [\"{ADMIN}\"]\nuser_tokens = {{ \"alice\" = \"{ALICE}\" }}\n\
+        "\n[auth]\nadmin_tokens = [\"{ADMIN}\"]\nuser_tokens = {{ \"alice\" = \"{ALICE}\", \"bob\" = \"{BOB}\" }}\n\
          service_tokens = {{ \"prime-boss\" = \"{PRIME}\" }}\n"
     );
     std::fs::write(&config, format!("{}{auth}", switchboard::config::DEFAULT_TOML)).map_err(|e| e.to_string())?;
@@ -71,7 +77,7 @@ async fn start_server() -> Result<(Harness, String), String> {
     let mut server = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .env_remove("SWITCHBOARD_CONFIG")
         .env_remove("RUST_LOG")
-        .args(["--database-url", "memory:", "--config"])
+        .args(["--database-url", &database_url, "--config"])
         .arg(&config)
         .args(["serve", "--addr", "127.0.0.1:0", "--shutdown-grace-ms", "1000"])
         .stdout(Stdio::piped())
@@ -80,7 +86,7 @@ async fn start_server() -> Result<(Harness, String), String> {
         .spawn()
         .map_err(|e| format!("cannot start switchboard: {e}"))?;
     let mut lines = BufReader::new(server.stdout.take().expect("piped")).lines();
-    let harness = Harness { server, chromium: None, dir };
+    let harness = Harness { server, chromium: None, database_url, dir };
     let first = timeout(WAIT, lines.next_line()).await;
     // Keep reading so that later prints (first-start tokens) never meet a closed pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
@@ -95,17 +101,17 @@ async fn start_server() -> Result<(Harness, String), String> {
 }
 
 /// A Chrome DevTools Protocol client over the browser's WebSocket.
-struct Cdp {
+pub(crate) struct Cdp {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
     last_id: u64,
     /// The page's session once attached; browser-level commands go without it.
-    session: Option<String>,
+    pub(crate) session: Option<String>,
     /// What the page threw or logged as an error.
-    page_errors: Vec<String>,
+    pub(crate) page_errors: Vec<String>,
 }
 
 impl Cdp {
-    async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
         self.last_id += 1;
         let id = self.last_id;
         let mut msg = json!({ "id": id, "method": method, "params": params });
@@ -143,7 +149,7 @@ impl Cdp {
     }
 
     /// Evaluates `js` in the page; its value as JSON.
-    async fn eval(&mut self, js: &str) -> Result<Value, String> {
+    pub(crate) async fn eval(&mut self, js: &str) -> Result<Value, String> {
         let r = self.call("Runtime.evaluate", json!({ "expression": js, "returnByValue": true })).await?;
         match r.get("exceptionDetails") {
             Some(e) => Err(format!("evaluating {js}: {}", e["exception"]["description"].as_str().unwrap_or("?"))),
@@ -152,7 +158,12 @@ impl Cdp {
     }
 
     /// Evaluates `js` until `done` accepts its value, for at most [`WAIT`].
-    async fn wait_for(&mut self, what: &str, js: &str, done: impl Fn(&Value) -> bool) -> Result<Value, String> {
+    pub(crate) async fn wait_for(
+        &mut self,
+        what: &str,
+        js: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Result<Value, String> {
         let deadline = Instant::now() + WAIT;
         loop {
             let v = self.eval(js).await?;
@@ -246,7 +257,8 @@ fn sorted(mut nodes: Vec<Value>) -> Vec<Value> {
     nodes
 }
 
-async fn drive(h: &mut Harness, addr: &str, chromium: &Path) -> Result<(), String> {
+/// Starts Chromium and opens a blank page, attached, with its errors reported.
+pub(crate) async fn open_page(h: &mut Harness, chromium: &Path) -> Result<Cdp, String> {
     let ws_url = start_chromium(h, chromium).await?;
     let (ws, _) = connect_async(&ws_url).await.map_err(|e| format!("DevTools at {ws_url}: {e}"))?;
     let mut cdp = Cdp { ws, last_id: 0, session: None, page_errors: Vec::new() };
@@ -255,6 +267,39 @@ async fn drive(h: &mut Harness, addr: &str, chromium: &Path) -> Result<(), Strin
     cdp.session = session["sessionId"].as_str().map(str::to_owned);
     // before navigating, so that an error while the page loads is reported too
     cdp.call("Runtime.enable", json!({})).await?;
+    Ok(cdp)
+}
+
+/// Closes the browser (killed if it has not gone within the wait) and the server.
+pub(crate) async fn close(mut h: Harness, cdp: Option<Cdp>) {
+    if let Some(mut cdp) = cdp {
+        cdp.session = None;
+        // The browser may close the connection before it answers.
+        let _ = cdp.call("Browser.close", json!({})).await;
+    }
+    if let Some(mut c) = h.chromium.take()
+        && timeout(WAIT, c.wait()).await.is_err()
+    {
+        let _ = c.kill().await;
+    }
+    let _ = h.server.kill().await;
+}
+
+/// Fails when chromium is missing and CI=true; otherwise says the test is skipped.
+pub(crate) fn chromium_or_skip(test: &str) -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "chromium is not installed, and CI=true: install it (apt-get install chromium), as .ci/run does"
+        );
+        eprintln!("note: skipping {test}: chromium is not installed (apt-get install chromium)");
+    }
+    found
+}
+
+async fn drive(h: &mut Harness, addr: &str, chromium: &Path) -> Result<(), String> {
+    let mut cdp = open_page(h, chromium).await?;
     cdp.call("Page.navigate", json!({ "url": format!("http://{addr}/#token={ADMIN}") })).await?;
 
     cdp.wait_for("the live connection", "document.querySelector('[data-connected=\"true\"]') !== null", |v| v == true)
@@ -366,23 +411,10 @@ async fn drive(h: &mut Harness, addr: &str, chromium: &Path) -> Result<(), Strin
 
 #[tokio::test]
 async fn page_shows_a_live_delegation_tree_and_the_agents() {
-    let Some(chromium) = chromium() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "chromium is not installed, and CI=true: install it (apt-get install chromium), as .ci/run does"
-        );
-        eprintln!("note: skipping the web page test: chromium is not installed (apt-get install chromium)");
-        return;
-    };
-    let (mut h, addr) = start_server().await.unwrap_or_else(|e| panic!("{e}"));
+    let Some(chromium) = chromium_or_skip("the web page test") else { return };
+    let (mut h, addr) = start_server(false).await.unwrap_or_else(|e| panic!("{e}"));
     if let Err(e) = drive(&mut h, &addr, &chromium).await {
         panic!("{e}\n{}", h.logs());
     }
-    if let Some(mut c) = h.chromium.take() {
-        // closed by Browser.close; killed if it has not gone within the wait
-        if timeout(WAIT, c.wait()).await.is_err() {
-            let _ = c.kill().await;
-        }
-    }
-    let _ = h.server.kill().await;
+    close(h, None).await;
 }
