@@ -11,7 +11,8 @@
 //! | `GET /v1/agents` | any token | the team and breaker states |
 //! | `POST /v1/chat/completions`, `GET /v1/models` | user token (the API key) | OpenAI-compatible: agent slug as model |
 //! | `GET /healthz`, `GET /metrics` | anyone | health, Prometheus |
-//! | `GET /` | anyone (the page asks for a token) | live delegation trees |
+//! | `GET /v1/ledger`, `GET /v1/ledger/chart.svg` | user token (own), admin (`?user=`) | the user's money and its charts |
+//! | `GET /` | anyone (the page asks for a token) | live delegation trees, the Money view |
 
 #[cfg(feature = "a2a")]
 mod a2a;

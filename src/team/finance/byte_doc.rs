@@ -35,8 +35,8 @@ impl Agent for ByteDoc {
         let (Some(source), false) = (found.source.clone(), found.transactions.is_empty()) else {
             return Err(needs_input(
                 "I couldn't find a receipt or statement in what you sent: paste the receipt text with its \
-                 merchant and TOTAL line (e.g. 'Starbucks ... TOTAL $45.99'), upload a CSV statement with \
-                 date, description and amount columns (--file statement.csv), or send lines like \
+                 merchant and TOTAL line (e.g. 'Starbucks ... TOTAL $45.99'), upload a bank statement (CSV, \
+                 OFX/QFX, or a PDF with text: --file statement.csv), or send lines like \
                  '2025-10-09 Starbucks 45.99'.",
             ));
         };

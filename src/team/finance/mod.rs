@@ -38,6 +38,7 @@ mod reply;
 #[cfg(test)]
 mod seeded_tests;
 mod seeding;
+pub mod statement;
 pub mod tag_ai;
 pub mod transaction;
 pub mod transactions;
