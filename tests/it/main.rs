@@ -16,6 +16,7 @@ mod money;
 mod pii;
 mod protocol;
 mod rails;
+mod real_model;
 mod resilience;
 mod service;
 mod state;
