@@ -147,6 +147,7 @@ echo "model:    $MODEL_NAME ($(du -h "$MODEL" | cut -f1), $MODEL)"
 echo "install:  ${install_s}s (0 when already installed)"
 echo "startup:  ${startup}s until /v1/models answered"
 echo "tests:    ${test_s}s (build included), exit $rc"
-grep -E '^real-model: ' "$OUT" | sed 's/^real-model: /  /' || true
+# the tests' measurements (a line may follow the test's name on the same line)
+grep -oE 'real-model: .*' "$OUT" | sed 's/^real-model: /  /' | cut -c1-400 || true
 grep -E '^test result: ' "$OUT" | tail -n 1 || true
 exit "$rc"
