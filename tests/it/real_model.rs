@@ -33,8 +33,8 @@ use crate::support::*;
 
 /// The longest a turn may take before the test calls it a hang: the turns'
 /// deadline (`TURN_MS`) and a margin for recording.
-const HANG: Duration = Duration::from_secs(75);
-const TURN_MS: u64 = 60_000;
+const HANG: Duration = Duration::from_secs(60);
+const TURN_MS: u64 = 45_000;
 
 fn real_model() -> Option<(String, String)> {
     match std::env::var("SWITCHBOARD_REAL_MODEL_URL") {
@@ -382,7 +382,13 @@ async fn a_turn_through_the_llm_planner_ends_in_a_well_formed_answer_on_file() {
         check_audit(&rt, &stored).await;
 
         let calls = proxy.since(before);
-        assert!(!calls.is_empty(), "the planner called the model");
+        if calls.is_empty() {
+            // no call finished: the breaker rested Prime after an earlier
+            // failing turn, or the deadline passed while the server was busy
+            assert!(stored.status != "success", "an answer with no model call: {stored:?}");
+            println!("real-model: turn '{message}': {outcome} in {took:.1?} with no model call finished");
+            continue;
+        }
         // llama-cpp-python answers some requests with 500 (see the report): a
         // clean AGENT_UNAVAILABLE and a retry, never a panic
         let refused_by_server = calls.iter().filter(|c| c.status != 200).count();
@@ -566,11 +572,11 @@ async fn malformed_model_output_becomes_a_retry_or_a_clean_agent_failed() {
         }
         if attempts > 1 {
             retried += 1;
-            // a retry tells the model what was wrong with the earlier answer
-            let last = calls.last().unwrap().request["messages"].as_array().unwrap().last().unwrap()["content"]
-                .as_str()
-                .unwrap()
-                .to_string();
+        }
+        // a retry tells the model what was wrong with the earlier answers (a
+        // call cut off by the deadline is not on the proxy's record)
+        for c in calls.iter().skip(1) {
+            let last = c.request["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
             assert!(last.contains("Earlier answers to this task were rejected"), "{last}");
         }
         if i == 2 {
@@ -636,6 +642,9 @@ async fn a_small_budget_ends_in_token_budget_exceeded_or_within_it_by_the_server
                 }
             }
             (Status::Failed, Some(ErrorCode::AgentFailed)) => format!("AGENT_FAILED (malformed) at {budget}"),
+            (Status::Failed, Some(ErrorCode::DeadlineExceeded)) => {
+                format!("DEADLINE_EXCEEDED (a busy server) at {budget}")
+            }
             _ => panic!("budget {budget}: {r:?}"),
         };
         if budget == 40 {
