@@ -17,6 +17,7 @@ mod money_ui;
 mod pii;
 mod protocol;
 mod rails;
+mod real_model;
 mod resilience;
 mod seeds;
 mod service;
