@@ -517,7 +517,10 @@ impl Agent for LlmAgent {
             if round == self.tool_rounds {
                 break;
             }
-            messages.push(json!({"role": "assistant", "content": message["content"].clone(), "tool_calls": calls}));
+            // content as a string, empty when the model only called tools: a
+            // null is refused by servers such as llama-cpp-python (500)
+            let said = message["content"].as_str().unwrap_or_default();
+            messages.push(json!({"role": "assistant", "content": said, "tool_calls": calls}));
             // the calls of one turn run side by side; the fan-out rail applies to them
             let offered = &tools;
             let results = futures::future::join_all(calls.iter().map(|c| {

@@ -61,6 +61,12 @@ impl FakeLlm {
                     let mut body = body;
                     body["_authorization"] = json!(headers.get("authorization").and_then(|v| v.to_str().ok()));
                     r.lock().unwrap().push(body.clone());
+                    // as llama-cpp-python answers: an assistant message's content must be a string
+                    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+                    if messages.iter().any(|m| m["role"] == "assistant" && !m["content"].is_string()) {
+                        return (StatusCode::INTERNAL_SERVER_ERROR, "messages: Input should be a valid string")
+                            .into_response();
+                    }
                     let next = s.lock().unwrap().pop_front();
                     let completion = |message: Value| {
                         Json(json!({
