@@ -456,10 +456,30 @@ fn parse_answer(content: &str, json_mode: bool) -> Result<AgentOutput, Delegatio
 #[async_trait]
 impl Agent for LlmAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+        let mut usage = TokenUsage::default();
+        // tokens the server counted are spent even when the attempt fails after them
+        self.rounds(ctx, task, &mut usage).await.map_err(|e| if usage.total > 0 { e.spent(usage) } else { e })
+    }
+
+    fn estimate_tokens(&self, task: &Task) -> TokenEstimate {
+        let prompt = self.prompt_tokens(&self.messages(task), &[]);
+        // a call that cannot produce a useful answer does not fit
+        let completion = self.max_completion.min(task.max_completion_tokens).max(MIN_COMPLETION);
+        TokenEstimate { prompt, completion }
+    }
+}
+
+impl LlmAgent {
+    /// The model's rounds (tool calls, then an answer), adding each reply's usage to `usage`.
+    async fn rounds(
+        &self,
+        ctx: &AgentContext,
+        task: &Task,
+        usage: &mut TokenUsage,
+    ) -> Result<AgentOutput, DelegationError> {
         let mut messages = self.messages(task);
         let tools = self.tools(ctx);
         let delegator = ctx.delegator().ok();
-        let mut usage = TokenUsage::default();
         for round in 0..=self.tool_rounds {
             let prompt = self.prompt_tokens(&messages, &tools);
             // what is left for this agent's own calls (children's use is already in the ledger)
@@ -508,7 +528,7 @@ impl Agent for LlmAgent {
             let Some(calls) = calls else {
                 let content = message["content"].as_str().unwrap_or_default();
                 let mut out = parse_answer(content, self.json_mode)?;
-                out.token_usage = Some(usage);
+                out.token_usage = Some(*usage);
                 return Ok(out);
             };
             let Some(d) = delegator else {
@@ -537,13 +557,6 @@ impl Agent for LlmAgent {
             ErrorCode::AgentFailed,
             format!("the model kept calling tools after {} rounds without answering", self.tool_rounds),
         ))
-    }
-
-    fn estimate_tokens(&self, task: &Task) -> TokenEstimate {
-        let prompt = self.prompt_tokens(&self.messages(task), &[]);
-        // a call that cannot produce a useful answer does not fit
-        let completion = self.max_completion.min(task.max_completion_tokens).max(MIN_COMPLETION);
-        TokenEstimate { prompt, completion }
     }
 }
 

@@ -78,6 +78,15 @@ pub(super) fn charge(
     Ok(out)
 }
 
+/// Charges what a failed attempt had already used (a model's counted reply
+/// before the failure: [`DelegationError::spent`]), as far as the budget reaches.
+pub(super) fn charge_spent(adm: &Admitted, e: &DelegationError, usage: &mut TokenUsage) {
+    let Some(spent) = e.spent else { return };
+    let charged = spent.total.min(adm.budget.remaining());
+    adm.budget.charge(charged);
+    usage.add(if charged == spent.total { spent } else { TokenUsage::new(charged, 0) });
+}
+
 /// Failures that say something about the agent's health, and how the
 /// breaker counts them: a failure on a request may be the request's doing
 /// (it opens the agent's breaker only across users); a timeout or an

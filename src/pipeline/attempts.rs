@@ -102,15 +102,16 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
             }
         };
         let mut rejected_output = None;
-        let result = result.and_then(|o| attempt::charge(adm, estimate, o, &mut out.usage)).and_then(|o| {
-            match verify::check(&o, &checks, &mut out.verdict) {
+        let result = result
+            .inspect_err(|e| attempt::charge_spent(adm, e, &mut out.usage))
+            .and_then(|o| attempt::charge(adm, estimate, o, &mut out.usage))
+            .and_then(|o| match verify::check(&o, &checks, &mut out.verdict) {
                 Ok(()) => Ok(o),
                 Err(e) => {
                     rejected_output = Some(o.result);
                     Err(e)
                 }
-            }
-        });
+            });
 
         let e = match result {
             Ok(o) => {

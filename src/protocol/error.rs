@@ -238,12 +238,23 @@ pub struct DelegationError {
     /// retry policy waits at least this long. Not part of the wire format.
     #[serde(skip)]
     pub retry_after: Option<std::time::Duration>,
+    /// Tokens the failing attempt had already used (a model call that was
+    /// answered before the attempt failed): charged to the budget and
+    /// recorded like a success's. Not part of the wire format.
+    #[serde(skip)]
+    pub spent: Option<super::TokenUsage>,
 }
 
 impl DelegationError {
     /// An error with a code and a specific message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), retry_after: None }
+        Self { code, message: message.into(), retry_after: None, spent: None }
+    }
+
+    /// This error, with the tokens the failing attempt had already used.
+    pub fn spent(mut self, usage: super::TokenUsage) -> Self {
+        self.spent = Some(usage);
+        self
     }
 
     /// This error, asking for a wait of at least `after` before a retry.

@@ -286,6 +286,8 @@ async fn malformed_output_is_agent_failed_with_the_reason() {
     req.retry_policy = Some(RetryPolicy { enabled: false, max_attempts: None, backoff_strategy: Default::default() });
     let r = rt.delegate(&operator(), req).await;
     assert_eq!(r.error_code(), Some(ErrorCode::AgentFailed));
+    // the server counted the call (100 + 20): a failed attempt's tokens are spent all the same
+    assert_eq!(r.token_usage.total, 120, "{:?}", r.token_usage);
     assert!(r.error.unwrap().message.contains("does not parse"));
 }
 
@@ -330,6 +332,7 @@ async fn a_tool_loop_that_would_not_end_is_cut_off() {
     let r = rt.delegate(&operator(), req).await;
     assert_eq!(r.error_code(), Some(ErrorCode::AgentFailed));
     assert!(r.error.unwrap().message.contains("kept calling tools"));
+    assert_eq!(r.token_usage.total, 4 * 120, "four counted calls, none answered: {:?}", r.token_usage);
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 4, "3 rounds with tools, then one that must answer");
     assert!(reqs[3].get("tools").is_none(), "the last round offers no tools");
