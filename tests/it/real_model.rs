@@ -478,8 +478,12 @@ async fn what_the_model_asks_for_is_admitted_only_when_allowed() {
                 args.chars().take(120).collect::<String>()
             );
             if !offered.contains(&name) || !configured {
-                let what =
-                    if offered.contains(&name) { target.clone().unwrap_or_default() } else { format!("tool:{name}") };
+                // a target refused by the rails is on file under its name; a tool not
+                // offered, or arguments that don't parse, under the tool's
+                let what = match &target {
+                    Some(t) if offered.contains(&name) => t.clone(),
+                    _ => format!("tool:{name}"),
+                };
                 assert!(
                     all.iter().any(|(n, _, _)| n.origin == caller && n.agent == what && n.status == "refused"),
                     "{caller}'s call {name}({args}) was not refused on file"
