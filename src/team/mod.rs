@@ -5,6 +5,7 @@
 
 pub mod a2a_conformance;
 pub mod finance;
+pub(crate) mod seeds;
 pub mod tools;
 
 use std::sync::Arc;

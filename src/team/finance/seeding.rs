@@ -3,16 +3,7 @@
 //! always had. A seed the agent does not know picks a variant by remainder,
 //! so no seed value is refused; no seed is the first variant.
 
-/// The variant `seed` picks among `seeds` (an agent's `SEEDS`).
-pub(crate) fn variant(seeds: &[u64], seed: Option<u64>) -> usize {
-    match seed {
-        None => 0,
-        Some(seed) => seeds
-            .iter()
-            .position(|s| *s == seed)
-            .unwrap_or_else(|| usize::try_from(seed % (seeds.len().max(1) as u64)).unwrap_or(0)),
-    }
-}
+pub(crate) use crate::team::seeds::variant;
 
 /// Whether `seed` picks the second approach of an agent with `seeds`.
 pub(crate) fn second(seeds: &[u64], seed: Option<u64>) -> bool {

@@ -165,7 +165,7 @@ fn kind_of(spec: &TaskSpec) -> Kind {
 }
 
 fn variant_index(seed: u64) -> usize {
-    SEEDS.iter().position(|s| *s == seed).unwrap_or((seed % SEEDS.len() as u64) as usize)
+    crate::team::seeds::variant(&SEEDS, Some(seed))
 }
 
 struct Draft {
