@@ -45,21 +45,7 @@ fn year_span(y: i32) -> Option<(NaiveDate, NaiveDate)> {
 }
 
 fn month_name(m: u32) -> &'static str {
-    const NAMES: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    NAMES.get(m.saturating_sub(1) as usize).copied().unwrap_or("?")
+    u8::try_from(m).ok().and_then(|m| chrono::Month::try_from(m).ok()).map_or("?", |m| m.name())
 }
 
 /// The period `text` names, counted from `today`; None when it names none.
