@@ -83,6 +83,16 @@ pub trait Dispatch: Send + Sync + 'static {
     /// Tokens the calling node can still grant to children.
     fn remaining_tokens(&self) -> u32;
 
+    /// Whether the calling agent may take `action` now: Ok when its config
+    /// does not require approval for it or a person approved it;
+    /// `NEEDS_APPROVAL` (naming the approval) while nobody has answered: the
+    /// agent returns that error and its delegation pauses until someone
+    /// does; `APPROVAL_REJECTED` when they said no.
+    async fn approval(&self, action: &str, summary: &str) -> Result<(), DelegationError> {
+        let _ = (action, summary);
+        Ok(())
+    }
+
     /// Whether the calling agent may delegate to `target`: the edge is
     /// configured and the target exists.
     fn may_delegate_to(&self, target: &AgentSlug) -> bool;
@@ -354,6 +364,12 @@ impl Delegator {
     pub async fn delegate_parallel(&self, calls: Vec<Call>) -> Result<Vec<DelegationResponse>, DelegationError> {
         fanout::check_batch(calls.len(), self.scope.fan_out)?;
         Ok(join_all(calls.into_iter().map(|c| self.delegate(c))).await)
+    }
+
+    /// Asks for a person's approval of `action` when this agent's config
+    /// requires it (see [`Dispatch::approval`]); `summary` says what would be done.
+    pub async fn approval(&self, action: &str, summary: &str) -> Result<(), DelegationError> {
+        self.dispatch.approval(action, summary).await
     }
 
     /// Audits an action this agent was refused outside a delegation (a tool

@@ -333,6 +333,20 @@ impl AgentContext {
         }
     }
 
+    /// Waits for nobody: asks whether a person approved `action` (a tool
+    /// with a side effect, `send_email`), when this agent's config lists it
+    /// under `requires_approval`. Call it right before the side effect and
+    /// return its error as is: `NEEDS_APPROVAL` pauses the delegation (and
+    /// its tree) until a person answers; on resume the agent runs again and
+    /// this returns Ok, or `APPROVAL_REJECTED` if they said no. `summary`
+    /// says what would be done. Outside a runtime there is no one to ask: Ok.
+    pub async fn approve(&self, action: &str, summary: &str) -> Result<(), DelegationError> {
+        match &self.delegator {
+            Some(d) => d.approval(action, summary).await,
+            None => Ok(()),
+        }
+    }
+
     /// Whether `tool` is in the effective tools (to choose a way of working
     /// without being refused; [`AgentContext::use_tool`] is the rail).
     pub fn has_tool(&self, tool: &str) -> bool {

@@ -51,6 +51,12 @@ pub struct AgentSpec {
     /// Note, whose checks the runtime verifies.
     #[serde(default)]
     pub task_notes: bool,
+    /// Actions (tools) this agent takes only once a person approves them,
+    /// e.g. `["send_email"]`: its delegation pauses (`needs_approval`), the
+    /// pause travels up to the root, and the tree resumes when a person
+    /// answers (`switchboard approve ID`).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub requires_approval: BTreeSet<String>,
     /// Overrides of the runtime's limits for delegations to this agent.
     #[serde(default)]
     pub limits: AgentLimits,
@@ -79,6 +85,7 @@ impl AgentSpec {
             allowed_users: everyone(),
             pii_access: false,
             task_notes: false,
+            requires_approval: BTreeSet::new(),
             limits: AgentLimits::default(),
         })
     }

@@ -117,7 +117,7 @@ pub(super) async fn conversation(rt: &Runtime, adm: &Admitted, response: &Delega
             }
         }
     }
-    Conversation { new_session, messages, facts }
+    Conversation { new_session, messages, facts, step: None }
 }
 
 /// The scope a new fact is saved under: `global`, the agent's own, or its own

@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::node::Node;
-use super::{Entry, Runtime};
+use super::{Entry, Runtime, journal};
 use crate::agent::{AgentContext, Delegator, Dispatch, Ledger};
 use crate::auth::Principal;
 use crate::lineage::{Claims, Relay};
-use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, Mode};
+use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Status};
 
 /// The context one attempt of this node's agent runs with: its delegator,
 /// its effective tools, a cancellation that ends with the attempt, its deadline.
@@ -41,9 +41,41 @@ struct NodeDispatch {
 
 #[async_trait]
 impl Dispatch for NodeDispatch {
-    async fn dispatch(&self, request: DelegationRequest) -> DelegationResponse {
+    async fn dispatch(&self, mut request: DelegationRequest) -> DelegationResponse {
+        // the child's id is its place in this node: a resumed node finds it again
+        request.request_id = self.node.next_child_id(&request.target_employee);
+        let mut resumed = false;
+        if self.node.is_resumed() {
+            match self.runtime.inner.store.step(request.request_id).await {
+                Ok(Some(step)) if step.state.is_terminal() => {
+                    // finished before: its answer, without running it again
+                    let answer = journal::answer(&step).unwrap_or_else(|| {
+                        let why = DelegationError::new(ErrorCode::Cancelled, "this step was cancelled");
+                        DelegationResponse::failed(request.request_id, request.target_employee.clone(), why)
+                    });
+                    self.node.child_started();
+                    self.node.add_child_usage(answer.token_usage);
+                    return answer;
+                }
+                Ok(Some(_)) => resumed = true,
+                Ok(None) => {}
+                Err(e) => {
+                    let why = DelegationError::from(e);
+                    return DelegationResponse::failed(request.request_id, request.target_employee.clone(), why);
+                }
+            }
+        }
         let caller = Principal::Agent(self.node.agent.clone());
-        self.runtime.dispatch(Some(&self.node), &caller, request, Entry::Delegation).await
+        let response =
+            self.runtime.dispatch_step(Some(&self.node), &caller, request, Entry::Delegation, resumed).await;
+        if let Some(why) = response.error.as_ref().filter(|_| response.status == Status::NeedsApproval) {
+            self.node.child_waits(why.clone());
+        }
+        response
+    }
+
+    async fn approval(&self, action: &str, summary: &str) -> Result<(), DelegationError> {
+        super::durable::approval(&self.runtime, &self.node, action, summary).await
     }
 
     async fn record_denied(&self, what: &str, error: &DelegationError) {

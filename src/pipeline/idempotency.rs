@@ -51,6 +51,8 @@ pub(super) async fn keep(rt: &Runtime, req: &DelegationRequest, response: &Deleg
     let Some(key) = &req.idempotency_key else { return };
     let store = &rt.inner.store;
     let kept = match response.status {
+        // a paused tree keeps its key: it finishes (and keeps its answer) when resumed
+        Status::NeedsApproval => return,
         // the same key sent again after the user answered runs again
         Status::Failed | Status::NeedsInput => store.release_idempotency(&req.user_id, key).await,
         _ => match serde_json::to_string(response) {

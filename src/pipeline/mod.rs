@@ -23,7 +23,9 @@ mod attempts;
 mod builder;
 mod context;
 mod dispatch;
+mod durable;
 mod idempotency;
+mod journal;
 mod node;
 mod pii;
 mod record;
@@ -46,12 +48,13 @@ use tracing::Instrument;
 
 pub use ask::{AskOptions, AskResponse};
 pub use builder::RuntimeBuilder;
+pub use durable::Resumed;
 pub use registry::{Member, Registry};
 pub use runtime::Runtime;
 pub use tree_view::TreeView;
 
 use crate::auth::Principal;
-use crate::protocol::{DelegationRequest, DelegationResponse};
+use crate::protocol::{DelegationRequest, DelegationResponse, Status};
 use crate::store::now_ms;
 use crate::telemetry::Event;
 use admit::Refused;
@@ -89,6 +92,20 @@ impl Runtime {
         req: DelegationRequest,
         entry: Entry,
     ) -> DelegationResponse {
+        self.dispatch_step(parent, caller, req, entry, false).await
+    }
+
+    /// [`Runtime::dispatch`] of a step that ran before (`resumed`: after a
+    /// restart or an approval), under its old request id: it is not claimed
+    /// again, and its children's answers come from the journal.
+    pub(crate) async fn dispatch_step(
+        &self,
+        parent: Option<&Arc<Node>>,
+        caller: &Principal,
+        req: DelegationRequest,
+        entry: Entry,
+        resumed: bool,
+    ) -> DelegationResponse {
         let depth = parent.map_or(req.current_depth, |p| p.depth).saturating_add(u32::from(entry.is_delegation()));
         let span = tracing::info_span!(
             "delegation",
@@ -99,7 +116,7 @@ impl Runtime {
             target_agent = %req.target_employee,
             depth,
         );
-        let response = self.flow(parent, caller, req, entry).instrument(span).await;
+        let response = self.flow(parent, caller, req, entry, resumed).instrument(span).await;
         if let Some(p) = parent {
             p.add_child_usage(response.token_usage);
         }
@@ -112,19 +129,30 @@ impl Runtime {
         caller: &Principal,
         req: DelegationRequest,
         entry: Entry,
+        resumed: bool,
     ) -> DelegationResponse {
         let clock = Clock::start();
         let parent_scope = parent.map(|p| &*p.scope);
+        let entered = journal::entry_name(&entry, parent.is_some());
         // admit: every rail before the agent runs
         let adm = match admit::admit(self, parent, caller, req, entry).await {
             Ok(adm) => adm,
             Err(refused) => return record::refuse(self, refused, parent_scope, clock).await,
         };
-        // idempotency: a repeated key gets the stored answer; nothing runs again
-        match idempotency::claim(self, &adm).await {
+        // idempotency: a repeated key gets the stored answer; nothing runs
+        // again (a resumed step holds its key already)
+        match if resumed { Ok(None) } else { idempotency::claim(self, &adm).await } {
             Ok(None) => {}
             Ok(Some(stored)) => return stored,
             Err(e) => return record::refuse(self, Refused::admitted(adm, e), parent_scope, clock).await,
+        }
+        // journal: the step is durable before its agent runs
+        if resumed {
+            adm.node.mark_resumed();
+        }
+        let step = journal::start(self, &adm, caller, entered);
+        if let Err(e) = self.inner.store.put_step(&step).await {
+            return record::refuse(self, Refused::admitted(adm, e.into()), parent_scope, clock).await;
         }
         if let Some(p) = parent {
             p.child_started();
@@ -139,7 +167,17 @@ impl Runtime {
         adm.node.cancel.cancel(); // whatever the agent started and left behind stops now
         // record: node, audit and conversation, durable before the response is acknowledged
         let mut response = respond::response(&adm, &attempts, &clock);
-        let conversation = context::conversation(self, &adm, &response).await;
+        // a child waiting for a person's approval pauses this node too, up to the root
+        if let Some(why) = adm.node.waiting() {
+            respond::pause(&mut response, why);
+        }
+        let mut conversation = context::conversation(self, &adm, &response).await;
+        if response.status == Status::NeedsApproval {
+            // the conversation is written once, when the node ends for good
+            conversation.messages.clear();
+            conversation.facts.clear();
+        }
+        conversation.step = Some(journal::ended(step, &response));
         running.finish(&mut response, attempts.execution.attempts, conversation).await;
         tracing::info!(
             request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,

@@ -4,12 +4,13 @@
 
 use std::ops::Deref;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Scope;
-use crate::protocol::TokenUsage;
+use crate::protocol::{AgentSlug, DelegationError, TokenUsage};
 use crate::rails::Tree;
 use crate::util::lock;
 
@@ -24,6 +25,13 @@ pub(crate) struct Node {
     children_usage: std::sync::Mutex<TokenUsage>,
     /// Children admitted so far: an attempt that delegated is not repeated.
     children_started: AtomicU32,
+    /// Calls made so far, per target: a child's id is its place among them.
+    calls: std::sync::Mutex<HashMap<AgentSlug, u32>>,
+    /// This delegation ran before (a restart, an approval): its children's
+    /// answers may be in the journal.
+    resumed: AtomicBool,
+    /// A child (or one below it) waits for a person's approval: what it said.
+    waiting: std::sync::Mutex<Option<DelegationError>>,
 }
 
 impl Deref for Node {
@@ -42,7 +50,37 @@ impl Node {
             cancel,
             children_usage: Default::default(),
             children_started: Default::default(),
+            calls: Default::default(),
+            resumed: AtomicBool::new(false),
+            waiting: Default::default(),
         }
+    }
+
+    /// The id of this node's next call to `target` (see `journal::child_id`).
+    pub fn next_child_id(&self, target: &AgentSlug) -> crate::protocol::RequestId {
+        let mut calls = lock(&self.calls);
+        let n = calls.entry(target.clone()).or_insert(0);
+        let id = super::journal::child_id(self.request_id, target, *n);
+        *n += 1;
+        id
+    }
+
+    pub fn mark_resumed(&self) {
+        self.resumed.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_resumed(&self) -> bool {
+        self.resumed.load(Ordering::Relaxed)
+    }
+
+    /// Notes that a child waits for approval; the first one's words are kept.
+    pub fn child_waits(&self, why: DelegationError) {
+        lock(&self.waiting).get_or_insert(why);
+    }
+
+    /// Why this node waits, when a child does.
+    pub fn waiting(&self) -> Option<DelegationError> {
+        lock(&self.waiting).clone()
     }
 
     pub fn add_child_usage(&self, usage: TokenUsage) {

@@ -5,7 +5,7 @@
 //! trusted with PII (`pii_access`) sees the real values of its own task.
 
 use crate::agent::{AgentOutput, Task};
-use crate::protocol::DelegationResponse;
+use crate::protocol::{DelegationRequest, DelegationResponse};
 use crate::rails::Tree;
 use crate::redact::{Redactor, Vault};
 
@@ -65,6 +65,27 @@ impl<'a> Pii<'a> {
                 task.objective = vault.restore(&task.objective);
                 task.input = vault.restore(&task.input);
                 task.task_note = task.task_note.as_ref().map(|n| vault.restore(n));
+            }
+        });
+    }
+
+    /// An envelope as the journal keeps it: every readable field redacted.
+    pub fn request(&self, req: &mut DelegationRequest) {
+        self.with_vault(|r, vault| {
+            req.objective = r.redact(&req.objective, vault);
+            req.input = r.redact(&req.input, vault);
+            req.task_note = req.task_note.as_ref().map(|n| r.redact(n, vault));
+            req.context_hints = req.context_hints.iter().map(|h| r.redact(h, vault)).collect();
+            let handoff = &mut req.handoff_data;
+            handoff.facts = handoff.facts.iter().map(|f| r.redact(f, vault)).collect();
+            for reference in &mut handoff.references {
+                reference.source_id = r.redact(&reference.source_id, vault);
+            }
+            if let Some(v) = handoff.intermediate_results.as_mut() {
+                r.redact_json(v, vault);
+            }
+            for v in handoff.extra.values_mut() {
+                r.redact_json(v, vault);
             }
         });
     }

@@ -155,6 +155,32 @@ pub(super) async fn denied(rt: &Runtime, node: &Scope, what: &str, error: &Deleg
     }
 }
 
+/// Ends a top step that is not running in this process (its tree waited
+/// for approval, or was cut off by a restart) with `response`: its record
+/// (replacing the one it had), an audit record and the step, together.
+pub(super) async fn offline(
+    rt: &Runtime,
+    step: crate::store::TreeStep,
+    req: &crate::protocol::DelegationRequest,
+    response: &DelegationResponse,
+) -> Result<(), DelegationError> {
+    let place = Place {
+        request_id: step.request_id,
+        root_id: step.root_id,
+        parent_id: step.parent_id,
+        user: &step.user_id,
+        origin: req.origin_employee.to_string(),
+        target: step.target.clone(),
+        depth: req.current_depth.saturating_add(u32::from(step.entry != "user")),
+    };
+    let mut record = new_record(place, req.objective.clone(), cycle::objective_hash(&req.objective), step.created_at);
+    record.status = response.status.as_str().into();
+    record.error_code = response.error_code().map(|c| c.to_string());
+    record.duration_ms = u64::try_from(now_ms().saturating_sub(step.created_at)).unwrap_or(0);
+    let conversation = Conversation { step: Some(super::journal::ended(step, response)), ..Default::default() };
+    finish(rt, &record, conversation, 0.0, false).await
+}
+
 /// The record of an admitted delegation while it runs. If its future is
 /// dropped before it records (its parent was cancelled or timed out), the
 /// record is written anyway, as cancelled.

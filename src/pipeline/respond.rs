@@ -29,6 +29,11 @@ pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> De
                 .then(|| DelegationError::new(ErrorCode::NeedsInput, out.result.clone())),
             ..DelegationResponse::failed(req.request_id, req.target_employee.clone(), ErrorCode::AgentFailed.into())
         },
+        Err(e) if e.code == ErrorCode::NeedsApproval => {
+            let mut r = DelegationResponse::failed(req.request_id, req.target_employee.clone(), ErrorCode::AgentFailed.into());
+            pause(&mut r, e.clone());
+            r
+        }
         Err(e) if e.code == ErrorCode::NeedsInput => {
             let mut r = DelegationResponse::failed(req.request_id, req.target_employee.clone(), e.clone());
             r.status = Status::NeedsInput;
@@ -53,6 +58,17 @@ pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> De
     response.verifier = attempts.verdict.clone();
     response.learned = attempts.learned.clone();
     response
+}
+
+/// Makes `response` a pause: the delegation waits for a person's approval
+/// (`why` names it), whatever its agent made of the waiting child.
+pub(super) fn pause(response: &mut DelegationResponse, why: DelegationError) {
+    response.status = Status::NeedsApproval;
+    response.summary = "waiting for approval".into();
+    response.result = why.message.clone();
+    response.requires_followup = true;
+    response.fallback = None;
+    response.error = Some(why);
 }
 
 /// The advice, saying what each attempt tried and lacked.

@@ -55,6 +55,20 @@ pub enum ErrorCode {
     /// The envelope or a header disagrees with the verified lineage token;
     /// the message names the first field that does (403). docs/LINEAGE.md.
     LineageMismatch,
+    /// The delegation waits for a person to approve an action
+    /// (`requires_approval`); the message names the approval. Never
+    /// retried, never counted against the agent's breaker (422; the
+    /// HTTP surfaces answer a paused tree with 202 and its response).
+    NeedsApproval,
+    /// A person rejected the action the delegation waited on (403).
+    ApprovalRejected,
+    /// No approval, tree or task has that id (404).
+    NotFound,
+    /// The approval was decided already, or the tree has ended (409).
+    AlreadyDecided,
+    /// The tree's records are incomplete for what was asked (a replay of a
+    /// tree recorded without its journal) (422).
+    RecordIncomplete,
 }
 
 /// How a failure should be treated by the retry loop (seeds/001 error handling).
@@ -79,7 +93,7 @@ pub enum ErrorClass {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 25] = [
         Self::InvalidRequest,
         Self::UnsupportedVersion,
         Self::Unauthenticated,
@@ -100,6 +114,11 @@ impl ErrorCode {
         Self::NeedsInput,
         Self::LineageInvalid,
         Self::LineageMismatch,
+        Self::NeedsApproval,
+        Self::ApprovalRejected,
+        Self::NotFound,
+        Self::AlreadyDecided,
+        Self::RecordIncomplete,
     ];
 
     /// The wire spelling, e.g. `DEPTH_LIMIT`.
@@ -125,6 +144,11 @@ impl ErrorCode {
             Self::NeedsInput => "NEEDS_INPUT",
             Self::LineageInvalid => "LINEAGE_INVALID",
             Self::LineageMismatch => "LINEAGE_MISMATCH",
+            Self::NeedsApproval => "NEEDS_APPROVAL",
+            Self::ApprovalRejected => "APPROVAL_REJECTED",
+            Self::NotFound => "NOT_FOUND",
+            Self::AlreadyDecided => "ALREADY_DECIDED",
+            Self::RecordIncomplete => "RECORD_INCOMPLETE",
         }
     }
 
@@ -138,10 +162,16 @@ impl ErrorCode {
             | Self::DelegationNotAllowed
             | Self::ToolNotAllowed
             | Self::LineageInvalid
-            | Self::LineageMismatch => 403,
-            Self::AgentNotFound => 404,
-            Self::CycleDetected => 409,
-            Self::DepthLimit | Self::FanOutLimit | Self::TokenBudgetExceeded | Self::NeedsInput => 422,
+            | Self::LineageMismatch
+            | Self::ApprovalRejected => 403,
+            Self::AgentNotFound | Self::NotFound => 404,
+            Self::CycleDetected | Self::AlreadyDecided => 409,
+            Self::DepthLimit
+            | Self::FanOutLimit
+            | Self::TokenBudgetExceeded
+            | Self::NeedsInput
+            | Self::NeedsApproval
+            | Self::RecordIncomplete => 422,
             // 499: the caller closed the request (nginx's convention).
             Self::Cancelled => 499,
             Self::AgentFailed | Self::VerificationFailed => 502,
@@ -185,6 +215,15 @@ impl ErrorCode {
             Self::LineageMismatch => {
                 "The envelope disagrees with its lineage token in the named field; send the values the token states."
             }
+            Self::NeedsApproval => {
+                "A person must approve an action first: `switchboard approve ID` (or POST /v1/approvals/ID); the tree resumes then."
+            }
+            Self::ApprovalRejected => "A person rejected the action; the delegation ended without doing it.",
+            Self::NotFound => "Nothing has that id; list them with `switchboard approvals` or `switchboard trees`.",
+            Self::AlreadyDecided => "That was decided already (or its tree has ended); nothing was changed.",
+            Self::RecordIncomplete => {
+                "The tree's records lack what this needs (it ran before the journal was kept, or a step is missing)."
+            }
         }
     }
 
@@ -196,7 +235,9 @@ impl ErrorCode {
             Self::AgentUnavailable => ErrorClass::Unavailable,
             Self::AgentFailed => ErrorClass::Failure,
             Self::Cancelled => ErrorClass::Cancelled,
-            Self::NeedsInput => ErrorClass::NeedsInput,
+            Self::NeedsInput | Self::NeedsApproval => ErrorClass::NeedsInput,
+            // a person said no: stop, as when the caller goes away
+            Self::ApprovalRejected => ErrorClass::Cancelled,
             _ => ErrorClass::Refusal,
         }
     }

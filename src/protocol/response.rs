@@ -182,16 +182,21 @@ pub enum Status {
     /// for the user and `error` is `NEEDS_INPUT` with the same question. Not
     /// a failure of the agent.
     NeedsInput,
+    /// Paused: the delegation (or one below it) waits for a person to
+    /// approve an action; `error` is `NEEDS_APPROVAL` naming the approval.
+    /// The tree resumes where it stopped once a person answers.
+    NeedsApproval,
 }
 
 impl Status {
-    /// The wire spelling: `success`, `partial`, `failed` or `needs_input`.
+    /// The wire spelling: `success`, `partial`, `failed`, `needs_input` or `needs_approval`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Success => "success",
             Self::Partial => "partial",
             Self::Failed => "failed",
             Self::NeedsInput => "needs_input",
+            Self::NeedsApproval => "needs_approval",
         }
     }
 }

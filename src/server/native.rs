@@ -114,6 +114,8 @@ pub async fn delegate(
         // an answer, or a question for the user (status needs_input): 200
         None => Json(response).into_response(),
         Some(e) if e.code == ErrorCode::NeedsInput => Json(response).into_response(),
+        // paused: the tree waits for a person's approval and resumes when they answer
+        Some(e) if e.code == ErrorCode::NeedsApproval => (StatusCode::ACCEPTED, Json(response)).into_response(),
         // refused before anything ran: the error alone
         Some(e) if response.execution.is_none() => ApiError::from(e.clone()).into_response(),
         // ran and failed: the whole response (attempts, fallback, usage) under the code's status

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
-    Claim, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts, StoreError,
+    Approval, ApprovalState, Claim, DelegationRecord, TreeStep, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts, StoreError,
     StoreResult,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
@@ -37,6 +37,8 @@ struct Inner {
     ledger: HashMap<UserId, Vec<LedgerEntry>>,
     /// (user, kind, name) → the plan
     plans: std::collections::BTreeMap<(UserId, String, String), MoneyPlan>,
+    steps: HashMap<RequestId, TreeStep>,
+    approvals: std::collections::BTreeMap<String, Approval>,
 }
 
 impl MemoryStore {
@@ -294,6 +296,79 @@ impl Store for MemoryStore {
 
     async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>> {
         Ok(lock(&self.inner).plans.values().filter(|p| &p.user_id == user).cloned().collect())
+    }
+
+    async fn put_step(&self, step: &TreeStep) -> StoreResult<()> {
+        let mut inner = lock(&self.inner);
+        let created_at = inner.steps.get(&step.request_id).map_or(step.created_at, |s| s.created_at);
+        inner.steps.insert(step.request_id, TreeStep { created_at, ..step.clone() });
+        Ok(())
+    }
+
+    async fn step(&self, id: RequestId) -> StoreResult<Option<TreeStep>> {
+        Ok(lock(&self.inner).steps.get(&id).cloned())
+    }
+
+    async fn tree_steps(&self, root: RequestId) -> StoreResult<Vec<TreeStep>> {
+        let mut steps: Vec<TreeStep> = lock(&self.inner).steps.values().filter(|s| s.root_id == root).cloned().collect();
+        steps.sort_by_key(|s| (s.created_at, s.request_id));
+        Ok(steps)
+    }
+
+    async fn open_steps(&self) -> StoreResult<Vec<TreeStep>> {
+        let mut steps: Vec<TreeStep> =
+            lock(&self.inner).steps.values().filter(|s| s.is_top() && !s.state.is_terminal()).cloned().collect();
+        steps.sort_by_key(|s| (s.created_at, s.request_id));
+        Ok(steps)
+    }
+
+    async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64> {
+        let now = super::now_ms();
+        let mut n = 0;
+        for s in lock(&self.inner).steps.values_mut().filter(|s| s.root_id == root && !s.state.is_terminal()) {
+            s.state = super::StepState::Cancelled;
+            s.updated_at = now;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval> {
+        let mut inner = lock(&self.inner);
+        Ok(inner.approvals.entry(approval.id.clone()).or_insert_with(|| approval.clone()).clone())
+    }
+
+    async fn approval(&self, id: &str) -> StoreResult<Option<Approval>> {
+        Ok(lock(&self.inner).approvals.get(id).cloned())
+    }
+
+    async fn approvals(&self, user: Option<&UserId>, pending: bool) -> StoreResult<Vec<Approval>> {
+        let mut out: Vec<Approval> = lock(&self.inner)
+            .approvals
+            .values()
+            .filter(|a| user.is_none_or(|u| &a.user_id == u) && (!pending || a.state == ApprovalState::Pending))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(out)
+    }
+
+    async fn decide_approval(
+        &self,
+        id: &str,
+        state: ApprovalState,
+        by: &str,
+        reason: Option<&str>,
+    ) -> StoreResult<Option<Approval>> {
+        let mut inner = lock(&self.inner);
+        let Some(a) = inner.approvals.get_mut(id).filter(|a| a.state == ApprovalState::Pending) else {
+            return Ok(None);
+        };
+        a.state = state;
+        a.decided_by = Some(by.to_string());
+        a.reason = reason.map(str::to_string);
+        a.decided_at = Some(super::now_ms());
+        Ok(Some(a.clone()))
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -5,6 +5,7 @@
 
 pub mod anchor;
 pub mod audit;
+pub mod journal;
 pub mod ledger;
 pub mod memory;
 mod rows;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionId, TokenUsage, UserId};
 
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
+pub use journal::{Approval, ApprovalState, StepState, TreeStep};
 pub use ledger::{LedgerEntry, MoneyPlan, entry_id};
 pub use memory::MemoryStore;
 pub use signature::task_signature;
@@ -97,6 +99,8 @@ pub struct Conversation {
     pub messages: Vec<Message>,
     /// The facts it learned, each under a scope the agent may write to.
     pub facts: Vec<Fact>,
+    /// The delegation's step in its durable tree, as it ended (or waits).
+    pub step: Option<TreeStep>,
 }
 
 /// One node of a delegation tree.
@@ -312,6 +316,9 @@ pub trait Store: Send + Sync + 'static {
         if !conversation.facts.is_empty() {
             self.add_facts(&conversation.facts).await?;
         }
+        if let Some(step) = &conversation.step {
+            self.put_step(step).await?;
+        }
         self.put_delegation(record).await?;
         self.append_audit(audit).await
     }
@@ -368,6 +375,43 @@ pub trait Store: Send + Sync + 'static {
 
     /// The user's goals and debts, by kind and name.
     async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>>;
+
+    // journal: durable trees and approvals (journal.rs)
+
+    /// Writes a step of a durable tree (replacing its earlier state), durable when it returns.
+    async fn put_step(&self, step: &TreeStep) -> StoreResult<()>;
+
+    /// The step of delegation `id`.
+    async fn step(&self, id: RequestId) -> StoreResult<Option<TreeStep>>;
+
+    /// Every step of the tree rooted at `root`, oldest first.
+    async fn tree_steps(&self, root: RequestId) -> StoreResult<Vec<TreeStep>>;
+
+    /// The steps that came in at the top and have not ended (running or
+    /// waiting): the trees a restarted process resumes or keeps waiting.
+    async fn open_steps(&self) -> StoreResult<Vec<TreeStep>>;
+
+    /// Marks every running or waiting step of the tree cancelled; how many were.
+    async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64>;
+
+    /// Asks for an approval; if the node already asked for that action, the
+    /// stored one (perhaps decided) comes back unchanged.
+    async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval>;
+
+    /// The approval `id`.
+    async fn approval(&self, id: &str) -> StoreResult<Option<Approval>>;
+
+    /// Approvals of `user` (every user's when None), only pending ones when `pending`, oldest first.
+    async fn approvals(&self, user: Option<&UserId>, pending: bool) -> StoreResult<Vec<Approval>>;
+
+    /// Decides a pending approval once: None when it is unknown or was decided already.
+    async fn decide_approval(
+        &self,
+        id: &str,
+        state: ApprovalState,
+        by: &str,
+        reason: Option<&str>,
+    ) -> StoreResult<Option<Approval>>;
 
     /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;

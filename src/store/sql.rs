@@ -19,7 +19,7 @@ use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, Sessi
 pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
 use super::{
-    Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts,
+    Approval, ApprovalState, Claim, Conversation, TreeStep, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts,
     StoreError, StoreResult, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
@@ -52,6 +52,7 @@ fn migrator() -> Migrator {
         m(2, "tokens", include_str!("migrations/0002_tokens.sql")),
         m(3, "audit_head", include_str!("migrations/0003_audit_head.sql")),
         m(4, "ledger", include_str!("migrations/0004_ledger.sql")),
+        m(5, "journal", include_str!("migrations/0005_journal.sql")),
     ])
 }
 
@@ -518,6 +519,48 @@ impl Store for SqlStore {
 
     async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>> {
         super::ledger::plans(&self.pool, user).await
+    }
+
+    async fn put_step(&self, step: &TreeStep) -> StoreResult<()> {
+        self.writer.write(Write::Step(Box::new(step.clone()))).await.map(drop)
+    }
+
+    async fn step(&self, id: RequestId) -> StoreResult<Option<TreeStep>> {
+        super::journal::step(&self.pool, id).await
+    }
+
+    async fn tree_steps(&self, root: RequestId) -> StoreResult<Vec<TreeStep>> {
+        super::journal::steps(&self.pool, root).await
+    }
+
+    async fn open_steps(&self) -> StoreResult<Vec<TreeStep>> {
+        super::journal::open_steps(&self.pool).await
+    }
+
+    async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64> {
+        super::journal::cancel_steps(&self.pool, root, now_ms()).await
+    }
+
+    async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval> {
+        super::journal::ask_approval(&self.pool, approval).await
+    }
+
+    async fn approval(&self, id: &str) -> StoreResult<Option<Approval>> {
+        super::journal::approval(&self.pool, id).await
+    }
+
+    async fn approvals(&self, user: Option<&UserId>, pending: bool) -> StoreResult<Vec<Approval>> {
+        super::journal::approvals(&self.pool, user, pending).await
+    }
+
+    async fn decide_approval(
+        &self,
+        id: &str,
+        state: ApprovalState,
+        by: &str,
+        reason: Option<&str>,
+    ) -> StoreResult<Option<Approval>> {
+        super::journal::decide_approval(&self.pool, id, state, by, reason, now_ms()).await
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -23,7 +23,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::anchor::{Advanced, AnchorFile};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::signature::task_signature;
-use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult};
+use super::journal::{STEP_INSERT, STEP_UPSERT};
+use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult, TreeStep};
 
 /// The most writes committed together.
 const MAX_BATCH: usize = 512;
@@ -39,6 +40,8 @@ pub(super) enum Write {
     Facts(Vec<Fact>),
     Delegation(Box<DelegationRecord>),
     Audit(AuditRecord),
+    /// A step of a durable tree (journal.rs).
+    Step(Box<TreeStep>),
     /// A finished delegation: its conversation, tree node and audit record together.
     Finish(Box<(DelegationRecord, AuditRecord, Conversation)>),
 }
@@ -213,6 +216,7 @@ async fn commit<'a>(
             Write::Messages(m) => m.iter().for_each(|m| rows.message(m)),
             Write::Facts(f) => f.iter().for_each(|f| rows.fact(f)),
             Write::Delegation(r) => rows.delegation(r),
+            Write::Step(step) => rows.step(step),
             Write::Audit(record) => audits.push((i, record)),
             Write::Finish(finish) => {
                 let (r, record, conversation) = &**finish;
@@ -221,6 +225,9 @@ async fn commit<'a>(
                 }
                 conversation.messages.iter().for_each(|m| rows.message(m));
                 conversation.facts.iter().for_each(|f| rows.fact(f));
+                if let Some(step) = &conversation.step {
+                    rows.step(step);
+                }
                 rows.delegation(r);
                 audits.push((i, record));
             }
@@ -246,6 +253,10 @@ async fn commit<'a>(
     let mut nodes: Vec<Vec<Val>> =
         rows.delegations.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
     nodes.reverse();
+    let mut seen = std::collections::HashSet::new();
+    let mut steps: Vec<Vec<Val>> =
+        rows.steps.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
+    steps.reverse();
     let mut entries = Vec::with_capacity(audits.len());
     if !audits.is_empty() {
         // chain from the anchored head, not from the log's last row: records
@@ -286,6 +297,7 @@ async fn commit<'a>(
         (MESSAGES, rows.messages),
         (FACTS, rows.facts),
         (DELEGATIONS, nodes),
+        (STEPS, steps),
         (AUDIT, entries),
     ] {
         statements.insert(&mut tx, table, rows).await?;
@@ -321,6 +333,7 @@ const DELEGATIONS: Table = Table(
      prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
      total_tokens = excluded.total_tokens",
 );
+const STEPS: Table = Table(STEP_INSERT, STEP_UPSERT);
 const AUDIT: Table = Table(
     "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
      duration_ms, tokens, created_at, prev_hash, hash) VALUES ",
@@ -337,6 +350,7 @@ struct Rows {
     messages: Vec<Vec<Val>>,
     facts: Vec<Vec<Val>>,
     delegations: Vec<(crate::protocol::RequestId, Vec<Val>)>,
+    steps: Vec<(crate::protocol::RequestId, Vec<Val>)>,
 }
 
 impl Rows {
@@ -401,6 +415,29 @@ impl Rows {
                 Val::Int(i64::from(r.tokens.prompt)),
                 Val::Int(i64::from(r.tokens.completion)),
                 Val::Int(i64::from(r.tokens.total)),
+            ],
+        ));
+    }
+}
+
+impl Rows {
+    fn step(&mut self, s: &TreeStep) {
+        self.steps.push((
+            s.request_id,
+            vec![
+                Val::Text(s.request_id.to_string()),
+                Val::Text(s.root_id.to_string()),
+                Val::Opt(s.parent_id.map(|p| p.to_string())),
+                Val::Text(s.user_id.to_string()),
+                Val::Text(s.target.clone()),
+                Val::Text(s.state.as_str().to_string()),
+                Val::Text(s.entry.clone()),
+                Val::Text(s.caller.clone()),
+                Val::Text(s.request.clone()),
+                Val::Opt(s.response.clone()),
+                Val::Int(s.deadline_at),
+                Val::Int(s.created_at),
+                Val::Int(s.updated_at),
             ],
         ));
     }

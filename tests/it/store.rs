@@ -336,6 +336,7 @@ async fn a_delegation_and_its_conversation_commit_together() {
                     created_at: now_ms(),
                 }],
                 new_session: Some(session),
+                step: None,
             }
         };
         let mut jobs = Vec::new();

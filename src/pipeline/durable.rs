@@ -1,0 +1,272 @@
+//! What a runtime can do with trees that outlive one process: resume the
+//! ones a restart cut off, pause a node for a person's approval and go on
+//! when they answer, cancel a whole tree for good, and end the ones whose
+//! deadline passed while nobody was running them. The journal
+//! (`journal.rs`) is what makes each of these a re-run that does no
+//! finished step twice.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::node::Node;
+use super::pii::Pii;
+use super::{Runtime, journal, record};
+use crate::auth::Principal;
+use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId};
+use crate::store::{Approval, ApprovalState, StepState, TreeStep, now_ms};
+use crate::util::lock;
+
+/// What [`Runtime::resume_open_trees`] found in the store.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Resumed {
+    /// Trees cut off mid-run, now running again (in the background).
+    pub resumed: Vec<RequestId>,
+    /// Trees whose deadline passed while nobody ran them: ended `DEADLINE_EXCEEDED`.
+    pub expired: Vec<RequestId>,
+    /// Trees still waiting for a person's approval (they keep waiting).
+    pub waiting: Vec<RequestId>,
+}
+
+/// The approval rail, for a running node's agent (see `Dispatch::approval`).
+pub(super) async fn approval(
+    rt: &Runtime,
+    node: &Arc<Node>,
+    action: &str,
+    summary: &str,
+) -> Result<(), DelegationError> {
+    let needed = rt
+        .registry()
+        .get(&node.agent)
+        .is_some_and(|m| m.spec.requires_approval.contains(action) || m.spec.requires_approval.contains("*"));
+    if !needed {
+        return Ok(());
+    }
+    let asked = Approval {
+        id: Approval::id_for(node.request_id, action),
+        root_id: node.root_id,
+        request_id: node.request_id,
+        user_id: node.user.clone(),
+        agent: node.agent.to_string(),
+        action: action.to_string(),
+        summary: Pii::new(&rt.inner.redactor, None).text(summary),
+        state: ApprovalState::Pending,
+        reason: None,
+        decided_by: None,
+        created_at: now_ms(),
+        decided_at: None,
+    };
+    let a = rt.inner.store.ask_approval(&asked).await?;
+    let reason = a.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+    match a.state {
+        ApprovalState::Approved => Ok(()),
+        ApprovalState::Pending => Err(DelegationError::new(
+            ErrorCode::NeedsApproval,
+            format!("{} waits for approval {} to {}: {}", a.agent, a.id, a.action, a.summary),
+        )),
+        ApprovalState::Rejected => Err(DelegationError::new(
+            ErrorCode::ApprovalRejected,
+            format!("{} was rejected by {}{reason}; not done", a.action, a.decided_by.as_deref().unwrap_or("a person")),
+        )),
+        ApprovalState::Expired => Err(DelegationError::new(
+            ErrorCode::DeadlineExceeded,
+            format!("nobody approved {} before the deadline; not done", a.action),
+        )),
+    }
+}
+
+/// Whether `caller` may see and act on a tree or approval of `user`.
+fn owns(caller: &Principal, user: &crate::protocol::UserId) -> bool {
+    matches!(caller, Principal::Admin) || caller.user() == Some(user)
+}
+
+impl Runtime {
+    /// After a restart: resumes every tree the store holds as running (in
+    /// background tasks; their answers are recorded as usual), ends the
+    /// ones whose deadline passed meanwhile with `DEADLINE_EXCEEDED`, and
+    /// leaves trees that wait for approval waiting. Finished steps are not
+    /// run again: the journal answers for them.
+    pub async fn resume_open_trees(&self) -> Result<Resumed, DelegationError> {
+        let mut found = Resumed::default();
+        for step in self.inner.store.open_steps().await? {
+            let id = step.request_id;
+            if lock(&self.inner.running).contains_key(&id) {
+                continue;
+            }
+            if step.deadline_at <= now_ms() {
+                self.expire(step).await?;
+                found.expired.push(id);
+            } else if step.state == StepState::Waiting {
+                found.waiting.push(id);
+            } else {
+                let rt = self.clone();
+                tokio::spawn(async move { rt.resume_step(step).await });
+                found.resumed.push(id);
+            }
+        }
+        if !found.resumed.is_empty() || !found.expired.is_empty() {
+            tracing::info!(resumed = found.resumed.len(), expired = found.expired.len(), waiting = found.waiting.len(), "open trees");
+        }
+        Ok(found)
+    }
+
+    /// Runs the top step `id` again, to its end (after a restart, or once
+    /// its approval was given): `NOT_FOUND` for no such step, `ALREADY_DECIDED`
+    /// for one that has ended or runs in this process now.
+    pub async fn resume_tree(&self, id: RequestId) -> Result<DelegationResponse, DelegationError> {
+        let step = self.top_step(id).await?;
+        if step.state.is_terminal() || lock(&self.inner.running).contains_key(&id) {
+            return Err(DelegationError::new(
+                ErrorCode::AlreadyDecided,
+                format!("tree {id} is {} already; nothing to resume", if step.state.is_terminal() { "ended" } else { "running" }),
+            ));
+        }
+        Ok(self.resume_step(step).await)
+    }
+
+    /// Ends the trees that wait for approval past their deadline (a server
+    /// calls this now and then): `DEADLINE_EXCEEDED`, their approvals expired.
+    pub async fn expire_overdue(&self) -> Result<Vec<RequestId>, DelegationError> {
+        let now = now_ms();
+        let mut ended = Vec::new();
+        for step in self.inner.store.open_steps().await? {
+            if step.state == StepState::Waiting && step.deadline_at <= now {
+                ended.push(step.request_id);
+                self.expire(step).await?;
+            }
+        }
+        Ok(ended)
+    }
+
+    /// The approvals `caller` may answer (a user: their own; an operator: every one), pending only when `pending`.
+    pub async fn approvals(&self, caller: &Principal, pending: bool) -> Result<Vec<Approval>, DelegationError> {
+        let user = match caller {
+            Principal::Admin => None,
+            other => Some(other.user().ok_or_else(|| {
+                DelegationError::new(ErrorCode::PermissionDenied, "only a user or an operator has approvals to answer")
+            })?),
+        };
+        Ok(self.inner.store.approvals(user, pending).await?)
+    }
+
+    /// A person's answer to approval `id`: recorded once (a second answer,
+    /// or one to an approval that expired, is `ALREADY_DECIDED`; another
+    /// user's is `USER_MISMATCH`; an unknown id `NOT_FOUND`; nothing changes
+    /// then). The tree is not resumed here: call [`Runtime::resume_tree`]
+    /// with the approval's `root_id` (a server does so in the background).
+    pub async fn decide(
+        &self,
+        caller: &Principal,
+        id: &str,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<Approval, DelegationError> {
+        let not_found = || DelegationError::new(ErrorCode::NotFound, format!("no approval has id '{id}'"));
+        let a = self.inner.store.approval(id).await?.ok_or_else(not_found)?;
+        if !owns(caller, &a.user_id) {
+            return Err(DelegationError::new(
+                ErrorCode::UserMismatch,
+                format!("approval '{id}' belongs to another user; answer your own (`switchboard approvals`)"),
+            ));
+        }
+        let already = |a: &Approval| {
+            DelegationError::new(
+                ErrorCode::AlreadyDecided,
+                format!("approval '{}' was {} already; nothing was changed", a.id, a.state.as_str()),
+            )
+        };
+        if a.state != ApprovalState::Pending {
+            return Err(already(&a));
+        }
+        let state = if approve { ApprovalState::Approved } else { ApprovalState::Rejected };
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+        match self.inner.store.decide_approval(id, state, &caller.label(), reason).await? {
+            Some(decided) => Ok(decided),
+            // someone else answered in between
+            None => Err(already(&self.inner.store.approval(id).await?.unwrap_or(a))),
+        }
+    }
+
+    /// Cancels the tree rooted at `root` for good: every running or waiting
+    /// step is marked cancelled (a resumed process does not start them
+    /// again), what runs in this process stops, a tree that waited is
+    /// recorded as cancelled, and its pending approvals are closed. How
+    /// many steps were cancelled.
+    pub async fn cancel_tree(&self, caller: &Principal, root: RequestId) -> Result<u64, DelegationError> {
+        let step = self.top_step(root).await?;
+        if !owns(caller, &step.user_id) && caller.agent().is_none_or(|a| format!("service:{a}") != step.caller) {
+            return Err(DelegationError::new(ErrorCode::UserMismatch, format!("tree {root} belongs to another user")));
+        }
+        if step.state.is_terminal() {
+            return Err(DelegationError::new(ErrorCode::AlreadyDecided, format!("tree {root} has ended already")));
+        }
+        let store = &self.inner.store;
+        let n = store.cancel_steps(step.root_id).await?;
+        for a in store.approvals(Some(&step.user_id), true).await?.into_iter().filter(|a| a.root_id == step.root_id) {
+            store.decide_approval(&a.id, ApprovalState::Rejected, &caller.label(), Some("the tree was cancelled")).await?;
+        }
+        if !self.cancel(root) {
+            // nothing runs it here: its record says how it ended
+            let why = DelegationError::new(ErrorCode::Cancelled, format!("cancelled by {}", caller.label()));
+            self.end_offline(step, why).await?;
+        }
+        Ok(n)
+    }
+
+    async fn top_step(&self, id: RequestId) -> Result<TreeStep, DelegationError> {
+        match self.inner.store.step(id).await? {
+            Some(step) if step.is_top() => Ok(step),
+            _ => Err(DelegationError::new(ErrorCode::NotFound, format!("no tree has root id {id}"))),
+        }
+    }
+
+    async fn resume_step(&self, step: TreeStep) -> DelegationResponse {
+        let id = step.request_id;
+        let left = step.deadline_at.saturating_sub(now_ms());
+        let parsed: Option<DelegationRequest> = serde_json::from_str(&step.request).ok();
+        let (Some(mut req), Some(caller), true) = (parsed, journal::caller(&step), left > 0) else {
+            let why = if left > 0 {
+                DelegationError::new(ErrorCode::RecordIncomplete, format!("tree {id}'s stored envelope is unreadable"))
+            } else {
+                overdue(&step)
+            };
+            let target = crate::protocol::AgentSlug::parse(step.target.clone()).unwrap_or_else(|_| self.fallback_target());
+            let response = DelegationResponse::failed(id, target, why.clone());
+            if let Err(e) = self.end_offline(step, why).await {
+                tracing::error!(request_id = %id, "end of a tree not recorded: {e}");
+            }
+            return response;
+        };
+        req.constraints.deadline_ms = u64::try_from(left).unwrap_or(0);
+        tracing::info!(request_id = %id, "resuming tree");
+        self.dispatch_step(None, &caller, req, journal::entry(&step), true).await
+    }
+
+    fn fallback_target(&self) -> crate::protocol::AgentSlug {
+        self.entry_agent().unwrap_or_else(|_| crate::protocol::AgentSlug::parse("switchboard").expect("a valid slug"))
+    }
+
+    async fn expire(&self, step: TreeStep) -> Result<(), DelegationError> {
+        let why = overdue(&step);
+        for a in self.inner.store.approvals(Some(&step.user_id), true).await? {
+            if a.root_id == step.root_id {
+                self.inner.store.decide_approval(&a.id, ApprovalState::Expired, "deadline", None).await?;
+            }
+        }
+        self.end_offline(step, why).await
+    }
+
+    /// Records the end of a top step nobody runs here.
+    async fn end_offline(&self, step: TreeStep, why: DelegationError) -> Result<(), DelegationError> {
+        let req: DelegationRequest = serde_json::from_str(&step.request).map_err(|e| {
+            DelegationError::new(ErrorCode::RecordIncomplete, format!("tree {}'s stored envelope is unreadable: {e}", step.request_id))
+        })?;
+        let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why);
+        record::offline(self, step, &req, &response).await
+    }
+}
+
+fn overdue(step: &TreeStep) -> DelegationError {
+    let what = if step.state == StepState::Waiting { "waited for approval" } else { "was cut off by a restart" };
+    DelegationError::new(ErrorCode::DeadlineExceeded, format!("the tree's deadline passed while it {what}; it was not run again"))
+}

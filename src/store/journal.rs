@@ -1,0 +1,386 @@
+//! Durable trees: the journal of every admitted delegation ([`TreeStep`])
+//! and the approvals people give or refuse ([`Approval`]). A step is
+//! written when its agent starts and again when it ends, with its record;
+//! a restarted process reads the open ones to resume their trees, and a
+//! resumed parent gets a finished child's answer back from here instead of
+//! running the child again.
+
+use serde::{Deserialize, Serialize};
+use sqlx::{AnyPool, FromRow};
+
+use super::{StoreError, StoreResult};
+use crate::protocol::{RequestId, UserId};
+
+/// Where a step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepState {
+    /// Admitted and its agent runs (or ran when the process died).
+    Running,
+    /// Paused for a person's approval; resumes when it is given.
+    Waiting,
+    /// Answered (success, partial, or a question for the user).
+    Done,
+    /// Ended with an error.
+    Failed,
+    /// Cancelled; a resumed process does not start it again.
+    Cancelled,
+}
+
+impl StepState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Waiting => "waiting",
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The state a stored name stands for.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "running" => Self::Running,
+            "waiting" => Self::Waiting,
+            "done" => Self::Done,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// Whether the step has ended for good.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Done | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// One delegation of a durable tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeStep {
+    /// The delegation's id; a child's comes from its parent's id and its place in it.
+    pub request_id: RequestId,
+    /// Its tree's root.
+    pub root_id: RequestId,
+    /// The delegation that made it; None at the top.
+    pub parent_id: Option<RequestId>,
+    /// The user it runs for.
+    pub user_id: UserId,
+    /// The agent asked.
+    pub target: String,
+    /// Where it stands.
+    pub state: StepState,
+    /// How it came in: `user` (a user's turn), `delegation`, `remote`, or
+    /// `child` (made by a parent running in the same process). Only steps
+    /// that did not come from a parent here are resumed on their own.
+    pub entry: String,
+    /// The principal that sent it, as `kind:subject` (`user:alice`, `service:prime-boss`, `admin:admin`).
+    pub caller: String,
+    /// The envelope (a `DelegationRequest`) as JSON, PII redacted.
+    pub request: String,
+    /// The answer (a `DelegationResponse`) as JSON once it ended or waits.
+    pub response: Option<String>,
+    /// When its deadline passes, in epoch milliseconds.
+    pub deadline_at: i64,
+    /// When it was first written.
+    pub created_at: i64,
+    /// When it was last written.
+    pub updated_at: i64,
+}
+
+impl TreeStep {
+    /// Whether it came in at the top (no parent in this process): what a restart resumes.
+    pub fn is_top(&self) -> bool {
+        self.entry != "child"
+    }
+}
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Nobody has answered yet.
+    Pending,
+    /// A person said yes: the node goes on.
+    Approved,
+    /// A person said no: the node ends without doing it.
+    Rejected,
+    /// The tree's deadline passed first.
+    Expired,
+}
+
+impl ApprovalState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
+        }
+    }
+
+    /// The state a stored name stands for.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "approved" => Self::Approved,
+            "rejected" => Self::Rejected,
+            "expired" => Self::Expired,
+            _ => return None,
+        })
+    }
+}
+
+/// An action an agent may take only once a person approves it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// The approval's id (what `switchboard approve` takes).
+    pub id: String,
+    /// The tree it pauses.
+    pub root_id: RequestId,
+    /// The node that waits for it.
+    pub request_id: RequestId,
+    /// The user whose tree it is: only they (or an operator) may answer.
+    pub user_id: UserId,
+    /// The agent that asked.
+    pub agent: String,
+    /// The action (`send_email`).
+    pub action: String,
+    /// What would be done, PII redacted.
+    pub summary: String,
+    /// Where it stands.
+    pub state: ApprovalState,
+    /// The reason given with the decision.
+    pub reason: Option<String>,
+    /// Who decided (a principal's label).
+    pub decided_by: Option<String>,
+    /// When it was asked, in epoch milliseconds.
+    pub created_at: i64,
+    /// When it was decided.
+    pub decided_at: Option<i64>,
+}
+
+impl Approval {
+    /// The id of the approval `node` asks for `action`: the same on every
+    /// run of the node, so a resumed node finds the answer to its question.
+    pub fn id_for(node: RequestId, action: &str) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{node}\n{action}").as_bytes());
+        format!("apr-{}", hex::encode(&digest[..8]))
+    }
+}
+
+fn backend_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn corrupt(what: &str, value: &str) -> StoreError {
+    StoreError::Backend(format!("corrupt {what} '{value}'"))
+}
+
+#[derive(FromRow)]
+struct StepRow {
+    request_id: String,
+    root_id: String,
+    parent_id: Option<String>,
+    user_id: String,
+    target: String,
+    state: String,
+    entry: String,
+    caller: String,
+    request: String,
+    response: Option<String>,
+    deadline_at: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl TryFrom<StepRow> for TreeStep {
+    type Error = StoreError;
+    fn try_from(r: StepRow) -> StoreResult<Self> {
+        let id = |s: &str| s.parse::<RequestId>().map_err(|_| corrupt("request id", s));
+        Ok(TreeStep {
+            request_id: id(&r.request_id)?,
+            root_id: id(&r.root_id)?,
+            parent_id: r.parent_id.as_deref().map(id).transpose()?,
+            user_id: UserId::parse(r.user_id.clone()).map_err(|_| corrupt("user", &r.user_id))?,
+            target: r.target,
+            state: StepState::parse(&r.state).ok_or_else(|| corrupt("step state", &r.state))?,
+            entry: r.entry,
+            caller: r.caller,
+            request: r.request,
+            response: r.response,
+            deadline_at: r.deadline_at,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+const STEP_COLUMNS: &str = "request_id, root_id, parent_id, user_id, target, state, entry, caller, request, \
+                            response, deadline_at, created_at, updated_at";
+
+/// The `INSERT` of a step, and how a later write of the same step replaces it
+/// (its first write's `created_at` stays).
+pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_id, parent_id, user_id, target, state, \
+     entry, caller, request, response, deadline_at, created_at, updated_at) VALUES ";
+pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, \
+     response = excluded.response, deadline_at = excluded.deadline_at, updated_at = excluded.updated_at";
+
+fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
+    rows.into_iter().map(TreeStep::try_from).collect()
+}
+
+pub(super) async fn step(pool: &AnyPool, id: RequestId) -> StoreResult<Option<TreeStep>> {
+    let sql = format!("SELECT {STEP_COLUMNS} FROM tree_steps WHERE request_id = $1");
+    let row: Option<StepRow> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id.to_string()).fetch_optional(pool).await.map_err(backend_err)?;
+    row.map(TreeStep::try_from).transpose()
+}
+
+pub(super) async fn steps(pool: &AnyPool, root: RequestId) -> StoreResult<Vec<TreeStep>> {
+    let sql = format!("SELECT {STEP_COLUMNS} FROM tree_steps WHERE root_id = $1 ORDER BY created_at, request_id");
+    let rows: Vec<StepRow> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(root.to_string()).fetch_all(pool).await.map_err(backend_err)?;
+    convert(rows)
+}
+
+pub(super) async fn open_steps(pool: &AnyPool) -> StoreResult<Vec<TreeStep>> {
+    let sql = format!(
+        "SELECT {STEP_COLUMNS} FROM tree_steps WHERE state IN ('running', 'waiting') AND entry <> 'child' \
+         ORDER BY created_at, request_id"
+    );
+    let rows: Vec<StepRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await.map_err(backend_err)?;
+    convert(rows)
+}
+
+pub(super) async fn cancel_steps(pool: &AnyPool, root: RequestId, now: i64) -> StoreResult<u64> {
+    let done = sqlx::query(
+        "UPDATE tree_steps SET state = 'cancelled', updated_at = $1 WHERE root_id = $2 AND state IN ('running', 'waiting')",
+    )
+    .bind(now)
+    .bind(root.to_string())
+    .execute(pool)
+    .await
+    .map_err(backend_err)?;
+    Ok(done.rows_affected())
+}
+
+#[derive(FromRow)]
+struct ApprovalRow {
+    id: String,
+    root_id: String,
+    request_id: String,
+    user_id: String,
+    agent: String,
+    action: String,
+    summary: String,
+    state: String,
+    reason: Option<String>,
+    decided_by: Option<String>,
+    created_at: i64,
+    decided_at: Option<i64>,
+}
+
+impl TryFrom<ApprovalRow> for Approval {
+    type Error = StoreError;
+    fn try_from(r: ApprovalRow) -> StoreResult<Self> {
+        let id = |s: &str| s.parse::<RequestId>().map_err(|_| corrupt("request id", s));
+        Ok(Approval {
+            root_id: id(&r.root_id)?,
+            request_id: id(&r.request_id)?,
+            user_id: UserId::parse(r.user_id.clone()).map_err(|_| corrupt("user", &r.user_id))?,
+            state: ApprovalState::parse(&r.state).ok_or_else(|| corrupt("approval state", &r.state))?,
+            id: r.id,
+            agent: r.agent,
+            action: r.action,
+            summary: r.summary,
+            reason: r.reason,
+            decided_by: r.decided_by,
+            created_at: r.created_at,
+            decided_at: r.decided_at,
+        })
+    }
+}
+
+const APPROVAL_COLUMNS: &str =
+    "id, root_id, request_id, user_id, agent, action, summary, state, reason, decided_by, created_at, decided_at";
+
+/// Asks for an approval; one already asked for (same node and action) stays as it is.
+pub(super) async fn ask_approval(pool: &AnyPool, a: &Approval) -> StoreResult<Approval> {
+    sqlx::query(
+        "INSERT INTO approvals (id, root_id, request_id, user_id, agent, action, summary, state, reason, decided_by, \
+         created_at, decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
+    )
+    .bind(a.id.clone())
+    .bind(a.root_id.to_string())
+    .bind(a.request_id.to_string())
+    .bind(a.user_id.to_string())
+    .bind(a.agent.clone())
+    .bind(a.action.clone())
+    .bind(a.summary.clone())
+    .bind(a.state.as_str())
+    .bind(a.reason.clone())
+    .bind(a.decided_by.clone())
+    .bind(a.created_at)
+    .bind(a.decided_at)
+    .execute(pool)
+    .await
+    .map_err(backend_err)?;
+    approval(pool, &a.id).await?.ok_or_else(|| backend_err(format!("approval {} vanished", a.id)))
+}
+
+pub(super) async fn approval(pool: &AnyPool, id: &str) -> StoreResult<Option<Approval>> {
+    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = $1");
+    let row: Option<ApprovalRow> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id.to_string()).fetch_optional(pool).await.map_err(backend_err)?;
+    row.map(Approval::try_from).transpose()
+}
+
+pub(super) async fn approvals(pool: &AnyPool, user: Option<&UserId>, pending: bool) -> StoreResult<Vec<Approval>> {
+    let mut sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE 1 = 1");
+    if user.is_some() {
+        sql.push_str(" AND user_id = $1");
+    }
+    if pending {
+        sql.push_str(" AND state = 'pending'");
+    }
+    sql.push_str(" ORDER BY created_at, id LIMIT 1000");
+    let mut q = sqlx::query_as::<_, ApprovalRow>(sqlx::AssertSqlSafe(sql));
+    if let Some(u) = user {
+        q = q.bind(u.to_string());
+    }
+    let rows = q.fetch_all(pool).await.map_err(backend_err)?;
+    rows.into_iter().map(Approval::try_from).collect()
+}
+
+/// Decides a pending approval; None when it was not pending (decided
+/// before, or unknown): a decision is taken once.
+pub(super) async fn decide_approval(
+    pool: &AnyPool,
+    id: &str,
+    state: ApprovalState,
+    by: &str,
+    reason: Option<&str>,
+    now: i64,
+) -> StoreResult<Option<Approval>> {
+    let done = sqlx::query(
+        "UPDATE approvals SET state = $1, decided_by = $2, reason = $3, decided_at = $4 \
+         WHERE id = $5 AND state = 'pending'",
+    )
+    .bind(state.as_str())
+    .bind(by.to_string())
+    .bind(reason.map(str::to_string))
+    .bind(now)
+    .bind(id.to_string())
+    .execute(pool)
+    .await
+    .map_err(backend_err)?;
+    if done.rows_affected() == 0 {
+        return Ok(None);
+    }
+    approval(pool, id).await
+}

@@ -1,0 +1,319 @@
+//! Durable trees, in process and on real databases (SQLite and PostgreSQL):
+//! a tree cut off mid-run resumes on a second runtime over the same store
+//! without running a finished step again; its deadline keeps counting
+//! across the cut; a node that needs a person's approval pauses its tree,
+//! which waits in the store and resumes when the person answers; a
+//! cancelled tree stays cancelled.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use switchboard::agent::Call;
+use switchboard::config::Config;
+use switchboard::protocol::{ErrorCode, RequestId, Status};
+use switchboard::store::{ApprovalState, StepState, Store};
+use switchboard::{AgentOutput, AskOptions, Principal, Runtime};
+use tokio::sync::Notify;
+
+use crate::db::{self, Db};
+use crate::support::{agent, slug, user};
+
+const CONFIG: &str = r#"
+[limits]
+deadline_ms = 20000
+
+[[agents]]
+slug = "boss"
+name = "Boss"
+may_delegate_to = ["first", "second", "mailer"]
+
+[[agents]]
+slug = "first"
+name = "First"
+
+[[agents]]
+slug = "second"
+name = "Second"
+
+[[agents]]
+slug = "mailer"
+name = "Mailer"
+requires_approval = ["send_email"]
+"#;
+
+/// What the agents did, across every runtime of a test.
+#[derive(Default)]
+struct Runs {
+    first: AtomicUsize,
+    second: AtomicUsize,
+    sent: AtomicUsize,
+    second_started: Notify,
+}
+
+/// A runtime on `db` whose boss calls first, then second, then (when the
+/// message says "mail") the mailer; `second_hangs` makes second wait
+/// forever (the process "dies" there).
+fn runtime(db: &Db, config: &str, runs: &Arc<Runs>, second_hangs: bool) -> Runtime {
+    let (r1, r2, r3) = (runs.clone(), runs.clone(), runs.clone());
+    Runtime::builder()
+        .config(Config::from_toml(config).unwrap())
+        .store(db.dyn_store())
+        .agent(
+            "boss",
+            agent(|ctx, task| async move {
+                let d = ctx.delegator()?;
+                let one = d.delegate(Call::new(slug("first"), "step one")).await;
+                let two = d.delegate(Call::new(slug("second"), "step two")).await;
+                let mut parts = vec![one.result, two.result];
+                if task.objective.contains("mail") {
+                    let sent = d.delegate(Call::new(slug("mailer"), "Mail the report to alex@example.com")).await;
+                    parts.push(match sent.error {
+                        Some(e) => format!("mail: {}", e.code),
+                        None => sent.result,
+                    });
+                }
+                Ok(AgentOutput::new("done", parts.join(" + ")))
+            }),
+        )
+        .agent(
+            "first",
+            agent(move |_ctx, _task| {
+                let runs = r1.clone();
+                async move {
+                    runs.first.fetch_add(1, Ordering::SeqCst);
+                    Ok(AgentOutput::new("one", "one"))
+                }
+            }),
+        )
+        .agent(
+            "second",
+            agent(move |_ctx, _task| {
+                let runs = r2.clone();
+                async move {
+                    runs.second_started.notify_one();
+                    if second_hangs {
+                        std::future::pending::<()>().await;
+                    }
+                    runs.second.fetch_add(1, Ordering::SeqCst);
+                    Ok(AgentOutput::new("two", "two"))
+                }
+            }),
+        )
+        .agent(
+            "mailer",
+            agent(move |ctx, task| {
+                let runs = r3.clone();
+                async move {
+                    ctx.approve("send_email", &task.objective).await?;
+                    runs.sent.fetch_add(1, Ordering::SeqCst);
+                    Ok(AgentOutput::new("sent", "sent"))
+                }
+            }),
+        )
+        .build()
+        .unwrap()
+}
+
+fn to_boss(id: RequestId) -> AskOptions {
+    AskOptions { agent: Some(slug("boss")), request_id: Some(id), ..Default::default() }
+}
+
+/// Starts a tree on a runtime whose second agent hangs, and "kills" the
+/// runtime once second runs: the task is aborted and the runtime dropped.
+async fn cut_off_mid_tree(db: &Db, config: &str, runs: &Arc<Runs>, message: &str) -> RequestId {
+    let rt = runtime(db, config, runs, true);
+    let root = RequestId::new();
+    let started = runs.second_started.notified();
+    let message = message.to_string();
+    let task = tokio::spawn(async move { rt.ask(&user("alice"), &message, to_boss(root)).await });
+    tokio::time::timeout(Duration::from_secs(10), started).await.expect("second started");
+    task.abort();
+    let _ = task.await;
+    root
+}
+
+/// Waits (bounded) until the top step `root` has ended.
+async fn ended(store: &Arc<dyn Store>, root: RequestId) -> switchboard::store::TreeStep {
+    for _ in 0..400 {
+        if let Some(step) = store.step(root).await.unwrap().filter(|s| s.state.is_terminal()) {
+            return step;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("tree {root} did not end");
+}
+
+fn record_of<'a>(
+    tree: &'a [switchboard::store::DelegationRecord],
+    target: &str,
+) -> &'a switchboard::store::DelegationRecord {
+    tree.iter().find(|r| r.target == target).unwrap_or_else(|| panic!("no {target} in {tree:?}"))
+}
+
+#[tokio::test]
+async fn a_tree_cut_off_mid_run_resumes_on_restart_without_running_a_finished_step_again() {
+    for db in db::both().await {
+        let runs = Arc::new(Runs::default());
+        let root = cut_off_mid_tree(&db, CONFIG, &runs, "Do the two steps").await;
+        assert_eq!((runs.first.load(Ordering::SeqCst), runs.second.load(Ordering::SeqCst)), (1, 0), "{}", db.name);
+        let store = db.dyn_store();
+        let steps = store.tree_steps(root).await.unwrap();
+        let state = |target: &str| steps.iter().find(|s| s.target == target).map(|s| s.state);
+        assert_eq!(state("boss"), Some(StepState::Running), "{}: {steps:?}", db.name);
+        assert_eq!(state("first"), Some(StepState::Done), "{}", db.name);
+        assert_eq!(state("second"), Some(StepState::Running), "{}", db.name);
+
+        // the restart: another runtime on the same database
+        let rt = runtime(&db, CONFIG, &runs, false);
+        let found = rt.resume_open_trees().await.unwrap();
+        assert_eq!(found.resumed, vec![root], "{}", db.name);
+        let top = ended(&store, root).await;
+        assert_eq!(top.state, StepState::Done, "{}: {top:?}", db.name);
+        let answer: serde_json::Value = serde_json::from_str(top.response.as_deref().unwrap()).unwrap();
+        assert_eq!(answer["result"], "one + two", "{}", db.name);
+        // first finished before the cut and was answered from the journal; second ran once, here
+        assert_eq!((runs.first.load(Ordering::SeqCst), runs.second.load(Ordering::SeqCst)), (1, 1), "{}", db.name);
+        let tree = store.delegation_tree(root).await.unwrap();
+        assert_eq!(record_of(&tree, "boss").status, "success", "{}", db.name);
+        assert_eq!(record_of(&tree, "second").status, "success", "{}", db.name);
+        // one finished step, one record of its success: nothing ran twice
+        let audit = store.audit_log().await.unwrap();
+        let first_id = record_of(&tree, "first").request_id;
+        let successes = audit.iter().filter(|a| a.record.request_id == first_id && a.record.outcome == "success");
+        assert_eq!(successes.count(), 1, "{}", db.name);
+        assert!(store.verify_audit().await.unwrap().valid, "{}", db.name);
+        // resumed once: a second restart finds nothing open
+        let again = runtime(&db, CONFIG, &runs, false).resume_open_trees().await.unwrap();
+        assert!(again.resumed.is_empty() && again.expired.is_empty(), "{}: {again:?}", db.name);
+    }
+}
+
+#[tokio::test]
+async fn a_deadline_keeps_counting_across_a_restart() {
+    let config = CONFIG.replace("deadline_ms = 20000", "deadline_ms = 600");
+    for db in db::both().await {
+        let runs = Arc::new(Runs::default());
+        let root = cut_off_mid_tree(&db, &config, &runs, "Do the two steps").await;
+        // down for longer than the tree had left
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let rt = runtime(&db, &config, &runs, false);
+        let found = rt.resume_open_trees().await.unwrap();
+        assert_eq!((found.resumed.len(), found.expired.clone()), (0, vec![root]), "{}", db.name);
+        let store = db.dyn_store();
+        let top = store.step(root).await.unwrap().unwrap();
+        assert_eq!(top.state, StepState::Failed, "{}", db.name);
+        let tree = store.delegation_tree(root).await.unwrap();
+        assert_eq!(record_of(&tree, "boss").error_code.as_deref(), Some("DEADLINE_EXCEEDED"), "{}", db.name);
+        // the clock did not restart: nothing ran again
+        assert_eq!((runs.first.load(Ordering::SeqCst), runs.second.load(Ordering::SeqCst)), (1, 0), "{}", db.name);
+        assert!(store.verify_audit().await.unwrap().valid, "{}", db.name);
+    }
+}
+
+#[tokio::test]
+async fn an_approval_deep_in_a_tree_pauses_it_across_a_restart_and_resumes_it_once() {
+    for db in db::both().await {
+        let runs = Arc::new(Runs::default());
+        let alice = Principal::User(user("alice"));
+        let root = RequestId::new();
+        let r = runtime(&db, CONFIG, &runs, false).ask(&user("alice"), "Do it and mail it", to_boss(root)).await.unwrap();
+        assert_eq!(r.status, Status::NeedsApproval, "{}: {}", db.name, r.answer);
+        assert_eq!(r.response.error_code(), Some(ErrorCode::NeedsApproval), "{}", db.name);
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 0, "{}", db.name);
+
+        // a restart in between changes nothing
+        let rt = runtime(&db, CONFIG, &runs, false);
+        let found = rt.resume_open_trees().await.unwrap();
+        assert_eq!((found.resumed.len(), found.waiting.clone()), (0, vec![root]), "{}", db.name);
+        let pending = rt.approvals(&alice, true).await.unwrap();
+        assert_eq!(pending.len(), 1, "{}", db.name);
+        let a = &pending[0];
+        assert!(r.answer.contains(&a.id), "{}: the pause names its approval: {}", db.name, r.answer);
+        assert_eq!((a.agent.as_str(), a.action.as_str(), a.root_id), ("mailer", "send_email", root), "{}", db.name);
+        assert!(!a.summary.contains("alex@example.com") && a.summary.contains("<EMAIL_1>"), "{}", a.summary);
+
+        // bad answers change nothing
+        let bob = Principal::User(user("bob"));
+        assert!(rt.approvals(&bob, true).await.unwrap().is_empty(), "{}", db.name);
+        let code = |r: Result<_, switchboard::protocol::DelegationError>| r.map(drop).unwrap_err().code;
+        assert_eq!(code(rt.decide(&bob, &a.id, true, None).await), ErrorCode::UserMismatch, "{}", db.name);
+        assert_eq!(code(rt.decide(&alice, "apr-0000", true, None).await), ErrorCode::NotFound, "{}", db.name);
+        assert_eq!(code(rt.resume_tree(RequestId::new()).await), ErrorCode::NotFound, "{}", db.name);
+        assert_eq!(rt.approvals(&alice, true).await.unwrap().len(), 1, "{}", db.name);
+
+        let decided = rt.decide(&alice, &a.id, true, Some("go ahead")).await.unwrap();
+        assert_eq!(decided.state, ApprovalState::Approved, "{}", db.name);
+        assert_eq!(code(rt.decide(&alice, &a.id, false, None).await), ErrorCode::AlreadyDecided, "{}", db.name);
+        let done = rt.resume_tree(root).await.unwrap();
+        assert_eq!(done.status, Status::Success, "{}: {:?}", db.name, done.error);
+        assert_eq!(done.result, "one + two + sent", "{}", db.name);
+        // sent once; the steps before the pause ran once
+        let counts = [&runs.first, &runs.second, &runs.sent].map(|c| c.load(Ordering::SeqCst));
+        assert_eq!(counts, [1, 1, 1], "{}", db.name);
+        assert_eq!(code(rt.resume_tree(root).await), ErrorCode::AlreadyDecided, "{}", db.name);
+        let tree = db.dyn_store().delegation_tree(root).await.unwrap();
+        assert_eq!(record_of(&tree, "boss").status, "success", "{}", db.name);
+        assert_eq!(record_of(&tree, "mailer").status, "success", "{}", db.name);
+        assert!(db.dyn_store().verify_audit().await.unwrap().valid, "{}", db.name);
+
+        // a rejection: the mailer ends without sending
+        let root = RequestId::new();
+        let r = rt.ask(&user("alice"), "Do it and mail it", to_boss(root)).await.unwrap();
+        assert_eq!(r.status, Status::NeedsApproval, "{}", db.name);
+        let a = rt.approvals(&alice, true).await.unwrap().pop().unwrap();
+        rt.decide(&alice, &a.id, false, Some("not today")).await.unwrap();
+        let done = rt.resume_tree(root).await.unwrap();
+        assert!(done.result.ends_with("mail: APPROVAL_REJECTED"), "{}: {}", db.name, done.result);
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 1, "{}: nothing more was sent", db.name);
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_tree_stays_cancelled() {
+    for db in db::both().await {
+        let runs = Arc::new(Runs::default());
+        let alice = Principal::User(user("alice"));
+        // a tree waiting for approval
+        let rt = runtime(&db, CONFIG, &runs, false);
+        let waiting = RequestId::new();
+        rt.ask(&user("alice"), "Do it and mail it", to_boss(waiting)).await.unwrap();
+        let approval = rt.approvals(&alice, true).await.unwrap().pop().unwrap();
+        let code = |r: Result<u64, switchboard::protocol::DelegationError>| r.unwrap_err().code;
+        assert_eq!(code(rt.cancel_tree(&Principal::User(user("bob")), waiting).await), ErrorCode::UserMismatch);
+        assert!(rt.cancel_tree(&alice, waiting).await.unwrap() >= 2, "{}: the root and the mailer", db.name);
+        assert_eq!(code(rt.cancel_tree(&alice, waiting).await), ErrorCode::AlreadyDecided, "{}", db.name);
+        let closed = db.dyn_store().approval(&approval.id).await.unwrap().unwrap();
+        assert_eq!(closed.state, ApprovalState::Rejected, "{}", db.name);
+        let decide = rt.decide(&alice, &approval.id, true, None).await.map(drop).unwrap_err();
+        assert_eq!(decide.code, ErrorCode::AlreadyDecided, "{}", db.name);
+        let tree = db.dyn_store().delegation_tree(waiting).await.unwrap();
+        assert_eq!(record_of(&tree, "boss").error_code.as_deref(), Some("CANCELLED"), "{}", db.name);
+
+        // a tree running in this process
+        let running = cut_off_mid_tree_then_cancel(&db, &runs, &alice).await;
+        // a restart starts neither again
+        let found = runtime(&db, CONFIG, &runs, false).resume_open_trees().await.unwrap();
+        assert!(!found.resumed.contains(&running) && !found.waiting.contains(&waiting), "{}: {found:?}", db.name);
+        assert_eq!(runs.second.load(Ordering::SeqCst), 1, "{}: only the first tree's second ran", db.name);
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 0, "{}", db.name);
+    }
+}
+
+/// Starts a tree whose second agent hangs and cancels it through the runtime while it runs.
+async fn cut_off_mid_tree_then_cancel(db: &Db, runs: &Arc<Runs>, alice: &Principal) -> RequestId {
+    let rt = runtime(db, CONFIG, runs, true);
+    let root = RequestId::new();
+    let started = runs.second_started.notified();
+    let ask = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rt.ask(&user("alice"), "Do the two steps", to_boss(root)).await })
+    };
+    tokio::time::timeout(Duration::from_secs(10), started).await.expect("second started");
+    assert!(rt.cancel_tree(alice, root).await.unwrap() >= 2);
+    let r = tokio::time::timeout(Duration::from_secs(10), ask).await.expect("the tree stops").unwrap().unwrap();
+    assert_eq!(r.response.error_code(), Some(ErrorCode::Cancelled), "{}: {:?}", db.name, r.response.error);
+    let steps = db.dyn_store().tree_steps(root).await.unwrap();
+    assert!(steps.iter().all(|s| s.state.is_terminal()), "{}: {steps:?}", db.name);
+    root
+}
