@@ -91,7 +91,7 @@ fn runtime(db: &Db, config: &str, runs: &Arc<Runs>, second_hangs: bool) -> Runti
             agent(move |_ctx, _task| {
                 let runs = r2.clone();
                 async move {
-                    runs.second_started.notify_one();
+                    runs.second_started.notify_waiters();
                     if second_hangs {
                         std::future::pending::<()>().await;
                     }
@@ -239,7 +239,7 @@ async fn an_approval_deep_in_a_tree_pauses_it_across_a_restart_and_resumes_it_on
         let code = |r: Result<_, switchboard::protocol::DelegationError>| r.map(drop).unwrap_err().code;
         assert_eq!(code(rt.decide(&bob, &a.id, true, None).await), ErrorCode::UserMismatch, "{}", db.name);
         assert_eq!(code(rt.decide(&alice, "apr-0000", true, None).await), ErrorCode::NotFound, "{}", db.name);
-        assert_eq!(code(rt.resume_tree(RequestId::new()).await), ErrorCode::NotFound, "{}", db.name);
+        assert_eq!(rt.resume_tree(RequestId::new()).await.unwrap_err().code, ErrorCode::NotFound, "{}", db.name);
         assert_eq!(rt.approvals(&alice, true).await.unwrap().len(), 1, "{}", db.name);
 
         let decided = rt.decide(&alice, &a.id, true, Some("go ahead")).await.unwrap();
@@ -251,7 +251,7 @@ async fn an_approval_deep_in_a_tree_pauses_it_across_a_restart_and_resumes_it_on
         // sent once; the steps before the pause ran once
         let counts = [&runs.first, &runs.second, &runs.sent].map(|c| c.load(Ordering::SeqCst));
         assert_eq!(counts, [1, 1, 1], "{}", db.name);
-        assert_eq!(code(rt.resume_tree(root).await), ErrorCode::AlreadyDecided, "{}", db.name);
+        assert_eq!(rt.resume_tree(root).await.unwrap_err().code, ErrorCode::AlreadyDecided, "{}", db.name);
         let tree = db.dyn_store().delegation_tree(root).await.unwrap();
         assert_eq!(record_of(&tree, "boss").status, "success", "{}", db.name);
         assert_eq!(record_of(&tree, "mailer").status, "success", "{}", db.name);
