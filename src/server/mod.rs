@@ -68,6 +68,7 @@ pub async fn serve(
     grace: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let trees = tokio::spawn(keep_trees(state.runtime.clone()));
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
         let mut rx = rx;
@@ -78,11 +79,41 @@ pub async fn serve(
         let _ = tx.send(true);
         tokio::time::sleep(grace).await;
     };
-    tokio::select! {
+    let served = tokio::select! {
         r = server.into_future() => r,
         () = stop => {
             eprintln!("switchboard: in-flight requests did not finish within {} ms; stopping", grace.as_millis());
             Ok(())
+        }
+    };
+    trees.abort();
+    served
+}
+
+/// How often a server looks for trees that waited for approval past their deadline.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
+
+/// The trees a server keeps: at start, the ones a restart cut off resume
+/// (those past their deadline end `DEADLINE_EXCEEDED`); then, now and then,
+/// trees that waited for approval past their deadline end the same way.
+async fn keep_trees(runtime: crate::pipeline::Runtime) {
+    match runtime.resume_open_trees().await {
+        Ok(found) if !(found.resumed.is_empty() && found.expired.is_empty() && found.waiting.is_empty()) => {
+            eprintln!(
+                "switchboard: {} trees resumed, {} ended past their deadline, {} waiting for approval",
+                found.resumed.len(),
+                found.expired.len(),
+                found.waiting.len()
+            );
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("switchboard: open trees not resumed: {e}"),
+    }
+    let mut tick = tokio::time::interval(EXPIRY_SWEEP);
+    loop {
+        tick.tick().await;
+        if let Err(e) = runtime.expire_overdue().await {
+            tracing::warn!("overdue trees not ended: {e}");
         }
     }
 }
