@@ -249,8 +249,20 @@ impl Runtime {
             return response;
         };
         req.constraints.deadline_ms = u64::try_from(left).unwrap_or(0);
+        // the budget is what was left: finished children spent theirs (the journal answers for them)
+        req.constraints.max_tokens = req.constraints.max_tokens.saturating_sub(self.spent_below(&step).await);
         tracing::info!(request_id = %id, "resuming tree");
         self.dispatch_step(None, &caller, req, journal::entry(&step), true).await
+    }
+
+    /// Tokens the finished children of `step` used (their subtrees included).
+    async fn spent_below(&self, step: &TreeStep) -> u32 {
+        let Ok(steps) = self.inner.store.tree_steps(step.root_id).await else { return 0 };
+        steps
+            .iter()
+            .filter(|s| s.parent_id == Some(step.request_id))
+            .filter_map(journal::answer)
+            .fold(0u32, |sum, r| sum.saturating_add(r.token_usage.total))
     }
 
     fn fallback_target(&self) -> crate::protocol::AgentSlug {
