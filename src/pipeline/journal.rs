@@ -19,12 +19,18 @@ use crate::store::{StepState, TreeStep, now_ms};
 /// The `entry` of a step made by a parent running in this process.
 pub(super) const CHILD: &str = "child";
 
-/// The id of the `n`-th call (from 0) a delegation makes to `target`: the
+/// The id of the `n`-th call (from 0) a delegation makes, to `target`: the
 /// same on every run of the parent, so a resumed parent finds its children.
+/// Laid out like a time-ordered id: the parent's first 48 bits (its time),
+/// then `n`, then a hash, so siblings sort in the order they were made.
 pub(super) fn child_id(parent: RequestId, target: &AgentSlug, n: u32) -> RequestId {
     let digest = Sha256::digest(format!("{parent}\n{target}\n{n}").as_bytes());
     let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
+    bytes[..6].copy_from_slice(&parent.0.as_bytes()[..6]);
+    let n = u16::try_from(n.min(0x0fff)).unwrap_or(0x0fff);
+    bytes[6..8].copy_from_slice(&n.to_be_bytes());
+    bytes[8..].copy_from_slice(&digest[..8]);
+    // version 8 goes into the high bits of byte 6 (n keeps its low 12 bits)
     RequestId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
 }
 
@@ -38,11 +44,19 @@ pub(super) fn entry_name(entry: &Entry, has_parent: bool) -> &'static str {
     }
 }
 
-/// The step of an admitted delegation as it starts: its envelope redacted,
-/// its deadline as a wall-clock time (a restart does not restart it).
+/// The step of an admitted delegation as it starts: its deadline as a
+/// wall-clock time (a restart does not restart it) and, for a step that
+/// came in at the top, its envelope, redacted (a child's envelope is made
+/// again by its resumed parent, so it is not kept).
 pub(super) fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'static str) -> TreeStep {
-    let mut req = adm.req.clone();
-    Pii::new(&rt.inner.redactor, None).request(&mut req);
+    let request = if entry == CHILD {
+        String::new()
+    } else {
+        let mut req = adm.req.clone();
+        Pii::new(&rt.inner.redactor, None).request(&mut req);
+        serde_json::to_string(&req).unwrap_or_default()
+    };
+    let req = &adm.req;
     let now = now_ms();
     let left = adm.node.deadline.saturating_duration_since(Instant::now()).as_millis();
     TreeStep {
@@ -54,7 +68,7 @@ pub(super) fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'s
         state: StepState::Running,
         entry: entry.to_string(),
         caller: format!("{}:{}", caller.kind(), caller.subject()),
-        request: serde_json::to_string(&req).unwrap_or_default(),
+        request,
         response: None,
         deadline_at: now.saturating_add(i64::try_from(left).unwrap_or(i64::MAX)),
         created_at: now,
@@ -106,6 +120,9 @@ mod tests {
     #[test]
     fn a_childs_id_is_its_parents_and_its_place() {
         let parent = RequestId::new();
+        // siblings sort in the order they were made
+        let ids: Vec<RequestId> = (0..20).map(|n| child_id(parent, &AgentSlug::parse("a").unwrap(), n)).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
         let tag = AgentSlug::parse("tag-ai").unwrap();
         let byte = AgentSlug::parse("byte-doc").unwrap();
         assert_eq!(child_id(parent, &tag, 0), child_id(parent, &tag, 0));

@@ -2,7 +2,6 @@
 //! cancellation and what its children have done so far. How its agent
 //! delegates further is [`super::dispatch`].
 
-use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -25,8 +24,8 @@ pub(crate) struct Node {
     children_usage: std::sync::Mutex<TokenUsage>,
     /// Children admitted so far: an attempt that delegated is not repeated.
     children_started: AtomicU32,
-    /// Calls made so far, per target: a child's id is its place among them.
-    calls: std::sync::Mutex<HashMap<AgentSlug, u32>>,
+    /// Calls made so far: a child's id is its place among them.
+    calls: AtomicU32,
     /// This delegation ran before (a restart, an approval): its children's
     /// answers may be in the journal.
     resumed: AtomicBool,
@@ -58,11 +57,8 @@ impl Node {
 
     /// The id of this node's next call to `target` (see `journal::child_id`).
     pub fn next_child_id(&self, target: &AgentSlug) -> crate::protocol::RequestId {
-        let mut calls = lock(&self.calls);
-        let n = calls.entry(target.clone()).or_insert(0);
-        let id = super::journal::child_id(self.request_id, target, *n);
-        *n += 1;
-        id
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        super::journal::child_id(self.request_id, target, n)
     }
 
     pub fn mark_resumed(&self) {
