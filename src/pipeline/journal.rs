@@ -71,6 +71,8 @@ pub(super) fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'s
         request,
         response: None,
         deadline_at: now.saturating_add(i64::try_from(left).unwrap_or(i64::MAX)),
+        budget: adm.budget.grant(),
+        attempts: 0,
         created_at: now,
         updated_at: now,
     }
@@ -85,6 +87,7 @@ pub(super) fn ended(mut step: TreeStep, response: &DelegationResponse) -> TreeSt
         _ => StepState::Done,
     };
     step.response = serde_json::to_string(response).ok();
+    step.attempts = response.execution.as_ref().map_or(0, |e| e.attempts);
     step.updated_at = now_ms();
     step
 }

@@ -84,6 +84,10 @@ pub struct TreeStep {
     pub response: Option<String>,
     /// When its deadline passes, in epoch milliseconds.
     pub deadline_at: i64,
+    /// Tokens granted to it, its subtree included.
+    pub budget: u32,
+    /// Attempts its agent made, once it ended (0 before).
+    pub attempts: u32,
     /// When it was first written.
     pub created_at: i64,
     /// When it was last written.
@@ -194,6 +198,8 @@ struct StepRow {
     request: String,
     response: Option<String>,
     deadline_at: i64,
+    budget: i64,
+    attempts: i64,
     created_at: i64,
     updated_at: i64,
 }
@@ -214,6 +220,8 @@ impl TryFrom<StepRow> for TreeStep {
             request: r.request,
             response: r.response,
             deadline_at: r.deadline_at,
+            budget: u32::try_from(r.budget).unwrap_or(0),
+            attempts: u32::try_from(r.attempts).unwrap_or(0),
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -221,14 +229,15 @@ impl TryFrom<StepRow> for TreeStep {
 }
 
 const STEP_COLUMNS: &str = "request_id, root_id, parent_id, user_id, target, state, entry, caller, request, \
-                            response, deadline_at, created_at, updated_at";
+                            response, deadline_at, budget, attempts, created_at, updated_at";
 
 /// The `INSERT` of a step, and how a later write of the same step replaces it
 /// (its first write's `created_at` stays).
 pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_id, parent_id, user_id, target, state, \
-     entry, caller, request, response, deadline_at, created_at, updated_at) VALUES ";
+     entry, caller, request, response, deadline_at, budget, attempts, created_at, updated_at) VALUES ";
 pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, \
-     response = excluded.response, deadline_at = excluded.deadline_at, updated_at = excluded.updated_at";
+     response = excluded.response, deadline_at = excluded.deadline_at, budget = excluded.budget, \
+     attempts = excluded.attempts, updated_at = excluded.updated_at";
 
 fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
     rows.into_iter().map(TreeStep::try_from).collect()

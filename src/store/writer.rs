@@ -436,6 +436,8 @@ impl Rows {
                 Val::Text(s.request.clone()),
                 Val::Opt(s.response.clone()),
                 Val::Int(s.deadline_at),
+                Val::Int(i64::from(s.budget)),
+                Val::Int(i64::from(s.attempts)),
                 Val::Int(s.created_at),
                 Val::Int(s.updated_at),
             ],

@@ -163,6 +163,12 @@ async fn a_tree_cut_off_mid_run_resumes_on_restart_without_running_a_finished_st
         assert_eq!(state("boss"), Some(StepState::Running), "{}: {steps:?}", db.name);
         assert_eq!(state("first"), Some(StepState::Done), "{}", db.name);
         assert_eq!(state("second"), Some(StepState::Running), "{}", db.name);
+        let first = steps.iter().find(|s| s.target == "first").unwrap();
+        assert_eq!(first.attempts, 1, "{}", db.name);
+        let top = steps.iter().find(|s| s.target == "boss").unwrap();
+        assert!(first.budget > 0 && first.budget < top.budget, "{}: {} of {}", db.name, first.budget, top.budget);
+        assert!(top.deadline_at > top.created_at, "{}", db.name);
+        assert!(top.request.contains("Do the two steps") && first.request.is_empty(), "{}", db.name);
 
         // the restart: another runtime on the same database
         let rt = runtime(&db, CONFIG, &runs, false);

@@ -16,6 +16,8 @@ CREATE TABLE tree_steps (
     request      TEXT NOT NULL,     -- the envelope as JSON, PII redacted
     response     TEXT,              -- the answer as JSON once it ended or waits
     deadline_at  BIGINT NOT NULL,   -- epoch ms: a restart does not restart the clock
+    budget       BIGINT NOT NULL,   -- tokens granted to it (its subtree included)
+    attempts     BIGINT NOT NULL,   -- attempts made, once it ended
     created_at   BIGINT NOT NULL,
     updated_at   BIGINT NOT NULL
 );
