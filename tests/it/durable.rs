@@ -324,3 +324,83 @@ async fn cut_off_mid_tree_then_cancel(db: &Db, runs: &Arc<Runs>, alice: &Princip
     assert!(steps.iter().all(|s| s.state.is_terminal()), "{}: {steps:?}", db.name);
     root
 }
+
+/// The journal's store methods on every backend: an approval is decided
+/// once however many answer at the same moment; open steps are the
+/// unfinished ones that came in at the top; cancelling counts what it closed.
+#[tokio::test]
+async fn the_journal_holds_on_every_store() {
+    use switchboard::store::{Approval, MemoryStore, TreeStep};
+    let mut stores: Vec<(&str, Arc<dyn Store>, Option<Db>)> = vec![("memory", Arc::new(MemoryStore::new()), None)];
+    for db in db::both().await {
+        stores.push((db.name, db.dyn_store(), Some(db)));
+    }
+    for (name, store, _db) in stores {
+        let root = RequestId::new();
+        let step = |id: RequestId, parent: Option<RequestId>, entry: &str, state: StepState| TreeStep {
+            request_id: id,
+            root_id: root,
+            parent_id: parent,
+            user_id: user("alice"),
+            target: "boss".into(),
+            state,
+            entry: entry.into(),
+            caller: "user:alice".into(),
+            request: "{}".into(),
+            response: None,
+            deadline_at: 1,
+            budget: 100,
+            attempts: 0,
+            created_at: 1,
+            updated_at: 1,
+        };
+        let child = RequestId::new();
+        store.put_step(&step(root, None, "user", StepState::Running)).await.unwrap();
+        store.put_step(&step(child, Some(root), "child", StepState::Running)).await.unwrap();
+        store.put_step(&step(RequestId::new(), None, "delegation", StepState::Done)).await.unwrap();
+        let open: Vec<RequestId> = store.open_steps().await.unwrap().iter().map(|s| s.request_id).collect();
+        assert!(open.contains(&root) && !open.contains(&child), "{name}: {open:?}");
+        // a later write replaces the state, not the first write's time
+        let mut later = step(child, Some(root), "child", StepState::Done);
+        (later.created_at, later.attempts) = (5, 2);
+        store.put_step(&later).await.unwrap();
+        let got = store.step(child).await.unwrap().unwrap();
+        assert_eq!((got.state, got.attempts, got.created_at), (StepState::Done, 2, 1), "{name}");
+
+        let asked = Approval {
+            id: Approval::id_for(child, "send_email"),
+            root_id: root,
+            request_id: child,
+            user_id: user("alice"),
+            agent: "mailer".into(),
+            action: "send_email".into(),
+            summary: "Mail <EMAIL_1>".into(),
+            state: ApprovalState::Pending,
+            reason: None,
+            decided_by: None,
+            created_at: 1,
+            decided_at: None,
+        };
+        let first = store.ask_approval(&asked).await.unwrap();
+        assert_eq!(store.ask_approval(&Approval { summary: "other".into(), ..asked.clone() }).await.unwrap(), first);
+        let answers = futures::future::join_all((0..12).map(|i| {
+            let store = store.clone();
+            let id = asked.id.clone();
+            async move {
+                let state = if i % 2 == 0 { ApprovalState::Approved } else { ApprovalState::Rejected };
+                store.decide_approval(&id, state, &format!("person {i}"), None).await.unwrap()
+            }
+        }))
+        .await;
+        assert_eq!(answers.iter().flatten().count(), 1, "{name}: decided once");
+        let kept = store.approval(&asked.id).await.unwrap().unwrap();
+        assert_ne!(kept.state, ApprovalState::Pending, "{name}");
+        assert!(store.approvals(Some(&user("alice")), true).await.unwrap().is_empty(), "{name}");
+        assert!(store.approvals(Some(&user("bob")), false).await.unwrap().is_empty(), "{name}");
+        assert_eq!(store.approvals(None, false).await.unwrap().len(), 1, "{name}");
+
+        assert_eq!(store.cancel_steps(root).await.unwrap(), 1, "{name}: the root; the child had ended");
+        assert_eq!(store.step(root).await.unwrap().unwrap().state, StepState::Cancelled, "{name}");
+        assert!(!store.open_steps().await.unwrap().iter().any(|s| s.root_id == root), "{name}");
+    }
+}
