@@ -65,6 +65,31 @@ pub struct Config {
     /// Peer runtimes whose lineage keys this one trusts (`[[trust]]`).
     #[serde(default)]
     pub trust: Vec<TrustEntry>,
+    /// Actions that need a person's approval whichever agent takes them (`[approvals]`).
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+}
+
+/// `[approvals]`: the per-tool rule. `require = ["send_email"]` makes every
+/// agent ask before that action, besides what each agent's own
+/// `requires_approval` lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// Actions (tools) no agent takes without a person's approval.
+    #[serde(default)]
+    pub require: std::collections::BTreeSet<String>,
+}
+
+impl Config {
+    /// Whether `agent` must ask a person before `action`: its own
+    /// `requires_approval` (or `"*"`) or the runtime-wide `[approvals] require`.
+    pub fn requires_approval(&self, agent: &crate::protocol::AgentSlug, action: &str) -> bool {
+        self.approvals.require.contains(action)
+            || self
+                .agent(agent.as_str())
+                .is_some_and(|a| a.requires_approval.contains(action) || a.requires_approval.contains("*"))
+    }
 }
 
 /// `[audit]`: anchors of the audit log outside the database.
@@ -265,6 +290,21 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn approval_is_required_per_agent_or_per_tool() {
+        let c = Config::from_toml(
+            "[approvals]\nrequire = [\"wire_money\"]\n\n[[agents]]\nslug = \"mailer\"\nname = \"M\"\n\
+             requires_approval = [\"send_email\"]\n\n[[agents]]\nslug = \"other\"\nname = \"O\"\n",
+        )
+        .unwrap();
+        let (mailer, other) = (AgentSlug::parse("mailer").unwrap(), AgentSlug::parse("other").unwrap());
+        assert!(c.requires_approval(&mailer, "send_email") && !c.requires_approval(&other, "send_email"));
+        assert!(c.requires_approval(&mailer, "wire_money") && c.requires_approval(&other, "wire_money"));
+        assert!(!c.requires_approval(&other, "read_calendar"));
+        let err = Config::from_toml("[approvals]\nrequired = [\"x\"]\n").unwrap_err();
+        assert!(err.to_string().contains("required"), "{err}");
+    }
 
     #[test]
     fn builtin_config_describes_the_seed_team() {

@@ -35,11 +35,7 @@ pub(super) async fn approval(
     action: &str,
     summary: &str,
 ) -> Result<(), DelegationError> {
-    let needed = rt
-        .registry()
-        .get(&node.agent)
-        .is_some_and(|m| m.spec.requires_approval.contains(action) || m.spec.requires_approval.contains("*"));
-    if !needed {
+    if !rt.config().requires_approval(&node.agent, action) {
         return Ok(());
     }
     let asked = Approval {
