@@ -6,33 +6,17 @@
 //! runs again and makes the same call, the journal answers a finished child
 //! without running it again, and resumes an unfinished one under its old id.
 
-use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::admit::Admitted;
 use super::pii::Pii;
 use super::{Entry, Runtime};
 use crate::auth::Principal;
-use crate::protocol::{AgentSlug, DelegationResponse, ErrorCode, RequestId, Status};
+use crate::protocol::{DelegationResponse, ErrorCode, Status};
 use crate::store::{StepState, TreeStep, now_ms};
 
 /// The `entry` of a step made by a parent running in this process.
 pub(super) const CHILD: &str = "child";
-
-/// The id of the `n`-th call (from 0) a delegation makes, to `target`: the
-/// same on every run of the parent, so a resumed parent finds its children.
-/// Laid out like a time-ordered id: the parent's first 48 bits (its time),
-/// then `n`, then a hash, so siblings sort in the order they were made.
-pub(super) fn child_id(parent: RequestId, target: &AgentSlug, n: u32) -> RequestId {
-    let digest = Sha256::digest(format!("{parent}\n{target}\n{n}").as_bytes());
-    let mut bytes = [0u8; 16];
-    bytes[..6].copy_from_slice(&parent.0.as_bytes()[..6]);
-    let n = u16::try_from(n.min(0x0fff)).unwrap_or(0x0fff);
-    bytes[6..8].copy_from_slice(&n.to_be_bytes());
-    bytes[8..].copy_from_slice(&digest[..8]);
-    // version 8 goes into the high bits of byte 6 (n keeps its low 12 bits)
-    RequestId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
-}
 
 /// How a step came in, as stored.
 pub(super) fn entry_name(entry: &Entry, has_parent: bool) -> &'static str {
@@ -113,25 +97,5 @@ pub(super) fn entry(step: &TreeStep) -> Entry {
         "user" => Entry::UserTurn,
         // a lineage token has expired by now: the stored rails are what it verified to
         _ => Entry::Delegation,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_childs_id_is_its_parents_and_its_place() {
-        let parent = RequestId::new();
-        // siblings sort in the order they were made
-        let ids: Vec<RequestId> = (0..20).map(|n| child_id(parent, &AgentSlug::parse("a").unwrap(), n)).collect();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
-        let tag = AgentSlug::parse("tag-ai").unwrap();
-        let byte = AgentSlug::parse("byte-doc").unwrap();
-        assert_eq!(child_id(parent, &tag, 0), child_id(parent, &tag, 0));
-        assert_ne!(child_id(parent, &tag, 0), child_id(parent, &tag, 1));
-        assert_ne!(child_id(parent, &tag, 0), child_id(parent, &byte, 0));
-        assert_ne!(child_id(parent, &tag, 0), child_id(RequestId::new(), &tag, 0));
-        assert_eq!(child_id(parent, &tag, 0).0.get_version_num(), 8);
     }
 }

@@ -6,10 +6,12 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Scope;
-use crate::protocol::{AgentSlug, DelegationError, TokenUsage};
+
+use crate::protocol::{AgentSlug, DelegationError, RequestId, TokenUsage};
 use crate::rails::Tree;
 use crate::util::lock;
 
@@ -58,7 +60,7 @@ impl Node {
     /// The id of this node's next call to `target` (see `journal::child_id`).
     pub fn next_child_id(&self, target: &AgentSlug) -> crate::protocol::RequestId {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        super::journal::child_id(self.request_id, target, n)
+        child_id(self.request_id, target, n)
     }
 
     pub fn mark_resumed(&self) {
@@ -105,13 +107,28 @@ impl Node {
     }
 }
 
+/// The id of the `n`-th call (from 0) a delegation makes, to `target`: the
+/// same on every run of the parent, so a resumed parent finds its children.
+/// Laid out like a time-ordered id: the parent's first 48 bits (its time),
+/// then `n`, then a hash, so siblings sort in the order they were made.
+fn child_id(parent: RequestId, target: &AgentSlug, n: u32) -> RequestId {
+    let digest = Sha256::digest(format!("{parent}\n{target}\n{n}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes[..6].copy_from_slice(&parent.0.as_bytes()[..6]);
+    let n = u16::try_from(n.min(0x0fff)).unwrap_or(0x0fff);
+    bytes[6..8].copy_from_slice(&n.to_be_bytes());
+    bytes[8..].copy_from_slice(&digest[..8]);
+    // version 8 goes into the high bits of byte 6 (n keeps its low 12 bits)
+    RequestId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::auth::Principal;
     use crate::pipeline::Entry;
     use crate::pipeline::admit::admit;
     use crate::pipeline::testing::{Flaky, request, runtime};
-    use crate::protocol::{ErrorCode, TokenUsage};
+    use crate::protocol::{AgentSlug, ErrorCode, RequestId, TokenUsage};
 
     #[tokio::test]
     async fn a_node_sums_what_its_children_used_and_started() {
@@ -130,5 +147,21 @@ mod tests {
         assert_eq!((node.depth, node.agent.as_str()), (1, "worker"));
         assert!(node.budget_open());
         assert!(node.remaining_tokens() > 0);
+    }
+
+    #[test]
+    fn a_childs_id_is_its_parents_and_its_place() {
+        let parent = RequestId::new();
+        // siblings sort in the order they were made
+        let ids: Vec<RequestId> =
+            (0..20).map(|n| super::child_id(parent, &AgentSlug::parse("a").unwrap(), n)).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+        let tag = AgentSlug::parse("tag-ai").unwrap();
+        let byte = AgentSlug::parse("byte-doc").unwrap();
+        assert_eq!(super::child_id(parent, &tag, 0), super::child_id(parent, &tag, 0));
+        assert_ne!(super::child_id(parent, &tag, 0), super::child_id(parent, &tag, 1));
+        assert_ne!(super::child_id(parent, &tag, 0), super::child_id(parent, &byte, 0));
+        assert_ne!(super::child_id(parent, &tag, 0), super::child_id(RequestId::new(), &tag, 0));
+        assert_eq!(super::child_id(parent, &tag, 0).0.get_version_num(), 8);
     }
 }

@@ -5,7 +5,7 @@
 //! trusted with PII (`pii_access`) sees the real values of its own task.
 
 use crate::agent::{AgentOutput, Task};
-use crate::protocol::{DelegationRequest, DelegationResponse};
+use crate::protocol::{DelegationRequest, DelegationResponse, HandoffData};
 use crate::rails::Tree;
 use crate::redact::{Redactor, Vault};
 
@@ -14,6 +14,20 @@ use crate::redact::{Redactor, Vault};
 pub(super) struct Pii<'a> {
     redactor: &'a Redactor,
     tree: Option<&'a Tree>,
+}
+
+/// Every part of a hand-off, redacted.
+fn redact_handoff(r: &Redactor, vault: &mut Vault, handoff: &mut HandoffData) {
+    handoff.facts = handoff.facts.iter().map(|f| r.redact(f, vault)).collect();
+    for reference in &mut handoff.references {
+        reference.source_id = r.redact(&reference.source_id, vault);
+    }
+    if let Some(v) = handoff.intermediate_results.as_mut() {
+        r.redact_json(v, vault);
+    }
+    for v in handoff.extra.values_mut() {
+        r.redact_json(v, vault);
+    }
 }
 
 impl<'a> Pii<'a> {
@@ -50,17 +64,7 @@ impl<'a> Pii<'a> {
             for m in &mut task.history {
                 m.content = r.redact(&m.content, vault);
             }
-            let handoff = &mut task.handoff;
-            handoff.facts = handoff.facts.iter().map(|f| r.redact(f, vault)).collect();
-            for reference in &mut handoff.references {
-                reference.source_id = r.redact(&reference.source_id, vault);
-            }
-            if let Some(v) = handoff.intermediate_results.as_mut() {
-                r.redact_json(v, vault);
-            }
-            for v in handoff.extra.values_mut() {
-                r.redact_json(v, vault);
-            }
+            redact_handoff(r, vault, &mut task.handoff);
             if trusted {
                 task.objective = vault.restore(&task.objective);
                 task.input = vault.restore(&task.input);
@@ -76,17 +80,7 @@ impl<'a> Pii<'a> {
             req.input = r.redact(&req.input, vault);
             req.task_note = req.task_note.as_ref().map(|n| r.redact(n, vault));
             req.context_hints = req.context_hints.iter().map(|h| r.redact(h, vault)).collect();
-            let handoff = &mut req.handoff_data;
-            handoff.facts = handoff.facts.iter().map(|f| r.redact(f, vault)).collect();
-            for reference in &mut handoff.references {
-                reference.source_id = r.redact(&reference.source_id, vault);
-            }
-            if let Some(v) = handoff.intermediate_results.as_mut() {
-                r.redact_json(v, vault);
-            }
-            for v in handoff.extra.values_mut() {
-                r.redact_json(v, vault);
-            }
+            redact_handoff(r, vault, &mut req.handoff_data);
         });
     }
 
