@@ -66,8 +66,7 @@ impl Dispatch for NodeDispatch {
             }
         }
         let caller = Principal::Agent(self.node.agent.clone());
-        let response =
-            self.runtime.dispatch_step(Some(&self.node), &caller, request, Entry::Delegation, resumed).await;
+        let response = self.runtime.dispatch_step(Some(&self.node), &caller, request, Entry::Delegation, resumed).await;
         if let Some(why) = response.error.as_ref().filter(|_| response.status == Status::NeedsApproval) {
             self.node.child_waits(why.clone());
         }

@@ -105,7 +105,12 @@ impl Runtime {
             }
         }
         if !found.resumed.is_empty() || !found.expired.is_empty() {
-            tracing::info!(resumed = found.resumed.len(), expired = found.expired.len(), waiting = found.waiting.len(), "open trees");
+            tracing::info!(
+                resumed = found.resumed.len(),
+                expired = found.expired.len(),
+                waiting = found.waiting.len(),
+                "open trees"
+            );
         }
         Ok(found)
     }
@@ -118,7 +123,10 @@ impl Runtime {
         if step.state.is_terminal() || lock(&self.inner.running).contains_key(&id) {
             return Err(DelegationError::new(
                 ErrorCode::AlreadyDecided,
-                format!("tree {id} is {} already; nothing to resume", if step.state.is_terminal() { "ended" } else { "running" }),
+                format!(
+                    "tree {id} is {} already; nothing to resume",
+                    if step.state.is_terminal() { "ended" } else { "running" }
+                ),
             ));
         }
         Ok(self.resume_step(step).await)
@@ -203,7 +211,9 @@ impl Runtime {
         let store = &self.inner.store;
         let n = store.cancel_steps(step.root_id).await?;
         for a in store.approvals(Some(&step.user_id), true).await?.into_iter().filter(|a| a.root_id == step.root_id) {
-            store.decide_approval(&a.id, ApprovalState::Rejected, &caller.label(), Some("the tree was cancelled")).await?;
+            store
+                .decide_approval(&a.id, ApprovalState::Rejected, &caller.label(), Some("the tree was cancelled"))
+                .await?;
         }
         if !self.cancel(root) {
             // nothing runs it here: its record says how it ended
@@ -230,7 +240,8 @@ impl Runtime {
             } else {
                 overdue(&step)
             };
-            let target = crate::protocol::AgentSlug::parse(step.target.clone()).unwrap_or_else(|_| self.fallback_target());
+            let target =
+                crate::protocol::AgentSlug::parse(step.target.clone()).unwrap_or_else(|_| self.fallback_target());
             let response = DelegationResponse::failed(id, target, why.clone());
             if let Err(e) = self.end_offline(step, why).await {
                 tracing::error!(request_id = %id, "end of a tree not recorded: {e}");
@@ -259,7 +270,10 @@ impl Runtime {
     /// Records the end of a top step nobody runs here.
     async fn end_offline(&self, step: TreeStep, why: DelegationError) -> Result<(), DelegationError> {
         let req: DelegationRequest = serde_json::from_str(&step.request).map_err(|e| {
-            DelegationError::new(ErrorCode::RecordIncomplete, format!("tree {}'s stored envelope is unreadable: {e}", step.request_id))
+            DelegationError::new(
+                ErrorCode::RecordIncomplete,
+                format!("tree {}'s stored envelope is unreadable: {e}", step.request_id),
+            )
         })?;
         let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why);
         record::offline(self, step, &req, &response).await
@@ -268,5 +282,8 @@ impl Runtime {
 
 fn overdue(step: &TreeStep) -> DelegationError {
     let what = if step.state == StepState::Waiting { "waited for approval" } else { "was cut off by a restart" };
-    DelegationError::new(ErrorCode::DeadlineExceeded, format!("the tree's deadline passed while it {what}; it was not run again"))
+    DelegationError::new(
+        ErrorCode::DeadlineExceeded,
+        format!("the tree's deadline passed while it {what}; it was not run again"),
+    )
 }

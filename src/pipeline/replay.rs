@@ -438,12 +438,13 @@ fn line_diff(a: &str, b: &str) -> Vec<String> {
     while i < a.len() || j < b.len() {
         if i < a.len() && j < b.len() && a[i] == b[j] {
             (i, j) = (i + 1, j + 1);
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push(format!("+ {}", b[j]));
-            j += 1;
-        } else {
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            // what was recorded goes first, then what replaced it
             out.push(format!("- {}", a[i]));
             i += 1;
+        } else {
+            out.push(format!("+ {}", b[j]));
+            j += 1;
         }
     }
     out

@@ -30,7 +30,8 @@ pub(super) fn response(adm: &Admitted, attempts: &Attempts, clock: &Clock) -> De
             ..DelegationResponse::failed(req.request_id, req.target_employee.clone(), ErrorCode::AgentFailed.into())
         },
         Err(e) if e.code == ErrorCode::NeedsApproval => {
-            let mut r = DelegationResponse::failed(req.request_id, req.target_employee.clone(), ErrorCode::AgentFailed.into());
+            let mut r =
+                DelegationResponse::failed(req.request_id, req.target_employee.clone(), ErrorCode::AgentFailed.into());
             pause(&mut r, e.clone());
             r
         }

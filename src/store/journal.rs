@@ -236,8 +236,11 @@ fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
 
 pub(super) async fn step(pool: &AnyPool, id: RequestId) -> StoreResult<Option<TreeStep>> {
     let sql = format!("SELECT {STEP_COLUMNS} FROM tree_steps WHERE request_id = $1");
-    let row: Option<StepRow> =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id.to_string()).fetch_optional(pool).await.map_err(backend_err)?;
+    let row: Option<StepRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id.to_string())
+        .fetch_optional(pool)
+        .await
+        .map_err(backend_err)?;
     row.map(TreeStep::try_from).transpose()
 }
 
@@ -335,8 +338,11 @@ pub(super) async fn ask_approval(pool: &AnyPool, a: &Approval) -> StoreResult<Ap
 
 pub(super) async fn approval(pool: &AnyPool, id: &str) -> StoreResult<Option<Approval>> {
     let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = $1");
-    let row: Option<ApprovalRow> =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id.to_string()).fetch_optional(pool).await.map_err(backend_err)?;
+    let row: Option<ApprovalRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id.to_string())
+        .fetch_optional(pool)
+        .await
+        .map_err(backend_err)?;
     row.map(Approval::try_from).transpose()
 }
 

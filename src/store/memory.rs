@@ -8,8 +8,8 @@ use async_trait::async_trait;
 
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
-    Approval, ApprovalState, Claim, DelegationRecord, TreeStep, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts, StoreError,
-    StoreResult,
+    Approval, ApprovalState, Claim, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store,
+    StoreCounts, StoreError, StoreResult, TreeStep,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -310,7 +310,8 @@ impl Store for MemoryStore {
     }
 
     async fn tree_steps(&self, root: RequestId) -> StoreResult<Vec<TreeStep>> {
-        let mut steps: Vec<TreeStep> = lock(&self.inner).steps.values().filter(|s| s.root_id == root).cloned().collect();
+        let mut steps: Vec<TreeStep> =
+            lock(&self.inner).steps.values().filter(|s| s.root_id == root).cloned().collect();
         steps.sort_by_key(|s| (s.created_at, s.request_id));
         Ok(steps)
     }

@@ -19,8 +19,8 @@ use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, Sessi
 pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
 use super::{
-    Approval, ApprovalState, Claim, Conversation, TreeStep, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store, StoreCounts,
-    StoreError, StoreResult, now_ms,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome,
+    Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 

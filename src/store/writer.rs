@@ -22,8 +22,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::anchor::{Advanced, AnchorFile};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
-use super::signature::task_signature;
 use super::journal::{STEP_INSERT, STEP_UPSERT};
+use super::signature::task_signature;
 use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult, TreeStep};
 
 /// The most writes committed together.

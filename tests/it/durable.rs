@@ -217,7 +217,8 @@ async fn an_approval_deep_in_a_tree_pauses_it_across_a_restart_and_resumes_it_on
         let runs = Arc::new(Runs::default());
         let alice = Principal::User(user("alice"));
         let root = RequestId::new();
-        let r = runtime(&db, CONFIG, &runs, false).ask(&user("alice"), "Do it and mail it", to_boss(root)).await.unwrap();
+        let r =
+            runtime(&db, CONFIG, &runs, false).ask(&user("alice"), "Do it and mail it", to_boss(root)).await.unwrap();
         assert_eq!(r.status, Status::NeedsApproval, "{}: {}", db.name, r.answer);
         assert_eq!(r.response.error_code(), Some(ErrorCode::NeedsApproval), "{}", db.name);
         assert_eq!(runs.sent.load(Ordering::SeqCst), 0, "{}", db.name);
