@@ -27,6 +27,7 @@ macro_rules! out {
 mod audit;
 mod demo;
 mod keys;
+mod replay;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -96,6 +97,9 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Print the stored tree of a delegation with timings and outcomes.
     Trace(TraceArgs),
+    /// Run a recorded tree again from its journal and show whether each node
+    /// answers as recorded; --live runs today's agents and prints a diff per node.
+    Replay(replay::ReplayArgs),
     /// Run Switchboard as an HTTP service.
     Serve(ServeArgs),
     /// Issue a bearer token (shown once; only its hash is stored).
@@ -291,6 +295,7 @@ async fn run(cli: Cli) -> u8 {
         Command::Demo => demo::run(&runtime, cli.json).await,
         Command::Audit(args) => audit::run(&runtime, args, cli.json).await,
         Command::Trace(args) => trace(&runtime, args, cli.json).await,
+        Command::Replay(args) => replay::run(&runtime, args, cli.json).await,
         Command::Serve(args) => serve(runtime, args).await,
         Command::Token(args) => token(runtime, args).await,
         Command::Keys(args) => keys::run(runtime.config(), &args, cli.json),

@@ -30,6 +30,7 @@ mod node;
 mod pii;
 mod record;
 pub mod registry;
+mod replay;
 mod respond;
 mod route;
 mod runtime;
@@ -50,6 +51,7 @@ pub use ask::{AskOptions, AskResponse};
 pub use builder::RuntimeBuilder;
 pub use durable::Resumed;
 pub use registry::{Member, Registry};
+pub use replay::{Outcome, ReplayMode, ReplayReport, ReplayedNode};
 pub use runtime::Runtime;
 pub use tree_view::TreeView;
 

@@ -19,6 +19,7 @@ mod pii;
 mod protocol;
 mod rails;
 mod real_model;
+mod replay;
 mod resilience;
 mod seeds;
 mod service;
