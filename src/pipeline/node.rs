@@ -2,7 +2,6 @@
 //! cancellation and what its children have done so far. How its agent
 //! delegates further is [`super::dispatch`].
 
-use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
