@@ -271,6 +271,8 @@ pub struct AgentContext {
     deadline: Instant,
     depth: u32,
     ledger: Option<Ledger>,
+    /// The tree's clock reading (epoch ms), when the runtime pinned one.
+    clock_ms: Option<i64>,
 }
 
 impl AgentContext {
@@ -281,7 +283,26 @@ impl AgentContext {
         deadline: Instant,
         depth: u32,
     ) -> Self {
-        Self { delegator, tools, cancel, deadline, depth, ledger: None }
+        Self { delegator, tools, cancel, deadline, depth, ledger: None, clock_ms: None }
+    }
+
+    /// This context with its tree's clock reading (epoch ms).
+    pub(crate) fn with_clock(mut self, epoch_ms: Option<i64>) -> Self {
+        self.clock_ms = epoch_ms;
+        self
+    }
+
+    /// What "now" is for this task: when its tree started (a tree resumed
+    /// after a restart, or replayed, keeps the time it started at), or the
+    /// wall clock outside a runtime. Agents that read "last month" or "this
+    /// year" count from it, so a replay answers as the original did.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock_ms.and_then(chrono::DateTime::from_timestamp_millis).unwrap_or_else(chrono::Utc::now)
+    }
+
+    /// The local date of [`AgentContext::now`].
+    pub fn today(&self) -> chrono::NaiveDate {
+        self.now().with_timezone(&chrono::Local).date_naive()
     }
 
     /// This context with the ledger of the user it runs for.
@@ -304,6 +325,7 @@ impl AgentContext {
             deadline: Instant::now() + Duration::from_secs(3600),
             depth: 0,
             ledger: None,
+            clock_ms: None,
         }
     }
 

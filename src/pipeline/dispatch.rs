@@ -24,7 +24,8 @@ pub(super) fn agent_context(node: &Arc<Node>, runtime: &Runtime, cancel: Cancell
         cancel,
         node.deadline,
         node.depth,
-    );
+    )
+    .with_clock(node.tree.clock_ms());
     // a consult keeps nothing, the user's money included
     if node.scope.mode == Mode::Ephemeral {
         return context;

@@ -151,7 +151,14 @@ impl Runtime {
         // journal: the step is durable before its agent runs
         if resumed {
             adm.node.mark_resumed();
+            // a resumed tree keeps the clock reading it started with
+            if parent.is_none()
+                && let Ok(Some(before)) = self.inner.store.step(adm.req.request_id).await
+            {
+                adm.node.tree.pin_clock(before.created_at);
+            }
         }
+        adm.node.tree.pin_clock(clock.started_ms);
         let step = journal::start(self, &adm, caller, entered);
         if let Err(e) = self.inner.store.put_step(&step).await {
             return record::refuse(self, Refused::admitted(adm, e.into()), parent_scope, clock).await;

@@ -24,7 +24,7 @@ use super::{Runtime, journal};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task, TokenEstimate};
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, Status};
-use crate::store::{MemoryStore, Store, TreeStep};
+use crate::store::{MemoryStore, StepState, Store, TreeStep};
 
 /// What a replay runs the agents against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -175,7 +175,10 @@ impl Runtime {
         }
         let replica = self.replica(mode, &recorded, scratch.clone())?;
         tracing::info!(root_id = %root, ?mode, "replaying tree");
-        replica.dispatch(None, &caller, req, journal::entry(&top)).await;
+        // the root runs as a resumed step: under its recorded clock reading ("today" is the day it ran)
+        let start = TreeStep { state: StepState::Running, response: None, ..top.clone() };
+        scratch.put_step(&start).await?;
+        replica.dispatch_step(None, &caller, req, journal::entry(&top), true).await;
         let replayed = scratch.tree_steps(root).await?;
         let from_record: HashSet<RequestId> = replayed
             .iter()

@@ -35,6 +35,9 @@ pub struct Tree {
     owner: Weak<Trees>,
     state: Mutex<TreeState>,
     vault: SharedVault,
+    /// The tree's clock reading (epoch ms): when its root started. A resumed
+    /// or replayed tree keeps its first reading, so "today" stays its day.
+    clock: std::sync::OnceLock<i64>,
 }
 
 #[derive(Default)]
@@ -70,6 +73,7 @@ impl Trees {
             owner: Arc::downgrade(self),
             state: Mutex::new(TreeState::default()),
             vault: vault.unwrap_or_default(),
+            clock: std::sync::OnceLock::new(),
         });
         live.insert(key, Arc::downgrade(&tree));
         tree
@@ -92,6 +96,16 @@ impl Tree {
 
     pub(crate) fn state(&self) -> MutexGuard<'_, TreeState> {
         lock(&self.state)
+    }
+
+    /// Sets the tree's clock reading, once (later calls keep the first).
+    pub fn pin_clock(&self, epoch_ms: i64) {
+        let _ = self.clock.set(epoch_ms);
+    }
+
+    /// The tree's clock reading, once pinned.
+    pub fn clock_ms(&self) -> Option<i64> {
+        self.clock.get().copied()
     }
 
     /// The tree's PII vault: the same value gets the same token in every hop.

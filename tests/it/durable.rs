@@ -49,6 +49,8 @@ struct Runs {
     second: AtomicUsize,
     sent: AtomicUsize,
     second_started: Notify,
+    /// What "now" was for second when it last ran (epoch ms).
+    second_now: std::sync::Mutex<Option<i64>>,
 }
 
 /// A runtime on `db` whose boss calls first, then second, then (when the
@@ -88,9 +90,10 @@ fn runtime(db: &Db, config: &str, runs: &Arc<Runs>, second_hangs: bool) -> Runti
         )
         .agent(
             "second",
-            agent(move |_ctx, _task| {
+            agent(move |ctx, _task| {
                 let runs = r2.clone();
                 async move {
+                    *runs.second_now.lock().unwrap() = Some(ctx.now().timestamp_millis());
                     runs.second_started.notify_waiters();
                     if second_hangs {
                         std::future::pending::<()>().await;
@@ -170,7 +173,8 @@ async fn a_tree_cut_off_mid_run_resumes_on_restart_without_running_a_finished_st
         assert!(top.deadline_at > top.created_at, "{}", db.name);
         assert!(top.request.contains("Do the two steps") && first.request.is_empty(), "{}", db.name);
 
-        // the restart: another runtime on the same database
+        // the restart (a moment later): another runtime on the same database
+        tokio::time::sleep(Duration::from_millis(20)).await;
         let rt = runtime(&db, CONFIG, &runs, false);
         let found = rt.resume_open_trees().await.unwrap();
         assert_eq!(found.resumed, vec![root], "{}", db.name);
@@ -180,6 +184,8 @@ async fn a_tree_cut_off_mid_run_resumes_on_restart_without_running_a_finished_st
         assert_eq!(answer["result"], "one + two", "{}", db.name);
         // first finished before the cut and was answered from the journal; second ran once, here
         assert_eq!((runs.first.load(Ordering::SeqCst), runs.second.load(Ordering::SeqCst)), (1, 1), "{}", db.name);
+        // the resumed tree kept its clock reading: "today" is the day it started
+        assert_eq!(*runs.second_now.lock().unwrap(), Some(top.created_at), "{}", db.name);
         let tree = store.delegation_tree(root).await.unwrap();
         assert_eq!(record_of(&tree, "boss").status, "success", "{}", db.name);
         assert_eq!(record_of(&tree, "second").status, "success", "{}", db.name);

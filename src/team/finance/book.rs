@@ -140,9 +140,10 @@ pub async fn recorded(ctx: &AgentContext) -> Result<Option<LedgerView>, Delegati
     ctx.read_ledger().await.map(Some)
 }
 
-/// The day questions are asked on (`last month` counts from it).
-pub fn today() -> NaiveDate {
-    chrono::Local::now().date_naive()
+/// The day questions are asked on (`last month` counts from it): the
+/// tree's, so a resumed or replayed tree counts from the day it started.
+pub fn today(ctx: &AgentContext) -> NaiveDate {
+    ctx.today()
 }
 
 /// What a task is about: the transactions in it (its input or an earlier
@@ -155,7 +156,7 @@ pub async fn transactions_for(ctx: &AgentContext, task: &Task) -> Result<(Extrac
     }
     let Some(view) = recorded(ctx).await? else { return Ok((found, None)) };
     let mut ts: Vec<Transaction> = view.entries.iter().map(to_transaction).collect();
-    let period = period::find(&task.request_text(), today());
+    let period = period::find(&task.request_text(), today(ctx));
     if let Some(p) = &period {
         ts.retain(|t| t.date.is_some_and(|d| p.contains(d)));
     }

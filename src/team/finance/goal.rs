@@ -80,7 +80,7 @@ pub async fn save(ctx: &AgentContext, goals: &[Goal], currency: &str) -> Result<
     if !ctx.can_write_ledger() {
         return Ok(());
     }
-    let today = book::today();
+    let today = book::today(ctx);
     for g in goals {
         ctx.save_plan(KIND, &key(&g.name), body(g, currency, today)).await?;
     }

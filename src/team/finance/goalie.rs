@@ -272,7 +272,7 @@ impl GoalieGoals {
             let goals = if cushion { goals.into_iter().map(cushion::cushioned).collect() } else { goals };
             answer_for(goals, currency)
         };
-        let today = book::today();
+        let today = book::today(ctx);
         let text = task.conversation_text();
         let currency = money::detect_currency(&text).unwrap_or("USD");
         let stated = parse_goals_at(&text, (today.year(), today.month()));

@@ -24,7 +24,7 @@ pub async fn save(ctx: &AgentContext, debts: &[Debt], currency: &str) -> Result<
     if !ctx.can_write_ledger() {
         return Ok(());
     }
-    let since = book::today().format("%Y-%m-%d").to_string();
+    let since = book::today(ctx).format("%Y-%m-%d").to_string();
     for d in debts.iter().filter(|d| !d.name.is_empty()) {
         let body = json!({"name": d.name, "balance": money::to_value(d.balance), "apr": d.apr_bp as f64 / 100.0,
                           "minimum": money::to_value(d.minimum), "currency": currency, "since": since});

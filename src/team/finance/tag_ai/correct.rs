@@ -58,7 +58,7 @@ pub fn parse(text: &str) -> Option<Correction> {
 /// `Oct 2` without a year: this year's.
 fn month_day(text: &str) -> Option<NaiveDate> {
     use chrono::Datelike;
-    let year = crate::team::finance::book::today().year();
+    let year = chrono::Local::now().date_naive().year(); // parsed before any context: the wall clock
     dates::parse_date(&format!("{text}, {year}"))
 }
 
