@@ -5,6 +5,7 @@ mod budget;
 mod cli;
 mod crash;
 mod db;
+mod durable_state;
 mod faults;
 mod fuzz;
 mod hostile;
