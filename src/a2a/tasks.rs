@@ -46,7 +46,13 @@ impl Entry {
 
     /// The entry as the store keeps it.
     pub fn record(&self) -> A2aTaskRecord {
-        A2aTaskRecord::new(&self.task, &self.owner, &self.agent, self.session, i64::try_from(self.seq).unwrap_or(i64::MAX))
+        A2aTaskRecord::new(
+            &self.task,
+            &self.owner,
+            &self.agent,
+            self.session,
+            i64::try_from(self.seq).unwrap_or(i64::MAX),
+        )
     }
 
     /// A stored task, not running in this process: it keeps the state it

@@ -169,10 +169,8 @@ impl Breaker {
             let elapsed = u64::try_from(now_ms().saturating_sub(r.opened_at)).unwrap_or(0);
             let cool_down = Duration::from_millis(cfg.cool_down_ms);
             let now = Instant::now();
-            i.opened_at = now
-                .checked_sub(Duration::from_millis(elapsed))
-                .or_else(|| now.checked_sub(cool_down))
-                .unwrap_or(now);
+            i.opened_at =
+                now.checked_sub(Duration::from_millis(elapsed)).or_else(|| now.checked_sub(cool_down)).unwrap_or(now);
             i.state = if r.state == BreakerState::HalfOpen.as_str() || elapsed >= cfg.cool_down_ms {
                 BreakerState::HalfOpen
             } else {

@@ -142,7 +142,8 @@ pub async fn set_task_status(store: &dyn Store, id: &str, state: TaskState, text
     let message = Message::agent_text(text, Some(task.context_id.clone()), Some(task.id.clone()));
     task.history.get_or_insert_with(Vec::new).push(message.clone());
     task.status = TaskStatus::now(state, Some(message));
-    let agent = AgentSlug::parse(&record.agent).map_err(|_| backend_err(format!("corrupt agent '{}'", record.agent)))?;
+    let agent =
+        AgentSlug::parse(&record.agent).map_err(|_| backend_err(format!("corrupt agent '{}'", record.agent)))?;
     let seq = (record.seq + 1).max(now_ms().saturating_mul(1000));
     record = A2aTaskRecord::new(&task, &record.owner, &agent, record.session_id, seq);
     store.put_a2a_task(&record).await
@@ -212,11 +213,12 @@ pub(super) async fn put_task(pool: &AnyPool, t: &A2aTaskRecord) -> StoreResult<b
 
 /// The task `id`, whoever owns it.
 pub(super) async fn task(pool: &AnyPool, id: &str) -> StoreResult<Option<A2aTaskRecord>> {
-    let row = sqlx::query_as::<_, TaskRow>(AssertSqlSafe(format!("SELECT {TASK_COLUMNS} FROM a2a_tasks WHERE id = $1")))
-        .bind(id.to_string())
-        .fetch_optional(pool)
-        .await
-        .map_err(backend_err)?;
+    let row =
+        sqlx::query_as::<_, TaskRow>(AssertSqlSafe(format!("SELECT {TASK_COLUMNS} FROM a2a_tasks WHERE id = $1")))
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(backend_err)?;
     row.map(A2aTaskRecord::try_from).transpose()
 }
 
@@ -431,7 +433,8 @@ mod tests {
     }
 
     fn record(id: &str, owner: &str, state: TaskState, seq: i64, updated_at: i64) -> A2aTaskRecord {
-        let mut r = A2aTaskRecord::new(&task(id, "ctx", state, id), owner, &AgentSlug::parse("tag-ai").unwrap(), None, seq);
+        let mut r =
+            A2aTaskRecord::new(&task(id, "ctx", state, id), owner, &AgentSlug::parse("tag-ai").unwrap(), None, seq);
         r.updated_at = updated_at;
         r
     }
@@ -441,7 +444,8 @@ mod tests {
         let store = MemoryStore::new();
         let first = record("t1", "user:alice", TaskState::Working, 10, 1_000);
         assert!(store.put_a2a_task(&first).await.unwrap());
-        let done = A2aTaskRecord { owner: "user:bob".into(), ..record("t1", "user:alice", TaskState::Completed, 12, 2_000) };
+        let done =
+            A2aTaskRecord { owner: "user:bob".into(), ..record("t1", "user:alice", TaskState::Completed, 12, 2_000) };
         assert!(store.put_a2a_task(&done).await.unwrap());
         assert!(!store.put_a2a_task(&first).await.unwrap(), "an older version arriving late is not kept");
         assert!(!store.put_a2a_task(&done).await.unwrap(), "nor the same one twice");
@@ -464,10 +468,12 @@ mod tests {
         ] {
             store.put_a2a_task(&record(id, owner, state, seq, at)).await.unwrap();
         }
-        let other = A2aTaskRecord { agent: "byte-doc".into(), ..record("x1", "user:alice", TaskState::Completed, 5, 5_000) };
+        let other =
+            A2aTaskRecord { agent: "byte-doc".into(), ..record("x1", "user:alice", TaskState::Completed, 5, 5_000) };
         store.put_a2a_task(&other).await.unwrap();
         let ids = |p: &A2aTaskPage| p.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
-        let q = A2aTaskQuery { owner: Some("user:alice".into()), agent: "tag-ai".into(), limit: 10, ..Default::default() };
+        let q =
+            A2aTaskQuery { owner: Some("user:alice".into()), agent: "tag-ai".into(), limit: 10, ..Default::default() };
         let page = store.a2a_tasks(&q).await.unwrap();
         assert_eq!((ids(&page), page.total), (vec!["a2".into(), "a3".into(), "a1".into()], 3));
         let page = store.a2a_tasks(&A2aTaskQuery { offset: 1, limit: 1, ..q.clone() }).await.unwrap();

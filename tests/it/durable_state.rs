@@ -82,7 +82,12 @@ async fn a2a_tasks_survive_a_restart_with_their_history_state_and_owner() {
         let second = rpc(&two, "tag-ai", ALICE, "SendMessage", json!({"message": follow})).await;
         let second_id = second["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{name}: {second}"));
         let (a, b) = (store.a2a_task(&done).await.unwrap().unwrap(), store.a2a_task(second_id).await.unwrap().unwrap());
-        assert!(a.session_id.is_some() && a.session_id == b.session_id, "{name}: {:?} {:?}", a.session_id, b.session_id);
+        assert!(
+            a.session_id.is_some() && a.session_id == b.session_id,
+            "{name}: {:?} {:?}",
+            a.session_id,
+            b.session_id
+        );
     }
 }
 
