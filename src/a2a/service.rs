@@ -1,6 +1,14 @@
-//! The A2A operations over the runtime, independent of the binding: tasks in
-//! memory (status, history, artifacts, live events), each turn of a task run
-//! as one delegation, cancel through [`Runtime::cancel`].
+//! The A2A operations over the runtime, independent of the binding: tasks
+//! (status, history, artifacts) in the runtime's store with a cache and
+//! their live events in memory, each turn of a task run as one delegation,
+//! cancel through [`Runtime::cancel`].
+//!
+//! Durability: a task is written when it is created (before `send`
+//! answers), when it starts working after being submitted, when it ends its
+//! turn (before a blocking `send` answers) and when it is cancelled. A task
+//! not in the cache, or one that is not running here and may have changed
+//! elsewhere, is read from the store; another process's task, or one whose
+//! process died, keeps the state it was stored in.
 //!
 //! Mapping: a task is the delegation tree of its first turn (task id = that
 //! turn's request id); a later turn on an input-required task is a new
@@ -24,6 +32,7 @@ use crate::protocol::a2a::types::{
     TaskStatusUpdateEvent,
 };
 use crate::protocol::{AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, TokenUsage};
+use crate::store::{A2aTaskQuery, A2aTaskRecord, StoreError};
 use crate::util::lock;
 
 /// The A2A side of one service: its runtime and its tasks. Each server
@@ -140,9 +149,20 @@ impl A2aService {
         let owner = principal.label();
         let (objective, input) = message_text(&message);
         let request_id = rails.as_ref().map_or_else(RequestId::new, |r| r.request_id);
+        // what the store knows that the cache may not: the task, a rails id used before, the context's session
+        match (&message.task_id, &rails) {
+            (Some(id), _) => self.cached(id).await?,
+            (None, Some(_)) => self.cached(&request_id.to_string()).await?,
+            (None, None) => {}
+        }
+        if message.task_id.is_none()
+            && let Some(context) = &message.context_id
+        {
+            self.context_session(&owner, agent, context).await;
+        }
 
         // the task: a new one, or a turn of one waiting for input
-        let (task_id, snapshot, rx, handle) = {
+        let (task_id, snapshot, rx, handle, record) = {
             let mut tasks = lock(&self.tasks);
             let (task_id, context_id, session) = match message.task_id.clone() {
                 Some(id) => {
@@ -214,6 +234,7 @@ impl A2aService {
             entry.task.status = TaskStatus::now(state, None);
             entry.task.history.get_or_insert_with(Vec::new).push(message.clone());
             entry.running = Some(Running { request_id, abort: None });
+            let record = entry.record();
             let rx = entry.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
             let snapshot = view(&entry.task, history, true);
             let turn = Turn {
@@ -238,8 +259,10 @@ impl A2aService {
             if let Some(r) = tasks.map.get_mut(&task_id).and_then(|e| e.running.as_mut()) {
                 r.abort = Some(handle.abort_handle());
             }
-            (task_id, snapshot, rx, handle)
+            (task_id, snapshot, rx, handle, record)
         };
+        // on file before the caller hears of it (later versions, written by the turn, are not replaced)
+        self.save(record).await;
 
         match mode {
             Mode::Stream => Ok(Sent::Stream(snapshot, rx)),
@@ -261,7 +284,9 @@ impl A2aService {
     /// agent answered with one (the conformance agent does).
     async fn run_turn(self: Arc<Self>, turn: Turn) -> Option<Message> {
         let runtime = &self.runtime;
-        self.update(&turn.task_id, |e| {
+        let mut submitted = false;
+        let working = self.update(&turn.task_id, |e| {
+            submitted = e.task.status.state != TaskState::Working;
             e.task.status = TaskStatus::now(TaskState::Working, None);
             vec![StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id: e.task.id.clone(),
@@ -270,6 +295,9 @@ impl A2aService {
                 metadata: None,
             })]
         });
+        if let Some(record) = working.filter(|_| submitted) {
+            self.save(record).await; // a status change (submitted → working), not a new timestamp
+        }
         let hints = vec![format!("{}{}", MESSAGE_ID_HINT, turn.message.message_id)];
         let outcome = match (&turn.rails, turn.caller.user()) {
             (None, Some(user)) => {
@@ -313,31 +341,118 @@ impl A2aService {
                 "only a user, or an agent with the rails extension, may send a message",
             )),
         };
-        self.finish(&turn, outcome)
+        let (reply, record) = self.finish(&turn, outcome);
+        if let Some(record) = record {
+            self.save(record).await;
+        }
+        reply
     }
 
     /// Applies `f` to a task's entry and sends the events it returns, under
     /// the lock (so a new subscriber's snapshot and its events never overlap).
-    fn update(&self, task_id: &str, f: impl FnOnce(&mut Entry) -> Vec<StreamResponse>) {
+    /// The entry as the store keeps it afterwards.
+    fn update(&self, task_id: &str, f: impl FnOnce(&mut Entry) -> Vec<StreamResponse>) -> Option<A2aTaskRecord> {
         let mut tasks = lock(&self.tasks);
         let seq = tasks.bump();
-        if let Some(e) = tasks.map.get_mut(task_id) {
-            e.seq = seq;
-            for ev in f(e) {
-                e.send(ev);
-            }
-            e.close_if_terminal();
+        let e = tasks.map.get_mut(task_id)?;
+        e.seq = seq;
+        for ev in f(e) {
+            e.send(ev);
+        }
+        e.close_if_terminal();
+        Some(e.record())
+    }
+
+    /// Writes a task's version to the store. A failure is logged: the task
+    /// goes on in this process, and the delegations it ran are on file anyway.
+    async fn save(&self, record: A2aTaskRecord) {
+        if let Err(e) = self.runtime.store().put_a2a_task(&record).await {
+            tracing::warn!(task = %record.id, error = %e, "an A2A task could not be stored");
         }
     }
 
-    fn finish(&self, turn: &Turn, outcome: Outcome) -> Option<Message> {
+    /// Makes sure the cache holds the latest version of task `id` that this
+    /// process cannot know by itself: a task not in the cache, or one that
+    /// is not running here and not finished (another process, or code that
+    /// resumed its tree, may have changed it), is read from the store. A
+    /// task nobody has is not an error here; the caller's lookup says so.
+    async fn cached(&self, id: &str) -> Result<(), A2aError> {
+        let known = match lock(&self.tasks).map.get(id) {
+            Some(e) if e.running.is_some() || e.task.status.state.is_terminal() => return Ok(()),
+            Some(_) => true,
+            None => false,
+        };
+        let record = match self.runtime.store().a2a_task(id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(()),
+            // what the cache holds is still an answer
+            Err(_) if known => return Ok(()),
+            Err(e) => return Err(store_error(e)),
+        };
+        let mut tasks = lock(&self.tasks);
+        tasks.saw(u64::try_from(record.seq).unwrap_or(0));
+        match tasks.map.get_mut(id) {
+            Some(e) if e.running.is_some() || i64::try_from(e.seq).unwrap_or(i64::MAX) >= record.seq => {}
+            Some(e) => {
+                // changed elsewhere: the newer version, and its status to whoever follows the task here
+                let Some(newer) = Entry::from_record(&record) else { return Ok(()) };
+                e.task = newer.task;
+                e.seq = newer.seq;
+                e.session = newer.session.or(e.session);
+                let update = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                    task_id: e.task.id.clone(),
+                    context_id: e.task.context_id.clone(),
+                    status: e.task.status.clone(),
+                    metadata: e.task.metadata.clone(),
+                });
+                e.send(update);
+                e.close_if_terminal();
+            }
+            None => {
+                if let Some(entry) = Entry::from_record(&record) {
+                    tasks.evict();
+                    tasks.map.insert(id.to_string(), entry);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes the session of a context this cache does not know (a restart
+    /// forgot it, or it was evicted): the session of the context's latest
+    /// task that has one.
+    async fn context_session(&self, owner: &str, agent: &AgentSlug, context: &str) {
+        let key = (owner.to_string(), agent.to_string(), context.to_string());
+        if lock(&self.tasks).contexts.contains_key(&key) {
+            return;
+        }
+        let query = A2aTaskQuery {
+            owner: Some(owner.to_string()),
+            agent: agent.to_string(),
+            context_id: Some(context.to_string()),
+            limit: 20,
+            ..A2aTaskQuery::default()
+        };
+        match self.runtime.store().a2a_tasks(&query).await {
+            Ok(page) => {
+                if let Some(session) = page.tasks.iter().find_map(|t| t.session_id) {
+                    lock(&self.tasks).contexts.entry(key).or_insert(session);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the sessions of A2A contexts could not be read"),
+        }
+    }
+
+    /// Ends a turn; the reply message, if the agent answered with one, and
+    /// the task's version to store (None when the turn was cancelled meanwhile).
+    fn finish(&self, turn: &Turn, outcome: Outcome) -> (Option<Message>, Option<A2aTaskRecord>) {
         let mut reply = None;
         let mut tasks = lock(&self.tasks);
         let seq = tasks.bump();
-        let e = tasks.map.get_mut(&turn.task_id)?;
+        let Some(e) = tasks.map.get_mut(&turn.task_id) else { return (None, None) };
         if e.running.as_ref().is_none_or(|r| r.request_id != turn.request_id) || e.task.status.state.is_terminal() {
             // cancelled meanwhile: the cancel already told everyone
-            return None;
+            return (None, None);
         }
         e.running = None;
         e.seq = seq;
@@ -417,14 +532,15 @@ impl A2aService {
             e.send(ev);
         }
         e.close_if_terminal();
+        let record = e.record();
         if let Some(s) = e.session {
             tasks.contexts.insert((turn.owner.clone(), turn.agent.to_string(), turn.context_id.clone()), s);
         }
-        reply
+        (reply, Some(record))
     }
 
     /// GetTask.
-    pub fn get(
+    pub async fn get(
         &self,
         principal: &Principal,
         agent: &AgentSlug,
@@ -435,13 +551,16 @@ impl A2aService {
             return Err(A2aError::invalid_params("historyLength must not be negative"));
         }
         let owner = principal.label();
+        self.cached(id).await?;
         let tasks = lock(&self.tasks);
         let e = tasks.map.get(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
         Ok(view(&e.task, history, true))
     }
 
-    /// ListTasks: the caller's tasks with this agent, most recently updated first.
-    pub fn list(
+    /// ListTasks: the caller's tasks with this agent, most recently updated
+    /// first, as the store has them (a version in the cache that is newer
+    /// than the stored one is shown instead).
+    pub async fn list(
         &self,
         principal: &Principal,
         agent: &AgentSlug,
@@ -471,48 +590,50 @@ impl A2aService {
             ),
         };
         let owner = principal.label();
+        let query = A2aTaskQuery {
+            // an admin sees every owner's tasks
+            owner: (owner != "admin").then(|| owner.clone()),
+            agent: agent.to_string(),
+            context_id: q.context_id.clone(),
+            state: q.status.map(|s| s.as_str().to_string()),
+            updated_after: after.map(|t| t.timestamp_millis()),
+            offset,
+            limit: page_size,
+        };
+        let found = self.runtime.store().a2a_tasks(&query).await.map_err(store_error)?;
         let tasks = lock(&self.tasks);
-        let mut found: Vec<&Entry> = tasks
-            .map
-            .values()
-            .filter(|e| ours(e, &owner, agent))
-            .filter(|e| q.context_id.as_ref().is_none_or(|c| &e.task.context_id == c))
-            .filter(|e| q.status.is_none_or(|s| e.task.status.state == s))
-            .filter(|e| {
-                after.is_none_or(|after| {
-                    e.task
-                        .status
-                        .timestamp
-                        .as_deref()
-                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                        .is_some_and(|t| t > after)
-                })
-            })
-            .collect();
-        found.sort_by(|a, b| b.task.status.timestamp.cmp(&a.task.status.timestamp).then(b.seq.cmp(&a.seq)));
-        let total = found.len();
-        let page: Vec<Task> = found
-            .iter()
-            .skip(offset)
-            .take(page_size)
-            .map(|e| view(&e.task, q.history_length, q.include_artifacts.unwrap_or(false)))
-            .collect();
+        let mut page = Vec::with_capacity(found.tasks.len());
+        for record in &found.tasks {
+            let task = match tasks.map.get(&record.id).filter(|e| ours(e, &owner, agent)) {
+                Some(e) if i64::try_from(e.seq).unwrap_or(i64::MAX) >= record.seq => e.task.clone(),
+                _ => record.to_task().map_err(store_error)?,
+            };
+            page.push(view(&task, q.history_length, q.include_artifacts.unwrap_or(false)));
+        }
+        let total = usize::try_from(found.total).unwrap_or(usize::MAX);
         let next = offset + page.len();
         Ok(crate::protocol::a2a::types::ListTasksResponse {
-            next_page_token: if next < total { format!("o{next}") } else { String::new() },
+            next_page_token: if next < total && !page.is_empty() { format!("o{next}") } else { String::new() },
             page_size: page.len() as i32,
-            total_size: total as i32,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
             tasks: page,
         })
     }
 
     /// CancelTask: the running turn's delegation is cancelled with everything
     /// it delegated ([`Runtime::cancel`] cascades through the children).
-    pub fn cancel(&self, principal: &Principal, agent: &AgentSlug, id: &str) -> Result<Task, A2aError> {
+    pub async fn cancel(&self, principal: &Principal, agent: &AgentSlug, id: &str) -> Result<Task, A2aError> {
         let owner = principal.label();
+        self.cached(id).await?;
+        let (task, record) = self.cancel_cached(&owner, agent, id)?;
+        self.save(record).await;
+        Ok(task)
+    }
+
+    fn cancel_cached(&self, owner: &str, agent: &AgentSlug, id: &str) -> Result<(Task, A2aTaskRecord), A2aError> {
         let mut tasks = lock(&self.tasks);
         let seq = tasks.bump();
-        let e = tasks.map.get_mut(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
+        let e = tasks.map.get_mut(id).filter(|e| ours(e, owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
         if e.task.status.state.is_terminal() {
             return Err(A2aError::new(
                 Kind::TaskNotCancelable,
@@ -544,17 +665,18 @@ impl A2aService {
         });
         e.send(update);
         e.close_if_terminal();
-        Ok(view(&e.task, None, true))
+        Ok((view(&e.task, None, true), e.record()))
     }
 
     /// SubscribeToTask: the task now, then its live events.
-    pub fn subscribe(
+    pub async fn subscribe(
         &self,
         principal: &Principal,
         agent: &AgentSlug,
         id: &str,
     ) -> Result<(Task, broadcast::Receiver<StreamResponse>), A2aError> {
         let owner = principal.label();
+        self.cached(id).await?;
         let tasks = lock(&self.tasks);
         let e = tasks.map.get(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
         if e.task.status.state.is_terminal() {
@@ -587,4 +709,9 @@ pub struct ListQuery {
     pub status_timestamp_after: Option<String>,
     #[serde(default, alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
+}
+
+/// The store failed: the task cannot be answered for now.
+fn store_error(e: StoreError) -> A2aError {
+    A2aError::new(Kind::Internal, format!("the task store is unavailable ({e}); retry later"))
 }

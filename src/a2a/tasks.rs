@@ -1,6 +1,8 @@
 //! The A2A tasks of one service, in memory: each entry's task (status,
 //! history, artifacts), its owner, its session and its live events while it
 //! can still change. The oldest finished tasks go first when the map is full.
+//! The map is a cache: every change is written to the store
+//! ([`crate::store::A2aTaskRecord`]), where a task not in the map is found.
 
 use std::collections::HashMap;
 
@@ -8,6 +10,7 @@ use tokio::sync::broadcast;
 
 use crate::protocol::a2a::types::{StreamResponse, Task};
 use crate::protocol::{AgentSlug, RequestId, SessionId};
+use crate::store::{A2aTaskRecord, now_ms};
 
 /// Tasks kept in memory; the oldest finished ones go first.
 pub(super) const MAX_TASKS: usize = 10_000;
@@ -40,6 +43,36 @@ impl Entry {
             self.events = None;
         }
     }
+
+    /// The entry as the store keeps it.
+    pub fn record(&self) -> A2aTaskRecord {
+        A2aTaskRecord::new(
+            &self.task,
+            &self.owner,
+            &self.agent,
+            self.session,
+            i64::try_from(self.seq).unwrap_or(i64::MAX),
+        )
+    }
+
+    /// A stored task, not running in this process: it keeps the state it
+    /// was stored in, and takes subscribers while it can still change.
+    pub fn from_record(r: &A2aTaskRecord) -> Option<Self> {
+        let task = r
+            .to_task()
+            .inspect_err(|e| tracing::warn!(task = %r.id, error = %e, "a stored A2A task could not be read"))
+            .ok()?;
+        let events = (!task.status.state.is_terminal()).then(|| broadcast::channel(EVENT_BUFFER).0);
+        Some(Self {
+            owner: r.owner.clone(),
+            agent: AgentSlug::parse(&r.agent).ok()?,
+            task,
+            seq: u64::try_from(r.seq).unwrap_or(0),
+            session: r.session_id,
+            running: None,
+            events,
+        })
+    }
 }
 
 pub(super) struct Running {
@@ -56,9 +89,17 @@ pub(super) struct Tasks {
 }
 
 impl Tasks {
+    /// The next version: above every one this map has seen, and above any
+    /// a process that ran before this one wrote (they start from the clock).
     pub fn bump(&mut self) -> u64 {
-        self.seq += 1;
+        let clock = u64::try_from(now_ms()).unwrap_or(0).saturating_mul(1000);
+        self.seq = (self.seq + 1).max(clock);
         self.seq
+    }
+
+    /// Notes a version read from the store, so the next ones are above it.
+    pub fn saw(&mut self, seq: u64) {
+        self.seq = self.seq.max(seq);
     }
 
     pub fn evict(&mut self) {

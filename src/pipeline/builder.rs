@@ -80,12 +80,14 @@ impl RuntimeBuilder {
         let lineage = crate::lineage::Authority::new(&config.lineage, &config.trust)
             .map_err(|e| DelegationError::invalid(format!("invalid configuration: {e}")))?;
         let keeps_lineage = config.agents.iter().any(|a| a.backend.peer().is_some());
+        let store: Arc<dyn Store> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         Ok(Runtime {
             inner: Arc::new(Inner {
-                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                // the breakers on file are loaded, and each change written, by a task of their own
+                breakers: Breakers::stored(self.breaker, store.clone()),
+                store,
                 trees: Trees::new(),
                 vaults: SessionVaults::default(),
-                breakers: Breakers::new(self.breaker),
                 redactor: Redactor::new(),
                 events: Events::default(),
                 domains: DomainTable::from_config(&config),

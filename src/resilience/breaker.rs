@@ -9,6 +9,12 @@
 //! distinct users, or when they are faults no input causes (crashes,
 //! timeouts, an unreachable backend). One user's run of failures opens that
 //! user's own breaker for the agent instead: their calls wait, others' don't.
+//!
+//! Over a store ([`Breakers::stored`]), a breaker that opens is written to
+//! it and one that closes again is removed, in the order they happened, by a
+//! task of its own (never on the call's path); the breakers on file are
+//! loaded when that task starts. A breaker reloaded after its cool-down (on
+//! the wall clock) is half-open.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -18,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, UserId};
+use crate::store::{BreakerRecord, Store, now_ms};
 use crate::util::lock;
 
 /// When a target's breaker opens, and how it closes again.
@@ -115,6 +122,8 @@ pub struct Breaker {
     slug: AgentSlug,
     cfg: BreakerConfig,
     inner: Mutex<Inner>,
+    /// Where its openings and closings are written, and the user whose own breaker it is.
+    log: Option<(Arc<Log>, Option<UserId>)>,
 }
 
 /// Permission to make one call. Report its outcome with `success` or
@@ -142,7 +151,37 @@ impl Breaker {
                 probes_in_flight: 0,
                 probe_successes: 0,
             }),
+            log: None,
         }
+    }
+
+    fn logged(mut self, log: Option<&Arc<Log>>, user: Option<&UserId>) -> Self {
+        self.log = log.map(|l| (l.clone(), user.cloned()));
+        self
+    }
+
+    /// The breaker as stored: open, or half-open when its cool-down has
+    /// passed on the wall clock since it opened (the same rule as a running one's).
+    fn restored(slug: AgentSlug, cfg: BreakerConfig, r: &BreakerRecord) -> Self {
+        let b = Self::new(slug, cfg);
+        {
+            let mut i = lock(&b.inner);
+            let elapsed = u64::try_from(now_ms().saturating_sub(r.opened_at)).unwrap_or(0);
+            let cool_down = Duration::from_millis(cfg.cool_down_ms);
+            let now = Instant::now();
+            i.opened_at =
+                now.checked_sub(Duration::from_millis(elapsed)).or_else(|| now.checked_sub(cool_down)).unwrap_or(now);
+            i.state = if r.state == BreakerState::HalfOpen.as_str() || elapsed >= cfg.cool_down_ms {
+                BreakerState::HalfOpen
+            } else {
+                BreakerState::Open
+            };
+            i.probe_successes = if i.state == BreakerState::HalfOpen { r.probe_successes } else { 0 };
+            i.consecutive = r.consecutive;
+            i.run_faults = r.run_faults;
+            i.run_users = r.run_users.iter().cloned().collect();
+        }
+        b
     }
 
     /// The current state (an open breaker whose cool-down has ended is half-open).
@@ -213,6 +252,9 @@ impl Breaker {
                     i.run_users.clear();
                     i.run_faults = 0;
                     i.recent.clear();
+                    if let Some((log, user)) = &self.log {
+                        log.send(Change::Remove(self.slug.clone(), user.clone()));
+                    }
                 }
             } else {
                 self.open(&mut i);
@@ -268,6 +310,22 @@ impl Breaker {
         i.probes_in_flight = 0;
         i.probe_successes = 0;
         tracing::warn!(agent = %self.slug, "circuit breaker opened");
+        if let Some((log, user)) = &self.log {
+            let mut run_users: Vec<UserId> = i.run_users.iter().cloned().collect();
+            run_users.sort();
+            let now = now_ms();
+            log.send(Change::Put(BreakerRecord {
+                agent: self.slug.clone(),
+                user: user.clone(),
+                state: BreakerState::Open.as_str().to_string(),
+                opened_at: now,
+                consecutive: i.consecutive,
+                run_faults: i.run_faults,
+                run_users,
+                probe_successes: 0,
+                updated_at: now,
+            }));
+        }
     }
 }
 
@@ -302,25 +360,150 @@ impl Drop for BreakerPermit {
 
 /// Each user's own breaker per agent, by (agent, user).
 type UserBreakers = Mutex<HashMap<(AgentSlug, UserId), Arc<Breaker>>>;
+/// Each agent's breaker.
+type AgentBreakers = Mutex<HashMap<AgentSlug, Arc<Breaker>>>;
+
+/// A change to write to the store, in order.
+#[derive(Debug)]
+enum Change {
+    Put(BreakerRecord),
+    Remove(AgentSlug, Option<UserId>),
+    /// Answered once everything before it is written.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Where breakers are written: a queue that one task drains into the store.
+#[derive(Debug)]
+struct Log {
+    tx: tokio::sync::mpsc::UnboundedSender<Change>,
+}
+
+impl Log {
+    fn send(&self, change: Change) {
+        // the task is gone only with the tokio runtime: nothing is left to write for
+        let _ = self.tx.send(change);
+    }
+}
+
+/// What the task that loads and writes the breakers starts with, until it starts.
+struct Pending {
+    store: Arc<dyn Store>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Change>,
+}
+
+/// The breakers' store: the log they write to, and the task that drains it
+/// (started with the first tokio runtime that is there to run it).
+struct Stored {
+    log: Arc<Log>,
+    pending: Mutex<Option<Pending>>,
+    started: std::sync::atomic::AtomicBool,
+    loaded: tokio::sync::watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stored").field("started", &self.started).finish_non_exhaustive()
+    }
+}
 
 /// Every agent's breaker, and each user's own breaker per agent (created on
 /// that user's first failure, dropped once they succeed again).
 #[derive(Debug, Default)]
 pub struct Breakers {
     cfg: BreakerConfig,
-    map: Mutex<HashMap<AgentSlug, Arc<Breaker>>>,
+    map: Arc<AgentBreakers>,
     users: Arc<UserBreakers>,
+    stored: Option<Stored>,
 }
 
 impl Breakers {
     /// No breakers yet; each is created with `cfg` on first use.
     pub fn new(cfg: BreakerConfig) -> Self {
-        Self { cfg, map: Mutex::new(HashMap::new()), users: Arc::default() }
+        Self { cfg, map: Arc::default(), users: Arc::default(), stored: None }
+    }
+
+    /// [`Breakers::new`], kept in `store`: the breakers on file are loaded,
+    /// and each opening and closing is written, by a task started now when a
+    /// tokio runtime runs (else at the first call).
+    pub fn stored(cfg: BreakerConfig, store: Arc<dyn Store>) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let stored = Stored {
+            log: Arc::new(Log { tx }),
+            pending: Mutex::new(Some(Pending { store, rx })),
+            started: std::sync::atomic::AtomicBool::new(false),
+            loaded: tokio::sync::watch::channel(false).0,
+        };
+        let breakers = Self { stored: Some(stored), ..Self::new(cfg) };
+        breakers.start();
+        breakers
+    }
+
+    fn log(&self) -> Option<&Arc<Log>> {
+        self.stored.as_ref().map(|s| &s.log)
+    }
+
+    /// Starts the task that loads the stored breakers and writes the changes, once.
+    fn start(&self) {
+        use std::sync::atomic::Ordering;
+        let Some(stored) = &self.stored else { return };
+        if stored.started.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let Some(Pending { store, mut rx }) = lock(&stored.pending).take() else { return };
+        stored.started.store(true, Ordering::Release);
+        let (cfg, map, users, log) =
+            (self.cfg, Arc::downgrade(&self.map), Arc::downgrade(&self.users), stored.log.clone());
+        let loaded = stored.loaded.clone();
+        handle.spawn(async move {
+            match store.breakers().await {
+                Ok(records) => {
+                    if let (Some(map), Some(users)) = (map.upgrade(), users.upgrade()) {
+                        install(cfg, &map, &users, &log, &records);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "the stored circuit breakers could not be loaded"),
+            }
+            drop(log);
+            let _ = loaded.send(true);
+            while let Some(change) = rx.recv().await {
+                let done = match change {
+                    Change::Put(r) => store.put_breaker(&r).await,
+                    Change::Remove(agent, user) => store.remove_breaker(&agent, user.as_ref()).await,
+                    Change::Flush(done) => {
+                        let _ = done.send(());
+                        Ok(())
+                    }
+                };
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "a circuit breaker's state could not be stored");
+                }
+            }
+        });
+    }
+
+    /// Waits until the stored breakers are loaded and every change made so
+    /// far is written (at once for breakers without a store, or with no
+    /// tokio runtime to run their task).
+    pub async fn settled(&self) {
+        self.start();
+        let Some(stored) = &self.stored else { return };
+        if !stored.started.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let mut loaded = stored.loaded.subscribe();
+        let _ = loaded.wait_for(|l| *l).await;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        stored.log.send(Change::Flush(tx));
+        let _ = rx.await;
     }
 
     /// The breaker of `slug`, created closed on first use.
     pub fn get(&self, slug: &AgentSlug) -> Arc<Breaker> {
-        lock(&self.map).entry(slug.clone()).or_insert_with(|| Arc::new(Breaker::new(slug.clone(), self.cfg))).clone()
+        lock(&self.map)
+            .entry(slug.clone())
+            .or_insert_with(|| Arc::new(Breaker::new(slug.clone(), self.cfg).logged(self.log(), None)))
+            .clone()
     }
 
     /// The state of `slug`'s breaker (closed if it was never used).
@@ -336,6 +519,7 @@ impl Breakers {
     /// Admits a call to `slug` for `user` through the user's own breaker
     /// (if they have failures on file), then the agent's.
     pub fn acquire(&self, slug: &AgentSlug, user: &UserId) -> Result<CallPermit, DelegationError> {
+        self.start();
         let key = (slug.clone(), user.clone());
         let own = lock(&self.users).get(&key).cloned();
         let own = own.map(|b| b.admit()).transpose().map_err(|(_, wait)| {
@@ -349,7 +533,47 @@ impl Breakers {
             )
         })?;
         let agent = self.get(slug).acquire()?;
-        Ok(CallPermit { agent, own, key, users: self.users.clone(), cfg: BreakerConfig { min_users: 1, ..self.cfg } })
+        Ok(CallPermit {
+            agent,
+            own,
+            key,
+            users: self.users.clone(),
+            cfg: user_config(self.cfg),
+            log: self.log().cloned(),
+        })
+    }
+}
+
+/// A user's own breaker opens on that user's failures alone.
+fn user_config(cfg: BreakerConfig) -> BreakerConfig {
+    BreakerConfig { min_users: 1, ..cfg }
+}
+
+/// Puts the stored breakers in place of closed ones without failures (a
+/// breaker that already counts failures in this process keeps its own state).
+fn install(cfg: BreakerConfig, map: &AgentBreakers, users: &UserBreakers, log: &Arc<Log>, records: &[BreakerRecord]) {
+    let fresh = |b: &Arc<Breaker>| {
+        let i = lock(&b.inner);
+        i.state == BreakerState::Closed && i.consecutive == 0
+    };
+    for r in records {
+        match &r.user {
+            None => {
+                let b = Arc::new(Breaker::restored(r.agent.clone(), cfg, r).logged(Some(log), None));
+                let mut map = lock(map);
+                if map.get(&r.agent).is_none_or(fresh) {
+                    map.insert(r.agent.clone(), b);
+                }
+            }
+            Some(user) => {
+                let b = Breaker::restored(r.agent.clone(), user_config(cfg), r).logged(Some(log), Some(user));
+                let mut users = lock(users);
+                let key = (r.agent.clone(), user.clone());
+                if users.get(&key).is_none_or(fresh) {
+                    users.insert(key, Arc::new(b));
+                }
+            }
+        }
     }
 }
 
@@ -362,6 +586,7 @@ pub struct CallPermit {
     key: (AgentSlug, UserId),
     users: Arc<UserBreakers>,
     cfg: BreakerConfig,
+    log: Option<Arc<Log>>,
 }
 
 impl CallPermit {
@@ -387,7 +612,9 @@ impl CallPermit {
             None => {
                 let own = lock(&self.users)
                     .entry(self.key.clone())
-                    .or_insert_with(|| Arc::new(Breaker::new(self.key.0.clone(), self.cfg)))
+                    .or_insert_with(|| {
+                        Arc::new(Breaker::new(self.key.0.clone(), self.cfg).logged(self.log.as_ref(), Some(user)))
+                    })
                     .clone();
                 own.record(false, Some(failure), Some(user));
             }
@@ -522,5 +749,94 @@ mod tests {
         assert_eq!(lock(&breakers.users).len(), 1);
         breakers.acquire(&agent, &alice).unwrap().success();
         assert!(lock(&breakers.users).is_empty());
+    }
+
+    fn stored(cfg: BreakerConfig, store: &Arc<crate::store::MemoryStore>) -> Breakers {
+        Breakers::stored(cfg, store.clone())
+    }
+
+    #[tokio::test]
+    async fn stored_breakers_are_open_again_after_a_restart_each_users_their_own() {
+        let store = Arc::new(crate::store::MemoryStore::new());
+        let cfg = BreakerConfig { cool_down_ms: 600_000, ..BreakerConfig::default() };
+        let (goalie, broken, alice, bob) =
+            (AgentSlug::parse("goalie").unwrap(), AgentSlug::parse("broken").unwrap(), user("alice"), user("bob"));
+        let first = stored(cfg, &store);
+        first.settled().await;
+        for _ in 0..5 {
+            first.acquire(&goalie, &alice).unwrap().failed(Failure::OnRequest);
+            first.acquire(&broken, &bob).unwrap().failed(Failure::Fault);
+        }
+        first.acquire(&goalie, &bob).unwrap().failed(Failure::OnRequest); // one failure: nothing to keep
+        first.settled().await;
+        let on_file = store.breakers().await.unwrap();
+        let keys: Vec<(String, Option<String>)> =
+            on_file.iter().map(|r| (r.agent.to_string(), r.user.as_ref().map(ToString::to_string))).collect();
+        assert_eq!(
+            keys,
+            [("broken".into(), None), ("broken".into(), Some("bob".into())), ("goalie".into(), Some("alice".into()))],
+            "written when they opened, and only those"
+        );
+        assert!(on_file.iter().all(|r| r.state == "open" && r.consecutive == 5));
+
+        let second = stored(cfg, &store);
+        second.settled().await;
+        assert_eq!(second.state(&broken), BreakerState::Open);
+        assert_eq!(second.user_state(&goalie, &alice), BreakerState::Open);
+        assert_eq!(second.state(&goalie), BreakerState::Closed, "alice's failures stay hers");
+        assert_eq!(second.user_state(&goalie, &bob), BreakerState::Closed);
+        assert!(second.acquire(&goalie, &bob).is_ok());
+        let refused = second.acquire(&goalie, &alice).err().unwrap();
+        assert!(refused.message.contains("resting for you"), "{}", refused.message);
+        assert!(second.acquire(&broken, &alice).is_err(), "open for everyone");
+    }
+
+    #[tokio::test]
+    async fn a_stored_breaker_past_its_cool_down_is_half_open_and_closing_removes_it() {
+        let store = Arc::new(crate::store::MemoryStore::new());
+        let slug = AgentSlug::parse("flaky").unwrap();
+        let record = |opened_at| BreakerRecord {
+            agent: slug.clone(),
+            user: None,
+            state: "open".into(),
+            opened_at,
+            consecutive: 5,
+            run_faults: 5,
+            run_users: vec![],
+            probe_successes: 0,
+            updated_at: opened_at,
+        };
+        let cfg = BreakerConfig { cool_down_ms: 60_000, probes: 1, ..BreakerConfig::default() };
+        store.put_breaker(&record(now_ms() - 59_000)).await.unwrap();
+        let b = stored(cfg, &store);
+        b.settled().await;
+        assert_eq!(b.state(&slug), BreakerState::Open, "a minute's cool-down, 59 s of it passed on the wall clock");
+        let wait = b.acquire(&slug, &user("alice")).err().unwrap();
+        let ms: u64 = wait.message.split("Retry in ").nth(1).and_then(|t| t.split(' ').next()?.parse().ok()).unwrap();
+        assert!(ms <= 1_000, "the time already waited counts: {}", wait.message);
+
+        store.put_breaker(&record(now_ms() - 61_000)).await.unwrap();
+        let b = stored(cfg, &store);
+        b.settled().await;
+        assert_eq!(b.state(&slug), BreakerState::HalfOpen, "its cool-down passed while nothing ran");
+        b.acquire(&slug, &user("alice")).unwrap().success();
+        assert_eq!(b.state(&slug), BreakerState::Closed);
+        b.settled().await;
+        assert!(store.breakers().await.unwrap().is_empty(), "a closed breaker is not kept");
+    }
+
+    #[test]
+    fn breakers_built_outside_a_runtime_start_their_store_task_at_the_first_call() {
+        let store = Arc::new(crate::store::MemoryStore::new());
+        let b = stored(BreakerConfig::default(), &store);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let slug = AgentSlug::parse("slow").unwrap();
+            for _ in 0..5 {
+                b.acquire(&slug, &user("alice")).unwrap().failed(Failure::Fault);
+            }
+            b.settled().await;
+            assert_eq!(store.breakers().await.unwrap().len(), 2, "the agent's and alice's own");
+        });
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
     Approval, ApprovalState, Claim, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store,
@@ -18,6 +19,7 @@ use crate::util::lock;
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    a2a: super::a2a_state::InMemory,
 }
 
 #[derive(Default)]
@@ -370,6 +372,33 @@ impl Store for MemoryStore {
         a.reason = reason.map(str::to_string);
         a.decided_at = Some(super::now_ms());
         Ok(Some(a.clone()))
+    }
+
+    // A2A tasks and breakers (a2a_state.rs)
+    async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool> {
+        Ok(self.a2a.put_task(task))
+    }
+
+    async fn a2a_task(&self, id: &str) -> StoreResult<Option<A2aTaskRecord>> {
+        Ok(self.a2a.task(id))
+    }
+
+    async fn a2a_tasks(&self, query: &A2aTaskQuery) -> StoreResult<A2aTaskPage> {
+        Ok(self.a2a.tasks(query))
+    }
+
+    async fn put_breaker(&self, breaker: &BreakerRecord) -> StoreResult<()> {
+        self.a2a.put_breaker(breaker);
+        Ok(())
+    }
+
+    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>) -> StoreResult<()> {
+        self.a2a.remove_breaker(agent, user);
+        Ok(())
+    }
+
+    async fn breakers(&self) -> StoreResult<Vec<BreakerRecord>> {
+        Ok(self.a2a.breakers())
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -3,6 +3,7 @@
 //! idempotency keys. [`MemoryStore`] keeps it in the process; SQL backends
 //! implement the same trait.
 
+pub mod a2a_state;
 pub mod anchor;
 pub mod audit;
 pub mod journal;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionId, TokenUsage, UserId};
 
+pub use a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
 pub use journal::{Approval, ApprovalState, StepState, TreeStep};
 pub use ledger::{LedgerEntry, MoneyPlan, entry_id};
@@ -412,6 +414,27 @@ pub trait Store: Send + Sync + 'static {
         by: &str,
         reason: Option<&str>,
     ) -> StoreResult<Option<Approval>>;
+
+    // A2A tasks and breakers (a2a_state.rs)
+    /// Saves an A2A task, unless the store holds a version of it with a
+    /// higher or equal `seq`; true when written. Its owner, agent and
+    /// context never change once written.
+    async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool>;
+
+    /// The A2A task `id`, whoever owns it (read only; callers check the owner).
+    async fn a2a_task(&self, id: &str) -> StoreResult<Option<A2aTaskRecord>>;
+
+    /// A page of the A2A tasks `query` names, the latest status first, and how many match.
+    async fn a2a_tasks(&self, query: &A2aTaskQuery) -> StoreResult<A2aTaskPage>;
+
+    /// Saves a breaker that is open, replacing the one of the same agent and user.
+    async fn put_breaker(&self, breaker: &BreakerRecord) -> StoreResult<()>;
+
+    /// Forgets the breaker of `agent` (the user's own one when `user` is given): it closed.
+    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>) -> StoreResult<()>;
+
+    /// Every breaker on file, by agent and user.
+    async fn breakers(&self) -> StoreResult<Vec<BreakerRecord>>;
 
     /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;

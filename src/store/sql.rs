@@ -13,6 +13,7 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, AssertSqlSafe, Executor, SqlSafeStr};
 
+use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::anchor::AnchorFile;
 use super::audit::{AuditEntry, AuditHead, AuditRecord};
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
@@ -53,6 +54,7 @@ fn migrator() -> Migrator {
         m(3, "audit_head", include_str!("migrations/0003_audit_head.sql")),
         m(4, "ledger", include_str!("migrations/0004_ledger.sql")),
         m(5, "journal", include_str!("migrations/0005_journal.sql")),
+        m(6, "a2a_breakers", include_str!("migrations/0006_a2a_breakers.sql")),
     ])
 }
 
@@ -561,6 +563,31 @@ impl Store for SqlStore {
         reason: Option<&str>,
     ) -> StoreResult<Option<Approval>> {
         super::journal::decide_approval(&self.pool, id, state, by, reason, now_ms()).await
+    }
+
+    // A2A tasks and breakers (a2a_state.rs)
+    async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool> {
+        super::a2a_state::put_task(&self.pool, task).await
+    }
+
+    async fn a2a_task(&self, id: &str) -> StoreResult<Option<A2aTaskRecord>> {
+        super::a2a_state::task(&self.pool, id).await
+    }
+
+    async fn a2a_tasks(&self, query: &A2aTaskQuery) -> StoreResult<A2aTaskPage> {
+        super::a2a_state::tasks(&self.pool, query).await
+    }
+
+    async fn put_breaker(&self, breaker: &BreakerRecord) -> StoreResult<()> {
+        super::a2a_state::put_breaker(&self.pool, breaker).await
+    }
+
+    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>) -> StoreResult<()> {
+        super::a2a_state::remove_breaker(&self.pool, agent, user).await
+    }
+
+    async fn breakers(&self) -> StoreResult<Vec<BreakerRecord>> {
+        super::a2a_state::breakers(&self.pool).await
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

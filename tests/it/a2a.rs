@@ -25,13 +25,13 @@ use crate::http::{Reply, call};
 use crate::service::{Server, free_port, get_json, post_delegate};
 use crate::support::agent;
 
-const ALICE: &str = "a2a-alice";
-const BOB: &str = "a2a-bob";
+pub(crate) const ALICE: &str = "a2a-alice";
+pub(crate) const BOB: &str = "a2a-bob";
 const CALLER: &str = "a2a-caller";
 const ADMIN: &str = "a2a-admin";
 
 /// The built-in team, the conformance agent, and tokens.
-fn team_config() -> Config {
+pub(crate) fn team_config() -> Config {
     let mut c = Config::from_toml(&format!(
         "{}\n[[agents]]\nslug = \"a2a-conformance\"\nname = \"Conformance\"\nbackend = {{ kind = \"builtin\", name = \"a2a-conformance\" }}\n",
         switchboard::config::DEFAULT_TOML
@@ -43,7 +43,7 @@ fn team_config() -> Config {
     c
 }
 
-async fn router_for(runtime: Runtime) -> Router {
+pub(crate) async fn router_for(runtime: Runtime) -> Router {
     let auth = runtime.config().auth.clone();
     let state = Arc::new(AppState::new(runtime));
     state.tokens.load_config(&auth).await.unwrap();
@@ -66,12 +66,12 @@ fn rpc_request(slug: &str, token: Option<&str>, body: impl Into<Body>) -> Reques
     b.body(body.into()).unwrap()
 }
 
-async fn rpc(r: &Router, slug: &str, token: &str, method: &str, params: Value) -> Value {
+pub(crate) async fn rpc(r: &Router, slug: &str, token: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
     call(r, rpc_request(slug, Some(token), body)).await.json()
 }
 
-fn message(id: &str, text: &str) -> Value {
+pub(crate) fn message(id: &str, text: &str) -> Value {
     json!({"role": "ROLE_USER", "messageId": id, "parts": [{"text": text}]})
 }
 
@@ -103,7 +103,7 @@ fn frames(body: &[u8]) -> Vec<Value> {
     out
 }
 
-fn error_code(v: &Value) -> i64 {
+pub(crate) fn error_code(v: &Value) -> i64 {
     v["error"]["code"].as_i64().unwrap_or_else(|| panic!("no JSON-RPC error: {v}"))
 }
 
@@ -237,10 +237,12 @@ async fn json_rpc_send_get_list_cancel_stream_and_subscribe() {
 }
 
 #[tokio::test]
-async fn two_services_in_one_process_do_not_see_each_others_tasks() {
-    // the same configuration and tokens, one store: only the A2A tasks are per service
-    let rt = Runtime::builder().config(team_config()).build().unwrap();
-    let (one, two) = (router_for(rt.clone()).await, router_for(rt).await);
+async fn two_services_in_one_process_share_only_what_their_stores_share() {
+    // the same configuration and tokens, two stores: no task is kept outside the service's own runtime
+    let (one, two) = (
+        router_for(Runtime::builder().config(team_config()).build().unwrap()).await,
+        router_for(Runtime::builder().config(team_config()).build().unwrap()).await,
+    );
     let sent =
         rpc(&one, "tag-ai", ALICE, "SendMessage", json!({"message": message("m-two", "2025-10-01 Starbucks 4.50")}))
             .await;
@@ -253,6 +255,17 @@ async fn two_services_in_one_process_do_not_see_each_others_tasks() {
     assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
     let listed = rpc(&one, "tag-ai", ALICE, "ListTasks", json!({})).await;
     assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(1), "{listed}");
+
+    // two services over one store (replicas over one database) answer for each other's tasks
+    let rt = Runtime::builder().config(team_config()).build().unwrap();
+    let (three, four) = (router_for(rt.clone()).await, router_for(rt).await);
+    let sent =
+        rpc(&three, "tag-ai", ALICE, "SendMessage", json!({"message": message("m-3", "2025-10-01 Starbucks 4.50")}))
+            .await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+    let there = rpc(&four, "tag-ai", ALICE, "GetTask", json!({"id": id})).await;
+    assert_eq!(there["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{there}");
+    assert_eq!(error_code(&rpc(&four, "tag-ai", BOB, "GetTask", json!({"id": id})).await), -32001);
 }
 
 #[tokio::test]

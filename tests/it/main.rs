@@ -6,6 +6,7 @@ mod cli;
 mod crash;
 mod db;
 mod durable;
+mod durable_state;
 mod faults;
 mod fuzz;
 mod hostile;

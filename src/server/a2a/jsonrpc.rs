@@ -123,21 +123,21 @@ async fn dispatch_rpc(
         "GetTask" => {
             let q: TaskIdParams = params(p, method)?;
             check_id(&q.id)?;
-            Ok(ok(serde_json::to_value(svc.get(&who, &spec.slug, &q.id, q.history_length)?).unwrap_or_default()))
+            Ok(ok(serde_json::to_value(svc.get(&who, &spec.slug, &q.id, q.history_length).await?).unwrap_or_default()))
         }
         "ListTasks" => {
             let q: ListQuery = params(p, method)?;
-            Ok(ok(serde_json::to_value(svc.list(&who, &spec.slug, &q)?).unwrap_or_default()))
+            Ok(ok(serde_json::to_value(svc.list(&who, &spec.slug, &q).await?).unwrap_or_default()))
         }
         "CancelTask" => {
             let q: TaskIdParams = params(p, method)?;
             check_id(&q.id)?;
-            Ok(ok(serde_json::to_value(svc.cancel(&who, &spec.slug, &q.id)?).unwrap_or_default()))
+            Ok(ok(serde_json::to_value(svc.cancel(&who, &spec.slug, &q.id).await?).unwrap_or_default()))
         }
         "SubscribeToTask" => {
             let q: TaskIdParams = params(p, method)?;
             check_id(&q.id)?;
-            let (t, rx) = svc.subscribe(&who, &spec.slug, &q.id)?;
+            let (t, rx) = svc.subscribe(&who, &spec.slug, &q.id).await?;
             Ok(sse(t, rx, Some(id.clone()), true))
         }
         "GetExtendedAgentCard" => Err(unsupported_extended_card()),

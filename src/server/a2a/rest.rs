@@ -156,7 +156,7 @@ async fn dispatch_rest(
         Route::Get(id) => {
             check_id(id)?;
             let q = query(uri)?;
-            Ok(ok(serde_json::to_value(svc.get(&who, &spec.slug, id, int_param(&q, "historyLength")?)?)
+            Ok(ok(serde_json::to_value(svc.get(&who, &spec.slug, id, int_param(&q, "historyLength")?).await?)
                 .unwrap_or_default()))
         }
         Route::List => {
@@ -179,15 +179,15 @@ async fn dispatch_rest(
                 status_timestamp_after: param(&q, "statusTimestampAfter").cloned(),
                 include_artifacts: bool_param("includeArtifacts")?,
             };
-            Ok(ok(serde_json::to_value(svc.list(&who, &spec.slug, &list)?).unwrap_or_default()))
+            Ok(ok(serde_json::to_value(svc.list(&who, &spec.slug, &list).await?).unwrap_or_default()))
         }
         Route::Cancel(id) => {
             check_id(id)?;
-            Ok(ok(serde_json::to_value(svc.cancel(&who, &spec.slug, id)?).unwrap_or_default()))
+            Ok(ok(serde_json::to_value(svc.cancel(&who, &spec.slug, id).await?).unwrap_or_default()))
         }
         Route::Subscribe(id) => {
             check_id(id)?;
-            let (t, rx) = svc.subscribe(&who, &spec.slug, id)?;
+            let (t, rx) = svc.subscribe(&who, &spec.slug, id).await?;
             Ok(sse(t, rx, None, true))
         }
         Route::Push => Err(push_unsupported()),
