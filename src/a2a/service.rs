@@ -31,7 +31,9 @@ use crate::protocol::a2a::types::{
     Message, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
-use crate::protocol::{AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, TokenUsage};
+use crate::protocol::{
+    AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, Status, TokenUsage,
+};
 use crate::store::{A2aTaskQuery, A2aTaskRecord, StoreError};
 use crate::util::lock;
 
@@ -74,6 +76,22 @@ struct Turn {
     message: Message,
     owner: String,
     context_id: String,
+}
+
+/// Whether a turn that ended with `code` waits for a person (their answer,
+/// or their approval) rather than failed.
+fn waits_for_a_person(code: ErrorCode) -> bool {
+    matches!(code, ErrorCode::NeedsInput | ErrorCode::NeedsApproval)
+}
+
+/// The request a task's last turn paused on for approval, if it did.
+fn paused_request(task: &Task) -> Option<RequestId> {
+    if task.status.state != TaskState::InputRequired {
+        return None;
+    }
+    let ext = task.metadata.as_ref()?.get(RAILS_EXTENSION)?;
+    (ext.get("status")?.as_str()? == Status::NeedsApproval.as_str()).then_some(())?;
+    ext.get("requestId")?.as_str()?.parse().ok()
 }
 
 /// What a turn ended with.
@@ -311,8 +329,9 @@ impl A2aService {
                 match runtime.ask(user, &turn.objective, opts).await {
                     Ok(r) => match r.response.error.clone() {
                         Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
-                        // a question for the user: the task waits for their answer (input-required)
-                        Some(e) if e.code != ErrorCode::NeedsInput => Outcome::Failed(e, r.response.token_usage),
+                        // a question for the user, or a pause for a person's approval: the task
+                        // waits for them (input-required)
+                        Some(e) if !waits_for_a_person(e.code) => Outcome::Failed(e, r.response.token_usage),
                         _ => Outcome::Done {
                             session: Some(r.session_id),
                             answer: r.answer,
@@ -331,7 +350,7 @@ impl A2aService {
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),
-                    Some(e) if e.code != ErrorCode::NeedsInput => Outcome::Failed(e, r.token_usage),
+                    Some(e) if !waits_for_a_person(e.code) => Outcome::Failed(e, r.token_usage),
                     _ => Outcome::Done { session: r.child_session_id, answer: r.result.clone(), response: Box::new(r) },
                 }
             }
@@ -377,6 +396,45 @@ impl A2aService {
     /// resumed its tree, may have changed it), is read from the store. A
     /// task nobody has is not an error here; the caller's lookup says so.
     async fn cached(&self, id: &str) -> Result<(), A2aError> {
+        self.load(id).await?;
+        if self.settle(id).await {
+            self.load(id).await?;
+        }
+        Ok(())
+    }
+
+    /// A task that waits for a person's approval (`input-required`, status
+    /// `needs_approval`) whose tree has ended since (resumed once the person
+    /// answered, in this process or another): its status from the journal.
+    /// True when it changed.
+    async fn settle(&self, id: &str) -> bool {
+        let paused = {
+            let tasks = lock(&self.tasks);
+            tasks.map.get(id).filter(|e| e.running.is_none()).and_then(|e| paused_request(&e.task))
+        };
+        let Some(request) = paused else { return false };
+        let store = self.runtime.store();
+        let Ok(Some(step)) = store.step(request).await else { return false };
+        let Some(response) = step
+            .state
+            .is_terminal()
+            .then(|| step.response.as_deref().and_then(|r| serde_json::from_str::<DelegationResponse>(r).ok()))
+            .flatten()
+        else {
+            return false;
+        };
+        let (state, text) = match (response.status, &response.error) {
+            (Status::Success | Status::Partial, _) => (TaskState::Completed, response.result.clone()),
+            (Status::NeedsInput, _) => (TaskState::InputRequired, response.result.clone()),
+            (_, Some(e)) if e.code == ErrorCode::Cancelled => (TaskState::Canceled, "The task was cancelled.".into()),
+            (_, Some(e)) => (TaskState::Failed, format!("{}: {}", e.code, e.message)),
+            _ => (TaskState::Failed, response.summary.clone()),
+        };
+        crate::store::a2a_state::set_task_status(store.as_ref(), id, state, &text).await.unwrap_or(false)
+    }
+
+    /// Reads the task into the cache when this process cannot know its state by itself.
+    async fn load(&self, id: &str) -> Result<(), A2aError> {
         let known = match lock(&self.tasks).map.get(id) {
             Some(e) if e.running.is_some() || e.task.status.state.is_terminal() => return Ok(()),
             Some(_) => true,
@@ -490,8 +548,8 @@ impl A2aService {
                     reply = Some(m);
                 }
                 let text = reply.as_ref().map(Message::text).filter(|t| !t.is_empty()).unwrap_or_else(|| {
-                    if response.error_code() == Some(ErrorCode::NeedsInput) {
-                        response.result.clone() // the question for the user
+                    if response.error_code().is_some_and(waits_for_a_person) {
+                        response.result.clone() // the question for the user, or what waits for approval
                     } else if !response.summary.is_empty() {
                         response.summary.clone()
                     } else if state == TaskState::InputRequired {
@@ -625,12 +683,25 @@ impl A2aService {
     pub async fn cancel(&self, principal: &Principal, agent: &AgentSlug, id: &str) -> Result<Task, A2aError> {
         let owner = principal.label();
         self.cached(id).await?;
-        let (task, record) = self.cancel_cached(&owner, agent, id)?;
+        let (task, record, tree) = self.cancel_cached(&owner, agent, id)?;
         self.save(record).await;
+        // the tree stays cancelled: in the store, for this process and any that resumes it
+        if let Some(root) = tree
+            && let Err(e) = self.runtime.cancel_tree(&Principal::Admin, root).await
+            && !matches!(e.code, ErrorCode::AlreadyDecided | ErrorCode::NotFound)
+        {
+            tracing::warn!(task = id, "tree {root} not cancelled in the store: {e}");
+        }
         Ok(task)
     }
 
-    fn cancel_cached(&self, owner: &str, agent: &AgentSlug, id: &str) -> Result<(Task, A2aTaskRecord), A2aError> {
+    /// Cancels a cached task; the tree its turn runs or waits in, if any.
+    fn cancel_cached(
+        &self,
+        owner: &str,
+        agent: &AgentSlug,
+        id: &str,
+    ) -> Result<(Task, A2aTaskRecord, Option<RequestId>), A2aError> {
         let mut tasks = lock(&self.tasks);
         let seq = tasks.bump();
         let e = tasks.map.get_mut(id).filter(|e| ours(e, owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
@@ -641,12 +712,15 @@ impl A2aService {
             )
             .with("taskId", id));
         }
-        if let Some(r) = e.running.take()
-            && !self.runtime.cancel(r.request_id)
-            && let Some(abort) = r.abort
-        {
-            // not running in the runtime yet (or any more): stop the turn itself
-            abort.abort();
+        let mut tree = paused_request(&e.task);
+        if let Some(r) = e.running.take() {
+            tree = Some(r.request_id);
+            if !self.runtime.cancel(r.request_id)
+                && let Some(abort) = r.abort
+            {
+                // not running in the runtime yet (or any more): stop the turn itself
+                abort.abort();
+            }
         }
         e.seq = seq;
         let message = Message::agent_text("The task was cancelled.", Some(e.task.context_id.clone()), Some(id.into()));
@@ -665,7 +739,7 @@ impl A2aService {
         });
         e.send(update);
         e.close_if_terminal();
-        Ok((view(&e.task, None, true), e.record()))
+        Ok((view(&e.task, None, true), e.record(), tree))
     }
 
     /// SubscribeToTask: the task now, then its live events.

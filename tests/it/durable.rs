@@ -410,3 +410,53 @@ async fn the_journal_holds_on_every_store() {
         assert!(!store.open_steps().await.unwrap().iter().any(|s| s.root_id == root), "{name}");
     }
 }
+
+/// Over A2A: a tree that pauses for approval is an `input-required` task
+/// naming the approval; once a person approves and the tree resumes, the
+/// task reads completed with the tree's answer (also through a second
+/// service on the same database, as after a restart); CancelTask on a paused
+/// task cancels its tree in the store.
+#[tokio::test]
+async fn over_a2a_a_paused_tree_is_input_required_then_completes_or_cancels_for_good() {
+    use crate::a2a::{message, router_for, rpc};
+    use serde_json::json;
+    let config = format!("{CONFIG}\n[auth]\nuser_tokens = {{ \"alice\" = \"dur-alice\" }}\n");
+    for db in db::both().await {
+        let runs = Arc::new(Runs::default());
+        let rt = runtime(&db, &config, &runs, false);
+        let r = router_for(rt.clone()).await;
+        let sent =
+            rpc(&r, "boss", "dur-alice", "SendMessage", json!({"message": message("m-1", "Do it and mail it")})).await;
+        let task = &sent["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{}: {sent}", db.name);
+        let alice = Principal::User(user("alice"));
+        let approval = rt.approvals(&alice, true).await.unwrap().pop().expect("a pending approval");
+        let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains(&approval.id), "{}: {text}", db.name);
+        rt.decide(&alice, &approval.id, true, None).await.unwrap();
+        rt.resume_tree(approval.root_id).await.unwrap();
+        // a second service on the same database, as after a restart, and this one
+        let other = router_for(runtime(&db, &config, &runs, false)).await;
+        for router in [&other, &r] {
+            let got = rpc(router, "boss", "dur-alice", "GetTask", json!({"id": task["id"]})).await;
+            assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{}: {got}", db.name);
+            let text = got["result"]["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+            assert_eq!(text, "one + two + sent", "{}", db.name);
+        }
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 1, "{}", db.name);
+
+        // a paused task cancelled: its tree is cancelled in the store
+        let sent =
+            rpc(&r, "boss", "dur-alice", "SendMessage", json!({"message": message("m-2", "Do it and mail it")})).await;
+        let task = &sent["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{}", db.name);
+        let approval = rt.approvals(&alice, true).await.unwrap().pop().unwrap();
+        let cancelled = rpc(&r, "boss", "dur-alice", "CancelTask", json!({"id": task["id"]})).await;
+        assert_eq!(cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{}: {cancelled}", db.name);
+        let steps = db.dyn_store().tree_steps(approval.root_id).await.unwrap();
+        assert!(steps.iter().all(|s| s.state.is_terminal()), "{}: {steps:?}", db.name);
+        let closed = db.dyn_store().approval(&approval.id).await.unwrap().unwrap();
+        assert_eq!(closed.state, ApprovalState::Rejected, "{}", db.name);
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 1, "{}", db.name);
+    }
+}
