@@ -305,7 +305,8 @@ impl Runtime {
         let steps = self.inner.store.tree_steps(top.root_id).await?;
         for step in steps.iter().filter(|s| !s.is_top() && !s.state.is_terminal()) {
             let Some(parent) = steps.iter().find(|p| Some(p.request_id) == step.parent_id) else { continue };
-            let (Ok(origin), Ok(target)) = (AgentSlug::parse(parent.target.clone()), AgentSlug::parse(step.target.clone()))
+            let (Ok(origin), Ok(target)) =
+                (AgentSlug::parse(parent.target.clone()), AgentSlug::parse(step.target.clone()))
             else {
                 continue;
             };

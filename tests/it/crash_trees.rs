@@ -181,7 +181,12 @@ fn runs(log: &Path) -> Vec<Run> {
         .filter_map(|l| {
             let mut w = l.split_whitespace();
             let (generation, agent, id, what) = (w.next()?, w.next()?, w.next()?, w.next()?);
-            Some(Run { generation: generation.parse().ok()?, agent: agent.into(), id: id.into(), start: what == "start" })
+            Some(Run {
+                generation: generation.parse().ok()?,
+                agent: agent.into(),
+                id: id.into(),
+                start: what == "start",
+            })
         })
         .collect()
 }
@@ -297,8 +302,7 @@ async fn crash_and_resume(db: &Db) -> Report {
     let normal = TREES - SLOW_TREES;
     let queue = (0..normal).map(|i| (RequestId::new(), SHAPES[i % SHAPES.len()], 20_000)).collect();
     let slow: Vec<RequestId> = (0..SLOW_TREES).map(|_| RequestId::new()).collect();
-    let shared =
-        Arc::new(Shared { queue: Mutex::new(queue), sent: Mutex::default(), acked: Mutex::default() });
+    let shared = Arc::new(Shared { queue: Mutex::new(queue), sent: Mutex::default(), acked: Mutex::default() });
     let mut report = Report::default();
     // per kill: the steps done at that moment and how often each had started
     let mut done_at_kill: HashMap<String, usize> = HashMap::new();
@@ -311,9 +315,8 @@ async fn crash_and_resume(db: &Db) -> Report {
         assert!(generation <= 40, "too few trees got through in 40 rounds");
         let server = start_server(&config, db, generation, &log);
         let last = shared.queue.lock().unwrap().is_empty();
-        let clients: Vec<_> = (0..CLIENTS)
-            .map(|_| tokio::spawn(client(http.clone(), server.url.clone(), shared.clone())))
-            .collect();
+        let clients: Vec<_> =
+            (0..CLIENTS).map(|_| tokio::spawn(client(http.clone(), server.url.clone(), shared.clone()))).collect();
         if last {
             // everything was sent: let the resumed trees end, then stop
             let mut open = 1;
@@ -348,8 +351,7 @@ async fn crash_and_resume(db: &Db) -> Report {
         loop {
             let now = runs(&log);
             let mine = now.iter().filter(|r| r.generation == generation && r.start);
-            let (progress, slow_started) =
-                mine.fold((0, 0), |(p, s), r| (p + 1, s + usize::from(r.agent == "slow")));
+            let (progress, slow_started) = mine.fold((0, 0), |(p, s), r| (p + 1, s + usize::from(r.agent == "slow")));
             let idle = shared.queue.lock().unwrap().is_empty() && clients.iter().all(|c| c.is_finished());
             if (progress >= wanted && (generation != DEADLINE_ROUND || slow_started >= SLOW_TREES)) || idle {
                 break;
@@ -376,7 +378,9 @@ async fn crash_and_resume(db: &Db) -> Report {
         let started = starts(&runs(&log));
         for s in &steps {
             if s.state == StepState::Done {
-                done_at_kill.entry(s.request_id.to_string()).or_insert_with(|| started.get(&s.request_id.to_string()).copied().unwrap_or(0));
+                done_at_kill
+                    .entry(s.request_id.to_string())
+                    .or_insert_with(|| started.get(&s.request_id.to_string()).copied().unwrap_or(0));
             }
             if s.is_top() && !s.state.is_terminal() {
                 open_at_kill.insert(s.request_id);
@@ -431,7 +435,11 @@ async fn crash_and_resume(db: &Db) -> Report {
         assert_eq!(record.outcome, expected, "tree {root}: {record:?}");
         if let Some(ack) = acked.get(root) {
             // what the client heard is what is on file
-            assert_eq!((ack.status.as_str(), &ack.code), (record.outcome.as_str(), &record.error_code), "tree {root}: {ack:?}");
+            assert_eq!(
+                (ack.status.as_str(), &ack.code),
+                (record.outcome.as_str(), &record.error_code),
+                "tree {root}: {ack:?}"
+            );
         }
         if slow.contains(root) {
             continue;
