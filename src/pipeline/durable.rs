@@ -13,7 +13,7 @@ use super::node::Node;
 use super::pii::Pii;
 use super::{Runtime, journal, record};
 use crate::auth::Principal;
-use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId};
+use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId};
 use crate::store::{Approval, ApprovalState, StepState, TreeStep, now_ms};
 use crate::util::lock;
 
@@ -275,8 +275,11 @@ impl Runtime {
         self.end_offline(step, why).await
     }
 
-    /// Records the end of a top step nobody runs here.
+    /// Records the end of a top step nobody runs here, and of the steps
+    /// below it that were left open (first, so that a crash in between
+    /// leaves the top open and the next start ends the rest).
     async fn end_offline(&self, step: TreeStep, why: DelegationError) -> Result<(), DelegationError> {
+        self.end_open_below(&step, &why).await?;
         let req: DelegationRequest = serde_json::from_str(&step.request).map_err(|e| {
             DelegationError::new(
                 ErrorCode::RecordIncomplete,
@@ -286,6 +289,52 @@ impl Runtime {
         let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why);
         record::offline(self, step, &req, &response).await
     }
+}
+
+impl Runtime {
+    /// Ends the steps under the top step `top` that nobody runs any more
+    /// (their agents ran when the process died, or they waited with their
+    /// tree): each gets its record and ends with `why`, as an in-process
+    /// tree's unfinished children do when it stops, so that no step of an
+    /// ended tree stays open in the journal without a record.
+    async fn end_open_below(&self, top: &TreeStep, why: &DelegationError) -> Result<(), DelegationError> {
+        let steps = self.inner.store.tree_steps(top.root_id).await?;
+        for step in steps.iter().filter(|s| !s.is_top() && !s.state.is_terminal()) {
+            let Some(parent) = steps.iter().find(|p| Some(p.request_id) == step.parent_id) else { continue };
+            let (Ok(origin), Ok(target)) =
+                (AgentSlug::parse(parent.target.clone()), AgentSlug::parse(step.target.clone()))
+            else {
+                continue;
+            };
+            // a child keeps no envelope (its parent makes it again): the record says where it was
+            let objective = "(not known: the step was cut off and its tree ended before it ran again)";
+            let mut req = DelegationRequest::new(origin, target, step.user_id.clone(), objective, "");
+            req.request_id = step.request_id;
+            req.root_request_id = Some(step.root_id);
+            req.parent_request_id = step.parent_id;
+            req.current_depth = depth(&steps, parent);
+            let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why.clone());
+            record::offline(self, step.clone(), &req, &response).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The depth `step` ran at: its top step's envelope's, one deeper for each
+/// step between them.
+fn depth(steps: &[TreeStep], step: &TreeStep) -> u32 {
+    let mut depth = 0u32;
+    let mut at = step;
+    for _ in 0..steps.len() {
+        if at.is_top() {
+            let top = serde_json::from_str::<DelegationRequest>(&at.request).map_or(0, |r| r.current_depth);
+            return top.saturating_add(u32::from(at.entry != "user")).saturating_add(depth);
+        }
+        let Some(parent) = steps.iter().find(|p| Some(p.request_id) == at.parent_id) else { break };
+        depth = depth.saturating_add(1);
+        at = parent;
+    }
+    depth
 }
 
 fn overdue(step: &TreeStep) -> DelegationError {

@@ -4,6 +4,7 @@ mod a2a;
 mod budget;
 mod cli;
 mod crash;
+mod crash_trees;
 mod db;
 mod durable;
 mod durable_state;
