@@ -205,18 +205,22 @@ impl Runtime {
             return Err(DelegationError::new(ErrorCode::AlreadyDecided, format!("tree {root} has ended already")));
         }
         let store = &self.inner.store;
-        let n = store.cancel_steps(step.root_id).await?;
+        let open = store.tree_steps(step.root_id).await?.iter().filter(|s| !s.state.is_terminal()).count();
         for a in store.approvals(Some(&step.user_id), true).await?.into_iter().filter(|a| a.root_id == step.root_id) {
             store
                 .decide_approval(&a.id, ApprovalState::Rejected, &caller.label(), Some("the tree was cancelled"))
                 .await?;
         }
-        if !self.cancel(root) {
-            // nothing runs it here: its record says how it ended
+        if lock(&self.inner.running).contains_key(&root) {
+            // cancelled in the store first, so a crash now does not resume it; then here
+            store.cancel_steps(step.root_id).await?;
+            self.cancel(root);
+        } else {
+            // nothing runs it here: every open step gets its record, cancelled
             let why = DelegationError::new(ErrorCode::Cancelled, format!("cancelled by {}", caller.label()));
             self.end_offline(step, why).await?;
         }
-        Ok(n)
+        Ok(open as u64)
     }
 
     async fn top_step(&self, id: RequestId) -> Result<TreeStep, DelegationError> {

@@ -302,6 +302,7 @@ async fn a_cancelled_tree_stays_cancelled() {
         assert_eq!(decide.code, ErrorCode::AlreadyDecided, "{}", db.name);
         let tree = db.dyn_store().delegation_tree(waiting).await.unwrap();
         assert_eq!(record_of(&tree, "boss").error_code.as_deref(), Some("CANCELLED"), "{}", db.name);
+        assert_eq!(record_of(&tree, "mailer").error_code.as_deref(), Some("CANCELLED"), "{}: every open step", db.name);
 
         // a tree running in this process
         let running = cut_off_mid_tree_then_cancel(&db, &runs, &alice).await;
