@@ -177,6 +177,22 @@ impl Approval {
     }
 }
 
+/// `next` written over `before` (the same step): a step never moves back
+/// from an end it reached (a late write of its start keeps the end), an
+/// empty envelope keeps the stored one, and the first write's time stays.
+/// The SQL upsert ([`STEP_UPSERT`]) applies the same rule.
+pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
+    let mut out = next.clone();
+    out.created_at = before.created_at;
+    if out.request.is_empty() {
+        out.request = before.request.clone();
+    }
+    if before.state.is_terminal() && !next.state.is_terminal() {
+        (out.state, out.response, out.attempts) = (before.state, before.response.clone(), before.attempts);
+    }
+    out
+}
+
 fn backend_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
@@ -235,9 +251,17 @@ const STEP_COLUMNS: &str = "request_id, root_id, parent_id, user_id, target, sta
 /// (its first write's `created_at` stays).
 pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_id, parent_id, user_id, target, state, \
      entry, caller, request, response, deadline_at, budget, attempts, created_at, updated_at) VALUES ";
-pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET state = excluded.state, \
-     response = excluded.response, deadline_at = excluded.deadline_at, budget = excluded.budget, \
-     attempts = excluded.attempts, updated_at = excluded.updated_at";
+/// A step never moves back from an end it reached (a late write of its
+/// start keeps the end), and an empty envelope keeps the stored one.
+pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
+     state = CASE WHEN tree_steps.state IN ('done', 'failed', 'cancelled') AND excluded.state IN ('running', 'waiting') \
+       THEN tree_steps.state ELSE excluded.state END, \
+     response = CASE WHEN tree_steps.state IN ('done', 'failed', 'cancelled') AND excluded.state IN ('running', 'waiting') \
+       THEN tree_steps.response ELSE excluded.response END, \
+     attempts = CASE WHEN tree_steps.state IN ('done', 'failed', 'cancelled') AND excluded.state IN ('running', 'waiting') \
+       THEN tree_steps.attempts ELSE excluded.attempts END, \
+     request = CASE WHEN excluded.request = '' THEN tree_steps.request ELSE excluded.request END, \
+     deadline_at = excluded.deadline_at, budget = excluded.budget, updated_at = excluded.updated_at";
 
 fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
     rows.into_iter().map(TreeStep::try_from).collect()

@@ -302,8 +302,11 @@ impl Store for MemoryStore {
 
     async fn put_step(&self, step: &TreeStep) -> StoreResult<()> {
         let mut inner = lock(&self.inner);
-        let created_at = inner.steps.get(&step.request_id).map_or(step.created_at, |s| s.created_at);
-        inner.steps.insert(step.request_id, TreeStep { created_at, ..step.clone() });
+        let next = match inner.steps.get(&step.request_id) {
+            Some(before) => super::journal::merged(before, step),
+            None => step.clone(),
+        };
+        inner.steps.insert(step.request_id, next);
         Ok(())
     }
 

@@ -253,10 +253,19 @@ async fn commit<'a>(
     let mut nodes: Vec<Vec<Val>> =
         rows.delegations.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
     nodes.reverse();
-    let mut seen = std::collections::HashSet::new();
-    let mut steps: Vec<Vec<Val>> =
-        rows.steps.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
-    steps.reverse();
+    // one row per step: the writes of a batch merge as the store would merge them
+    let mut merged: Vec<TreeStep> = Vec::new();
+    let mut at = std::collections::HashMap::new();
+    for (id, step) in rows.steps {
+        match at.get(&id) {
+            Some(&i) => merged[i] = super::journal::merged(&merged[i], &step),
+            None => {
+                at.insert(id, merged.len());
+                merged.push(step);
+            }
+        }
+    }
+    let steps: Vec<Vec<Val>> = merged.iter().map(step_row).collect();
     let mut entries = Vec::with_capacity(audits.len());
     if !audits.is_empty() {
         // chain from the anchored head, not from the log's last row: records
@@ -350,7 +359,7 @@ struct Rows {
     messages: Vec<Vec<Val>>,
     facts: Vec<Vec<Val>>,
     delegations: Vec<(crate::protocol::RequestId, Vec<Val>)>,
-    steps: Vec<(crate::protocol::RequestId, Vec<Val>)>,
+    steps: Vec<(crate::protocol::RequestId, TreeStep)>,
 }
 
 impl Rows {
@@ -422,27 +431,28 @@ impl Rows {
 
 impl Rows {
     fn step(&mut self, s: &TreeStep) {
-        self.steps.push((
-            s.request_id,
-            vec![
-                Val::Text(s.request_id.to_string()),
-                Val::Text(s.root_id.to_string()),
-                Val::Opt(s.parent_id.map(|p| p.to_string())),
-                Val::Text(s.user_id.to_string()),
-                Val::Text(s.target.clone()),
-                Val::Text(s.state.as_str().to_string()),
-                Val::Text(s.entry.clone()),
-                Val::Text(s.caller.clone()),
-                Val::Text(s.request.clone()),
-                Val::Opt(s.response.clone()),
-                Val::Int(s.deadline_at),
-                Val::Int(i64::from(s.budget)),
-                Val::Int(i64::from(s.attempts)),
-                Val::Int(s.created_at),
-                Val::Int(s.updated_at),
-            ],
-        ));
+        self.steps.push((s.request_id, s.clone()));
     }
+}
+
+fn step_row(s: &TreeStep) -> Vec<Val> {
+    vec![
+        Val::Text(s.request_id.to_string()),
+        Val::Text(s.root_id.to_string()),
+        Val::Opt(s.parent_id.map(|p| p.to_string())),
+        Val::Text(s.user_id.to_string()),
+        Val::Text(s.target.clone()),
+        Val::Text(s.state.as_str().to_string()),
+        Val::Text(s.entry.clone()),
+        Val::Text(s.caller.clone()),
+        Val::Text(s.request.clone()),
+        Val::Opt(s.response.clone()),
+        Val::Int(s.deadline_at),
+        Val::Int(i64::from(s.budget)),
+        Val::Int(i64::from(s.attempts)),
+        Val::Int(s.created_at),
+        Val::Int(s.updated_at),
+    ]
 }
 
 fn audit_row(entry: &AuditEntry) -> Vec<Val> {

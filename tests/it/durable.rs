@@ -373,6 +373,14 @@ async fn the_journal_holds_on_every_store() {
         store.put_step(&later).await.unwrap();
         let got = store.step(child).await.unwrap().unwrap();
         assert_eq!((got.state, got.attempts, got.created_at), (StepState::Done, 2, 1), "{name}");
+        // a late write of its start (its envelope) does not move it back from its end
+        let late = TreeStep { request: "{\"late\":1}".into(), ..step(child, Some(root), "child", StepState::Running) };
+        store.put_step(&late).await.unwrap();
+        let got = store.step(child).await.unwrap().unwrap();
+        assert_eq!((got.state, got.attempts, got.request.as_str()), (StepState::Done, 2, "{\"late\":1}"), "{name}");
+        // and an empty envelope keeps the stored one
+        store.put_step(&TreeStep { request: String::new(), ..got.clone() }).await.unwrap();
+        assert_eq!(store.step(child).await.unwrap().unwrap().request, "{\"late\":1}", "{name}");
 
         let asked = Approval {
             id: Approval::id_for(child, "send_email"),
