@@ -284,12 +284,25 @@ impl Runtime {
     /// leaves the top open and the next start ends the rest).
     async fn end_offline(&self, step: TreeStep, why: DelegationError) -> Result<(), DelegationError> {
         self.end_open_below(&step, &why).await?;
-        let req: DelegationRequest = serde_json::from_str(&step.request).map_err(|e| {
-            DelegationError::new(
-                ErrorCode::RecordIncomplete,
-                format!("tree {}'s stored envelope is unreadable: {e}", step.request_id),
-            )
-        })?;
+        let req = match serde_json::from_str::<DelegationRequest>(&step.request) {
+            Ok(req) => req,
+            // cut off before its envelope was kept: the record says what the step knows
+            Err(_) => {
+                let origin = journal::caller(&step)
+                    .and_then(|c| c.agent().cloned())
+                    .or_else(|| AgentSlug::parse(super::USER_ORIGIN).ok());
+                let (Some(origin), Ok(target)) = (origin, AgentSlug::parse(step.target.clone())) else {
+                    return Err(DelegationError::new(
+                        ErrorCode::RecordIncomplete,
+                        format!("tree {}'s stored step names no agent", step.request_id),
+                    ));
+                };
+                let objective = "(not known: the tree was cut off before its envelope was kept)";
+                let mut req = DelegationRequest::new(origin, target, step.user_id.clone(), objective, "");
+                req.request_id = step.request_id;
+                req
+            }
+        };
         let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why);
         record::offline(self, step, &req, &response).await
     }

@@ -6,7 +6,6 @@
 //! runs again and makes the same call, the journal answers a finished child
 //! without running it again, and resumes an unfinished one under its old id.
 
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::admit::Admitted;
@@ -29,12 +28,26 @@ pub(super) fn entry_name(entry: &Entry, has_parent: bool) -> &'static str {
     }
 }
 
-/// The step of an admitted delegation as it starts, its deadline as a
-/// wall-clock time (a restart does not restart it). Its envelope comes
-/// after ([`keep_envelope`]), for a step that came in at the top only: a
-/// child's is made again by its resumed parent.
-pub(super) fn start(adm: &Admitted, caller: &Principal, entry: &'static str) -> TreeStep {
-    let request = String::new();
+/// The step of an admitted delegation as it starts: its deadline as a
+/// wall-clock time (a restart does not restart it) and, for a step that
+/// came in at the top, its envelope, redacted (a child's is made again by
+/// its resumed parent, so it is not kept). Redacting a large input takes a
+/// while: it runs off the async workers and is waited for only until the
+/// deadline (a delegation out of time keeps no envelope and fails at once).
+pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'static str) -> TreeStep {
+    let request = if entry == CHILD {
+        String::new()
+    } else {
+        let (rt, mut req) = (rt.clone(), adm.req.clone());
+        let redacting = tokio::task::spawn_blocking(move || {
+            Pii::new(&rt.inner.redactor, None).request(&mut req);
+            serde_json::to_string(&req).unwrap_or_default()
+        });
+        match tokio::time::timeout_at(adm.node.deadline, redacting).await {
+            Ok(Ok(request)) => request,
+            _ => String::new(),
+        }
+    };
     let req = &adm.req;
     let now = now_ms();
     let left = adm.node.deadline.saturating_duration_since(Instant::now()).as_millis();
@@ -55,33 +68,6 @@ pub(super) fn start(adm: &Admitted, caller: &Principal, entry: &'static str) -> 
         created_at: now,
         updated_at: now,
     }
-}
-
-/// Redacts a top step's envelope and writes it into its step, off the
-/// async workers: redacting a large input takes a while, and the agent need
-/// not wait for it. (The store never moves a step back from an end it
-/// reached, so this write may land after the step's last one.)
-pub(super) fn keep_envelope(rt: &Runtime, adm: &Admitted, mut step: TreeStep) -> JoinHandle<()> {
-    let (rt, mut req) = (rt.clone(), adm.req.clone());
-    tokio::spawn(async move {
-        let redactor = rt.clone();
-        let redacted = tokio::task::spawn_blocking(move || {
-            Pii::new(&redactor.inner.redactor, None).request(&mut req);
-            serde_json::to_string(&req).unwrap_or_default()
-        })
-        .await;
-        let Ok(request) = redacted else { return };
-        step.request = request;
-        if let Err(e) = rt.inner.store.put_step(&step).await {
-            tracing::warn!(request_id = %step.request_id, "the step's envelope was not kept: {e}");
-        }
-    })
-}
-
-/// Waits for the envelope to be kept, but not past the deadline: a
-/// delegation that ran out of time answers at once (the write goes on).
-pub(super) async fn settle(kept: JoinHandle<()>, deadline: Instant) {
-    let _ = tokio::time::timeout_at(deadline, kept).await;
 }
 
 /// The step as its delegation ended (or paused) with `response`.

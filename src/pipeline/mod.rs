@@ -159,12 +159,10 @@ impl Runtime {
             }
         }
         adm.node.tree.pin_clock(clock.started_ms);
-        let step = journal::start(&adm, caller, entered);
+        let step = journal::start(self, &adm, caller, entered).await;
         if let Err(e) = self.inner.store.put_step(&step).await {
             return record::refuse(self, Refused::admitted(adm, e.into()), parent_scope, clock).await;
         }
-        // a top step's envelope is redacted and kept beside the agent's work, inside the deadline
-        let envelope = step.is_top().then(|| journal::keep_envelope(self, &adm, step.clone()));
         if let Some(p) = parent {
             p.child_started();
         }
@@ -187,9 +185,6 @@ impl Runtime {
             // the conversation is written once, when the node ends for good
             conversation.messages.clear();
             conversation.facts.clear();
-        }
-        if let Some(kept) = envelope {
-            journal::settle(kept, adm.node.deadline).await;
         }
         conversation.step = Some(journal::ended(step, &response));
         running.finish(&mut response, attempts.execution.attempts, conversation).await;
