@@ -85,7 +85,9 @@ pub fn parse_decision(raw: &[u8]) -> Result<Decision, ApiError> {
         ApiError::invalid(format!("the body must be JSON {{\"decision\":\"approve\"|\"reject\",\"reason\"?}}: {e}"))
     })?;
     let Value::Object(mut body) = value else {
-        return Err(ApiError::invalid("the body must be a JSON object {\"decision\":\"approve\"|\"reject\",\"reason\"?}"));
+        return Err(ApiError::invalid(
+            "the body must be a JSON object {\"decision\":\"approve\"|\"reject\",\"reason\"?}",
+        ));
     };
     let decision = body.remove("decision");
     let reason = body.remove("reason");
@@ -187,7 +189,11 @@ pub fn sight(caller: &Principal, steps: &[TreeStep]) -> Sight {
         Principal::Admin => Sight::Whole,
         Principal::Agent(a) => {
             let service = format!("service:{a}");
-            if steps.iter().any(|s| s.caller == service || s.target == a.as_str()) { Sight::Outline } else { Sight::None }
+            if steps.iter().any(|s| s.caller == service || s.target == a.as_str()) {
+                Sight::Outline
+            } else {
+                Sight::None
+            }
         }
         p => match p.user() {
             Some(u) if steps.iter().all(|s| &s.user_id == u) => Sight::Whole,
@@ -197,8 +203,11 @@ pub fn sight(caller: &Principal, steps: &[TreeStep]) -> Sight {
 }
 
 fn body_json(text: Option<&str>) -> Value {
-    // stored as JSON; should one not parse, it is shown as the text it is
-    text.map_or(Value::Null, |t| serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string())))
+    // stored as JSON (a child's envelope is not kept: empty); should one not parse, it is shown as the text it is
+    match text.map(str::trim) {
+        None | Some("") => Value::Null,
+        Some(t) => serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string())),
+    }
 }
 
 /// One step as `GET /v1/trees/{id}/steps` shows it.
@@ -233,7 +242,11 @@ pub async fn steps(
     let steps = store.tree_steps(root).await.map_err(crate::DelegationError::from)?;
     let sight = sight(&caller, &steps);
     if steps.is_empty() || sight == Sight::None {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, format!("no tree {root} that you may see")));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
+            format!("no tree {root} that you may see"),
+        ));
     }
     let top = steps.iter().find(|s| s.request_id == root).map(|s| s.state);
     let approvals: Vec<Approval> = if sight == Sight::Whole {
@@ -329,11 +342,16 @@ mod tests {
         let sent = [step("alice", "service:prime-boss", "boss")];
         assert_eq!(sight(&agent("prime-boss"), &sent), Sight::Outline);
 
+        let mut child = step("alice", "user:alice", "mailer");
+        child.request = String::new();
+        assert_eq!(step_json(&child, Sight::Whole)["request"], Value::Null, "a child's envelope is not kept");
         let whole = step_json(&steps[0], Sight::Whole);
         assert_eq!(whole["request"]["objective"], "Mail <EMAIL_1>");
         assert_eq!((whole["state"].as_str(), whole["deadline_at"].as_i64()), (Some("waiting"), Some(3)));
         let outline = step_json(&steps[0], Sight::Outline);
-        assert!(outline.get("request").is_none() && outline.get("response").is_none() && outline.get("caller").is_none());
+        assert!(
+            outline.get("request").is_none() && outline.get("response").is_none() && outline.get("caller").is_none()
+        );
         assert_eq!(outline["target"], "boss");
     }
 }

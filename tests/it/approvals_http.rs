@@ -210,7 +210,10 @@ async fn a_paused_tree_is_approved_over_http_and_finishes_in_the_background() {
         assert_eq!(list.len(), 1, "{name}: {mine}");
         let a = &list[0];
         assert_eq!((a["id"].as_str(), a["root_id"].as_str()), (Some(id.as_str()), Some(root.as_str())), "{name}");
-        assert_eq!((&a["agent"], &a["action"], &a["state"]), (&json!("mailer"), &json!("send_email"), &json!("pending")));
+        assert_eq!(
+            (&a["agent"], &a["action"], &a["state"]),
+            (&json!("mailer"), &json!("send_email"), &json!("pending"))
+        );
         let summary = a["summary"].as_str().unwrap();
         assert!(summary.contains("<EMAIL_1>") && !summary.contains("alex@example.com"), "{name}: {summary}");
         let (_, bobs) = c.get(Some(BOB), "/v1/approvals?state=all").await;
@@ -235,8 +238,14 @@ async fn a_paused_tree_is_approved_over_http_and_finishes_in_the_background() {
         assert_eq!(step(&steps, "mailer")["state"], "waiting", "{name}");
         assert_eq!(step(&steps, "first")["state"], "done", "{name}");
         assert_eq!(step(&steps, "mailer")["parent_id"].as_str(), Some(root.as_str()), "{name}");
-        assert!(step(&steps, "boss")["deadline_at"].as_i64().unwrap() > step(&steps, "boss")["created_at"].as_i64().unwrap());
-        assert!(step(&steps, "mailer")["request"]["objective"].as_str().unwrap().contains("<EMAIL_1>"), "{name}");
+        assert!(
+            step(&steps, "boss")["deadline_at"].as_i64().unwrap()
+                > step(&steps, "boss")["created_at"].as_i64().unwrap()
+        );
+        assert_eq!(step(&steps, "boss")["request"]["objective"], "Do the report and mail it", "{name}: {steps}");
+        assert_eq!(step(&steps, "mailer")["request"], Value::Null, "{name}: a child's envelope is not kept");
+        let waiting = step(&steps, "mailer")["response"]["error"]["message"].as_str().unwrap_or_default();
+        assert!(waiting.contains(&id) && waiting.contains("<EMAIL_1>"), "{name}: {steps}");
         assert!(!steps.to_string().contains("alex@example.com"), "{name}: {steps}");
         assert_eq!(steps["approvals"][0]["id"].as_str(), Some(id.as_str()), "{name}");
 
@@ -267,7 +276,10 @@ async fn a_paused_tree_is_approved_over_http_and_finishes_in_the_background() {
         let (status, body) = c.post(ALICE, &path, json!({ "decision": "approve", "reason": "go ahead" })).await;
         assert_eq!(status, 200, "{name}: {body}");
         assert_eq!((&body["approval"]["state"], &body["resumed"]), (&json!("approved"), &json!(true)), "{name}");
-        assert_eq!((&body["approval"]["reason"], &body["approval"]["decided_by"]), (&json!("go ahead"), &json!("user:alice")));
+        assert_eq!(
+            (&body["approval"]["reason"], &body["approval"]["decided_by"]),
+            (&json!("go ahead"), &json!("user:alice"))
+        );
         let steps = c.ended(ALICE, &root).await;
         assert_eq!(steps["state"], "done", "{name}: {steps}");
         assert!(steps["steps"].as_array().unwrap().iter().all(|s| s["state"] == "done"), "{name}: {steps}");
@@ -279,7 +291,8 @@ async fn a_paused_tree_is_approved_over_http_and_finishes_in_the_background() {
         // after the answer
         let (status, body) = c.post(ALICE, &path, json!({ "decision": "reject" })).await;
         assert_eq!((status, code(&body)), (409, "ALREADY_DECIDED"), "{name}: {body}");
-        let (status, body) = c.post(ALICE, "/v1/approvals/apr-0000000000000000", json!({ "decision": "approve" })).await;
+        let (status, body) =
+            c.post(ALICE, "/v1/approvals/apr-0000000000000000", json!({ "decision": "approve" })).await;
         assert_eq!((status, code(&body)), (404, "NOT_FOUND"), "{name}: {body}");
         let (_, pending) = c.get(Some(ALICE), "/v1/approvals").await;
         assert_eq!(pending["approvals"], json!([]), "{name}");

@@ -155,8 +155,10 @@ async fn drive(h: &mut Harness, addr: &str, chromium: &Path, db: &db::Db, runs: 
     // Cancel takes two clicks
     let (root3, id3) = pause(&c).await?;
     let cancel = format!("[data-root-id=\"{root3}\"] header button.cancel");
-    cdp.wait_for("the third tree waiting", &page_js(&root3), |v| v["tree_status"] == "needs_approval" && v["cancel"] == true)
-        .await?;
+    cdp.wait_for("the third tree waiting", &page_js(&root3), |v| {
+        v["tree_status"] == "needs_approval" && v["cancel"] == true
+    })
+    .await?;
     click(&mut cdp, &cancel).await?;
     let root3_id: RequestId = root3.parse().map_err(|_| "root id")?;
     let step = store.step(root3_id).await.map_err(|e| e.to_string())?.ok_or("no root step")?;
