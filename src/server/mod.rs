@@ -12,10 +12,13 @@
 //! | `POST /v1/chat/completions`, `GET /v1/models` | user token (the API key) | OpenAI-compatible: agent slug as model |
 //! | `GET /healthz`, `GET /metrics` | anyone | health, Prometheus |
 //! | `GET /v1/ledger`, `GET /v1/ledger/chart.svg` | user token (own), admin (`?user=`) | the user's money and its charts |
+//! | `GET /v1/approvals`, `POST /v1/approvals/{id}` | user token (own), admin | approvals to answer; an answer resumes its tree |
+//! | `POST /v1/trees/{id}/cancel`, `GET /v1/trees/{id}/steps` | the tree's user, admin | cancel a tree; its journal of steps |
 //! | `GET /` | anyone (the page asks for a token) | live delegation trees, the Money view |
 
 #[cfg(feature = "a2a")]
 mod a2a;
+pub mod approvals;
 pub mod chart;
 pub mod error;
 mod events;
@@ -50,6 +53,10 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/events", get(events::stream))
         .route("/v1/ledger", get(ledger::ledger))
         .route("/v1/ledger/chart.svg", get(ledger::chart))
+        .route("/v1/approvals", get(approvals::list))
+        .route("/v1/approvals/{id}", post(approvals::decide))
+        .route("/v1/trees/{id}/cancel", post(approvals::cancel))
+        .route("/v1/trees/{id}/steps", get(approvals::steps))
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))
         .route("/", get(ui::index))

@@ -153,14 +153,24 @@ pub async fn chat(
     let opts = AskOptions { input: chat.input, session, ..AskOptions::default() };
     let runtime = state.runtime.clone();
     let r = detached(async move { runtime.ask(&user, &chat.message, opts).await }).await??;
-    let status = if r.status == Status::Failed { StatusCode::BAD_GATEWAY } else { StatusCode::OK };
-    let body = json!({
+    let status = match r.status {
+        Status::Failed => StatusCode::BAD_GATEWAY,
+        // paused: the tree waits for the user's approval (`approvals` names them) and resumes when they answer
+        Status::NeedsApproval => StatusCode::ACCEPTED,
+        _ => StatusCode::OK,
+    };
+    let mut body = json!({
         "answer": r.answer,
         "session_id": r.session_id,
         "request_id": r.request_id,
         "status": r.status,
         "tree": r.tree,
     });
+    if r.status == Status::NeedsApproval {
+        let pending = state.runtime.approvals(&caller, true).await?;
+        let ids: Vec<&str> = pending.iter().filter(|a| a.root_id == r.request_id).map(|a| a.id.as_str()).collect();
+        body["approvals"] = json!(ids);
+    }
     Ok((status, Json(body)).into_response())
 }
 

@@ -1,6 +1,8 @@
 //! Switchboard's one integration-test binary.
 
 mod a2a;
+mod approvals_http;
+mod approvals_ui;
 mod budget;
 mod cli;
 mod crash;
