@@ -324,6 +324,8 @@ mod tests {
             request: r#"{"objective":"Mail <EMAIL_1>"}"#.into(),
             response: None,
             deadline_at: 3,
+            budget: 100,
+            attempts: 0,
             created_at: 1,
             updated_at: 2,
         }
