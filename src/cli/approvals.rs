@@ -95,7 +95,7 @@ pub async fn list(runtime: &Runtime, args: ApprovalsArgs, json: bool) -> u8 {
             "{:<22} {:<9} {:<16} {:<12} {:<12} {:>5}  {}",
             a.id,
             a.state.as_str(),
-            a.user_id,
+            a.user_id.as_str(),
             a.agent,
             a.action,
             age(a.created_at, now),

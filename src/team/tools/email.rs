@@ -54,9 +54,19 @@ impl EmailAgent {
     }
 }
 
-/// Whether the note's action is to send (`send`, `email`, `mail`), not to draft.
+/// Whether the note's action is to send (`send`, `email`, `mail`, `message`), not to draft or write.
 fn asks_to_send(spec: &TaskSpec) -> bool {
-    matches!(spec.goal.action.to_lowercase().as_str(), "send" | "email" | "mail" | "e-mail")
+    matches!(spec.goal.action.to_lowercase().as_str(), "send" | "email" | "e-mail" | "mail" | "message")
+}
+
+/// `Email alex@… the October summary`: when the note names no topic, what
+/// follows the address in its sentence does (`the October summary`).
+fn topic_after_address(note: &str, address: &str) -> Option<String> {
+    let rest = note.split_once(address)?.1;
+    let clause = rest.split(['.', '\n', '!', '?', ';']).next()?.trim().trim_end_matches([',', ':']).trim();
+    let clause = clause.strip_prefix("about ").unwrap_or(clause).trim();
+    let words = clause.split_whitespace().count();
+    (1..=12).contains(&words).then(|| clause.to_string())
 }
 
 /// Writes `message` into `sink` as `<key>.eml` unless a message with that
@@ -345,10 +355,14 @@ fn compose(spec: &TaskSpec, seed: u64) -> Draft {
 impl Agent for EmailAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool("draft_email")?;
-        let (spec, _) = read_task(task)?;
+        let (mut spec, _) = read_task(task)?;
         let to = spec.address().map(str::to_string).ok_or_else(|| {
             invalid("no recipient email address: name one, e.g. 'Draft apology email to alex@company.com about …'")
         })?;
+        if spec.topic.is_none() && asks_to_send(&spec) {
+            let note = task.task_note.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or(task.text());
+            spec.topic = topic_after_address(note, &to);
+        }
         let seed = task.seed.unwrap_or(SEEDS[0]);
         let draft = compose(&spec, seed);
         let words = text::word_count(&draft.body);
@@ -539,6 +553,16 @@ mod tests {
         assert!(out.summary.contains("not sent"), "{}", out.summary);
         assert!(!dir.path().join("sink").exists());
         assert!(artifact(&out, "email_draft")["to"] == "sam@corp.io");
+    }
+
+    #[tokio::test]
+    async fn a_send_without_a_topic_takes_it_from_after_the_address() {
+        let out = draft("Email <EMAIL_1> the October summary", None).await;
+        assert_eq!(artifact(&out, "email_draft")["subject"], "Update on the October summary");
+        assert!(out.result.contains("the October summary"), "{}", out.result);
+        assert_eq!(topic_after_address("Email a@b.io about the plan. Max 50 words.", "a@b.io").as_deref(), Some("the plan"));
+        assert_eq!(topic_after_address("Email a@b.io", "a@b.io"), None);
+        assert_eq!(topic_after_address("Email a@b.io the plan", "c@d.io"), None);
     }
 
     #[tokio::test]
