@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{EXIT_OK, exit_code, usage_error};
 use crate::auth::Principal;
 use crate::pipeline::{AskResponse, Runtime};
-use crate::protocol::{DelegationError, DelegationResponse, RequestId, Status, UserId};
+use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, UserId};
 use crate::store::Approval;
 
 #[derive(Debug, Args)]
@@ -138,7 +138,7 @@ pub async fn approve(runtime: &Runtime, args: ApproveArgs, json: bool) -> u8 {
             out!("{}", tree.render());
         }
     }
-    finished(runtime, &response, json).await
+    finished(runtime, &response, args.reject, json).await
 }
 
 fn print_answer(r: &DelegationResponse) {
@@ -148,13 +148,16 @@ fn print_answer(r: &DelegationResponse) {
     }
 }
 
-/// The exit code of a resumed tree's end; a tree that paused again names its next approval.
-async fn finished(runtime: &Runtime, r: &DelegationResponse, json: bool) -> u8 {
+/// The exit code of a resumed tree's end, as `ask` would give it; a tree
+/// that ended because the person said no (`--reject`) did what was asked:
+/// 0. A tree that paused again names its next approval.
+async fn finished(runtime: &Runtime, r: &DelegationResponse, rejected: bool, json: bool) -> u8 {
     if r.status == Status::NeedsApproval && !json {
         print_next_steps(&pending_of(runtime, r.request_id).await);
     }
     match (&r.error, r.status) {
         (_, Status::Success | Status::Partial | Status::NeedsApproval | Status::NeedsInput) => EXIT_OK,
+        (Some(e), _) if rejected && e.code == ErrorCode::ApprovalRejected => EXIT_OK,
         (Some(e), _) => exit_code(e.code),
         (None, _) => super::EXIT_FAILED,
     }
