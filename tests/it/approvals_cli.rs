@@ -203,3 +203,36 @@ fn a_draft_is_not_a_send_and_needs_no_approval() {
     assert!(s.pending().is_empty());
     assert!(sent(&s.sink).is_empty());
 }
+
+#[test]
+fn a_send_that_was_written_before_a_crash_is_not_written_again() {
+    let s = setup();
+    let (_, id) = s.paused_email();
+    let listed = s.pending();
+    // the send's key is the waiting step's request id: as if a process wrote
+    // the message and died before its step was recorded as done
+    let key = listed[0]["request_id"].as_str().unwrap();
+    std::fs::create_dir_all(&s.sink).unwrap();
+    std::fs::write(s.sink.join(format!("{key}.eml")), "written before the crash").unwrap();
+    let o = s.run(&["approve", &id, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["response"]["status"], "success", "{v:#}");
+    assert_eq!(sent(&s.sink), ["written before the crash"], "not written twice");
+}
+
+#[test]
+fn delegate_to_the_email_agent_pauses_with_exit_0_and_names_the_approval() {
+    let s = setup();
+    let o = s.run(&["delegate", "--to", "email", "--user", "alice", "--objective", EMAIL]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("needs_approval"), "{out}");
+    let listed = s.pending();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(out.contains(&format!("switchboard approve {}", listed[0]["id"].as_str().unwrap())), "{out}");
+    let o = s.run(&["delegate", "--json", "--to", "email", "--user", "alice", "--objective", EMAIL]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(json(&o)["error"]["code"], "NEEDS_APPROVAL");
+    assert!(sent(&s.sink).is_empty());
+}
