@@ -130,7 +130,12 @@ pub async fn approve(runtime: &Runtime, args: ApproveArgs, json: bool) -> u8 {
     if json {
         outln!("{}", json!({"approval": decided, "response": response, "tree": tree}));
     } else {
-        outln!("approval {} {} by {}", decided.id, decided.state.as_str(), decided.decided_by.as_deref().unwrap_or("?"));
+        outln!(
+            "approval {} {} by {}",
+            decided.id,
+            decided.state.as_str(),
+            decided.decided_by.as_deref().unwrap_or("?")
+        );
         outln!("tree {} ended {}\n", decided.root_id, response.status.as_str());
         print_answer(&response);
         if let Some(tree) = tree {

@@ -197,7 +197,8 @@ fn unknown_or_malformed_ids_are_errors_that_change_nothing() {
 #[test]
 fn a_draft_is_not_a_send_and_needs_no_approval() {
     let s = setup();
-    let o = s.run(&["ask", "--json", "--user", "alice", "Draft an email to alex@example.com about the October summary"]);
+    let o =
+        s.run(&["ask", "--json", "--user", "alice", "Draft an email to alex@example.com about the October summary"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(json(&o)["status"], "success", "{}", text(&o));
     assert!(s.pending().is_empty());

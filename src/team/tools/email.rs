@@ -393,7 +393,10 @@ impl Agent for EmailAgent {
         ctx.approve(SEND_ACTION, &format!("send the email \"{}\" to {to}", draft.subject)).await?;
         let text = message(&key, &to, &draft.subject, &draft.body);
         let wrote = deliver(sink, &key, &text).map_err(|e| {
-            DelegationError::new(ErrorCode::AgentFailed, format!("cannot write to the mail sink {}: {e}", sink.display()))
+            DelegationError::new(
+                ErrorCode::AgentFailed,
+                format!("cannot write to the mail sink {}: {e}", sink.display()),
+            )
         })?;
         let sent = json!({"to": to, "subject": draft.subject, "message_id": key, "sink": sink.display().to_string()});
         let how = if wrote { "Sent" } else { "Already sent" };
@@ -512,8 +515,9 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
         assert!(err.message.contains("no recipient email address"), "{}", err.message);
-        let err =
-            run(&EmailAgent::new(), "draft_email", &noted("Format weekly progress report. Max 50 words.")).await.unwrap_err();
+        let err = run(&EmailAgent::new(), "draft_email", &noted("Format weekly progress report. Max 50 words."))
+            .await
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
     }
 
@@ -560,7 +564,10 @@ mod tests {
         let out = draft("Email <EMAIL_1> the October summary", None).await;
         assert_eq!(artifact(&out, "email_draft")["subject"], "Update on the October summary");
         assert!(out.result.contains("the October summary"), "{}", out.result);
-        assert_eq!(topic_after_address("Email a@b.io about the plan. Max 50 words.", "a@b.io").as_deref(), Some("the plan"));
+        assert_eq!(
+            topic_after_address("Email a@b.io about the plan. Max 50 words.", "a@b.io").as_deref(),
+            Some("the plan")
+        );
         assert_eq!(topic_after_address("Email a@b.io", "a@b.io"), None);
         assert_eq!(topic_after_address("Email a@b.io the plan", "c@d.io"), None);
     }
