@@ -1,7 +1,8 @@
 //! The `switchboard` command line.
 //!
-//! Exit codes: 0 ok (an answer, or a question back for the user), 2 usage or
-//! configuration error, 3 refused by a rail, 4 the agent failed or timed out.
+//! Exit codes: 0 ok (an answer, a question back for the user, or a pause for
+//! their approval), 2 usage or configuration error (an id that names
+//! nothing), 3 refused by a rail, 4 the agent failed or timed out.
 
 /// `println!` that does not panic when stdout is closed (`switchboard ask …
 /// | head`): the reader may stop reading, as with any Unix tool.
@@ -24,6 +25,7 @@ macro_rules! out {
     }};
 }
 
+mod approvals;
 mod audit;
 mod demo;
 mod keys;
@@ -107,6 +109,12 @@ enum Command {
     /// Show this runtime's lineage signing keys (made at first use) as a
     /// `[[trust]]` entry for peers; --rotate makes a new one.
     Keys(keys::KeysArgs),
+    /// List approvals waiting for a person (--all: decided ones too).
+    Approvals(approvals::ApprovalsArgs),
+    /// Approve (or --reject) an action a paused tree waits for, and resume the tree here.
+    Approve(approvals::ApproveArgs),
+    /// Cancel a running or waiting tree for good.
+    Cancel(approvals::CancelArgs),
 }
 
 #[derive(Debug, Args)]
@@ -248,8 +256,10 @@ pub fn main() -> ExitCode {
 pub fn exit_code(code: ErrorCode) -> u8 {
     match code {
         ErrorCode::InvalidRequest | ErrorCode::UnsupportedVersion | ErrorCode::AgentNotFound => EXIT_USAGE,
-        // a question for the user is an answer, not a failure
-        ErrorCode::NeedsInput => EXIT_OK,
+        // an id given on the command line that names nothing
+        ErrorCode::NotFound => EXIT_USAGE,
+        // a question for the user (or a pause for their approval) is an answer, not a failure
+        ErrorCode::NeedsInput | ErrorCode::NeedsApproval => EXIT_OK,
         c if c.is_refusal() => EXIT_REFUSED,
         _ => EXIT_FAILED,
     }
@@ -299,6 +309,9 @@ async fn run(cli: Cli) -> u8 {
         Command::Serve(args) => serve(runtime, args).await,
         Command::Token(args) => token(runtime, args).await,
         Command::Keys(args) => keys::run(runtime.config(), &args, cli.json),
+        Command::Approvals(args) => approvals::list(&runtime, args, cli.json).await,
+        Command::Approve(args) => approvals::approve(&runtime, args, cli.json).await,
+        Command::Cancel(args) => approvals::cancel(&runtime, args, cli.json).await,
     }
 }
 
@@ -423,7 +436,11 @@ async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
     }
     match runtime.ask(&user, &args.message, AskOptions { input, session, ..AskOptions::default() }).await {
         Ok(r) => {
-            print_ask(&r, json);
+            if r.status == Status::NeedsApproval {
+                approvals::print_paused_ask(runtime, &r, json).await;
+            } else {
+                print_ask(&r, json);
+            }
             if let Some(out) = &args.out {
                 match write_spending_chart(runtime, &user, out).await {
                     // stdout stays one JSON document with --json
@@ -533,6 +550,9 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
             let _ = std::io::stdout().flush();
         } else {
             print_response(&response, json);
+            if response.status == Status::NeedsApproval {
+                approvals::print_paused_delegation(runtime, &response, json).await;
+            }
         }
         if let Some(e) = &response.error {
             code = exit_code(e.code);
@@ -550,6 +570,8 @@ fn print_response(r: &DelegationResponse, json: bool) {
         let verb = if e.code.is_refusal() { "refused" } else { "failed" };
         if e.code == ErrorCode::NeedsInput {
             outln!("{} needs more from you: {}", r.target_employee, e.message);
+        } else if e.code == ErrorCode::NeedsApproval {
+            outln!("{} (needs_approval): {}", r.target_employee, e.message);
         } else {
             eprintln!("{verb}: {}: {}", e.code, e.message);
         }

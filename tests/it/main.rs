@@ -1,6 +1,7 @@
 //! Switchboard's one integration-test binary.
 
 mod a2a;
+mod approvals_cli;
 mod approvals_http;
 mod approvals_ui;
 mod budget;

@@ -4,16 +4,106 @@
 //! seed. Every variant covers what the note asks for; they differ the way two
 //! careful writers would, and the detailed ones run longer than a tight word
 //! limit allows.
+//!
+//! Asked to send (`Send …`, `Email alex@… the October summary`) and given a
+//! mail sink (a directory: `SWITCHBOARD_MAIL_SINK`), it sends the draft by
+//! writing it there as one `.eml` file, once a person approves the action
+//! `send_email` (`ctx.approve`; the agent's config lists it under
+//! `requires_approval`). The file is named by the delegation's request id,
+//! so a resumed send that already wrote its message does not write it again.
+//! Without a sink it drafts only and says so. It writes what it sees: a
+//! recipient's address stays a PII token (`<EMAIL_1>`) unless the agent has
+//! `pii_access`.
+
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use serde_json::json;
 
 use super::shared::{invalid, read_task};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
-use crate::protocol::{Artifact, DelegationError};
+use crate::protocol::{Artifact, DelegationError, ErrorCode};
 use crate::verify::{TaskSpec, contains_phrase, element_present, text};
 
-pub struct EmailAgent;
+#[derive(Debug, Clone, Default)]
+pub struct EmailAgent {
+    /// Where sent messages go; None: it drafts only.
+    sink: Option<PathBuf>,
+}
+
+/// The environment variable naming the mail sink directory.
+pub const MAIL_SINK_ENV: &str = "SWITCHBOARD_MAIL_SINK";
+
+/// The approval a send waits for.
+pub const SEND_ACTION: &str = "send_email";
+
+impl EmailAgent {
+    /// An email agent that drafts only.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An email agent that sends to the directory `sink` (created on the first send).
+    pub fn with_sink(sink: impl Into<PathBuf>) -> Self {
+        Self { sink: Some(sink.into()) }
+    }
+
+    /// The email agent with the sink `SWITCHBOARD_MAIL_SINK` names, if it is set and not empty.
+    pub fn from_env() -> Self {
+        Self { sink: std::env::var_os(MAIL_SINK_ENV).filter(|v| !v.is_empty()).map(PathBuf::from) }
+    }
+}
+
+/// Whether the note's action is to send (`send`, `email`, `mail`, `message`), not to draft or write.
+fn asks_to_send(spec: &TaskSpec) -> bool {
+    matches!(spec.goal.action.to_lowercase().as_str(), "send" | "email" | "e-mail" | "mail" | "message")
+}
+
+/// `Email alex@… the October summary`: when the note names no topic, what
+/// follows the address in its sentence does (`the October summary`).
+fn topic_after_address(note: &str, address: &str) -> Option<String> {
+    let rest = note.split_once(address)?.1;
+    let clause = rest.split(['.', '\n', '!', '?', ';']).next()?.trim().trim_end_matches([',', ':']).trim();
+    let clause = clause.strip_prefix("about ").unwrap_or(clause).trim();
+    let words = clause.split_whitespace().count();
+    (1..=12).contains(&words).then(|| clause.to_string())
+}
+
+/// Writes `message` into `sink` as `<key>.eml` unless a message with that
+/// key is there already: true when it wrote it, false when it was sent
+/// before. The file appears whole or not at all (written aside, then
+/// linked into place without replacing anything).
+pub fn deliver(sink: &Path, key: &str, message: &str) -> std::io::Result<bool> {
+    let safe = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !safe {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("'{key}' cannot name a message")));
+    }
+    std::fs::create_dir_all(sink)?;
+    let path = sink.join(format!("{key}.eml"));
+    if path.exists() {
+        return Ok(false);
+    }
+    let aside = sink.join(format!(".{key}.{}.tmp", std::process::id()));
+    std::fs::write(&aside, message)?;
+    let linked = std::fs::hard_link(&aside, &path);
+    let _ = std::fs::remove_file(&aside);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The message as an RFC 5322 text: headers, a blank line, the body.
+fn message(key: &str, to: &str, subject: &str, body: &str) -> String {
+    let one_line = |s: &str| s.replace(['\r', '\n'], " ");
+    let body = body.replace("\r\n", "\n").replace('\n', "\r\n");
+    format!(
+        "Message-ID: <{key}@switchboard.local>\r\nX-Switchboard-Request: {key}\r\nFrom: switchboard@localhost\r\nTo: {}\r\nSubject: {}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n",
+        one_line(to),
+        one_line(subject),
+    )
+}
 
 /// The variants' seeds in default order: standard, detailed, concise, ...
 pub const SEEDS: [u64; 6] = [981234, 442211, 776655, 318207, 905113, 127349];
@@ -265,10 +355,14 @@ fn compose(spec: &TaskSpec, seed: u64) -> Draft {
 impl Agent for EmailAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
         ctx.use_tool("draft_email")?;
-        let (spec, _) = read_task(task)?;
+        let (mut spec, _) = read_task(task)?;
         let to = spec.address().map(str::to_string).ok_or_else(|| {
             invalid("no recipient email address: name one, e.g. 'Draft apology email to alex@company.com about …'")
         })?;
+        if spec.topic.is_none() && asks_to_send(&spec) {
+            let note = task.task_note.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or(task.text());
+            spec.topic = topic_after_address(note, &to);
+        }
         let seed = task.seed.unwrap_or(SEEDS[0]);
         let draft = compose(&spec, seed);
         let words = text::word_count(&draft.body);
@@ -282,9 +376,32 @@ impl Agent for EmailAgent {
             "seed": seed,
         });
         let object = if spec.goal.object.is_empty() { "email" } else { spec.goal.object.as_str() };
-        Ok(AgentOutput::new(format!("Drafted {object} to {to} ({words} words, seed {seed})"), draft.body)
-            .with_artifact(Artifact::json("email_draft", artifact))
-            .with_confidence(85))
+        let drafted = format!("Drafted {object} to {to} ({words} words, seed {seed})");
+        let out = |summary: String| {
+            AgentOutput::new(summary, draft.body.clone())
+                .with_artifact(Artifact::json("email_draft", artifact.clone()))
+                .with_confidence(85)
+        };
+        if !asks_to_send(&spec) {
+            return Ok(out(drafted));
+        }
+        let (Some(sink), Ok(delegator)) = (&self.sink, ctx.delegator()) else {
+            return Ok(out(format!("{drafted}; not sent: no mail sink is configured ({MAIL_SINK_ENV})")));
+        };
+        // the key of the send: a resumed delegation runs again under its old id
+        let key = delegator.request_id().to_string();
+        ctx.approve(SEND_ACTION, &format!("send the email \"{}\" to {to}", draft.subject)).await?;
+        let text = message(&key, &to, &draft.subject, &draft.body);
+        let wrote = deliver(sink, &key, &text).map_err(|e| {
+            DelegationError::new(
+                ErrorCode::AgentFailed,
+                format!("cannot write to the mail sink {}: {e}", sink.display()),
+            )
+        })?;
+        let sent = json!({"to": to, "subject": draft.subject, "message_id": key, "sink": sink.display().to_string()});
+        let how = if wrote { "Sent" } else { "Already sent" };
+        Ok(out(format!("{how} {object} to {to} ({words} words, message {key})"))
+            .with_artifact(Artifact::json("email_sent", sent)))
     }
 
     fn seeds(&self) -> &[u64] {
@@ -304,7 +421,7 @@ mod tests {
     async fn draft(note: &str, seed: Option<u64>) -> AgentOutput {
         let mut task = noted(note);
         task.seed = seed;
-        run(&EmailAgent, "draft_email", &task).await.unwrap_or_else(|e| panic!("{e}"))
+        run(&EmailAgent::new(), "draft_email", &task).await.unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[tokio::test]
@@ -346,7 +463,7 @@ mod tests {
             bodies.insert(a.result);
         }
         assert_eq!(bodies.len(), SEEDS.len());
-        assert_eq!(EmailAgent.seeds(), SEEDS);
+        assert_eq!(EmailAgent::new().seeds(), SEEDS);
     }
 
     #[tokio::test]
@@ -393,14 +510,66 @@ mod tests {
 
     #[tokio::test]
     async fn bad_or_addressless_notes_are_invalid_requests() {
-        let err = run(&EmailAgent, "draft_email", &noted("Email Alex about that thing we talked about earlier"))
+        let err = run(&EmailAgent::new(), "draft_email", &noted("Email Alex about that thing we talked about earlier"))
             .await
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
         assert!(err.message.contains("no recipient email address"), "{}", err.message);
-        let err =
-            run(&EmailAgent, "draft_email", &noted("Format weekly progress report. Max 50 words.")).await.unwrap_err();
+        let err = run(&EmailAgent::new(), "draft_email", &noted("Format weekly progress report. Max 50 words."))
+            .await
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidRequest);
+    }
+
+    #[test]
+    fn a_message_is_delivered_once_per_key_and_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = dir.path().join("mail-sink");
+        let text = message("k-1", "<EMAIL_1>", "Hello\nthere", "Hi,\n\nA line.");
+        assert!(text.contains("To: <EMAIL_1>\r\nSubject: Hello there\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nHi,\r\n\r\nA line.\r\n"), "{text}");
+        assert!(deliver(&sink, "k-1", &text).unwrap());
+        assert!(!deliver(&sink, "k-1", "another text").unwrap(), "a second send with the key writes nothing");
+        assert!(deliver(&sink, "k-2", "second").unwrap());
+        let mut names: Vec<String> =
+            std::fs::read_dir(&sink).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["k-1.eml", "k-2.eml"], "no files left aside");
+        assert_eq!(std::fs::read_to_string(sink.join("k-1.eml")).unwrap(), text);
+        for bad in ["", "../escape", "a/b", "x.eml"] {
+            let e = deliver(&sink, bad, "x").unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_send_without_a_sink_or_a_runtime_only_drafts_and_says_so() {
+        let note = "Send a status email to sam@corp.io about the Q3 migration. Max 100 words.";
+        let spec = crate::verify::TaskSpec::parse(note).unwrap();
+        assert!(asks_to_send(&spec));
+        assert!(!asks_to_send(&crate::verify::TaskSpec::parse(EMAIL_NOTE).unwrap()));
+        let out = draft(note, None).await;
+        assert!(out.summary.contains("not sent: no mail sink"), "{}", out.summary);
+        // a sink but no runtime to ask for approval (or to key the send): nothing is written
+        let dir = tempfile::tempdir().unwrap();
+        let agent = EmailAgent::with_sink(dir.path().join("sink"));
+        let out = run(&agent, "draft_email", &noted(note)).await.unwrap();
+        assert!(out.summary.contains("not sent"), "{}", out.summary);
+        assert!(!dir.path().join("sink").exists());
+        assert!(artifact(&out, "email_draft")["to"] == "sam@corp.io");
+    }
+
+    #[tokio::test]
+    async fn a_send_without_a_topic_takes_it_from_after_the_address() {
+        let out = draft("Email <EMAIL_1> the October summary", None).await;
+        assert_eq!(artifact(&out, "email_draft")["subject"], "Update on the October summary");
+        assert!(out.result.contains("the October summary"), "{}", out.result);
+        assert_eq!(
+            topic_after_address("Email a@b.io about the plan. Max 50 words.", "a@b.io").as_deref(),
+            Some("the plan")
+        );
+        assert_eq!(topic_after_address("Email a@b.io", "a@b.io"), None);
+        assert_eq!(topic_after_address("Email a@b.io the plan", "c@d.io"), None);
     }
 
     #[tokio::test]
@@ -409,7 +578,7 @@ mod tests {
             "Draft apology email to alex.chan@company.com about the delay. Mention new ETA Oct 22. Max 120 words.",
             "",
         );
-        let out = EmailAgent.run(&AgentContext::detached(["draft_email"]), &task).await.unwrap();
+        let out = EmailAgent::new().run(&AgentContext::detached(["draft_email"]), &task).await.unwrap();
         assert!(out.result.contains("Oct 22"));
     }
 }

@@ -26,7 +26,7 @@ use crate::agent::Agent;
 /// The tool agent called `name`, if there is one.
 pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     match name {
-        "email" => Some(Arc::new(EmailAgent)),
+        "email" => Some(Arc::new(EmailAgent::from_env())),
         "format" => Some(Arc::new(FormatAgent)),
         "data" => Some(Arc::new(DataAgent)),
         "calendar" => Some(Arc::new(CalendarAgent)),
