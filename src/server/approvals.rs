@@ -140,10 +140,7 @@ async fn resume(runtime: &Runtime, root: RequestId) {
                 return;
             }
             Err(e) if e.code == ErrorCode::AlreadyDecided => {
-                let step = match runtime.store().step(root).await {
-                    Ok(Some(step)) => step,
-                    _ => return,
-                };
+                let Ok(Some(step)) = runtime.store().step(root).await else { return };
                 if step.state.is_terminal() || step.deadline_at <= now_ms() {
                     return;
                 }
