@@ -469,3 +469,33 @@ async fn over_a2a_a_paused_tree_is_input_required_then_completes_or_cancels_for_
         assert_eq!(runs.sent.load(Ordering::SeqCst), 1, "{}", db.name);
     }
 }
+
+/// Nobody answers: once the tree's deadline passes, the server's sweep
+/// (`expire_overdue`) ends it `DEADLINE_EXCEEDED`, the approval is expired,
+/// a late answer changes nothing and nothing is sent.
+#[tokio::test]
+async fn a_pause_nobody_answers_ends_at_the_trees_deadline() {
+    let config = CONFIG.replace("deadline_ms = 20000", "deadline_ms = 600");
+    for db in db::both().await {
+        let runs = Arc::new(Runs::default());
+        let alice = Principal::User(user("alice"));
+        let rt = runtime(&db, &config, &runs, false);
+        let root = RequestId::new();
+        let r = rt.ask(&user("alice"), "Do it and mail it", to_boss(root)).await.unwrap();
+        assert_eq!(r.status, Status::NeedsApproval, "{}", db.name);
+        let approval = rt.approvals(&alice, true).await.unwrap().pop().unwrap();
+        assert!(rt.expire_overdue().await.unwrap().is_empty(), "{}: not yet", db.name);
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(rt.expire_overdue().await.unwrap(), vec![root], "{}", db.name);
+        let store = db.dyn_store();
+        assert_eq!(store.approval(&approval.id).await.unwrap().unwrap().state, ApprovalState::Expired, "{}", db.name);
+        let late = rt.decide(&alice, &approval.id, true, None).await.map(drop).unwrap_err();
+        assert_eq!(late.code, ErrorCode::AlreadyDecided, "{}", db.name);
+        let tree = store.delegation_tree(root).await.unwrap();
+        assert_eq!(record_of(&tree, "boss").error_code.as_deref(), Some("DEADLINE_EXCEEDED"), "{}", db.name);
+        assert_eq!(record_of(&tree, "mailer").error_code.as_deref(), Some("DEADLINE_EXCEEDED"), "{}", db.name);
+        assert!(store.tree_steps(root).await.unwrap().iter().all(|s| s.state.is_terminal()), "{}", db.name);
+        assert_eq!(rt.resume_tree(root).await.unwrap_err().code, ErrorCode::AlreadyDecided, "{}", db.name);
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 0, "{}", db.name);
+    }
+}
