@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use super::reads::{LedgerCall, Reads, Tape};
 use crate::protocol::{DelegationError, ErrorCode, RequestId, UserId};
 use crate::store::{LedgerEntry, MoneyPlan, Store, entry_id, now_ms};
 
@@ -59,6 +60,10 @@ pub struct Ledger {
     store: Arc<dyn Store>,
     user: UserId,
     request: Option<RequestId>,
+    /// Where its calls are recorded (a delegation in a runtime).
+    record: Option<Arc<Reads>>,
+    /// The recorded calls it answers from (a replay).
+    tape: Option<Arc<Tape>>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -70,7 +75,30 @@ impl std::fmt::Debug for Ledger {
 impl Ledger {
     /// The ledger of `user`, written on behalf of the delegation `request`.
     pub fn new(store: Arc<dyn Store>, user: UserId, request: Option<RequestId>) -> Self {
-        Self { store, user, request }
+        Self { store, user, request, record: None, tape: None }
+    }
+
+    /// This ledger, its calls and their outcomes recorded in `reads`.
+    pub fn recording(mut self, reads: Arc<Reads>) -> Self {
+        self.record = Some(reads);
+        self
+    }
+
+    /// This ledger answering each call as `tape` recorded it (a replay);
+    /// a call the tape does not have goes to this ledger's own store.
+    pub fn replaying(mut self, tape: Arc<Tape>) -> Self {
+        self.tape = Some(tape);
+        self
+    }
+
+    fn recorded(&self, like: &LedgerCall) -> Option<LedgerCall> {
+        self.tape.as_ref().and_then(|t| t.next(like))
+    }
+
+    fn keep(&self, call: impl FnOnce() -> LedgerCall) {
+        if let Some(r) = &self.record {
+            r.push(call());
+        }
     }
 
     /// The user this ledger belongs to.
@@ -79,9 +107,16 @@ impl Ledger {
     }
 
     pub(super) async fn read(&self) -> Result<LedgerView, DelegationError> {
-        let entries = self.store.ledger(&self.user).await?;
-        let plans = self.store.money_plans(&self.user).await?;
-        Ok(LedgerView { entries, plans })
+        let view = match self.recorded(&LedgerCall::Read { entries: Vec::new(), plans: Vec::new() }) {
+            Some(LedgerCall::Read { entries, plans }) => LedgerView { entries, plans },
+            _ => {
+                let entries = self.store.ledger(&self.user).await?;
+                let plans = self.store.money_plans(&self.user).await?;
+                LedgerView { entries, plans }
+            }
+        };
+        self.keep(|| LedgerCall::Read { entries: view.entries.clone(), plans: view.plans.clone() });
+        Ok(view)
     }
 
     pub(super) async fn write(&self, found: &[NewEntry], source: &str) -> Result<Written, DelegationError> {
@@ -112,7 +147,13 @@ impl Ledger {
                 }
             })
             .collect();
-        let added = self.store.ledger_add(&entries).await?;
+        let added = match self.recorded(&LedgerCall::Write { added: Vec::new() }) {
+            Some(LedgerCall::Write { added }) => entries.iter().map(|e| added.contains(&e.id)).collect(),
+            _ => self.store.ledger_add(&entries).await?,
+        };
+        self.keep(|| LedgerCall::Write {
+            added: entries.iter().zip(&added).filter(|(_, new)| **new).map(|(e, _)| e.id.clone()).collect(),
+        });
         let mut out = Written::default();
         for (entry, new) in entries.into_iter().zip(added) {
             if new { out.added.push(entry) } else { out.already_kept.push(entry) }
@@ -126,7 +167,12 @@ impl Ledger {
         category: Option<&str>,
         note: Option<&str>,
     ) -> Result<bool, DelegationError> {
-        Ok(self.store.ledger_update(&self.user, id, category, note).await?)
+        let found = match self.recorded(&LedgerCall::Update { id: id.into(), found: false }) {
+            Some(LedgerCall::Update { found, .. }) => found,
+            _ => self.store.ledger_update(&self.user, id, category, note).await?,
+        };
+        self.keep(|| LedgerCall::Update { id: id.into(), found });
+        Ok(found)
     }
 
     pub(super) async fn put_plan(
@@ -135,9 +181,19 @@ impl Ledger {
         name: &str,
         body: serde_json::Value,
     ) -> Result<(), DelegationError> {
-        let plan =
-            MoneyPlan { user_id: self.user.clone(), kind: kind.into(), name: name.into(), body, updated_at: now_ms() };
-        Ok(self.store.put_money_plan(&plan).await?)
+        let call = LedgerCall::PutPlan { kind: kind.into(), name: name.into() };
+        if self.recorded(&call).is_none() {
+            let plan = MoneyPlan {
+                user_id: self.user.clone(),
+                kind: kind.into(),
+                name: name.into(),
+                body,
+                updated_at: now_ms(),
+            };
+            self.store.put_money_plan(&plan).await?;
+        }
+        self.keep(|| call);
+        Ok(())
     }
 }
 
@@ -191,5 +247,38 @@ mod tests {
         let detached = AgentContext::detached([READ, WRITE]);
         assert!(!detached.can_read_ledger());
         assert_eq!(detached.read_ledger().await.unwrap_err().code, ErrorCode::ToolNotAllowed);
+    }
+
+    #[tokio::test]
+    async fn recorded_ledger_calls_answer_a_replay_the_same_on_an_empty_store() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let alice: UserId = "alice".parse().unwrap();
+        let earlier = AgentContext::detached([WRITE]).with_ledger(Ledger::new(store.clone(), alice.clone(), None));
+        earlier.write_ledger(&[coffee(450)], "receipt").await.unwrap();
+
+        // the run: a read, a write that finds one coffee kept already, a correction of an unknown id
+        let reads = Arc::new(Reads::default());
+        let ledger = Ledger::new(store.clone(), alice.clone(), None).recording(reads.clone());
+        let run = AgentContext::detached([READ, WRITE]).with_ledger(ledger);
+        let seen = run.read_ledger().await.unwrap();
+        let wrote = run.write_ledger(&[coffee(450), coffee(500)], "receipt").await.unwrap();
+        assert!(!run.correct_ledger("no-such-id", Some("Travel"), None).await.unwrap());
+        let recorded = reads.snapshot().unwrap();
+        assert_eq!(recorded.ledger.len(), 3, "{recorded:?}");
+
+        // the replay: an empty store, the same answers, nothing written anywhere real
+        let empty: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let tape = Arc::new(Tape::new(recorded.ledger.clone()));
+        let replay = AgentContext::detached([READ, WRITE])
+            .with_ledger(Ledger::new(empty.clone(), alice.clone(), None).replaying(tape));
+        assert_eq!(replay.read_ledger().await.unwrap(), seen);
+        let again = replay.write_ledger(&[coffee(450), coffee(500)], "receipt").await.unwrap();
+        assert_eq!((again.added.len(), again.already_kept.len()), (wrote.added.len(), wrote.already_kept.len()));
+        assert_eq!((again.added.len(), again.already_kept.len()), (1, 1));
+        assert!(!replay.correct_ledger("no-such-id", Some("Travel"), None).await.unwrap());
+        assert!(empty.ledger(&alice).await.unwrap().is_empty(), "a replay keeps nothing");
+        // past the tape (the agent calls more than it did), calls go to the replay's own store
+        assert!(replay.read_ledger().await.unwrap().entries.is_empty());
+        assert_eq!(store.ledger(&alice).await.unwrap().len(), 2, "the real ledger is as the run left it");
     }
 }

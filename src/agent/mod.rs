@@ -14,6 +14,7 @@ pub mod ledger;
 #[cfg(feature = "llm")]
 pub mod llm;
 mod off_thread;
+pub mod reads;
 pub mod tokens;
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ pub use crate::config::ToolSet;
 pub use delegator::{Call, Delegator, Dispatch, Lineage, Scope};
 pub use ledger::{Ledger, LedgerView, NewEntry, Written};
 pub use off_thread::OffThread;
+pub use reads::{LedgerCall, Reads, StepReads, Tape};
 
 use crate::protocol::{
     AgentSlug, Artifact, DelegationError, ErrorCode, HandoffData, NewFact, RequestId, Status, TokenUsage, UsedSource,
@@ -373,6 +375,11 @@ impl AgentContext {
     /// without being refused; [`AgentContext::use_tool`] is the rail).
     pub fn has_tool(&self, tool: &str) -> bool {
         self.tools.contains(tool)
+    }
+
+    /// Whether this delegation has the user's ledger (not a consult, not outside a runtime).
+    pub fn has_ledger(&self) -> bool {
+        self.ledger.is_some()
     }
 
     /// Whether this delegation may read the user's ledger: it has one and the tool `ledger.read`.

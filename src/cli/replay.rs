@@ -25,7 +25,7 @@ pub(super) async fn run(runtime: &Runtime, args: ReplayArgs, json: bool) -> u8 {
         Err(e) => return usage_error(format!("REQUEST_ID: {e}")),
     };
     let mode = if args.live { ReplayMode::Live } else { ReplayMode::Recorded };
-    match runtime.replay(id, mode).await {
+    match runtime.replay_for(&crate::auth::Principal::Admin, id, mode).await {
         Ok(report) => {
             if json {
                 outln!("{}", json!(report));

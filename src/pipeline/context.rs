@@ -53,6 +53,7 @@ pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, Deleg
     };
     if task.input.len() + task.objective.len() < OFF_THREAD_BYTES {
         Pii::new(&inner.redactor, Some(&adm.node.tree)).task(&mut task, spec.pii_access);
+        adm.node.reads.begin(&task.facts, &task.history);
         return Ok(task);
     }
     // a large input takes a while to redact: off the async workers, inside the deadline
@@ -62,7 +63,10 @@ pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, Deleg
         task
     });
     match tokio::time::timeout_at(adm.node.deadline, redacting).await {
-        Ok(Ok(task)) => Ok(task),
+        Ok(Ok(task)) => {
+            adm.node.reads.begin(&task.facts, &task.history);
+            Ok(task)
+        }
         Ok(Err(e)) => Err(DelegationError::new(ErrorCode::AgentFailed, format!("redacting the input failed: {e}"))),
         Err(_) => Err(deadline::timeout_error(Duration::from_millis(adm.deadline_ms))),
     }

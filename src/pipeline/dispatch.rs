@@ -30,8 +30,11 @@ pub(super) fn agent_context(node: &Arc<Node>, runtime: &Runtime, cancel: Cancell
     if node.scope.mode == Mode::Ephemeral {
         return context;
     }
+    // what this attempt reads is kept with the step (a replay gives it back)
+    node.reads.attempt();
     let store = runtime.inner.store.clone();
-    context.with_ledger(Ledger::new(store, node.scope.user.clone(), Some(node.scope.request_id)))
+    let ledger = Ledger::new(store, node.scope.user.clone(), Some(node.scope.request_id));
+    context.with_ledger(ledger.recording(node.reads.clone()))
 }
 
 /// The pipeline, as the agent of one node sees it.

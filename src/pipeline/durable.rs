@@ -72,7 +72,7 @@ pub(super) async fn approval(
 }
 
 /// Whether `caller` may see and act on a tree or approval of `user`.
-fn owns(caller: &Principal, user: &crate::protocol::UserId) -> bool {
+pub(super) fn owns(caller: &Principal, user: &crate::protocol::UserId) -> bool {
     matches!(caller, Principal::Admin) || caller.user() == Some(user)
 }
 
@@ -95,8 +95,11 @@ impl Runtime {
             } else if step.state == StepState::Waiting {
                 found.waiting.push(id);
             } else {
+                // counted before it runs again (the dashboard marks resumed trees)
+                let counted = TreeStep { resumes: step.resumes.saturating_add(1), ..step.clone() };
+                self.inner.store.put_step(&counted).await?;
                 let rt = self.clone();
-                tokio::spawn(async move { rt.resume_step(step).await });
+                tokio::spawn(async move { rt.resume_step(counted).await });
                 found.resumed.push(id);
             }
         }

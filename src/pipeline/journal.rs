@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::admit::Admitted;
 use super::pii::Pii;
 use super::{Entry, Runtime};
+use crate::agent::StepReads;
 use crate::auth::Principal;
 use crate::protocol::{DelegationResponse, ErrorCode, Status};
 use crate::store::{StepState, TreeStep, now_ms};
@@ -65,13 +66,16 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
         deadline_at: now.saturating_add(i64::try_from(left).unwrap_or(i64::MAX)),
         budget: adm.budget.grant(),
         attempts: 0,
+        reads: None,
+        resumes: 0,
         created_at: now,
         updated_at: now,
     }
 }
 
-/// The step as its delegation ended (or paused) with `response`.
-pub(super) fn ended(mut step: TreeStep, response: &DelegationResponse) -> TreeStep {
+/// The step as its delegation ended (or paused) with `response`, and what its agent read.
+pub(super) fn ended(mut step: TreeStep, response: &DelegationResponse, reads: Option<StepReads>) -> TreeStep {
+    step.reads = reads.and_then(|r| serde_json::to_string(&r).ok());
     step.state = match (response.status, response.error_code()) {
         (Status::NeedsApproval, _) => StepState::Waiting,
         (Status::Failed, Some(ErrorCode::Cancelled)) => StepState::Cancelled,

@@ -186,7 +186,7 @@ impl Runtime {
             conversation.messages.clear();
             conversation.facts.clear();
         }
-        conversation.step = Some(journal::ended(step, &response));
+        conversation.step = Some(journal::ended(step, &response, adm.node.reads.snapshot()));
         running.finish(&mut response, attempts.execution.attempts, conversation).await;
         tracing::info!(
             request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,

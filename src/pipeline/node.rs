@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::Scope;
+use crate::agent::{Reads, Scope};
 
 use crate::protocol::{AgentSlug, DelegationError, RequestId, TokenUsage};
 use crate::rails::Tree;
@@ -33,6 +33,8 @@ pub(crate) struct Node {
     resumed: AtomicBool,
     /// A child (or one below it) waits for a person's approval: what it said.
     waiting: std::sync::Mutex<Option<DelegationError>>,
+    /// What its agent read from the store (kept with its step, for replay).
+    pub reads: Arc<Reads>,
 }
 
 impl Deref for Node {
@@ -54,6 +56,7 @@ impl Node {
             calls: Default::default(),
             resumed: AtomicBool::new(false),
             waiting: Default::default(),
+            reads: Default::default(),
         }
     }
 

@@ -10,8 +10,11 @@
 //! response; a built-in agent runs its code again and delegates through the
 //! pipeline as usual. Live: every agent runs as configured today (a
 //! regression check for prompt or config changes). Either way a seeded agent
-//! gets the seed its recorded final attempt used, and the tree's recorded
-//! approvals are decided as they were. Each node's outcome (status, error
+//! gets the seed its recorded final attempt used, the tree's recorded
+//! approvals are decided as they were, and an agent that runs gets what it
+//! read from the store then (`TreeStep::reads`: its facts, its session's
+//! recent messages, each ledger call's answer) instead of the store as it is
+//! now, so a user's ledger that grew since does not make a difference. Each node's outcome (status, error
 //! code, result, artifacts) is compared with the recorded one.
 
 use std::collections::{HashMap, HashSet};
@@ -21,10 +24,11 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::{Runtime, journal};
-use crate::agent::{Agent, AgentContext, AgentOutput, Task, TokenEstimate};
+use crate::agent::{Agent, AgentContext, AgentOutput, Ledger, StepReads, Tape, Task, TokenEstimate};
+use crate::auth::Principal;
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, Status};
-use crate::store::{MemoryStore, StepState, Store, TreeStep};
+use crate::store::{MemoryStore, ReplayRecord, StepState, Store, TreeStep, now_ms};
 
 /// What a replay runs the agents against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -132,6 +136,44 @@ impl ReplayReport {
 }
 
 impl Runtime {
+    /// [`Runtime::replay`] on behalf of `caller` (the tree's user or an
+    /// operator: another user's tree is `USER_MISMATCH`), its report kept in
+    /// the store beside the tree (`replays`).
+    pub async fn replay_for(
+        &self,
+        caller: &Principal,
+        root: RequestId,
+        mode: ReplayMode,
+    ) -> Result<ReplayReport, DelegationError> {
+        let store = &self.inner.store;
+        let user = match store.step(root).await? {
+            Some(top) if !super::durable::owns(caller, &top.user_id) => {
+                return Err(DelegationError::new(
+                    ErrorCode::UserMismatch,
+                    format!("tree {root} belongs to another user"),
+                ));
+            }
+            Some(top) => top.user_id,
+            None => return self.replay(root, mode).await, // says why there is nothing to replay
+        };
+        let report = self.replay(root, mode).await?;
+        let kept = ReplayRecord {
+            id: RequestId::new().to_string(),
+            root_id: root,
+            user_id: user,
+            mode: serde_json::to_value(mode).ok().and_then(|m| m.as_str().map(str::to_string)).unwrap_or_default(),
+            identical: report.identical,
+            differing: u32::try_from(report.differing).unwrap_or(u32::MAX),
+            nodes: u32::try_from(report.nodes.len()).unwrap_or(u32::MAX),
+            report: serde_json::to_string(&report)
+                .map_err(|e| DelegationError::new(ErrorCode::AgentFailed, e.to_string()))?,
+            run_by: caller.label(),
+            created_at: now_ms(),
+        };
+        store.put_replay(&kept).await?;
+        Ok(report)
+    }
+
     /// Replays the recorded tree `root` (see the module docs) and compares
     /// every node with its record. Nothing in this runtime's store changes.
     /// `NOT_FOUND` for an id no tree has; `RECORD_INCOMPLETE` (naming what
@@ -268,6 +310,11 @@ impl Replayed {
         let step = self.recorded.get(&task.request_id?)?;
         serde_json::from_str(step.response.as_deref()?).ok()
     }
+
+    fn reads(&self, task: &Task) -> Option<StepReads> {
+        let step = self.recorded.get(&task.request_id?)?;
+        serde_json::from_str(step.reads.as_deref()?).ok()
+    }
 }
 
 #[async_trait]
@@ -281,13 +328,21 @@ impl Agent for Replayed {
             return as_output(r);
         }
         let seed = recorded.and_then(|r| r.execution).and_then(|e| e.seeds_tried.last().copied());
-        match seed.filter(|s| self.agent.seeds().contains(s)) {
-            Some(s) if task.seed != Some(s) => {
-                let mut task = task.clone();
-                task.seed = Some(s);
-                self.agent.run(ctx, &task).await
+        let mut task = task.clone();
+        if let Some(s) = seed.filter(|s| self.agent.seeds().contains(s)) {
+            task.seed = Some(s);
+        }
+        // what it read from the store then, given again: facts, history, its ledger calls' answers
+        let Some(reads) = self.reads(&task) else { return self.agent.run(ctx, &task).await };
+        (task.facts, task.history) = (reads.facts, reads.history);
+        match (ctx.has_ledger(), task.user_id.clone()) {
+            (true, Some(user)) => {
+                let own: Arc<dyn Store> = Arc::new(MemoryStore::new());
+                let tape = Arc::new(Tape::new(reads.ledger));
+                let ctx = ctx.clone().with_ledger(Ledger::new(own, user, task.request_id).replaying(tape));
+                self.agent.run(&ctx, &task).await
             }
-            _ => self.agent.run(ctx, task).await,
+            _ => self.agent.run(ctx, &task).await,
         }
     }
 

@@ -323,6 +323,8 @@ mod tests {
             deadline_at: 3,
             budget: 100,
             attempts: 0,
+            reads: None,
+            resumes: 0,
             created_at: 1,
             updated_at: 2,
         }

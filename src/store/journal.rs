@@ -88,6 +88,11 @@ pub struct TreeStep {
     pub budget: u32,
     /// Attempts its agent made, once it ended (0 before).
     pub attempts: u32,
+    /// What its agent read from the store as it ran (the agent layer's
+    /// `StepReads` as JSON), once it ended: what a replay gives the agent again.
+    pub reads: Option<String>,
+    /// How many times a restarted process resumed it.
+    pub resumes: u32,
     /// When it was first written.
     pub created_at: i64,
     /// When it was last written.
@@ -177,6 +182,32 @@ impl Approval {
     }
 }
 
+/// A replay that was run, and what it found (the report is the pipeline's
+/// `ReplayReport` as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayRecord {
+    /// The replay's own id.
+    pub id: String,
+    /// The tree replayed.
+    pub root_id: RequestId,
+    /// The tree's user.
+    pub user_id: UserId,
+    /// `recorded` or `live`.
+    pub mode: String,
+    /// Every node the same.
+    pub identical: bool,
+    /// Nodes that differ.
+    pub differing: u32,
+    /// Nodes compared.
+    pub nodes: u32,
+    /// The whole report, as JSON.
+    pub report: String,
+    /// Who ran it (a principal's label).
+    pub run_by: String,
+    /// When, in epoch milliseconds.
+    pub created_at: i64,
+}
+
 /// `next` written over `before` (the same step): a step never moves back
 /// from an end it reached (a late write of its start keeps the end), an
 /// empty envelope keeps the stored one, and the first write's time stays.
@@ -187,6 +218,10 @@ pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
     if out.request.is_empty() {
         out.request = before.request.clone();
     }
+    if out.reads.is_none() {
+        out.reads = before.reads.clone();
+    }
+    out.resumes = out.resumes.max(before.resumes);
     if before.state.is_terminal() && !next.state.is_terminal() {
         (out.state, out.response, out.attempts) = (before.state, before.response.clone(), before.attempts);
     }
@@ -216,6 +251,8 @@ struct StepRow {
     deadline_at: i64,
     budget: i64,
     attempts: i64,
+    reads: Option<String>,
+    resumes: i64,
     created_at: i64,
     updated_at: i64,
 }
@@ -238,6 +275,8 @@ impl TryFrom<StepRow> for TreeStep {
             deadline_at: r.deadline_at,
             budget: u32::try_from(r.budget).unwrap_or(0),
             attempts: u32::try_from(r.attempts).unwrap_or(0),
+            reads: r.reads,
+            resumes: u32::try_from(r.resumes).unwrap_or(0),
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -245,12 +284,12 @@ impl TryFrom<StepRow> for TreeStep {
 }
 
 const STEP_COLUMNS: &str = "request_id, root_id, parent_id, user_id, target, state, entry, caller, request, \
-                            response, deadline_at, budget, attempts, created_at, updated_at";
+                            response, deadline_at, budget, attempts, reads, resumes, created_at, updated_at";
 
 /// The `INSERT` of a step, and how a later write of the same step replaces it
 /// (its first write's `created_at` stays).
 pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_id, parent_id, user_id, target, state, \
-     entry, caller, request, response, deadline_at, budget, attempts, created_at, updated_at) VALUES ";
+     entry, caller, request, response, deadline_at, budget, attempts, reads, resumes, created_at, updated_at) VALUES ";
 /// A step never moves back from an end it reached (a late write of its
 /// start keeps the end), and an empty envelope keeps the stored one.
 pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
@@ -261,6 +300,8 @@ pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
      attempts = CASE WHEN tree_steps.state IN ('done', 'failed', 'cancelled') AND excluded.state IN ('running', 'waiting') \
        THEN tree_steps.attempts ELSE excluded.attempts END, \
      request = CASE WHEN excluded.request = '' THEN tree_steps.request ELSE excluded.request END, \
+     reads = COALESCE(excluded.reads, tree_steps.reads), \
+     resumes = CASE WHEN excluded.resumes > tree_steps.resumes THEN excluded.resumes ELSE tree_steps.resumes END, \
      deadline_at = excluded.deadline_at, budget = excluded.budget, updated_at = excluded.updated_at";
 
 fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
@@ -423,3 +464,69 @@ pub(super) async fn decide_approval(
     }
     approval(pool, id).await
 }
+
+#[derive(FromRow)]
+struct ReplayRow {
+    id: String,
+    root_id: String,
+    user_id: String,
+    mode: String,
+    identical: i64,
+    differing: i64,
+    nodes: i64,
+    report: String,
+    run_by: String,
+    created_at: i64,
+}
+
+pub(super) async fn put_replay(pool: &AnyPool, r: &ReplayRecord) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO replays (id, root_id, user_id, mode, identical, differing, nodes, report, run_by, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(r.id.clone())
+    .bind(r.root_id.to_string())
+    .bind(r.user_id.to_string())
+    .bind(r.mode.clone())
+    .bind(i64::from(r.identical))
+    .bind(i64::from(r.differing))
+    .bind(i64::from(r.nodes))
+    .bind(r.report.clone())
+    .bind(r.run_by.clone())
+    .bind(r.created_at)
+    .execute(pool)
+    .await
+    .map_err(backend_err)?;
+    Ok(())
+}
+
+/// The replays of a tree, newest first (at most [`REPLAYS_LIMIT`]).
+pub(super) async fn replays(pool: &AnyPool, root: RequestId) -> StoreResult<Vec<ReplayRecord>> {
+    let rows: Vec<ReplayRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id, root_id, user_id, mode, identical, differing, nodes, report, run_by, created_at FROM replays \
+         WHERE root_id = $1 ORDER BY created_at DESC, id DESC LIMIT {REPLAYS_LIMIT}"
+    )))
+    .bind(root.to_string())
+    .fetch_all(pool)
+    .await
+    .map_err(backend_err)?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(ReplayRecord {
+                root_id: r.root_id.parse().map_err(|_| corrupt("request id", &r.root_id))?,
+                user_id: UserId::parse(r.user_id.clone()).map_err(|_| corrupt("user", &r.user_id))?,
+                id: r.id,
+                mode: r.mode,
+                identical: r.identical != 0,
+                differing: u32::try_from(r.differing).unwrap_or(0),
+                nodes: u32::try_from(r.nodes).unwrap_or(0),
+                report: r.report,
+                run_by: r.run_by,
+                created_at: r.created_at,
+            })
+        })
+        .collect()
+}
+
+/// How many replays of one tree are listed.
+pub const REPLAYS_LIMIT: usize = 50;

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
-    Approval, ApprovalState, Claim, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, Session, Store,
-    StoreCounts, StoreError, StoreResult, TreeStep,
+    Approval, ApprovalState, Claim, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, ReplayRecord,
+    Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -41,6 +41,7 @@ struct Inner {
     plans: std::collections::BTreeMap<(UserId, String, String), MoneyPlan>,
     steps: HashMap<RequestId, TreeStep>,
     approvals: std::collections::BTreeMap<String, Approval>,
+    replays: Vec<ReplayRecord>,
 }
 
 impl MemoryStore {
@@ -337,6 +338,19 @@ impl Store for MemoryStore {
             n += 1;
         }
         Ok(n)
+    }
+
+    async fn put_replay(&self, replay: &ReplayRecord) -> StoreResult<()> {
+        lock(&self.inner).replays.push(replay.clone());
+        Ok(())
+    }
+
+    async fn replays(&self, root: RequestId) -> StoreResult<Vec<ReplayRecord>> {
+        let inner = lock(&self.inner);
+        let mut out: Vec<ReplayRecord> = inner.replays.iter().filter(|r| r.root_id == root).cloned().collect();
+        out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        out.truncate(super::REPLAYS_LIMIT);
+        Ok(out)
     }
 
     async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval> {

@@ -21,7 +21,7 @@ use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionI
 
 pub use a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
-pub use journal::{Approval, ApprovalState, StepState, TreeStep};
+pub use journal::{Approval, ApprovalState, REPLAYS_LIMIT, ReplayRecord, StepState, TreeStep};
 pub use ledger::{LedgerEntry, MoneyPlan, entry_id};
 pub use memory::MemoryStore;
 pub use signature::task_signature;
@@ -414,6 +414,12 @@ pub trait Store: Send + Sync + 'static {
         by: &str,
         reason: Option<&str>,
     ) -> StoreResult<Option<Approval>>;
+
+    /// Keeps the report of a replay that was run.
+    async fn put_replay(&self, replay: &ReplayRecord) -> StoreResult<()>;
+
+    /// The replays of the tree rooted at `root`, newest first (at most [`REPLAYS_LIMIT`]).
+    async fn replays(&self, root: RequestId) -> StoreResult<Vec<ReplayRecord>>;
 
     // A2A tasks and breakers (a2a_state.rs)
     /// Saves an A2A task, unless the store holds a version of it with a

@@ -21,7 +21,7 @@ pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
 use super::{
     Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome,
-    Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
+    ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -55,6 +55,7 @@ fn migrator() -> Migrator {
         m(4, "ledger", include_str!("migrations/0004_ledger.sql")),
         m(5, "journal", include_str!("migrations/0005_journal.sql")),
         m(6, "a2a_breakers", include_str!("migrations/0006_a2a_breakers.sql")),
+        m(7, "replay", include_str!("migrations/0007_replay.sql")),
     ])
 }
 
@@ -545,6 +546,14 @@ impl Store for SqlStore {
 
     async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval> {
         super::journal::ask_approval(&self.pool, approval).await
+    }
+
+    async fn put_replay(&self, replay: &ReplayRecord) -> StoreResult<()> {
+        super::journal::put_replay(&self.pool, replay).await
+    }
+
+    async fn replays(&self, root: RequestId) -> StoreResult<Vec<ReplayRecord>> {
+        super::journal::replays(&self.pool, root).await
     }
 
     async fn approval(&self, id: &str) -> StoreResult<Option<Approval>> {

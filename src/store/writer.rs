@@ -450,6 +450,8 @@ fn step_row(s: &TreeStep) -> Vec<Val> {
         Val::Int(s.deadline_at),
         Val::Int(i64::from(s.budget)),
         Val::Int(i64::from(s.attempts)),
+        Val::Opt(s.reads.clone()),
+        Val::Int(i64::from(s.resumes)),
         Val::Int(s.created_at),
         Val::Int(s.updated_at),
     ]

@@ -198,6 +198,7 @@ async fn a_tree_cut_off_mid_run_resumes_on_restart_without_running_a_finished_st
         // resumed once: a second restart finds nothing open
         let again = runtime(&db, CONFIG, &runs, false).resume_open_trees().await.unwrap();
         assert!(again.resumed.is_empty() && again.expired.is_empty(), "{}: {again:?}", db.name);
+        assert_eq!(store.step(root).await.unwrap().unwrap().resumes, 1, "{}: the resume is on file", db.name);
     }
 }
 
@@ -358,6 +359,8 @@ async fn the_journal_holds_on_every_store() {
             deadline_at: 1,
             budget: 100,
             attempts: 0,
+            reads: None,
+            resumes: 0,
             created_at: 1,
             updated_at: 1,
         };
@@ -369,15 +372,21 @@ async fn the_journal_holds_on_every_store() {
         assert!(open.contains(&root) && !open.contains(&child), "{name}: {open:?}");
         // a later write replaces the state, not the first write's time
         let mut later = step(child, Some(root), "child", StepState::Done);
-        (later.created_at, later.attempts) = (5, 2);
+        (later.created_at, later.attempts, later.reads) = (5, 2, Some(r#"{"facts":["x"]}"#.into()));
         store.put_step(&later).await.unwrap();
         let got = store.step(child).await.unwrap().unwrap();
         assert_eq!((got.state, got.attempts, got.created_at), (StepState::Done, 2, 1), "{name}");
+        assert_eq!(got.reads.as_deref(), Some(r#"{"facts":["x"]}"#), "{name}");
+        // a resume is counted; a later write that does not know of it keeps the count (and the reads)
+        store.put_step(&TreeStep { resumes: 2, ..step(root, None, "user", StepState::Running) }).await.unwrap();
+        store.put_step(&step(root, None, "user", StepState::Running)).await.unwrap();
+        assert_eq!(store.step(root).await.unwrap().unwrap().resumes, 2, "{name}");
         // a late write of its start (its envelope) does not move it back from its end
         let late = TreeStep { request: "{\"late\":1}".into(), ..step(child, Some(root), "child", StepState::Running) };
         store.put_step(&late).await.unwrap();
         let got = store.step(child).await.unwrap().unwrap();
         assert_eq!((got.state, got.attempts, got.request.as_str()), (StepState::Done, 2, "{\"late\":1}"), "{name}");
+        assert!(got.reads.is_some(), "{name}: a write without reads keeps them");
         // and an empty envelope keeps the stored one
         store.put_step(&TreeStep { request: String::new(), ..got.clone() }).await.unwrap();
         assert_eq!(store.step(child).await.unwrap().unwrap().request, "{\"late\":1}", "{name}");

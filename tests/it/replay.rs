@@ -63,6 +63,61 @@ async fn a_tree_of_the_built_in_team_replays_identical_and_changes_nothing() {
     }
 }
 
+/// A built-in agent that read the user's ledger replays from what it read
+/// then (kept with its step), not from the store as it is now: the ledger
+/// grows after the tree, and the replay is still identical. The replay's
+/// report is kept beside the tree; another user may not replay it.
+#[tokio::test]
+async fn a_tree_that_read_the_ledger_replays_from_what_it_read_then() {
+    for db in db::both().await {
+        let store = db.dyn_store();
+        let rt = Runtime::builder().store(store.clone()).build().unwrap();
+        let alice = user("alice");
+        let turn = |message: &'static str, input: Option<&'static str>| {
+            let opts = AskOptions { input: input.map(str::to_string), ..Default::default() };
+            let rt = rt.clone();
+            let alice = alice.clone();
+            async move { rt.ask(&alice, message, opts).await.unwrap() }
+        };
+        let statement = "Date,Description,Amount\n10/01/2026,Starbucks,-4.50\n10/02/2026,Starbucks,-5.40\n";
+        let kept = turn("Here's my bank statement", Some(statement)).await;
+        assert_eq!(kept.status, Status::Success, "{}: {}", db.name, kept.answer);
+        let asked = turn("What did I spend at Starbucks?", None).await;
+        assert!(asked.answer.contains("$9.90"), "{}: {}", db.name, asked.answer);
+
+        // what the agent read is on file with its step
+        let steps = store.tree_steps(asked.request_id).await.unwrap();
+        let read: Vec<&str> = steps.iter().filter_map(|s| s.reads.as_deref()).collect();
+        assert!(
+            read.iter().any(|r| r.contains("\"call\":\"read\"") && r.contains("Starbucks")),
+            "{}: {read:?}",
+            db.name
+        );
+
+        // later the ledger holds more: a replay still answers as the tree did
+        let more = "Date,Description,Amount\n10/03/2026,Starbucks,-7.00\n";
+        assert_eq!(turn("Here's another statement", Some(more)).await.status, Status::Success, "{}", db.name);
+        assert!(turn("What did I spend at Starbucks?", None).await.answer.contains("$16.90"), "{}", db.name);
+        let owner = switchboard::auth::Principal::User(alice.clone());
+        for mode in [ReplayMode::Recorded, ReplayMode::Live] {
+            let report = rt.replay_for(&owner, asked.request_id, mode).await.unwrap();
+            assert!(report.identical, "{}: {mode:?}\n{}", db.name, report.render());
+        }
+        let kept = store.replays(asked.request_id).await.unwrap();
+        assert_eq!(kept.len(), 2, "{}: both replays are on file", db.name);
+        assert!(kept.iter().all(|r| r.identical && r.run_by == "user:alice" && r.user_id == alice), "{kept:?}");
+        assert_eq!((kept[0].mode.as_str(), kept[1].mode.as_str()), ("live", "recorded"), "{}: newest first", db.name);
+        let report: serde_json::Value = serde_json::from_str(&kept[0].report).unwrap();
+        assert_eq!(report["root_id"], asked.request_id.to_string());
+
+        // another user's replay is refused and leaves no record
+        let bob = switchboard::auth::Principal::User(user("bob"));
+        let e = rt.replay_for(&bob, asked.request_id, ReplayMode::Recorded).await.map(drop).unwrap_err();
+        assert_eq!(e.code, ErrorCode::UserMismatch, "{}", e.message);
+        assert_eq!(store.replays(asked.request_id).await.unwrap().len(), 2, "{}", db.name);
+    }
+}
+
 const CONFIG: &str = r#"
 [[agents]]
 slug = "boss"

@@ -1,0 +1,113 @@
+//! What an agent read from the store during one delegation ([`StepReads`]):
+//! the facts and recent messages it was given and every ledger call it made,
+//! with the outcome. The runtime keeps it with the delegation's journal step
+//! so that `switchboard replay` can give a built-in agent the same data
+//! again: a replayed ledger answers each call as the recorded one did
+//! ([`Tape`]), and nothing reaches the user's real ledger.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::HistoryMessage;
+use crate::store::{LedgerEntry, MoneyPlan};
+use crate::util::lock;
+
+/// What one delegation's agent read (its final attempt's, when it made several).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepReads {
+    /// The facts it was given, as it saw them (PII redacted).
+    #[serde(default)]
+    pub facts: Vec<String>,
+    /// The recent messages of its session it was given.
+    #[serde(default)]
+    pub history: Vec<HistoryMessage>,
+    /// Its ledger calls, in order, with what each answered.
+    #[serde(default)]
+    pub ledger: Vec<LedgerCall>,
+}
+
+/// One ledger call and its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum LedgerCall {
+    /// A read: what the ledger held.
+    Read {
+        /// The transactions.
+        entries: Vec<LedgerEntry>,
+        /// The goals and debts.
+        plans: Vec<MoneyPlan>,
+    },
+    /// A write: the ids of the entries that were new.
+    Write {
+        /// Ids of entries added (the others were kept already).
+        added: Vec<String>,
+    },
+    /// A correction: whether the entry was found.
+    Update {
+        /// The entry's id.
+        id: String,
+        /// Whether the user had it.
+        found: bool,
+    },
+    /// A goal or debt kept.
+    PutPlan {
+        /// `goal` or `debt`.
+        kind: String,
+        /// Its name.
+        name: String,
+    },
+}
+
+impl LedgerCall {
+    fn same_kind(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+/// The reads of a running delegation, filled as its agent runs.
+#[derive(Debug, Default)]
+pub struct Reads(Mutex<StepReads>);
+
+impl Reads {
+    /// The delegation's agent is given these facts and this history (what
+    /// was read before is dropped).
+    pub fn begin(&self, facts: &[String], history: &[HistoryMessage]) {
+        *lock(&self.0) = StepReads { facts: facts.to_vec(), history: history.to_vec(), ledger: Vec::new() };
+    }
+
+    /// Another attempt starts: the ledger calls of the one before are dropped.
+    pub fn attempt(&self) {
+        lock(&self.0).ledger.clear();
+    }
+
+    pub(super) fn push(&self, call: LedgerCall) {
+        lock(&self.0).ledger.push(call);
+    }
+
+    /// What was read, None when nothing was (as stored with the step).
+    pub fn snapshot(&self) -> Option<StepReads> {
+        let reads = lock(&self.0).clone();
+        (reads != StepReads::default()).then_some(reads)
+    }
+}
+
+/// A replayed delegation's recorded ledger calls, answered in order.
+#[derive(Debug, Default)]
+pub struct Tape(Mutex<VecDeque<LedgerCall>>);
+
+impl Tape {
+    /// A tape of these calls.
+    pub fn new(calls: Vec<LedgerCall>) -> Self {
+        Self(Mutex::new(calls.into()))
+    }
+
+    /// The recorded answer to the next call, when the recorded next call is
+    /// of the same kind as `like` (else the agent called differently from
+    /// the record, and the call runs against the replay's own empty ledger).
+    pub(super) fn next(&self, like: &LedgerCall) -> Option<LedgerCall> {
+        let mut calls = lock(&self.0);
+        if calls.front().is_some_and(|c| c.same_kind(like)) { calls.pop_front() } else { None }
+    }
+}
