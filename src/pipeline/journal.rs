@@ -31,17 +31,19 @@ pub(super) fn entry_name(entry: &Entry, has_parent: bool) -> &'static str {
 
 /// The step of an admitted delegation as it starts: its deadline as a
 /// wall-clock time (a restart does not restart it) and, for a step that
-/// came in at the top, its envelope, redacted (a child's is made again by
-/// its resumed parent, so it is not kept). Redacting a large input takes a
+/// came in at the top, its envelope, redacted with the tree's vault (a
+/// child's is made again by its resumed parent, so it is not kept). Redacting a large input takes a
 /// while: it runs off the async workers and is waited for only until the
 /// deadline (a delegation out of time keeps no envelope and fails at once).
 pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'static str) -> TreeStep {
     let request = if entry == CHILD {
         String::new()
     } else {
-        let (rt, mut req) = (rt.clone(), adm.req.clone());
+        let (rt, mut req, tree) = (rt.clone(), adm.req.clone(), adm.node.tree.clone());
         let redacting = tokio::task::spawn_blocking(move || {
-            Pii::new(&rt.inner.redactor, None).request(&mut req);
+            // the tree's vault: a token in the kept envelope stands for what
+            // it stands for in the tree (and its session's earlier turns)
+            Pii::new(&rt.inner.redactor, Some(&tree)).request(&mut req);
             serde_json::to_string(&req).unwrap_or_default()
         });
         match tokio::time::timeout_at(adm.node.deadline, redacting).await {

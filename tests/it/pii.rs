@@ -223,3 +223,56 @@ async fn two_persons_numbers_in_two_turns_are_each_restored_to_their_own_turn() 
     let earlier = second.answer.split("now [").next().unwrap();
     assert!(!earlier.contains(BOB), "turn 1's number was restored with turn 2's: {}", second.answer);
 }
+
+/// A tree paused for approval runs again from its journal step. On main the
+/// step's envelope was tokenized on a vault of its own: in turn 2 of a
+/// session Bob's number was `<PHONE_1>` there, while the session's vault
+/// (which the resumed tree takes) says `<PHONE_1>` is Ann's, so the answer
+/// after the approval named Ann's number where the user had typed Bob's.
+#[tokio::test]
+async fn a_tree_resumed_after_an_approval_restores_this_turns_values_not_an_earlier_turns() {
+    const ANN: &str = "(415) 555-2671";
+    const BOB: &str = "(212) 555-0198";
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s = seen.clone();
+    // asks before it calls: "call" waits for a person's yes
+    let caller = agent(move |ctx, task| {
+        let s = s.clone();
+        async move {
+            s.lock().unwrap().push(task.objective.clone());
+            if task.objective.starts_with("Call") {
+                ctx.approve("call", &task.objective).await?;
+            }
+            Ok(AgentOutput::new("done", format!("done: {}", task.objective)))
+        }
+    });
+    let toml = "[[agents]]\nslug = \"caller\"\nname = \"caller\"\nrequires_approval = [\"call\"]\n";
+    let rt = switchboard::Runtime::builder()
+        .config(switchboard::config::Config::from_toml(toml).unwrap())
+        .agent("caller", caller)
+        .build()
+        .unwrap();
+    let alice = switchboard::protocol::UserId::parse("alice").unwrap();
+    let to = |session| switchboard::AskOptions {
+        agent: Some(switchboard::protocol::AgentSlug::parse("caller").unwrap()),
+        session,
+        ..Default::default()
+    };
+    let first = rt.ask(&alice, &format!("Note Ann's number {ANN}"), to(None)).await.unwrap();
+    assert!(first.answer.contains(ANN), "{}", first.answer);
+    let second = rt.ask(&alice, &format!("Call Bob at {BOB}"), to(Some(first.session_id))).await.unwrap();
+    assert_eq!(second.status, switchboard::protocol::Status::NeedsApproval, "{}", second.answer);
+
+    let me = switchboard::Principal::User(alice.clone());
+    let approval = rt.approvals(&me, true).await.unwrap().pop().unwrap();
+    assert!(!approval.summary.contains(BOB), "{}", approval.summary);
+    rt.decide(&me, &approval.id, true, None).await.unwrap();
+    let mut done = rt.resume_tree(second.request_id).await.unwrap();
+    assert_eq!(done.status, switchboard::protocol::Status::Success, "{:?}", done.error);
+    // the resumed agent saw the same token for Bob's number as before the pause
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen[1], seen[2], "the objective before and after the pause");
+    done.result = done.result.replace("done: ", "");
+    assert!(done.result.contains(BOB) && !done.result.contains(ANN), "Bob's number, not Ann's: {}", done.result);
+}
