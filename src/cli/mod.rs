@@ -271,13 +271,18 @@ fn usage_error(msg: impl std::fmt::Display) -> u8 {
 }
 
 async fn run(cli: Cli) -> u8 {
-    let config = match &cli.config {
+    let mut config = match &cli.config {
         Some(path) => match Config::load(path) {
             Ok(c) => c,
             Err(e) => return usage_error(e.message),
         },
         None => Config::builtin(),
     };
+    // a tree kept in a database resumes with its user's values: its vault is
+    // sealed under a key beside the lineage keys, unless the config names one
+    if config.pii.seal_key_file.is_none() && !matches!(cli.database_url.as_str(), "memory:" | "memory") {
+        config.pii.seal_key_file = Some(config.lineage.key_dir.join("pii-seal.key"));
+    }
     // this runtime's keys come first: the peers' entries may still wait for theirs
     if let Command::Keys(args) = &cli.command {
         return keys::run(&config, args, cli.json); // needs no store

@@ -68,6 +68,23 @@ pub struct Config {
     /// Actions that need a person's approval whichever agent takes them (`[approvals]`).
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// Where the key that seals a tree's PII vault in the journal lives (`[pii]`).
+    #[serde(default)]
+    pub pii: PiiConfig,
+}
+
+/// `[pii]`: the key a tree's PII vault is sealed with in the journal, so a
+/// tree resumed after a restart gives the user their values back (see
+/// docs/DURABILITY.md). Unset, a runtime seals with a key of its own process
+/// (the CLI and `serve` use `<lineage.key_dir>/pii-seal.key`): after a
+/// restart the tokens stay tokens. Replicas on one database share the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PiiConfig {
+    /// A file holding the key (64 hex digits), made (0600) at first use. A
+    /// relative path is relative to the working directory.
+    #[serde(default)]
+    pub seal_key_file: Option<PathBuf>,
 }
 
 /// `[approvals]`: the per-tool rule. `require = ["send_email"]` makes every

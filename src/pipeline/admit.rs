@@ -178,6 +178,9 @@ async fn rails(
     // the same value in every turn of a session and nothing elsewhere
     let at_edge = parent.is_none();
     let session_vault = req.child_session_id.filter(|_| at_edge).and_then(|s| inner.vaults.get(&req.user_id, s));
+    // a top step resumed from the journal: the vault its tree had, opened again
+    let session_vault = session_vault
+        .or_else(|| at_edge.then(|| crate::util::lock(&inner.resumed_vaults).remove(&req.request_id)).flatten());
     let tree = inner.trees.enter_with(&req.user_id, req.root_id(), session_vault);
     *entered = Some(tree.clone());
     let (depth, max_depth) = if user_turn {

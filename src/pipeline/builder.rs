@@ -80,6 +80,13 @@ impl RuntimeBuilder {
         let lineage = crate::lineage::Authority::new(&config.lineage, &config.trust)
             .map_err(|e| DelegationError::invalid(format!("invalid configuration: {e}")))?;
         let keeps_lineage = config.agents.iter().any(|a| a.backend.peer().is_some());
+        // what seals a tree's vault in the journal: a key file shared by the
+        // processes on one store, or this process's own key
+        let seal = match &config.pii.seal_key_file {
+            Some(path) => crate::redact::SealKey::from_file(path)
+                .map_err(|e| DelegationError::invalid(format!("invalid configuration: {e}")))?,
+            None => crate::redact::SealKey::random(),
+        };
         let store: Arc<dyn Store> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         Ok(Runtime {
             inner: Arc::new(Inner {
@@ -88,6 +95,8 @@ impl RuntimeBuilder {
                 store,
                 trees: Trees::new(),
                 vaults: SessionVaults::default(),
+                seal,
+                resumed_vaults: Default::default(),
                 redactor: Redactor::new(),
                 events: Events::default(),
                 domains: DomainTable::from_config(&config),

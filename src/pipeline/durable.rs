@@ -252,10 +252,17 @@ impl Runtime {
             return response;
         };
         req.constraints.deadline_ms = u64::try_from(left).unwrap_or(0);
+        // the tree's vault, unless its conversation's is still here: the user gets their values back
+        let held = req.child_session_id.and_then(|s| self.inner.vaults.get(&req.user_id, s));
+        if let (None, Some(vault)) = (held, step.pii.as_deref().and_then(|p| self.inner.seal.open(p))) {
+            lock(&self.inner.resumed_vaults).insert(id, Arc::new(std::sync::Mutex::new(vault)));
+        }
         // the budget is what was left: finished children spent theirs (the journal answers for them)
         req.constraints.max_tokens = req.constraints.max_tokens.saturating_sub(self.spent_below(&step).await);
         tracing::info!(request_id = %id, "resuming tree");
-        self.dispatch_step(None, &caller, req, journal::entry(&step), true).await
+        let response = self.dispatch_step(None, &caller, req, journal::entry(&step), true).await;
+        lock(&self.inner.resumed_vaults).remove(&id); // refused before it took it
+        response
     }
 
     /// Tokens the finished children of `step` used (their subtrees included).

@@ -14,6 +14,7 @@ use super::{Entry, Runtime};
 use crate::agent::StepReads;
 use crate::auth::Principal;
 use crate::protocol::{DelegationResponse, ErrorCode, Status};
+use crate::rails::Tree;
 use crate::store::{StepState, TreeStep, now_ms};
 
 /// The `entry` of a step made by a parent running in this process.
@@ -32,23 +33,24 @@ pub(super) fn entry_name(entry: &Entry, has_parent: bool) -> &'static str {
 /// The step of an admitted delegation as it starts: its deadline as a
 /// wall-clock time (a restart does not restart it) and, for a step that
 /// came in at the top, its envelope, redacted with the tree's vault (a
-/// child's is made again by its resumed parent, so it is not kept). Redacting a large input takes a
-/// while: it runs off the async workers and is waited for only until the
-/// deadline (a delegation out of time keeps no envelope and fails at once).
+/// child's is made again by its resumed parent, so it is not kept) and the
+/// tree's vault, sealed. Redacting a large input takes a while: it runs off
+/// the async workers and is waited for only until the deadline (a
+/// delegation out of time keeps no envelope and fails at once).
 pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'static str) -> TreeStep {
-    let request = if entry == CHILD {
-        String::new()
+    let (request, pii) = if entry == CHILD {
+        (String::new(), None)
     } else {
         let (rt, mut req, tree) = (rt.clone(), adm.req.clone(), adm.node.tree.clone());
         let redacting = tokio::task::spawn_blocking(move || {
             // the tree's vault: a token in the kept envelope stands for what
             // it stands for in the tree (and its session's earlier turns)
             Pii::new(&rt.inner.redactor, Some(&tree)).request(&mut req);
-            serde_json::to_string(&req).unwrap_or_default()
+            (serde_json::to_string(&req).unwrap_or_default(), sealed(&rt, &tree))
         });
         match tokio::time::timeout_at(adm.node.deadline, redacting).await {
-            Ok(Ok(request)) => request,
-            _ => String::new(),
+            Ok(Ok(kept)) => kept,
+            _ => (String::new(), None),
         }
     };
     let req = &adm.req;
@@ -70,13 +72,31 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
         attempts: 0,
         reads: None,
         resumes: 0,
+        pii,
         created_at: now,
         updated_at: now,
     }
 }
 
-/// The step as its delegation ended (or paused) with `response`, and what its agent read.
-pub(super) fn ended(mut step: TreeStep, response: &DelegationResponse, reads: Option<StepReads>) -> TreeStep {
+/// The tree's PII vault sealed for the journal (see `redact::SealKey`); None when it holds nothing.
+pub(super) fn sealed(rt: &Runtime, tree: &Tree) -> Option<String> {
+    let vault = tree.vault();
+    (!vault.is_empty()).then(|| rt.inner.seal.seal(&vault))
+}
+
+/// The step as its delegation ended (or paused) with `response`, and what
+/// its agent read; a top step keeps its tree's vault as it is now, sealed.
+pub(super) fn ended(
+    mut step: TreeStep,
+    response: &DelegationResponse,
+    reads: Option<StepReads>,
+    tree: Option<(&Runtime, &Tree)>,
+) -> TreeStep {
+    if step.is_top()
+        && let Some((rt, tree)) = tree
+    {
+        step.pii = sealed(rt, tree).or(step.pii);
+    }
     step.reads = reads.and_then(|r| serde_json::to_string(&r).ok());
     step.state = match (response.status, response.error_code()) {
         (Status::NeedsApproval, _) => StepState::Waiting,

@@ -186,7 +186,8 @@ impl Runtime {
             conversation.messages.clear();
             conversation.facts.clear();
         }
-        conversation.step = Some(journal::ended(step, &response, adm.node.reads.snapshot()));
+        let tree = Some((self, &*adm.node.tree));
+        conversation.step = Some(journal::ended(step, &response, adm.node.reads.snapshot(), tree));
         running.finish(&mut response, attempts.execution.attempts, conversation).await;
         tracing::info!(
             request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,

@@ -35,6 +35,11 @@ pub(super) struct Inner {
     pub trees: Arc<Trees>,
     /// Each conversation's PII vault, by (user, session).
     pub vaults: SessionVaults,
+    /// What seals a tree's vault in the journal.
+    pub seal: crate::redact::SealKey,
+    /// Vaults opened from the journal for top steps about to resume, by
+    /// request id (taken when the step is admitted again).
+    pub resumed_vaults: std::sync::Mutex<HashMap<RequestId, crate::rails::SharedVault>>,
     pub breakers: Breakers,
     pub redactor: Redactor,
     pub events: Events,

@@ -34,6 +34,7 @@
 
 mod checksums;
 mod detect;
+mod seal;
 mod vault;
 
 #[cfg(test)]
@@ -46,6 +47,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+pub use seal::SealKey;
 pub use vault::{Vault, name_in_address, name_token};
 
 /// What a finding is; also the token prefix.

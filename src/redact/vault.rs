@@ -193,6 +193,53 @@ impl Vault {
     }
 }
 
+/// A vault's contents, per kind in [`PiiKind::ALL`] order, for sealing
+/// (`seal.rs`): never logged or stored as it is.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct VaultParts(Vec<SlotParts>);
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SlotParts {
+    last: u64,
+    values: Vec<(u64, String)>,
+    reserved: Vec<u64>,
+}
+
+impl Vault {
+    pub(super) fn parts(&self) -> VaultParts {
+        VaultParts(
+            PiiKind::ALL
+                .iter()
+                .map(|kind| &self.slots[kind.index()])
+                .map(|s| SlotParts {
+                    last: s.last,
+                    values: s.by_number.iter().map(|(n, raw)| (*n, raw.to_string())).collect(),
+                    reserved: s.reserved.iter().copied().collect(),
+                })
+                .collect(),
+        )
+    }
+
+    /// The vault `parts` describe; None when they do not fit this build's kinds.
+    pub(super) fn from_parts(parts: VaultParts) -> Option<Self> {
+        if parts.0.len() != PiiKind::ALL.len() {
+            return None;
+        }
+        let mut vault = Vault::default();
+        for (kind, p) in PiiKind::ALL.iter().zip(parts.0) {
+            let slot = &mut vault.slots[kind.index()];
+            for (n, raw) in p.values {
+                let key = if *kind == PiiKind::Email { raw.to_lowercase() } else { raw.clone() };
+                slot.by_raw.insert(key.into(), n);
+                slot.by_number.insert(n, raw.into());
+            }
+            slot.last = p.last.max(slot.by_number.keys().copied().max().unwrap_or(0));
+            slot.reserved = p.reserved.into_iter().collect();
+        }
+        Some(vault)
+    }
+}
+
 impl fmt::Debug for Vault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Vault").field("len", &self.len()).finish_non_exhaustive()

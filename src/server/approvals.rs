@@ -325,6 +325,7 @@ mod tests {
             attempts: 0,
             reads: None,
             resumes: 0,
+            pii: None,
             created_at: 1,
             updated_at: 2,
         }

@@ -93,6 +93,9 @@ pub struct TreeStep {
     pub reads: Option<String>,
     /// How many times a restarted process resumed it.
     pub resumes: u32,
+    /// A top step's PII vault, sealed (encrypted under a key kept outside
+    /// the store): what a resumed tree restores its tokens with.
+    pub pii: Option<String>,
     /// When it was first written.
     pub created_at: i64,
     /// When it was last written.
@@ -221,6 +224,9 @@ pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
     if out.reads.is_none() {
         out.reads = before.reads.clone();
     }
+    if out.pii.is_none() {
+        out.pii = before.pii.clone();
+    }
     out.resumes = out.resumes.max(before.resumes);
     if before.state.is_terminal() && !next.state.is_terminal() {
         (out.state, out.response, out.attempts) = (before.state, before.response.clone(), before.attempts);
@@ -253,6 +259,7 @@ struct StepRow {
     attempts: i64,
     reads: Option<String>,
     resumes: i64,
+    pii: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -277,6 +284,7 @@ impl TryFrom<StepRow> for TreeStep {
             attempts: u32::try_from(r.attempts).unwrap_or(0),
             reads: r.reads,
             resumes: u32::try_from(r.resumes).unwrap_or(0),
+            pii: r.pii,
             created_at: r.created_at,
             updated_at: r.updated_at,
         })
@@ -284,12 +292,12 @@ impl TryFrom<StepRow> for TreeStep {
 }
 
 const STEP_COLUMNS: &str = "request_id, root_id, parent_id, user_id, target, state, entry, caller, request, \
-                            response, deadline_at, budget, attempts, reads, resumes, created_at, updated_at";
+                            response, deadline_at, budget, attempts, reads, resumes, pii, created_at, updated_at";
 
 /// The `INSERT` of a step, and how a later write of the same step replaces it
 /// (its first write's `created_at` stays).
 pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_id, parent_id, user_id, target, state, \
-     entry, caller, request, response, deadline_at, budget, attempts, reads, resumes, created_at, updated_at) VALUES ";
+     entry, caller, request, response, deadline_at, budget, attempts, reads, resumes, pii, created_at, updated_at) VALUES ";
 /// A step never moves back from an end it reached (a late write of its
 /// start keeps the end), and an empty envelope keeps the stored one.
 pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
@@ -301,6 +309,7 @@ pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
        THEN tree_steps.attempts ELSE excluded.attempts END, \
      request = CASE WHEN excluded.request = '' THEN tree_steps.request ELSE excluded.request END, \
      reads = COALESCE(excluded.reads, tree_steps.reads), \
+     pii = COALESCE(excluded.pii, tree_steps.pii), \
      resumes = CASE WHEN excluded.resumes > tree_steps.resumes THEN excluded.resumes ELSE tree_steps.resumes END, \
      deadline_at = excluded.deadline_at, budget = excluded.budget, updated_at = excluded.updated_at";
 

@@ -452,6 +452,7 @@ fn step_row(s: &TreeStep) -> Vec<Val> {
         Val::Int(i64::from(s.attempts)),
         Val::Opt(s.reads.clone()),
         Val::Int(i64::from(s.resumes)),
+        Val::Opt(s.pii.clone()),
         Val::Int(s.created_at),
         Val::Int(s.updated_at),
     ]

@@ -361,6 +361,7 @@ async fn the_journal_holds_on_every_store() {
             attempts: 0,
             reads: None,
             resumes: 0,
+            pii: None,
             created_at: 1,
             updated_at: 1,
         };

@@ -224,18 +224,14 @@ async fn two_persons_numbers_in_two_turns_are_each_restored_to_their_own_turn() 
     assert!(!earlier.contains(BOB), "turn 1's number was restored with turn 2's: {}", second.answer);
 }
 
-/// A tree paused for approval runs again from its journal step. On main the
-/// step's envelope was tokenized on a vault of its own: in turn 2 of a
-/// session Bob's number was `<PHONE_1>` there, while the session's vault
-/// (which the resumed tree takes) says `<PHONE_1>` is Ann's, so the answer
-/// after the approval named Ann's number where the user had typed Bob's.
-#[tokio::test]
-async fn a_tree_resumed_after_an_approval_restores_this_turns_values_not_an_earlier_turns() {
-    const ANN: &str = "(415) 555-2671";
-    const BOB: &str = "(212) 555-0198";
-    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+/// An agent that asks a person before it "calls": objectives that start
+/// with "Call" wait for approval `call`. What it saw goes to `seen`.
+fn caller_runtime(
+    seen: &Arc<Mutex<Vec<String>>>,
+    store: Option<Arc<dyn switchboard::store::Store>>,
+    key_file: Option<&std::path::Path>,
+) -> switchboard::Runtime {
     let s = seen.clone();
-    // asks before it calls: "call" waits for a person's yes
     let caller = agent(move |ctx, task| {
         let s = s.clone();
         async move {
@@ -246,33 +242,98 @@ async fn a_tree_resumed_after_an_approval_restores_this_turns_values_not_an_earl
             Ok(AgentOutput::new("done", format!("done: {}", task.objective)))
         }
     });
-    let toml = "[[agents]]\nslug = \"caller\"\nname = \"caller\"\nrequires_approval = [\"call\"]\n";
-    let rt = switchboard::Runtime::builder()
-        .config(switchboard::config::Config::from_toml(toml).unwrap())
-        .agent("caller", caller)
-        .build()
-        .unwrap();
-    let alice = switchboard::protocol::UserId::parse("alice").unwrap();
-    let to = |session| switchboard::AskOptions {
+    let mut toml = String::from("[[agents]]\nslug = \"caller\"\nname = \"caller\"\nrequires_approval = [\"call\"]\n");
+    if let Some(key) = key_file {
+        toml = format!("[pii]\nseal_key_file = {:?}\n\n{toml}", key.display().to_string());
+    }
+    let mut b = switchboard::Runtime::builder().config(switchboard::config::Config::from_toml(&toml).unwrap());
+    if let Some(store) = store {
+        b = b.store(store);
+    }
+    b.agent("caller", caller).build().unwrap()
+}
+
+fn to_caller(session: Option<switchboard::protocol::SessionId>) -> switchboard::AskOptions {
+    switchboard::AskOptions {
         agent: Some(switchboard::protocol::AgentSlug::parse("caller").unwrap()),
         session,
         ..Default::default()
-    };
-    let first = rt.ask(&alice, &format!("Note Ann's number {ANN}"), to(None)).await.unwrap();
-    assert!(first.answer.contains(ANN), "{}", first.answer);
-    let second = rt.ask(&alice, &format!("Call Bob at {BOB}"), to(Some(first.session_id))).await.unwrap();
-    assert_eq!(second.status, switchboard::protocol::Status::NeedsApproval, "{}", second.answer);
+    }
+}
 
-    let me = switchboard::Principal::User(alice.clone());
+const ANN: &str = "(415) 555-2671";
+const BOB: &str = "(212) 555-0198";
+
+/// Turn 1 notes Ann's number, turn 2 asks to call Bob and pauses for approval: its root id.
+async fn two_turns_the_second_paused(rt: &switchboard::Runtime) -> switchboard::protocol::RequestId {
+    let alice = switchboard::protocol::UserId::parse("alice").unwrap();
+    let first = rt.ask(&alice, &format!("Note Ann's number {ANN}"), to_caller(None)).await.unwrap();
+    assert!(first.answer.contains(ANN), "{}", first.answer);
+    let second = rt.ask(&alice, &format!("Call Bob at {BOB}"), to_caller(Some(first.session_id))).await.unwrap();
+    assert_eq!(second.status, switchboard::protocol::Status::NeedsApproval, "{}", second.answer);
+    second.request_id
+}
+
+/// Approves the pending approval and resumes its tree: the answer, as the caller gets it.
+async fn approve_and_resume(rt: &switchboard::Runtime, root: switchboard::protocol::RequestId) -> String {
+    let me = switchboard::Principal::User(switchboard::protocol::UserId::parse("alice").unwrap());
     let approval = rt.approvals(&me, true).await.unwrap().pop().unwrap();
     assert!(!approval.summary.contains(BOB), "{}", approval.summary);
     rt.decide(&me, &approval.id, true, None).await.unwrap();
-    let mut done = rt.resume_tree(second.request_id).await.unwrap();
+    let done = rt.resume_tree(root).await.unwrap();
     assert_eq!(done.status, switchboard::protocol::Status::Success, "{:?}", done.error);
+    done.result
+}
+
+/// A tree paused for approval runs again from its journal step. On main the
+/// step's envelope was tokenized on a vault of its own: in turn 2 of a
+/// session Bob's number was `<PHONE_1>` there, while the session's vault
+/// (which the resumed tree takes) says `<PHONE_1>` is Ann's, so the answer
+/// after the approval named Ann's number where the user had typed Bob's.
+#[tokio::test]
+async fn a_tree_resumed_after_an_approval_restores_this_turns_values_not_an_earlier_turns() {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let rt = caller_runtime(&seen, None, None);
+    let root = two_turns_the_second_paused(&rt).await;
+    let answer = approve_and_resume(&rt, root).await;
     // the resumed agent saw the same token for Bob's number as before the pause
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 3, "{seen:?}");
     assert_eq!(seen[1], seen[2], "the objective before and after the pause");
-    done.result = done.result.replace("done: ", "");
-    assert!(done.result.contains(BOB) && !done.result.contains(ANN), "Bob's number, not Ann's: {}", done.result);
+    assert!(answer.contains(BOB) && !answer.contains(ANN), "Bob's number, not Ann's: {answer}");
+}
+
+/// Across a restart the session's vault is gone; the tree's, sealed in its
+/// journal step under the key file, gives the user their values back. The
+/// database holds neither number. A process with another key opens nothing:
+/// the answer keeps its token, never a wrong value.
+#[tokio::test]
+async fn a_tree_resumed_after_a_restart_gives_the_values_back_with_its_key_and_tokens_without_it() {
+    let db = crate::db::sqlite().await;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("keys").join("pii-seal.key");
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let root = two_turns_the_second_paused(&caller_runtime(&seen, Some(db.dyn_store()), Some(&key))).await;
+    let step = db.dyn_store().step(root).await.unwrap().unwrap();
+    let sealed = step.pii.clone().expect("the paused tree's vault is kept, sealed");
+    for raw in [ANN, BOB, "555"] {
+        assert!(!sealed.contains(raw) && !step.request.contains(raw), "{raw} in the journal");
+    }
+
+    // another process, the same key file
+    let answer = approve_and_resume(&caller_runtime(&seen, Some(db.dyn_store()), Some(&key)), root).await;
+    assert!(answer.contains(BOB) && !answer.contains(ANN), "Bob's number after a restart: {answer}");
+
+    // a process without the key: the token stays a token
+    let root = two_turns_the_second_paused(&caller_runtime(&seen, Some(db.dyn_store()), Some(&key))).await;
+    let other = dir.path().join("other.key");
+    let answer = approve_and_resume(&caller_runtime(&seen, Some(db.dyn_store()), Some(&other)), root).await;
+    assert!(answer.contains("<PHONE_") && !answer.contains(ANN) && !answer.contains(BOB), "{answer}");
+
+    // a key file that is not a key: a clear error naming it
+    std::fs::write(&other, "not a key").unwrap();
+    let toml = format!("[pii]\nseal_key_file = {:?}\n", other.display().to_string());
+    let err = switchboard::Runtime::builder().config(switchboard::config::Config::from_toml(&toml).unwrap()).build();
+    let err = err.map(drop).unwrap_err();
+    assert!(err.message.contains("other.key") && err.message.contains("64 hex digits"), "{}", err.message);
 }

@@ -1,10 +1,14 @@
--- What a replay needs that the steps did not keep, and what replays found.
+-- What a replay and a resume need that the steps did not keep, and what replays found.
 -- `reads`: what a step's agent read from the store as it ran (the facts and
 -- recent messages it was given, every ledger call and its outcome), PII as
 -- stored, so `switchboard replay` gives a built-in agent the same data.
 -- `resumes`: how many times a restarted process resumed the step.
 ALTER TABLE tree_steps ADD COLUMN reads TEXT;
 ALTER TABLE tree_steps ADD COLUMN resumes BIGINT NOT NULL DEFAULT 0;
+-- `pii`: a top step's PII vault, sealed under a key kept outside the
+-- database ([pii] seal_key_file): a tree resumed after a restart gives the
+-- user their values back; the database holds only tokens and ciphertext.
+ALTER TABLE tree_steps ADD COLUMN pii TEXT;
 
 -- One row per replay that was run (CLI or HTTP): the report, to show beside
 -- the tree. A replay changes nothing else.

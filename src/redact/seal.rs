@@ -1,0 +1,169 @@
+//! A vault sealed for the journal: a tree's token ↔ value table, encrypted
+//! (ChaCha20-Poly1305) under a key that lives outside the store, so that a
+//! tree resumed after a restart gives the user their values back while the
+//! database (and its backups) holds only tokens and ciphertext. Without the
+//! key (a lost or another key file, a runtime with a key of its own) a
+//! sealed vault does not open: the tokens stay tokens, never another value.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+
+use super::Vault;
+use super::vault::VaultParts;
+
+/// What a sealed vault starts with: the format's version.
+const PREFIX: &str = "v1.";
+const NONCE_LEN: usize = 12;
+
+/// The key vaults are sealed with.
+#[derive(Clone)]
+pub struct SealKey(Key);
+
+impl std::fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealKey(..)")
+    }
+}
+
+impl SealKey {
+    /// A key of this process only: what it seals opens in this process only.
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system's random source");
+        Self(key.into())
+    }
+
+    /// The key in `path` (64 hex digits), made (0600, its directory 0700)
+    /// when there is no file yet. Two processes that make it at once end up
+    /// with the same key: the first one's.
+    pub fn from_file(path: &Path) -> Result<Self, String> {
+        let shown = path.display();
+        for _ in 0..50 {
+            match std::fs::read_to_string(path) {
+                Ok(text) if text.trim().is_empty() => {} // being written by another process
+                Ok(text) => return Self::parse(text.trim()).map_err(|e| format!("pii seal key file '{shown}': {e}")),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Self::create(path).map_err(|e| format!("pii seal key file '{shown}': cannot create it: {e}"))?;
+                    continue;
+                }
+                Err(e) => return Err(format!("pii seal key file '{shown}': {e}")),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Err(format!("pii seal key file '{shown}' stays empty; remove it to make a new key"))
+    }
+
+    fn parse(text: &str) -> Result<Self, String> {
+        let bytes = hex::decode(text).map_err(|_| "it must hold 64 hex digits (32 bytes)".to_string())?;
+        let key: [u8; 32] = bytes.try_into().map_err(|_| "it must hold 64 hex digits (32 bytes)".to_string())?;
+        Ok(Self(key.into()))
+    }
+
+    fn create(path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+            }
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut file = match options.open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()), // another process made it
+            Err(e) => return Err(e),
+        };
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
+        file.write_all(hex::encode(key).as_bytes())?;
+        file.sync_all()
+    }
+
+    /// `vault` sealed: `v1.` and the base64 of a fresh nonce and the ciphertext.
+    pub fn seal(&self, vault: &Vault) -> String {
+        let plain = serde_json::to_vec(&vault.parts()).unwrap_or_default();
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce).expect("the operating system's random source");
+        let sealed = ChaCha20Poly1305::new(&self.0)
+            .encrypt(&Nonce::from(nonce), plain.as_slice())
+            .expect("sealing a vault in memory");
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        format!("{PREFIX}{}", B64.encode(out))
+    }
+
+    /// The vault `sealed` holds, None when it was sealed with another key or is damaged.
+    pub fn open(&self, sealed: &str) -> Option<Vault> {
+        let bytes = B64.decode(sealed.strip_prefix(PREFIX)?).ok()?;
+        if bytes.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, body) = bytes.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().ok()?;
+        let plain = ChaCha20Poly1305::new(&self.0).decrypt(&Nonce::from(nonce), body).ok()?;
+        Vault::from_parts(serde_json::from_slice::<VaultParts>(&plain).ok()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redact::Redactor;
+
+    #[test]
+    fn a_sealed_vault_opens_with_its_key_only_and_restores_the_same_values() {
+        let redactor = Redactor::new();
+        let mut vault = Vault::new();
+        let text = redactor.redact("Mail Ann@Example.com or call (415) 555-2671; not <EMAIL_7>", &mut vault);
+        let key = SealKey::random();
+        let sealed = key.seal(&vault);
+        assert!(sealed.starts_with(PREFIX) && !sealed.contains("555") && !sealed.to_lowercase().contains("ann"));
+        let opened = key.open(&sealed).unwrap();
+        assert_eq!(opened.restore(&text), vault.restore(&text));
+        assert!(opened.restore(&text).contains("Ann@Example.com"), "{}", opened.restore(&text));
+        // the same value gets the same token after opening; a reserved literal stays reserved
+        let mut again = opened;
+        let more = redactor.redact("ann@example.com and bob@example.com", &mut again);
+        assert!(more.starts_with("<EMAIL_1> and <EMAIL_2>"), "{more}");
+        assert!(!more.contains("<EMAIL_7>"));
+
+        assert!(SealKey::random().open(&sealed).is_none(), "another key opens nothing");
+        let mut damaged = sealed.clone();
+        damaged.pop();
+        assert!(key.open(&damaged).is_none() && key.open("garbage").is_none() && key.open("v1.").is_none());
+    }
+
+    #[test]
+    fn a_key_file_is_made_once_and_read_back_and_a_bad_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys").join("pii-seal.key");
+        let first = SealKey::from_file(&path).unwrap();
+        let vault = {
+            let mut v = Vault::new();
+            Redactor::new().redact("ann@example.com", &mut v);
+            v
+        };
+        let sealed = first.seal(&vault);
+        assert!(SealKey::from_file(&path).unwrap().open(&sealed).is_some(), "the same key, read back");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        std::fs::write(&path, "not hex").unwrap();
+        let e = SealKey::from_file(&path).unwrap_err();
+        assert!(e.contains("64 hex digits") && e.contains("pii-seal.key"), "{e}");
+    }
+}
