@@ -310,6 +310,12 @@ async fn drive_replay(
     let shown = cdp.wait_for("the live replay", &replay_js(&root), |v| v["busy"] == false && earlier(v) == 3).await?;
     assert_eq!((&shown["result"], &shown["result_mode"]), (&json!("identical"), &json!("live")), "{shown}");
     assert_eq!(shown["earlier"][0]["mode"], "live", "{shown}");
+    // an earlier one is shown again from its kept report
+    click(&mut cdp, &format!("[data-root-id=\"{root}\"] .replays li:nth-child(2) button.replay-show")).await?;
+    cdp.wait_for("an earlier replay shown again", &replay_js(&root), |v| {
+        v["result_mode"] == "recorded" && v["verdicts"].as_array().is_some_and(|n| n.len() == 3)
+    })
+    .await?;
     let root_id: RequestId = root.parse().map_err(|_| "root id")?;
     assert_eq!(db.store.replays(root_id).await.map_err(|e| e.to_string())?.len(), 3);
 
