@@ -6,7 +6,12 @@
 //! | `GET /v1/approvals[?state=pending\|all]` | user token (own), admin (all) | `{"approvals":[…]}` |
 //! | `POST /v1/approvals/{id}` | the approval's user, admin | `{"decision":"approve"\|"reject","reason"?}` → `{"approval","resumed"}` |
 //! | `POST /v1/trees/{id}/cancel` | the tree's user, admin, the agent that sent it | `{"cancelled_steps":n}` |
-//! | `GET /v1/trees/{id}/steps` | the tree's user, admin (bodies too); an agent that took part (no bodies) | `{"root_id","state","steps","approvals"}` |
+//! | `GET /v1/trees/{id}/steps` | the tree's user, admin (bodies too); an agent that took part (no bodies) | `{"root_id","state","resumed","steps","approvals"}` |
+//!
+//! Each step says how many times a restarted process resumed it
+//! (`resumes`), and `resumed` adds them up for the tree, so the dashboard
+//! can mark a tree a restart resumed. A count tells nothing of what a step
+//! carried, so an outline shows it too. Replays are in [`super::trees`].
 //!
 //! Service tokens have no approvals (`UNAUTHENTICATED`, as at `/v1/chat`
 //! and `/v1/ledger`): a person answers them. An answer is recorded by
@@ -217,6 +222,7 @@ pub fn step_json(step: &TreeStep, sight: Sight) -> Value {
     v.insert("created_at".into(), json!(step.created_at));
     v.insert("updated_at".into(), json!(step.updated_at));
     v.insert("deadline_at".into(), json!(step.deadline_at));
+    v.insert("resumes".into(), json!(step.resumes));
     if sight == Sight::Whole {
         v.insert("user_id".into(), json!(step.user_id));
         v.insert("entry".into(), json!(step.entry));
@@ -258,9 +264,11 @@ pub async fn steps(
     } else {
         Vec::new()
     };
+    let resumed: u64 = steps.iter().map(|s| u64::from(s.resumes)).sum();
     Ok(Json(json!({
         "root_id": root,
         "state": top.map(StepState::as_str),
+        "resumed": resumed,
         "steps": steps.iter().map(|s| step_json(s, sight)).collect::<Vec<_>>(),
         "approvals": approvals,
     })))
@@ -355,5 +363,9 @@ mod tests {
             outline.get("request").is_none() && outline.get("response").is_none() && outline.get("caller").is_none()
         );
         assert_eq!(outline["target"], "boss");
+        // how often a restart resumed it tells nothing of a body: the outline has it too
+        let resumed = TreeStep { resumes: 2, ..steps[0].clone() };
+        assert_eq!(step_json(&resumed, Sight::Outline)["resumes"].as_u64(), Some(2));
+        assert_eq!(step_json(&steps[1], Sight::Whole)["resumes"].as_u64(), Some(0));
     }
 }

@@ -13,7 +13,8 @@
 //! | `GET /healthz`, `GET /metrics` | anyone | health, Prometheus |
 //! | `GET /v1/ledger`, `GET /v1/ledger/chart.svg` | user token (own), admin (`?user=`) | the user's money and its charts |
 //! | `GET /v1/approvals`, `POST /v1/approvals/{id}` | user token (own), admin | approvals to answer; an answer resumes its tree |
-//! | `POST /v1/trees/{id}/cancel`, `GET /v1/trees/{id}/steps` | the tree's user, admin | cancel a tree; its journal of steps |
+//! | `POST /v1/trees/{id}/cancel`, `GET /v1/trees/{id}/steps` | the tree's user, admin | cancel a tree; its journal of steps (and how often a restart resumed it) |
+//! | `POST /v1/trees/{id}/replay`, `GET /v1/trees/{id}/replays` | the tree's user, admin | replay a tree (recorded or live); the replays kept |
 //! | `GET /` | anyone (the page asks for a token) | live delegation trees, the Money view |
 
 #[cfg(feature = "a2a")]
@@ -28,6 +29,7 @@ pub mod ledger;
 mod native;
 mod openai;
 mod state;
+pub mod trees;
 mod ui;
 
 use std::future::Future;
@@ -57,6 +59,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/approvals/{id}", post(approvals::decide))
         .route("/v1/trees/{id}/cancel", post(approvals::cancel))
         .route("/v1/trees/{id}/steps", get(approvals::steps))
+        .route("/v1/trees/{id}/replay", post(trees::replay))
+        .route("/v1/trees/{id}/replays", get(trees::replays))
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))
         .route("/", get(ui::index))

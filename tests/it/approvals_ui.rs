@@ -2,7 +2,9 @@
 //! an approval shows its waiting nodes and the pending approval; clicking
 //! Approve resumes it (the store says approved and the tree done, and the
 //! page shows it finished); Reject takes a reason; Cancel (two clicks)
-//! cancels a waiting tree for good.
+//! cancels a waiting tree for good. A tree a restarted server resumed is
+//! marked so, and its Replay buttons show the verdict per node and the
+//! list of its earlier replays.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use std::sync::atomic::Ordering;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use switchboard::protocol::RequestId;
-use switchboard::store::{ApprovalState, StepState};
+use switchboard::store::{ApprovalState, StepState, Store};
 
 use super::approvals_http::{self as setup, ALICE, Client, Runs};
 use super::ui::{self, Cdp, Harness};
@@ -195,6 +197,159 @@ async fn dashboard_shows_a_waiting_tree_and_approving_it_resumes_the_tree() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = Harness { server: stand_in, chromium: None, database_url: db.url.clone(), dir };
     if let Err(e) = drive(&mut h, &addr, &chromium, &db, &runs).await {
+        panic!("{e}\n{}", h.logs());
+    }
+    ui::close(h, None).await;
+}
+
+/// What the page shows of tree `root`: its status, the resumed badge and the replay panel.
+fn replay_js(root: &str) -> String {
+    format!(
+        "(() => {{
+          const t = [...document.querySelectorAll('#trees [data-root-id]')].find(t => t.dataset.rootId === {root});
+          if (!t) return null;
+          const p = t.querySelector('.replay-panel');
+          const list = p?.querySelector('.replays ol');
+          return {{
+            status: t.dataset.status,
+            resumed: t.querySelector('header .badge.resumed')?.textContent ?? null,
+            nodes: [...t.querySelectorAll('.nodes [data-request-id]')].map(n => [n.dataset.agent, n.dataset.status]),
+            buttons: [...t.querySelectorAll('header button.replay-run')].map(b => b.dataset.mode),
+            panel: !!p,
+            busy: !!p?.querySelector('.busy'),
+            result: p?.querySelector('.replay-result h3 .badge')?.textContent ?? null,
+            result_mode: p?.querySelector('.replay-result')?.dataset.mode ?? null,
+            verdicts: [...(p?.querySelectorAll('.replay-node') ?? [])].map(n => [n.dataset.agent, n.dataset.verdict]),
+            earlier: list ? [...list.querySelectorAll('li[data-replay-id]')].map(li => ({{
+              mode: li.dataset.mode, identical: li.dataset.identical, text: li.textContent }})) : null,
+            error: p?.querySelector('.error')?.textContent ?? null,
+          }};
+        }})()",
+        root = serde_json::to_string(root).unwrap()
+    )
+}
+
+fn earlier(v: &Value) -> usize {
+    v["earlier"].as_array().map_or(0, Vec::len)
+}
+
+async fn drive_replay(
+    h: &mut Harness,
+    addr: &str,
+    chromium: &Path,
+    db: &db::Db,
+    rt: &switchboard::Runtime,
+) -> Result<(), String> {
+    use super::replay_http::{self as rp, ALICE};
+    let c = Client::new(addr);
+    let mut cdp = ui::open_page(h, chromium).await?;
+    cdp.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
+    )
+    .await?;
+    cdp.call("Page.navigate", json!({ "url": format!("http://{addr}/#token={ALICE}") })).await?;
+    cdp.wait_for("the live connection", "document.querySelector('[data-connected=\"true\"]') !== null", |v| v == true)
+        .await?;
+
+    // a process dies mid-tree; this server resumes it (as `serve` does at start) while the page watches
+    let runs = Arc::new(rp::Runs::default());
+    let root = rp::cut_off_mid_tree(db, &runs).await;
+    let found = rt.resume_open_trees().await.map_err(|e| e.to_string())?;
+    if found.resumed != [root] {
+        return Err(format!("not resumed: {found:?}"));
+    }
+    let root = root.to_string();
+    let shown = cdp
+        .wait_for("the resumed tree, marked", &replay_js(&root), |v| {
+            // first ended before the restart (the resumed run sent no events for it): it comes from the
+            // stored tree, placed when its step was first written
+            v["status"] == "success"
+                && v["resumed"] == "resumed after a restart"
+                && v["nodes"] == json!([["boss", "success"], ["first", "success"], ["second", "success"]])
+        })
+        .await?;
+    assert_eq!(shown["buttons"], json!(["recorded", "live"]), "an ended tree can be replayed: {shown}");
+    assert_eq!(shown["panel"], false, "{shown}");
+
+    // one replay already kept; the list shows it
+    let (status, first) = c.post(ALICE, &format!("/v1/trees/{root}/replay"), json!({})).await;
+    if status != 200 {
+        return Err(format!("POST replay: {status}: {first}"));
+    }
+    click(&mut cdp, &format!("[data-root-id=\"{root}\"] header button.replay-list")).await?;
+    let shown = cdp.wait_for("the earlier replays", &replay_js(&root), |v| earlier(v) == 1).await?;
+    let kept = &shown["earlier"][0];
+    assert_eq!((&kept["mode"], &kept["identical"]), (&json!("recorded"), &json!("true")), "{shown}");
+    let text = kept["text"].as_str().unwrap();
+    assert!(text.contains("identical") && text.contains("user:alice"), "{text}");
+
+    // Replay: the verdict per node, and the list grows by one
+    click(&mut cdp, &format!("[data-root-id=\"{root}\"] header button.replay-run[data-mode=recorded]")).await?;
+    let shown = cdp
+        .wait_for("the replay's verdict", &replay_js(&root), |v| {
+            v["busy"] == false && v["result"].is_string() && earlier(v) == 2
+        })
+        .await?;
+    assert_eq!((&shown["result"], &shown["result_mode"]), (&json!("identical"), &json!("recorded")), "{shown}");
+    assert_eq!(shown["verdicts"], json!([["boss", "same"], ["first", "same"], ["second", "same"]]), "{shown}");
+    assert_eq!(shown["error"], Value::Null, "{shown}");
+
+    // the picture, for people
+    let shot = cdp.call("Page.captureScreenshot", json!({"format": "png", "captureBeyondViewport": true})).await?;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().ok_or("no screenshot data")?)
+        .map_err(|e| e.to_string())?;
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).parent().map(|t| t.join("test-artifacts")).unwrap();
+    std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
+    std::fs::write(artifacts.join("replay.png"), &png).map_err(|e| e.to_string())?;
+    eprintln!("screenshot: {}", artifacts.join("replay.png").display());
+
+    // Replay live: newest first in the list
+    click(&mut cdp, &format!("[data-root-id=\"{root}\"] header button.replay-run[data-mode=live]")).await?;
+    let shown = cdp.wait_for("the live replay", &replay_js(&root), |v| v["busy"] == false && earlier(v) == 3).await?;
+    assert_eq!((&shown["result"], &shown["result_mode"]), (&json!("identical"), &json!("live")), "{shown}");
+    assert_eq!(shown["earlier"][0]["mode"], "live", "{shown}");
+    // an earlier one is shown again from its kept report
+    click(&mut cdp, &format!("[data-root-id=\"{root}\"] .replays li:nth-child(2) button.replay-show")).await?;
+    cdp.wait_for("an earlier replay shown again", &replay_js(&root), |v| {
+        v["result_mode"] == "recorded" && v["verdicts"].as_array().is_some_and(|n| n.len() == 3)
+    })
+    .await?;
+    let root_id: RequestId = root.parse().map_err(|_| "root id")?;
+    assert_eq!(db.store.replays(root_id).await.map_err(|e| e.to_string())?.len(), 3);
+
+    // a tree whose journal lost a step: the server's refusal is shown, and nothing is kept
+    use sqlx::Executor as _;
+    let pool = sqlx::AnyPool::connect(&db.url).await.map_err(|e| e.to_string())?;
+    pool.execute(sqlx::AssertSqlSafe(format!("DELETE FROM tree_steps WHERE root_id = '{root}' AND target = 'second'")))
+        .await
+        .map_err(|e| e.to_string())?;
+    click(&mut cdp, &format!("[data-root-id=\"{root}\"] header button.replay-run[data-mode=recorded]")).await?;
+    let shown =
+        cdp.wait_for("the refusal", &replay_js(&root), |v| v["busy"] == false && v["error"].is_string()).await?;
+    let error = shown["error"].as_str().unwrap();
+    assert!(error.contains("RECORD_INCOMPLETE") && error.contains("cannot be replayed"), "{shown}");
+    assert_eq!((&shown["result"], earlier(&shown)), (&Value::Null, 3), "{shown}");
+    assert_eq!(db.store.replays(root_id).await.map_err(|e| e.to_string())?.len(), 3);
+
+    assert!(cdp.page_errors.is_empty(), "the page reported errors: {:?}", cdp.page_errors);
+    cdp.session = None;
+    let _ = cdp.call("Browser.close", json!({})).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn dashboard_marks_a_resumed_tree_and_replays_it() {
+    let Some(chromium) = ui::chromium_or_skip("the replay page test") else { return };
+    let db = db::sqlite().await;
+    let runs = Arc::new(super::replay_http::Runs::default());
+    let rt = super::replay_http::runtime(&db, &runs, false);
+    let addr = setup::serve(rt.clone()).await;
+    let stand_in = tokio::process::Command::new("true").kill_on_drop(true).spawn().expect("true");
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = Harness { server: stand_in, chromium: None, database_url: db.url.clone(), dir };
+    if let Err(e) = drive_replay(&mut h, &addr, &chromium, &db, &rt).await {
         panic!("{e}\n{}", h.logs());
     }
     ui::close(h, None).await;

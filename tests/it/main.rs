@@ -25,6 +25,7 @@ mod protocol;
 mod rails;
 mod real_model;
 mod replay;
+mod replay_http;
 mod resilience;
 mod seeds;
 mod service;

@@ -1,0 +1,269 @@
+//! Replays and resumed trees over HTTP, on a real server on 127.0.0.1 over
+//! SQLite and PostgreSQL: the tree's user replays it at
+//! `POST /v1/trees/{id}/replay` (identical, and kept: `GET …/replays` lists
+//! it); another user, a service token, a malformed body or id and an
+//! unknown tree are refused with stable codes and keep nothing; a tree cut
+//! off mid-run cannot be replayed until a restarted server resumed it, and
+//! then its journal (`GET …/steps`) says it was resumed once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard::agent::Call;
+use switchboard::config::Config;
+use switchboard::protocol::RequestId;
+use switchboard::server::AppState;
+use switchboard::store::Store;
+use switchboard::{AgentOutput, AskOptions, Runtime};
+use tokio::sync::Notify;
+
+use super::approvals_http::{Client, serve};
+use crate::db::{self, Db};
+use crate::support::{agent, slug, user};
+
+pub(crate) const ALICE: &str = "rpl-alice-token";
+pub(crate) const BOB: &str = "rpl-bob-token";
+pub(crate) const ADMIN: &str = "rpl-admin-token";
+pub(crate) const GATEWAY: &str = "rpl-gateway-token";
+
+const CONFIG: &str = r#"
+[limits]
+deadline_ms = 30000
+
+[prime]
+agent = "boss"
+
+[auth]
+admin_tokens = ["rpl-admin-token"]
+user_tokens = { "alice" = "rpl-alice-token", "bob" = "rpl-bob-token" }
+service_tokens = { "gateway" = "rpl-gateway-token" }
+service_roots = { "gateway" = ["*"] }
+
+[[agents]]
+slug = "gateway"
+name = "Gateway"
+may_delegate_to = ["boss"]
+
+[[agents]]
+slug = "boss"
+name = "Boss"
+may_delegate_to = ["first", "second"]
+
+[[agents]]
+slug = "first"
+name = "First"
+
+[[agents]]
+slug = "second"
+name = "Second"
+"#;
+
+/// What the agents did, across every runtime of a test.
+#[derive(Default)]
+pub(crate) struct Runs {
+    pub(crate) first: AtomicUsize,
+    pub(crate) second: AtomicUsize,
+    second_started: Notify,
+}
+
+/// A runtime on `db` whose boss asks first, then second; `second_hangs`
+/// makes second wait forever (the process "dies" there).
+pub(crate) fn runtime(db: &Db, runs: &Arc<Runs>, second_hangs: bool) -> Runtime {
+    let (r1, r2) = (runs.clone(), runs.clone());
+    Runtime::builder()
+        .config(Config::from_toml(CONFIG).unwrap())
+        .store(db.dyn_store())
+        .agent("gateway", agent(|_ctx, _task| async { Ok(AgentOutput::new("ok", "ok")) }))
+        .agent(
+            "boss",
+            agent(|ctx, _task| async move {
+                let d = ctx.delegator()?;
+                let one = d.delegate(Call::new(slug("first"), "step one")).await;
+                let two = d.delegate(Call::new(slug("second"), "step two")).await;
+                Ok(AgentOutput::new("done", format!("{} + {}", one.result, two.result)))
+            }),
+        )
+        .agent(
+            "first",
+            agent(move |_ctx, _task| {
+                let runs = r1.clone();
+                async move {
+                    runs.first.fetch_add(1, Ordering::SeqCst);
+                    Ok(AgentOutput::new("one", "one"))
+                }
+            }),
+        )
+        .agent(
+            "second",
+            agent(move |_ctx, _task| {
+                let runs = r2.clone();
+                async move {
+                    runs.second_started.notify_waiters();
+                    if second_hangs {
+                        std::future::pending::<()>().await;
+                    }
+                    runs.second.fetch_add(1, Ordering::SeqCst);
+                    Ok(AgentOutput::new("two", "two"))
+                }
+            }),
+        )
+        .build()
+        .unwrap()
+}
+
+/// Starts a tree as alice on a runtime whose second agent hangs, and "kills"
+/// the runtime once second runs: the task is aborted and the runtime dropped.
+/// The tree's steps stay open in the store.
+pub(crate) async fn cut_off_mid_tree(db: &Db, runs: &Arc<Runs>) -> RequestId {
+    let rt = runtime(db, runs, true);
+    let root = RequestId::new();
+    let started = runs.second_started.notified();
+    let opts = AskOptions { agent: Some(slug("boss")), request_id: Some(root), ..Default::default() };
+    let task = tokio::spawn(async move { rt.ask(&user("alice"), "Do the report", opts).await });
+    tokio::time::timeout(Duration::from_secs(10), started).await.expect("second started");
+    task.abort();
+    let _ = task.await;
+    root
+}
+
+/// Serves `runtime` as `switchboard serve` does: at start it resumes the
+/// trees a restart cut off (and the test's runtime ends it). Its address.
+pub(crate) async fn serve_restarted(runtime: Runtime) -> String {
+    let auth = runtime.config().auth.clone();
+    let state = Arc::new(AppState::new(runtime));
+    state.tokens.load_config(&auth).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(switchboard::server::serve(state, listener, Duration::from_secs(1), std::future::pending()));
+    addr
+}
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_default()
+}
+
+fn replays(body: &Value) -> &Vec<Value> {
+    body["replays"].as_array().unwrap_or_else(|| panic!("no replays in {body}"))
+}
+
+#[tokio::test]
+async fn the_owner_replays_a_tree_over_http_and_the_replay_is_kept() {
+    for db in db::both().await {
+        let name = db.name;
+        let runs = Arc::new(Runs::default());
+        let c = Client::new(&serve(runtime(&db, &runs, false)).await);
+        let (status, chat) = c.post(ALICE, "/v1/chat", json!({ "message": "Do the report" })).await;
+        assert_eq!((status, chat["status"].as_str()), (200, Some("success")), "{name}: {chat}");
+        let root = chat["request_id"].as_str().unwrap().to_string();
+        let (replay, list) = (format!("/v1/trees/{root}/replay"), format!("/v1/trees/{root}/replays"));
+        let (status, none) = c.get(Some(ALICE), &list).await;
+        assert_eq!((status, replays(&none).len()), (200, 0), "{name}: {none}");
+
+        // the owner, with an empty body: recorded, identical, kept
+        let (status, report) = c.post_raw(ALICE, &replay, "").await;
+        assert_eq!(status, 200, "{name}: {report}");
+        assert_eq!(
+            (&report["identical"], &report["mode"], &report["differing"]),
+            (&json!(true), &json!("recorded"), &json!(0))
+        );
+        assert_eq!(report["root_id"].as_str(), Some(root.as_str()), "{name}");
+        let agents: Vec<&str> =
+            report["nodes"].as_array().unwrap().iter().map(|n| n["agent"].as_str().unwrap()).collect();
+        assert_eq!(agents, ["boss", "first", "second"], "{name}: {report}");
+        assert!(report["nodes"].as_array().unwrap().iter().all(|n| n["same"] == true), "{name}: {report}");
+        let (status, kept) = c.get(Some(ALICE), &list).await;
+        assert_eq!((status, replays(&kept).len()), (200, 1), "{name}: {kept}");
+        let r = &replays(&kept)[0];
+        assert_eq!(
+            (&r["mode"], &r["identical"], &r["differing"], &r["nodes"], &r["run_by"]),
+            (&json!("recorded"), &json!(true), &json!(0), &json!(3), &json!("user:alice")),
+            "{name}: {r}"
+        );
+        assert!(r["id"].as_str().is_some_and(|id| !id.is_empty()) && r["created_at"].as_i64().unwrap() > 0, "{r}");
+        assert_eq!(r["report"]["nodes"], report["nodes"], "{name}: the whole report is kept");
+
+        // an admin replays anyone's tree, live; newest first
+        let (status, live) = c.post(ADMIN, &replay, json!({ "mode": "live" })).await;
+        assert_eq!((status, &live["mode"], &live["identical"]), (200, &json!("live"), &json!(true)), "{name}: {live}");
+        let (_, kept) = c.get(Some(ADMIN), &list).await;
+        let modes: Vec<(&str, &str)> =
+            replays(&kept).iter().map(|r| (r["mode"].as_str().unwrap(), r["run_by"].as_str().unwrap())).collect();
+        assert_eq!(modes, [("live", "admin"), ("recorded", "user:alice")], "{name}: {kept}");
+
+        // refused, and nothing kept
+        let unknown = RequestId::new();
+        let child = report["nodes"][1]["request_id"].as_str().unwrap().to_string();
+        for (token, path, body, want, names) in [
+            (BOB, replay.clone(), r#"{"mode":"recorded"}"#, (403, "USER_MISMATCH"), ""),
+            (BOB, replay.clone(), r#"{"mode":"live"}"#, (403, "USER_MISMATCH"), ""),
+            (GATEWAY, replay.clone(), "", (401, "UNAUTHENTICATED"), ""),
+            (ALICE, replay.clone(), r#"{"mode":"again"}"#, (400, "INVALID_REQUEST"), "'mode'"),
+            (ALICE, replay.clone(), r#"{"mode":7}"#, (400, "INVALID_REQUEST"), "'mode'"),
+            (ALICE, replay.clone(), r#"{"mode":"live","nodes":["boss"]}"#, (400, "INVALID_REQUEST"), "'nodes'"),
+            (ALICE, replay.clone(), r#"{"mode":"#, (400, "INVALID_REQUEST"), "JSON"),
+            (ALICE, replay.clone(), r#""live""#, (400, "INVALID_REQUEST"), "JSON object"),
+            (ALICE, format!("/v1/trees/{unknown}/replay"), "", (404, "NOT_FOUND"), ""),
+            (ALICE, format!("/v1/trees/{child}/replay"), "", (404, "NOT_FOUND"), "not a tree's root"),
+            (ALICE, "/v1/trees/not-a-tree/replay".into(), "", (400, "INVALID_REQUEST"), "tree id"),
+        ] {
+            let (status, reply) = c.post_raw(token, &path, body).await;
+            assert_eq!((status, code(&reply)), want, "{name}: {path} {body}: {reply}");
+            assert!(reply["error"]["message"].as_str().unwrap().contains(names), "{name}: {body}: {reply}");
+        }
+        for (token, path, want) in [
+            (Some(BOB), list.clone(), (403, "USER_MISMATCH")),
+            (Some(GATEWAY), list.clone(), (401, "UNAUTHENTICATED")),
+            (None, list.clone(), (401, "UNAUTHENTICATED")),
+            (Some(ALICE), format!("/v1/trees/{unknown}/replays"), (404, "NOT_FOUND")),
+            (Some(ALICE), "/v1/trees/x/replays".into(), (400, "INVALID_REQUEST")),
+        ] {
+            let (status, reply) = c.get(token, &path).await;
+            assert_eq!((status, code(&reply)), want, "{name}: GET {path}: {reply}");
+        }
+        let (_, kept) = c.get(Some(ALICE), &list).await;
+        assert_eq!(replays(&kept).len(), 2, "{name}: the refusals kept nothing: {kept}");
+        let root_id: RequestId = root.parse().unwrap();
+        assert_eq!(db.store.replays(root_id).await.unwrap().len(), 2, "{name}");
+        assert!(db.store.replays(unknown).await.unwrap().is_empty(), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn steps_say_a_restart_resumed_the_tree_and_it_replays_once_it_ended() {
+    for db in db::both().await {
+        let name = db.name;
+        let runs = Arc::new(Runs::default());
+        let root = cut_off_mid_tree(&db, &runs).await;
+        assert_eq!((runs.first.load(Ordering::SeqCst), runs.second.load(Ordering::SeqCst)), (1, 0), "{name}");
+
+        // a server on the same database that has not resumed it: the tree is open, not replayable
+        let c = Client::new(&serve(runtime(&db, &runs, false)).await);
+        let steps_path = format!("/v1/trees/{root}/steps");
+        let (status, steps) = c.get(Some(ALICE), &steps_path).await;
+        assert_eq!((status, steps["state"].as_str(), steps["resumed"].as_u64()), (200, Some("running"), Some(0)));
+        let (status, reply) = c.post_raw(ALICE, &format!("/v1/trees/{root}/replay"), "").await;
+        assert_eq!((status, code(&reply)), (422, "RECORD_INCOMPLETE"), "{name}: {reply}");
+        assert!(db.store.replays(root).await.unwrap().is_empty(), "{name}: nothing kept");
+
+        // the restart: a server that resumes open trees at start
+        let c = Client::new(&serve_restarted(runtime(&db, &runs, false)).await);
+        let steps = c.ended(ALICE, &root.to_string()).await;
+        assert_eq!((steps["state"].as_str(), steps["resumed"].as_u64()), (Some("done"), Some(1)), "{name}: {steps}");
+        for s in steps["steps"].as_array().unwrap() {
+            let want = u64::from(s["request_id"].as_str() == Some(root.to_string().as_str()));
+            assert_eq!(s["resumes"].as_u64(), Some(want), "{name}: only the top step was resumed: {steps}");
+        }
+        assert_eq!(
+            (runs.first.load(Ordering::SeqCst), runs.second.load(Ordering::SeqCst)),
+            (1, 1),
+            "{name}: first did not run again"
+        );
+        // the resumed tree replays identical
+        let (status, report) = c.post(ALICE, &format!("/v1/trees/{root}/replay"), json!({ "mode": "recorded" })).await;
+        assert_eq!((status, &report["identical"]), (200, &json!(true)), "{name}: {report}");
+        let (_, kept) = c.get(Some(ALICE), &format!("/v1/trees/{root}/replays")).await;
+        assert_eq!(replays(&kept).len(), 1, "{name}: {kept}");
+    }
+}
