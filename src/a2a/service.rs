@@ -564,7 +564,11 @@ impl A2aService {
         let mut tasks = lock(&self.tasks);
         tasks.saw(u64::try_from(record.seq).unwrap_or(0));
         match tasks.map.get_mut(id) {
-            Some(e) if e.running.is_some() || i64::try_from(e.seq).unwrap_or(i64::MAX) >= record.seq => {}
+            Some(e) if e.running.is_some() => {}
+            Some(e) if i64::try_from(e.seq).unwrap_or(i64::MAX) >= record.seq => {
+                // the same version; events another process stored meanwhile still go to the subscribers
+                forward(e, id, stored);
+            }
             Some(e) => {
                 // changed elsewhere: the newer version, and its status to whoever follows the task here
                 let Some(newer) = Entry::from_record(record, 0) else { return };
@@ -572,22 +576,7 @@ impl A2aService {
                 e.seq = newer.seq;
                 e.session = newer.session.or(e.session);
                 // the events its writer stored with it, or else the change as a new one
-                let mut forwarded = false;
-                for r in stored {
-                    let seq = u64::try_from(r.seq).unwrap_or(0);
-                    if seq <= e.event_seq {
-                        continue;
-                    }
-                    match r.to_event() {
-                        Ok(event) => {
-                            e.event_seq = seq;
-                            e.outbox.push((TaskEvent { seq, event }, true));
-                            forwarded = true;
-                        }
-                        Err(err) => tracing::warn!(task = id, error = %err, "a stored A2A event could not be read"),
-                    }
-                }
-                if !forwarded {
+                if !forward(e, id, stored) {
                     e.send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                         task_id: e.task.id.clone(),
                         context_id: e.task.context_id.clone(),
@@ -965,6 +954,28 @@ impl A2aService {
             }
         });
     }
+}
+
+/// Puts events that are on file already (another writer stored them) and
+/// that the entry has not numbered in its outbox, to be sent; true when
+/// there were any.
+fn forward(e: &mut Entry, id: &str, stored: Vec<A2aEventRecord>) -> bool {
+    let mut forwarded = false;
+    for r in stored {
+        let seq = u64::try_from(r.seq).unwrap_or(0);
+        if seq <= e.event_seq {
+            continue;
+        }
+        match r.to_event() {
+            Ok(event) => {
+                e.event_seq = seq;
+                e.outbox.push((TaskEvent { seq, event }, true));
+                forwarded = true;
+            }
+            Err(err) => tracing::warn!(task = id, error = %err, "a stored A2A event could not be read"),
+        }
+    }
+    forwarded
 }
 
 /// ListTasks' parameters.

@@ -17,8 +17,8 @@
 //! that changed is written at most once per [`WRITE_EVERY`], with its
 //! latest state; one closed with nothing counted is removed. The breakers
 //! on file are loaded when that task starts. A breaker reloaded after its
-//! cool-down (on the wall clock) is half-open. A crash loses at most the
-//! last [`WRITE_EVERY`] of counts.
+//! cool-down (on the wall clock) is half-open. A crash (or dropping the
+//! breakers) loses at most the last [`WRITE_EVERY`] of counts.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -640,9 +640,16 @@ async fn write(
     on_file: &mut HashSet<Key>,
     key: Key,
 ) {
+    // the breakers themselves are gone (dropped with their runtime): nothing to read, and nothing to remove
     let breaker = match &key.1 {
-        None => map.upgrade().and_then(|m| lock(&m).get(&key.0).cloned()),
-        Some(user) => users.upgrade().and_then(|u| lock(&u).get(&(key.0.clone(), user.clone())).cloned()),
+        None => {
+            let Some(map) = map.upgrade() else { return };
+            lock(&map).get(&key.0).cloned()
+        }
+        Some(user) => {
+            let Some(users) = users.upgrade() else { return };
+            lock(&users).get(&(key.0.clone(), user.clone())).cloned()
+        }
     };
     let record = breaker.and_then(|b| {
         b.dirty.store(false, std::sync::atomic::Ordering::Release);

@@ -262,6 +262,10 @@ fn events_team(store: Arc<dyn Store>, slow: &Arc<Slow>, hangs: bool) -> Runtime 
 
 /// SubscribeToTask over JSON-RPC (`rest`: over HTTP+JSON), with a `Last-Event-ID`.
 fn subscribe_request(slug: &str, task: &str, last_event_id: Option<&str>, rest: bool) -> Request<Body> {
+    subscribe_as(EV_ALICE, slug, task, last_event_id, rest)
+}
+
+fn subscribe_as(token: &str, slug: &str, task: &str, last_event_id: Option<&str>, rest: bool) -> Request<Body> {
     let (uri, body) = if rest {
         (format!("/a2a/{slug}/tasks/{task}:subscribe"), String::new())
     } else {
@@ -271,7 +275,7 @@ fn subscribe_request(slug: &str, task: &str, last_event_id: Option<&str>, rest: 
     let mut b = Request::post(uri)
         .header("content-type", "application/json")
         .header("a2a-version", "1.0")
-        .header("authorization", format!("Bearer {EV_ALICE}"));
+        .header("authorization", format!("Bearer {token}"));
     if let Some(id) = last_event_id {
         b = b.header("last-event-id", id);
     }
@@ -440,6 +444,45 @@ async fn a_last_event_id_that_is_not_one_of_the_tasks_is_invalid_params_never_a_
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!waiting.is_finished(), "{name}: a live subscription");
         waiting.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_subscriber_of_one_process_gets_the_events_another_process_stored() {
+    for db in db::both().await {
+        let name = db.name;
+        let a = router_for(Runtime::builder().config(team_config()).store(db.dyn_store()).build().unwrap()).await;
+        let b = router_for(Runtime::builder().config(team_config()).store(reopen(&db).await).build().unwrap()).await;
+        let waiting = rpc(
+            &a,
+            "a2a-conformance",
+            ALICE,
+            "SendMessage",
+            json!({"message": message("tck-input-required-1", "start")}),
+        )
+        .await;
+        let id = waiting["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{name}: {waiting}")).to_string();
+        let n = db.store.a2a_event_seq(&id).await.unwrap() as u64;
+        assert!(n >= 2, "{name}: working, then input-required");
+        // a client of process b, up to date, waits for what comes
+        let live = tokio::spawn({
+            let (b, id) = (b.clone(), id.clone());
+            async move { subscribed(&b, subscribe_as(ALICE, "a2a-conformance", &id, Some(&n.to_string()), true)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // the next turn runs in process a
+        let mut more = message("tck-complete-task-2", "here you go");
+        more["taskId"] = json!(id);
+        let done = rpc(&a, "a2a-conformance", ALICE, "SendMessage", json!({"message": more})).await;
+        assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{name}: {done}");
+        let got = live.await.unwrap();
+        let stored = db.store.a2a_events(&id, n as i64, 100).await.unwrap();
+        assert!(!stored.is_empty(), "{name}");
+        let expected: Vec<(u64, Value)> =
+            stored.iter().map(|e| (e.seq as u64, serde_json::to_value(e.to_event().unwrap()).unwrap())).collect();
+        let seen: Vec<(u64, Value)> = got[1..].iter().map(|(id, v)| (id.unwrap(), v.clone())).collect();
+        assert_eq!(seen, expected, "{name}: every event process a stored, in order, once");
+        assert_eq!(state_of(&seen.last().unwrap().1), "TASK_STATE_COMPLETED", "{name}");
     }
 }
 
