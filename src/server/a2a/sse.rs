@@ -141,3 +141,78 @@ fn sse_response(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send 
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     res
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::a2a::types::{Task, TaskState, TaskStatus, TaskStatusUpdateEvent};
+    use crate::store::{A2aEventRecord, MemoryStore};
+
+    fn status(state: TaskState) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t1".into(),
+            context_id: "c1".into(),
+            status: TaskStatus::now(state, None),
+            metadata: None,
+        })
+    }
+
+    fn ids(body: &[u8]) -> Vec<u64> {
+        String::from_utf8_lossy(body)
+            .lines()
+            .filter_map(|l| l.strip_prefix("id:"))
+            .map(|n| n.trim().parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn last_event_id_is_a_number_or_absent() {
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("last-event-id", HeaderValue::from_str(v).unwrap());
+            last_event_id(&h)
+        };
+        assert_eq!(last_event_id(&HeaderMap::new()).unwrap(), None);
+        assert_eq!(with("").unwrap(), None);
+        assert_eq!(with(" 12 ").unwrap(), Some(12));
+        for bad in ["x", "-1", "1e3", "18446744073709551616"] {
+            let e = with(bad).unwrap_err();
+            assert_eq!(e.kind, Kind::InvalidParams, "{bad}");
+            assert!(e.message.contains("Last-Event-ID"), "{}", e.message);
+        }
+        let mut h = HeaderMap::new();
+        h.insert("last-event-id", HeaderValue::from_bytes(b"\xff\xfe").unwrap());
+        assert_eq!(last_event_id(&h).unwrap_err().kind, Kind::InvalidParams, "not even text");
+    }
+
+    #[tokio::test]
+    async fn a_reader_behind_the_live_buffer_gets_what_it_missed_from_the_store_once_each() {
+        let store = Arc::new(MemoryStore::new());
+        let events: Vec<TaskEvent> = (1..=6)
+            .map(|n| TaskEvent {
+                seq: n,
+                event: status(if n == 6 { TaskState::Completed } else { TaskState::Working }),
+            })
+            .collect();
+        let records: Vec<A2aEventRecord> =
+            events.iter().map(|e| A2aEventRecord::new("t1", e.seq as i64, &e.event)).collect();
+        store.append_a2a_events(&records).await.unwrap();
+        let (tx, live) = broadcast::channel(2);
+        for e in &events {
+            let _ = tx.send(e.clone()); // two slots: the reader lags behind
+        }
+        drop(tx);
+        let task = Task {
+            id: "t1".into(),
+            context_id: "c1".into(),
+            status: TaskStatus::now(TaskState::Working, None),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        };
+        let sub = Subscription { task, replay: Vec::new(), live, after: 0, latest: 0, store };
+        let body = axum::body::to_bytes(sse(sub, None, true).into_body(), 1 << 20).await.unwrap();
+        assert_eq!(ids(&body), [1, 2, 3, 4, 5, 6], "{}", String::from_utf8_lossy(&body));
+        assert!(String::from_utf8_lossy(&body).contains("TASK_STATE_COMPLETED"));
+    }
+}
