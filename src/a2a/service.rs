@@ -528,7 +528,10 @@ impl A2aService {
             (_, Some(e)) => (TaskState::Failed, format!("{}: {}", e.code, e.message)),
             _ => (TaskState::Failed, response.summary.clone()),
         };
-        crate::store::a2a_state::set_task_status(store.as_ref(), id, state, &text).await.unwrap_or(false)
+        ended_elsewhere(store.as_ref(), id, request, state, &text, &response).await.unwrap_or_else(|e| {
+            tracing::warn!(task = id, error = %e, "the end of an A2A task's tree could not be stored");
+            false
+        })
     }
 
     /// Reads the task into the cache when this process cannot know its state by itself.
@@ -954,6 +957,72 @@ impl A2aService {
             }
         });
     }
+}
+
+/// Stores the end of a task whose tree ended outside its turn (resumed
+/// after a restart, or after an approval): its answer's artifacts, then its
+/// status, under a version above the stored one, each change as the task's
+/// next event. True when the task is on file.
+async fn ended_elsewhere(
+    store: &dyn crate::store::Store,
+    id: &str,
+    request: RequestId,
+    state: TaskState,
+    text: &str,
+    response: &DelegationResponse,
+) -> Result<bool, StoreError> {
+    let Some(record) = store.a2a_task(id).await? else { return Ok(false) };
+    let mut task = record.to_task()?;
+    let context_id = task.context_id.clone();
+    let mut events = Vec::new();
+    let mut ext = Map::new();
+    ext.insert("requestId".into(), json!(request));
+    if matches!(state, TaskState::Completed | TaskState::InputRequired) {
+        ext.insert("status".into(), json!(response.status.as_str()));
+        ext.insert("tokenUsage".into(), json!(response.token_usage));
+        let (artifacts, _) = to_artifacts(&response.result, &response.artifacts);
+        for (artifact, append, last_chunk) in artifacts {
+            let list = task.artifacts.get_or_insert_with(Vec::new);
+            match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+                Some(existing) if append => existing.parts.extend(artifact.parts.clone()),
+                Some(existing) => *existing = artifact.clone(),
+                None => list.push(artifact.clone()),
+            }
+            events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id: id.to_string(),
+                context_id: context_id.clone(),
+                artifact,
+                append,
+                last_chunk,
+                metadata: None,
+            }));
+        }
+    } else if let Some(e) = &response.error {
+        ext.insert("code".into(), json!(e.code));
+    }
+    let message = Message::agent_text(text, Some(context_id.clone()), Some(id.to_string()));
+    task.history.get_or_insert_with(Vec::new).push(message.clone());
+    task.status = TaskStatus::now(state, Some(message));
+    let metadata = Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]);
+    task.metadata = Some(metadata.clone());
+    events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: id.to_string(),
+        context_id,
+        status: task.status.clone(),
+        metadata: Some(metadata),
+    }));
+    let agent = AgentSlug::parse(&record.agent)
+        .map_err(|_| StoreError::Backend(format!("corrupt agent '{}' of A2A task '{id}'", record.agent)))?;
+    let seq = (record.seq + 1).max(crate::store::now_ms().saturating_mul(1000));
+    let newer = A2aTaskRecord::new(&task, &record.owner, &agent, record.session_id, seq);
+    if !store.put_a2a_task(&newer).await? {
+        return Ok(true); // a newer version won: its writer tells the stream
+    }
+    let first = store.a2a_event_seq(id).await? + 1;
+    let records: Vec<A2aEventRecord> =
+        events.iter().zip(first..).map(|(ev, n)| A2aEventRecord::new(id, n, ev)).collect();
+    store.append_a2a_events(&records).await?;
+    Ok(true)
 }
 
 /// Puts events that are on file already (another writer stored them) and

@@ -363,11 +363,12 @@ async fn a2a_events_survive_a_restart_and_last_event_id_gets_exactly_the_missed_
         rt.decide(&alice, &approval.id, true, None).await.unwrap();
         rt.resume_tree(approval.root_id).await.unwrap();
         let got = live.await.unwrap();
-        assert_eq!(got.len(), 2, "{name}: the task, then the end: {got:?}");
-        assert_eq!(got[1].0, Some(n + 1), "{name}");
-        assert_eq!(state_of(&got[1].1), "TASK_STATE_COMPLETED", "{name}: {got:?}");
+        assert_eq!(got.len(), 3, "{name}: the task, then the tree's answer and the end: {got:?}");
+        assert_eq!((got[1].0, got[2].0), (Some(n + 1), Some(n + 2)), "{name}");
+        assert_eq!(got[1].1["artifactUpdate"]["artifact"]["parts"][0]["text"], "sent", "{name}: {got:?}");
+        assert_eq!(state_of(&got[2].1), "TASK_STATE_COMPLETED", "{name}: {got:?}");
         let stored = store.a2a_events(&task, 0, 100).await.unwrap();
-        assert_eq!(stored.iter().map(|e| e.seq as u64).collect::<Vec<_>>(), (1..=n + 1).collect::<Vec<_>>(), "{name}");
+        assert_eq!(stored.iter().map(|e| e.seq as u64).collect::<Vec<_>>(), (1..=n + 2).collect::<Vec<_>>(), "{name}");
         // a terminal task is not subscribed to (A2A 1.0: UnsupportedOperationError), with or without Last-Event-ID
         let done = call(&two, subscribe_request("mailer", &task, Some("1"), false)).await.json();
         assert_eq!(error_code(&done), -32004, "{name}: {done}");
@@ -407,13 +408,15 @@ async fn a_working_task_cut_off_by_a_restart_streams_its_end_once_its_tree_resum
         assert!(found.resumed.iter().any(|id| id.to_string() == task), "{name}: {:?}", found.resumed);
         let got = live.await.unwrap();
         assert_eq!(state_of(&got[0].1), "TASK_STATE_WORKING", "{name}: the task as stored: {got:?}");
-        assert_eq!(got[1..].iter().map(|e| e.0.unwrap()).collect::<Vec<_>>(), [1, 2], "{name}: {got:?}");
+        assert_eq!(got[1..].iter().map(|e| e.0.unwrap()).collect::<Vec<_>>(), [1, 2, 3], "{name}: {got:?}");
         assert_eq!(state_of(&got[1].1), "TASK_STATE_WORKING", "{name}");
-        let end = &got[2].1["statusUpdate"]["status"];
+        assert_eq!(got[2].1["artifactUpdate"]["artifact"]["parts"][0]["text"], "slow done", "{name}: {got:?}");
+        let end = &got[3].1["statusUpdate"]["status"];
         assert_eq!(end["state"], "TASK_STATE_COMPLETED", "{name}: {got:?}");
         assert_eq!(end["message"]["parts"][0]["text"], "slow done", "{name}");
         let read = rpc(&two, "slow", EV_ALICE, "GetTask", json!({"id": task})).await;
         assert_eq!(read["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{name}: {read}");
+        assert_eq!(read["result"]["artifacts"][0]["parts"][0]["text"], "slow done", "{name}: the answer's artifact");
     }
 }
 
