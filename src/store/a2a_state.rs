@@ -195,9 +195,10 @@ fn backend_err(e: impl std::fmt::Display) -> StoreError {
 /// resumed tree that finished in another process than the one that started
 /// it): the status, with an agent message holding `text` that is also added
 /// to the history, under a version above the stored one. False when there
-/// is no such task. A service that holds the task in its cache reads the
-/// new version the next time the task is asked for while it does not run
-/// there.
+/// is no such task. The change is also stored as the task's next stream
+/// event. A service that holds the task in its cache reads the new version
+/// (and sends that event to its subscribers) the next time the task is
+/// asked for, or watched, while it does not run there.
 pub async fn set_task_status(store: &dyn Store, id: &str, state: TaskState, text: &str) -> StoreResult<bool> {
     let Some(mut record) = store.a2a_task(id).await? else {
         return Ok(false);
