@@ -89,6 +89,11 @@ pub struct Subscription {
 /// was cut off by a restart) for its subscribers.
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// How long after its tree ended a working task that does not run here is
+/// left to the process that runs its turn (which writes the end itself at
+/// once) before this one writes it from the journal.
+const SETTLE_GRACE_MS: i64 = 2_000;
+
 /// One turn to run.
 struct Turn {
     task_id: String,
@@ -503,13 +508,18 @@ impl A2aService {
     /// process or another. Its status from the journal, stored with its
     /// event. True when it changed.
     async fn settle(&self, id: &str) -> bool {
-        let paused = {
+        let (paused, working) = {
             let tasks = lock(&self.tasks);
-            tasks.map.get(id).filter(|e| e.running.is_none()).and_then(|e| open_request(&e.task))
+            let e = tasks.map.get(id).filter(|e| e.running.is_none());
+            (e.and_then(|e| open_request(&e.task)), e.is_some_and(|e| paused_request(&e.task).is_none()))
         };
         let Some(request) = paused else { return false };
         let store = self.runtime.store();
         let Ok(Some(step)) = store.step(request).await else { return false };
+        if working && crate::store::now_ms().saturating_sub(step.updated_at) < SETTLE_GRACE_MS {
+            // a turn that runs in another process writes its own end right after its tree's: give it the time
+            return false;
+        }
         let Some(response) = step
             .state
             .is_terminal()
@@ -973,6 +983,9 @@ async fn ended_elsewhere(
 ) -> Result<bool, StoreError> {
     let Some(record) = store.a2a_task(id).await? else { return Ok(false) };
     let mut task = record.to_task()?;
+    if open_request(&task) != Some(request) {
+        return Ok(true); // its end is on file already (its own process, or another that settled it)
+    }
     let context_id = task.context_id.clone();
     let mut events = Vec::new();
     let mut ext = Map::new();

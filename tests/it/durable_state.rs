@@ -486,6 +486,11 @@ async fn a_subscriber_of_one_process_gets_the_events_another_process_stored() {
         let seen: Vec<(u64, Value)> = got[1..].iter().map(|(id, v)| (id.unwrap(), v.clone())).collect();
         assert_eq!(seen, expected, "{name}: every event process a stored, in order, once");
         assert_eq!(state_of(&seen.last().unwrap().1), "TASK_STATE_COMPLETED", "{name}");
+        // process b wrote no end of its own (the turn's process did), also after the grace it leaves it
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        assert_eq!(db.store.a2a_events(&id, n as i64, 100).await.unwrap(), stored, "{name}: no second end");
+        let read = rpc(&b, "a2a-conformance", ALICE, "GetTask", json!({"id": id})).await;
+        assert_eq!(read["result"]["status"], done["result"]["task"]["status"], "{name}: {read}");
     }
 }
 
