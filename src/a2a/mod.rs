@@ -18,4 +18,5 @@ mod tasks;
 
 pub use card::agent_card;
 pub use convert::{KEEP_ALIVE, ends_stream, message_text, parse_state, to_artifacts};
-pub use service::{A2aService, ListQuery, Mode, Sent};
+pub use service::{A2aService, ListQuery, Mode, Sent, Subscription};
+pub use tasks::TaskEvent;

@@ -8,7 +8,14 @@
 //! turn (before a blocking `send` answers) and when it is cancelled. A task
 //! not in the cache, or one that is not running here and may have changed
 //! elsewhere, is read from the store; another process's task, or one whose
-//! process died, keeps the state it was stored in.
+//! process died, keeps the state it was stored in until the tree of its
+//! turn ends (in any process: see `settle`).
+//!
+//! Events: each status and artifact update of a task is numbered (1, 2, 3,
+//! ... per task: the SSE `id:`) and stored before it goes to the live
+//! subscribers. A subscriber that sends `Last-Event-ID` gets the task as it
+//! is, then the stored events after that id, then the live ones: no gap and
+//! no duplicate, also from a restarted process.
 //!
 //! Mapping: a task is the delegation tree of its first turn (task id = that
 //! turn's request id); a later turn on an input-required task is a new
@@ -21,7 +28,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use super::convert::{message_text, to_artifacts, validate_message};
-use super::tasks::{EVENT_BUFFER, Entry, Running, Tasks, ours, view};
+use super::tasks::{EVENT_BUFFER, Entry, Running, TaskEvent, Tasks, ours, view};
 use crate::auth::Principal;
 use crate::pipeline::{AskOptions, Runtime};
 use crate::protocol::a2a::MESSAGE_ID_HINT;
@@ -34,7 +41,7 @@ use crate::protocol::a2a::types::{
 use crate::protocol::{
     AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, Status, TokenUsage,
 };
-use crate::store::{A2aTaskQuery, A2aTaskRecord, StoreError};
+use crate::store::{A2aEventRecord, A2aTaskQuery, A2aTaskRecord, MAX_EVENTS_PER_TASK, StoreError};
 use crate::util::lock;
 
 /// The A2A side of one service: its runtime and its tasks. Each server
@@ -57,8 +64,35 @@ pub enum Sent {
     Task(Task),
     Message(Message),
     /// The task as it was when the stream began, then its live events.
-    Stream(Task, broadcast::Receiver<StreamResponse>),
+    Stream(Subscription),
 }
+
+/// A stream of one task: the task as it is, the stored events the caller
+/// missed, then the live ones.
+pub struct Subscription {
+    /// The task when the stream began.
+    pub task: Task,
+    /// Stored events after the caller's `Last-Event-ID`, oldest first.
+    pub replay: Vec<TaskEvent>,
+    /// The live events.
+    pub live: broadcast::Receiver<TaskEvent>,
+    /// Events numbered up to this are in `task` or `replay` already: later ones only.
+    pub after: u64,
+    /// The number of the newest event when the stream began: an event
+    /// before it that ends a turn (in `replay`) does not end the stream.
+    pub latest: u64,
+    /// Where the events are on file, for a reader that falls behind the live buffer.
+    pub store: Arc<dyn crate::store::Store>,
+}
+
+/// How often a watcher looks at the tree of a task that runs elsewhere (or
+/// was cut off by a restart) for its subscribers.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How long after its tree ended a working task that does not run here is
+/// left to the process that runs its turn (which writes the end itself at
+/// once) before this one writes it from the journal.
+const SETTLE_GRACE_MS: i64 = 2_000;
 
 /// One turn to run.
 struct Turn {
@@ -82,6 +116,24 @@ struct Turn {
 /// or their approval) rather than failed.
 fn waits_for_a_person(code: ErrorCode) -> bool {
     matches!(code, ErrorCode::NeedsInput | ErrorCode::NeedsApproval)
+}
+
+/// The request whose tree decides a task's next state when it does not run
+/// here: the one its turn paused on for approval, or the one its working
+/// turn runs (noted in the metadata when the turn started).
+fn open_request(task: &Task) -> Option<RequestId> {
+    if let Some(r) = paused_request(task) {
+        return Some(r);
+    }
+    if !matches!(task.status.state, TaskState::Working | TaskState::Submitted) {
+        return None;
+    }
+    // noted when the turn started: a finished turn's metadata (with its status or code) names an ended tree
+    let ext = task.metadata.as_ref()?.get(RAILS_EXTENSION)?;
+    if ext.get("status").is_some() || ext.get("code").is_some() {
+        return None;
+    }
+    ext.get("requestId")?.as_str()?.parse().ok()
 }
 
 /// The request a task's last turn paused on for approval, if it did.
@@ -180,7 +232,7 @@ impl A2aService {
         }
 
         // the task: a new one, or a turn of one waiting for input
-        let (task_id, snapshot, rx, handle, record) = {
+        let (task_id, stream, handle, record) = {
             let mut tasks = lock(&self.tasks);
             let (task_id, context_id, session) = match message.task_id.clone() {
                 Some(id) => {
@@ -247,14 +299,23 @@ impl A2aService {
                 session,
                 running: None,
                 events: None,
+                event_seq: 0,
+                outbox: Vec::new(),
+                writer: Arc::default(),
+                watching: false,
             });
             entry.seq = seq;
             entry.task.status = TaskStatus::now(state, None);
+            // the turn's request, for whoever finds the task working after a restart (`settle`)
+            let mut ext = Map::new();
+            ext.insert("requestId".into(), json!(request_id));
+            entry.task.metadata = Some(Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]));
             entry.task.history.get_or_insert_with(Vec::new).push(message.clone());
             entry.running = Some(Running { request_id, abort: None });
             let record = entry.record();
             let rx = entry.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
             let snapshot = view(&entry.task, history, true);
+            let latest = entry.event_seq;
             let turn = Turn {
                 task_id: task_id.clone(),
                 request_id,
@@ -277,16 +338,18 @@ impl A2aService {
             if let Some(r) = tasks.map.get_mut(&task_id).and_then(|e| e.running.as_mut()) {
                 r.abort = Some(handle.abort_handle());
             }
-            (task_id, snapshot, rx, handle, record)
+            let store = self.runtime.store().clone();
+            let stream = Subscription { task: snapshot, replay: Vec::new(), live: rx, after: latest, latest, store };
+            (task_id, stream, handle, record)
         };
         // on file before the caller hears of it (later versions, written by the turn, are not replaced)
         self.save(record).await;
 
         match mode {
-            Mode::Stream => Ok(Sent::Stream(snapshot, rx)),
-            Mode::NonBlocking => Ok(Sent::Task(snapshot)),
+            Mode::Stream => Ok(Sent::Stream(stream)),
+            Mode::NonBlocking => Ok(Sent::Task(stream.task)),
             Mode::Blocking => {
-                drop(rx);
+                drop(stream);
                 let reply = handle.await.ok().flatten();
                 let tasks = lock(&self.tasks);
                 let e = tasks.map.get(&task_id).ok_or_else(|| A2aError::task_not_found(&task_id))?;
@@ -316,6 +379,7 @@ impl A2aService {
         if let Some(record) = working.filter(|_| submitted) {
             self.save(record).await; // a status change (submitted → working), not a new timestamp
         }
+        self.flush(&turn.task_id).await;
         let hints = vec![format!("{}{}", MESSAGE_ID_HINT, turn.message.message_id)];
         let outcome = match (&turn.rails, turn.caller.user()) {
             (None, Some(user)) => {
@@ -364,6 +428,7 @@ impl A2aService {
         if let Some(record) = record {
             self.save(record).await;
         }
+        self.flush(&turn.task_id).await;
         reply
     }
 
@@ -380,6 +445,39 @@ impl A2aService {
         }
         e.close_if_terminal();
         Some(e.record())
+    }
+
+    /// Stores the task's events waiting in its outbox, then sends them to
+    /// its live subscribers, in order; one flush per task at a time. A store
+    /// that fails is logged and the events are sent anyway (the stream goes
+    /// on; a client that reconnects misses them).
+    async fn flush(&self, task_id: &str) {
+        let Some(writer) = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone()) else { return };
+        let _one_at_a_time = writer.lock().await;
+        let batch = match lock(&self.tasks).map.get_mut(task_id) {
+            Some(e) => std::mem::take(&mut e.outbox),
+            None => return,
+        };
+        if batch.is_empty() {
+            return;
+        }
+        let records: Vec<A2aEventRecord> = batch
+            .iter()
+            .filter(|(_, stored)| !stored)
+            .map(|(ev, _)| A2aEventRecord::new(task_id, i64::try_from(ev.seq).unwrap_or(i64::MAX), &ev.event))
+            .collect();
+        if let Err(e) = self.runtime.store().append_a2a_events(&records).await {
+            tracing::warn!(task = task_id, error = %e, "the events of an A2A task could not be stored");
+        }
+        let mut tasks = lock(&self.tasks);
+        if let Some(e) = tasks.map.get_mut(task_id) {
+            if let Some(tx) = &e.events {
+                for (ev, _) in batch {
+                    let _ = tx.send(ev);
+                }
+            }
+            e.close_if_terminal();
+        }
     }
 
     /// Writes a task's version to the store. A failure is logged: the task
@@ -403,18 +501,25 @@ impl A2aService {
         Ok(())
     }
 
-    /// A task that waits for a person's approval (`input-required`, status
-    /// `needs_approval`) whose tree has ended since (resumed once the person
-    /// answered, in this process or another): its status from the journal.
-    /// True when it changed.
+    /// A task that does not run here and waits for a tree that has ended
+    /// since: one paused for a person's approval (`input-required`, status
+    /// `needs_approval`, resumed once the person answered), or one working
+    /// whose process died (its tree resumed after the restart), in this
+    /// process or another. Its status from the journal, stored with its
+    /// event. True when it changed.
     async fn settle(&self, id: &str) -> bool {
-        let paused = {
+        let (paused, working) = {
             let tasks = lock(&self.tasks);
-            tasks.map.get(id).filter(|e| e.running.is_none()).and_then(|e| paused_request(&e.task))
+            let e = tasks.map.get(id).filter(|e| e.running.is_none());
+            (e.and_then(|e| open_request(&e.task)), e.is_some_and(|e| paused_request(&e.task).is_none()))
         };
         let Some(request) = paused else { return false };
         let store = self.runtime.store();
         let Ok(Some(step)) = store.step(request).await else { return false };
+        if working && crate::store::now_ms().saturating_sub(step.updated_at) < SETTLE_GRACE_MS {
+            // a turn that runs in another process writes its own end right after its tree's: give it the time
+            return false;
+        }
         let Some(response) = step
             .state
             .is_terminal()
@@ -424,56 +529,83 @@ impl A2aService {
             return false;
         };
         let (state, text) = match (response.status, &response.error) {
+            (Status::Success | Status::Partial, _) if response.requires_followup => {
+                (TaskState::InputRequired, response.result.clone())
+            }
             (Status::Success | Status::Partial, _) => (TaskState::Completed, response.result.clone()),
             (Status::NeedsInput, _) => (TaskState::InputRequired, response.result.clone()),
             (_, Some(e)) if e.code == ErrorCode::Cancelled => (TaskState::Canceled, "The task was cancelled.".into()),
             (_, Some(e)) => (TaskState::Failed, format!("{}: {}", e.code, e.message)),
             _ => (TaskState::Failed, response.summary.clone()),
         };
-        crate::store::a2a_state::set_task_status(store.as_ref(), id, state, &text).await.unwrap_or(false)
+        ended_elsewhere(store.as_ref(), id, request, state, &text, &response).await.unwrap_or_else(|e| {
+            tracing::warn!(task = id, error = %e, "the end of an A2A task's tree could not be stored");
+            false
+        })
     }
 
     /// Reads the task into the cache when this process cannot know its state by itself.
     async fn load(&self, id: &str) -> Result<(), A2aError> {
         let known = match lock(&self.tasks).map.get(id) {
             Some(e) if e.running.is_some() || e.task.status.state.is_terminal() => return Ok(()),
-            Some(_) => true,
-            None => false,
+            Some(e) => Some(e.event_seq),
+            None => None,
         };
-        let record = match self.runtime.store().a2a_task(id).await {
+        let store = self.runtime.store();
+        let record = match store.a2a_task(id).await {
             Ok(Some(r)) => r,
             Ok(None) => return Ok(()),
             // what the cache holds is still an answer
-            Err(_) if known => return Ok(()),
+            Err(_) if known.is_some() => return Ok(()),
             Err(e) => return Err(store_error(e)),
         };
+        // the events: those a known task's writer stored since, or the number of a new one's newest
+        let (stored, newest) = match known {
+            Some(after) => {
+                let after = i64::try_from(after).unwrap_or(i64::MAX);
+                (store.a2a_events(id, after, MAX_EVENTS_PER_TASK as usize).await.unwrap_or_default(), 0)
+            }
+            None => (Vec::new(), store.a2a_event_seq(id).await.map_err(store_error)?),
+        };
+        self.apply_loaded(id, &record, stored, u64::try_from(newest).unwrap_or(0));
+        self.flush(id).await;
+        Ok(())
+    }
+
+    /// Puts a task version read from the store in the cache (see `load`).
+    fn apply_loaded(&self, id: &str, record: &A2aTaskRecord, stored: Vec<A2aEventRecord>, newest: u64) {
         let mut tasks = lock(&self.tasks);
         tasks.saw(u64::try_from(record.seq).unwrap_or(0));
         match tasks.map.get_mut(id) {
-            Some(e) if e.running.is_some() || i64::try_from(e.seq).unwrap_or(i64::MAX) >= record.seq => {}
+            Some(e) if e.running.is_some() => {}
+            Some(e) if i64::try_from(e.seq).unwrap_or(i64::MAX) >= record.seq => {
+                // the same version; events another process stored meanwhile still go to the subscribers
+                forward(e, id, stored);
+            }
             Some(e) => {
                 // changed elsewhere: the newer version, and its status to whoever follows the task here
-                let Some(newer) = Entry::from_record(&record) else { return Ok(()) };
+                let Some(newer) = Entry::from_record(record, 0) else { return };
                 e.task = newer.task;
                 e.seq = newer.seq;
                 e.session = newer.session.or(e.session);
-                let update = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id: e.task.id.clone(),
-                    context_id: e.task.context_id.clone(),
-                    status: e.task.status.clone(),
-                    metadata: e.task.metadata.clone(),
-                });
-                e.send(update);
+                // the events its writer stored with it, or else the change as a new one
+                if !forward(e, id, stored) {
+                    e.send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                        task_id: e.task.id.clone(),
+                        context_id: e.task.context_id.clone(),
+                        status: e.task.status.clone(),
+                        metadata: e.task.metadata.clone(),
+                    }));
+                }
                 e.close_if_terminal();
             }
             None => {
-                if let Some(entry) = Entry::from_record(&record) {
+                if let Some(entry) = Entry::from_record(record, newest) {
                     tasks.evict();
                     tasks.map.insert(id.to_string(), entry);
                 }
             }
         }
-        Ok(())
     }
 
     /// Notes the session of a context this cache does not know (a restart
@@ -685,6 +817,7 @@ impl A2aService {
         self.cached(id).await?;
         let (task, record, tree) = self.cancel_cached(&owner, agent, id)?;
         self.save(record).await;
+        self.flush(id).await;
         // the tree stays cancelled: in the store, for this process and any that resumes it
         if let Some(root) = tree
             && let Err(e) = self.runtime.cancel_tree(&Principal::Admin, root).await
@@ -742,27 +875,189 @@ impl A2aService {
         Ok((view(&e.task, None, true), e.record(), tree))
     }
 
-    /// SubscribeToTask: the task now, then its live events.
+    /// SubscribeToTask: the task now, then (after `last_event`, the
+    /// `Last-Event-ID` of a client that reconnects) the stored events it
+    /// missed, then the live ones. A terminal task is not subscribed to
+    /// (A2A 1.0: UnsupportedOperationError); GetTask reads it.
     pub async fn subscribe(
-        &self,
+        self: &Arc<Self>,
         principal: &Principal,
         agent: &AgentSlug,
         id: &str,
-    ) -> Result<(Task, broadcast::Receiver<StreamResponse>), A2aError> {
+        last_event: Option<u64>,
+    ) -> Result<Subscription, A2aError> {
         let owner = principal.label();
         self.cached(id).await?;
-        let tasks = lock(&self.tasks);
-        let e = tasks.map.get(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
-        if e.task.status.state.is_terminal() {
-            return Err(A2aError::new(
-                Kind::UnsupportedOperation,
-                format!("task '{id}' is {}; fetch it with GetTask", e.task.status.state.as_str()),
-            )
-            .with("taskId", id));
-        }
-        let events = e.events.as_ref().ok_or_else(|| A2aError::task_not_found(id))?;
-        Ok((view(&e.task, None, true), events.subscribe()))
+        // subscribed before the stored events are read: an event is stored
+        // before it is sent, so each one is read, or received, or both
+        let (task, live, latest) = {
+            let mut tasks = lock(&self.tasks);
+            let e =
+                tasks.map.get_mut(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
+            if e.task.status.state.is_terminal() {
+                return Err(A2aError::new(
+                    Kind::UnsupportedOperation,
+                    format!("task '{id}' is {}; fetch it with GetTask", e.task.status.state.as_str()),
+                )
+                .with("taskId", id));
+            }
+            let live = e.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
+            (view(&e.task, None, true), live, e.event_seq)
+        };
+        let replay = match last_event {
+            None => Vec::new(),
+            Some(n) if n > latest => {
+                return Err(A2aError::invalid_params(format!(
+                    "Last-Event-ID {n} is past the newest event of task '{id}' ({latest}); send the id of the last \
+                     event received, or no Last-Event-ID to start from the task as it is now"
+                ))
+                .with("taskId", id));
+            }
+            Some(n) => {
+                let after = i64::try_from(n).unwrap_or(i64::MAX);
+                let stored = self
+                    .runtime
+                    .store()
+                    .a2a_events(id, after, MAX_EVENTS_PER_TASK as usize)
+                    .await
+                    .map_err(store_error)?;
+                let mut replay = Vec::with_capacity(stored.len());
+                for r in stored {
+                    let event = r.to_event().map_err(store_error)?;
+                    replay.push(TaskEvent { seq: u64::try_from(r.seq).unwrap_or(0), event });
+                }
+                replay
+            }
+        };
+        self.watch(id);
+        let store = self.runtime.store().clone();
+        Ok(Subscription { task, replay, live, after: last_event.unwrap_or(latest), latest, store })
     }
+
+    /// Follows a task that does not run here for its subscribers: while it
+    /// has some, and is neither running here nor terminal, its stored
+    /// version and its tree are looked at every [`WATCH_EVERY`] (a tree
+    /// resumed after a restart, or an approval answered, ends it; another
+    /// process may have changed it). What changed goes to the subscribers.
+    fn watch(self: &Arc<Self>, id: &str) {
+        {
+            let mut tasks = lock(&self.tasks);
+            let Some(e) = tasks.map.get_mut(id) else { return };
+            if e.watching || e.running.is_some() || e.task.status.state.is_terminal() {
+                return;
+            }
+            e.watching = true;
+        }
+        let (service, id) = (self.clone(), id.to_string());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(WATCH_EVERY).await;
+                {
+                    let mut tasks = lock(&service.tasks);
+                    let Some(e) = tasks.map.get_mut(&id) else { break };
+                    let followed = e.events.as_ref().is_some_and(|tx| tx.receiver_count() > 0);
+                    if !followed || e.running.is_some() || e.task.status.state.is_terminal() {
+                        e.watching = false;
+                        break;
+                    }
+                }
+                if let Err(e) = service.cached(&id).await {
+                    tracing::debug!(task = %id, error = %e.message, "a watched A2A task could not be read");
+                }
+            }
+        });
+    }
+}
+
+/// Stores the end of a task whose tree ended outside its turn (resumed
+/// after a restart, or after an approval): its answer's artifacts, then its
+/// status, under a version above the stored one, each change as the task's
+/// next event. True when the task is on file.
+async fn ended_elsewhere(
+    store: &dyn crate::store::Store,
+    id: &str,
+    request: RequestId,
+    state: TaskState,
+    text: &str,
+    response: &DelegationResponse,
+) -> Result<bool, StoreError> {
+    let Some(record) = store.a2a_task(id).await? else { return Ok(false) };
+    let mut task = record.to_task()?;
+    if open_request(&task) != Some(request) {
+        return Ok(true); // its end is on file already (its own process, or another that settled it)
+    }
+    let context_id = task.context_id.clone();
+    let mut events = Vec::new();
+    let mut ext = Map::new();
+    ext.insert("requestId".into(), json!(request));
+    if matches!(state, TaskState::Completed | TaskState::InputRequired) {
+        ext.insert("status".into(), json!(response.status.as_str()));
+        ext.insert("tokenUsage".into(), json!(response.token_usage));
+        let (artifacts, _) = to_artifacts(&response.result, &response.artifacts);
+        for (artifact, append, last_chunk) in artifacts {
+            let list = task.artifacts.get_or_insert_with(Vec::new);
+            match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+                Some(existing) if append => existing.parts.extend(artifact.parts.clone()),
+                Some(existing) => *existing = artifact.clone(),
+                None => list.push(artifact.clone()),
+            }
+            events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id: id.to_string(),
+                context_id: context_id.clone(),
+                artifact,
+                append,
+                last_chunk,
+                metadata: None,
+            }));
+        }
+    } else if let Some(e) = &response.error {
+        ext.insert("code".into(), json!(e.code));
+    }
+    let message = Message::agent_text(text, Some(context_id.clone()), Some(id.to_string()));
+    task.history.get_or_insert_with(Vec::new).push(message.clone());
+    task.status = TaskStatus::now(state, Some(message));
+    let metadata = Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]);
+    task.metadata = Some(metadata.clone());
+    events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: id.to_string(),
+        context_id,
+        status: task.status.clone(),
+        metadata: Some(metadata),
+    }));
+    let agent = AgentSlug::parse(&record.agent)
+        .map_err(|_| StoreError::Backend(format!("corrupt agent '{}' of A2A task '{id}'", record.agent)))?;
+    let seq = (record.seq + 1).max(crate::store::now_ms().saturating_mul(1000));
+    let newer = A2aTaskRecord::new(&task, &record.owner, &agent, record.session_id, seq);
+    if !store.put_a2a_task(&newer).await? {
+        return Ok(true); // a newer version won: its writer tells the stream
+    }
+    let first = store.a2a_event_seq(id).await? + 1;
+    let records: Vec<A2aEventRecord> =
+        events.iter().zip(first..).map(|(ev, n)| A2aEventRecord::new(id, n, ev)).collect();
+    store.append_a2a_events(&records).await?;
+    Ok(true)
+}
+
+/// Puts events that are on file already (another writer stored them) and
+/// that the entry has not numbered in its outbox, to be sent; true when
+/// there were any.
+fn forward(e: &mut Entry, id: &str, stored: Vec<A2aEventRecord>) -> bool {
+    let mut forwarded = false;
+    for r in stored {
+        let seq = u64::try_from(r.seq).unwrap_or(0);
+        if seq <= e.event_seq {
+            continue;
+        }
+        match r.to_event() {
+            Ok(event) => {
+                e.event_seq = seq;
+                e.outbox.push((TaskEvent { seq, event }, true));
+                forwarded = true;
+            }
+            Err(err) => tracing::warn!(task = id, error = %err, "a stored A2A event could not be read"),
+        }
+    }
+    forwarded
 }
 
 /// ListTasks' parameters.

@@ -3,8 +3,14 @@
 //! can still change. The oldest finished tasks go first when the map is full.
 //! The map is a cache: every change is written to the store
 //! ([`crate::store::A2aTaskRecord`]), where a task not in the map is found.
+//!
+//! A task's events are numbered 1, 2, 3, ... ([`TaskEvent`]); a change puts
+//! its events in the entry's outbox under the lock, and the service's
+//! `flush` stores them, then sends them to the live subscribers, one flush
+//! per task at a time (so they are sent in order, and only once stored).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
@@ -16,6 +22,17 @@ use crate::store::{A2aTaskRecord, now_ms};
 pub(super) const MAX_TASKS: usize = 10_000;
 /// Live events buffered per task for slow readers.
 pub(super) const EVENT_BUFFER: usize = 256;
+
+/// One event of a task's stream, with its number in the task: the SSE `id:`
+/// a client sends back as `Last-Event-ID`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEvent {
+    /// Its number in the task, from 1.
+    pub seq: u64,
+    /// The status or artifact update.
+    pub event: StreamResponse,
+}
+
 pub(super) struct Entry {
     pub owner: String,
     pub agent: AgentSlug,
@@ -26,20 +43,30 @@ pub(super) struct Entry {
     /// Live events while the task can still change; dropped once it is
     /// terminal (each channel holds a buffer of EVENT_BUFFER slots, and
     /// thousands of finished tasks are kept).
-    pub events: Option<broadcast::Sender<StreamResponse>>,
+    pub events: Option<broadcast::Sender<TaskEvent>>,
+    /// The number of the task's newest event (stored, or in the outbox).
+    pub event_seq: u64,
+    /// Events numbered but not yet stored and sent, oldest first, each with
+    /// whether it is on file already (one another process wrote).
+    pub outbox: Vec<(TaskEvent, bool)>,
+    /// Held while the outbox is stored and sent.
+    pub writer: Arc<tokio::sync::Mutex<()>>,
+    /// A watcher follows the task's tree for its subscribers (see `watch`).
+    pub watching: bool,
 }
 
 impl Entry {
+    /// Numbers `ev` as the task's next event and puts it in the outbox
+    /// (the service's `flush` stores and sends it).
     pub fn send(&mut self, ev: StreamResponse) {
-        if let Some(tx) = &self.events {
-            let _ = tx.send(ev);
-        }
+        self.event_seq += 1;
+        self.outbox.push((TaskEvent { seq: self.event_seq, event: ev }, false));
     }
 
-    /// Closes the live events of a task that reached a terminal state: its
-    /// readers get what was sent, then the end of the stream.
+    /// Closes the live events of a task that reached a terminal state once
+    /// its last events are sent: its readers get them, then the end of the stream.
     pub fn close_if_terminal(&mut self) {
-        if self.task.status.state.is_terminal() {
+        if self.task.status.state.is_terminal() && self.outbox.is_empty() {
             self.events = None;
         }
     }
@@ -55,9 +82,10 @@ impl Entry {
         )
     }
 
-    /// A stored task, not running in this process: it keeps the state it
-    /// was stored in, and takes subscribers while it can still change.
-    pub fn from_record(r: &A2aTaskRecord) -> Option<Self> {
+    /// A stored task, not running in this process, whose newest stored
+    /// event is `event_seq`: it keeps the state it was stored in, and takes
+    /// subscribers while it can still change.
+    pub fn from_record(r: &A2aTaskRecord, event_seq: u64) -> Option<Self> {
         let task = r
             .to_task()
             .inspect_err(|e| tracing::warn!(task = %r.id, error = %e, "a stored A2A task could not be read"))
@@ -71,6 +99,10 @@ impl Entry {
             session: r.session_id,
             running: None,
             events,
+            event_seq,
+            outbox: Vec::new(),
+            writer: Arc::default(),
+            watching: false,
         })
     }
 }
@@ -110,8 +142,12 @@ impl Tasks {
         if self.map.len() < MAX_TASKS {
             return;
         }
-        let mut done: Vec<(u64, String)> =
-            self.map.iter().filter(|(_, e)| e.running.is_none()).map(|(k, e)| (e.seq, k.clone())).collect();
+        let mut done: Vec<(u64, String)> = self
+            .map
+            .iter()
+            .filter(|(_, e)| e.running.is_none() && e.outbox.is_empty())
+            .map(|(k, e)| (e.seq, k.clone()))
+            .collect();
         done.sort();
         for (_, k) in done.into_iter().take(MAX_TASKS / 10 + 1) {
             self.map.remove(&k);

@@ -10,11 +10,15 @@
 //! timeouts, an unreachable backend). One user's run of failures opens that
 //! user's own breaker for the agent instead: their calls wait, others' don't.
 //!
-//! Over a store ([`Breakers::stored`]), a breaker that opens is written to
-//! it and one that closes again is removed, in the order they happened, by a
-//! task of its own (never on the call's path); the breakers on file are
-//! loaded when that task starts. A breaker reloaded after its cool-down (on
-//! the wall clock) is half-open.
+//! Over a store ([`Breakers::stored`]), what a breaker counts survives a
+//! restart: its state, its run of failures (how many, which users, how many
+//! faults), its window of recent calls and its successful probes. A task of
+//! its own writes them (never on the call's path), coalesced: a breaker
+//! that changed is written at most once per [`WRITE_EVERY`], with its
+//! latest state; one closed with nothing counted is removed. The breakers
+//! on file are loaded when that task starts. A breaker reloaded after its
+//! cool-down (on the wall clock) is half-open. A crash (or dropping the
+//! breakers) loses at most the last [`WRITE_EVERY`] of counts.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -24,7 +28,10 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, UserId};
-use crate::store::{BreakerRecord, Store, now_ms};
+use crate::store::{BreakerCounters, BreakerRecord, RecentCall, Store, now_ms};
+
+/// A breaker that changed is written at most this often (its latest state).
+pub const WRITE_EVERY: Duration = Duration::from_millis(200);
 use crate::util::lock;
 
 /// When a target's breaker opens, and how it closes again.
@@ -96,6 +103,21 @@ pub enum Failure {
     Fault,
 }
 
+impl Failure {
+    /// Its name as stored: `on_request` or `fault`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OnRequest => "on_request",
+            Self::Fault => "fault",
+        }
+    }
+
+    /// The failure a stored name stands for (an unknown name counts as a fault).
+    fn parse(s: &str) -> Self {
+        if s == "on_request" { Self::OnRequest } else { Self::Fault }
+    }
+}
+
 /// One call's outcome in the window.
 #[derive(Debug)]
 struct Outcome {
@@ -122,8 +144,10 @@ pub struct Breaker {
     slug: AgentSlug,
     cfg: BreakerConfig,
     inner: Mutex<Inner>,
-    /// Where its openings and closings are written, and the user whose own breaker it is.
+    /// Where its changes are written, and the user whose own breaker it is.
     log: Option<(Arc<Log>, Option<UserId>)>,
+    /// It changed since the store's writer last read it (the writer was told).
+    dirty: std::sync::atomic::AtomicBool,
 }
 
 /// Permission to make one call. Report its outcome with `success` or
@@ -152,7 +176,52 @@ impl Breaker {
                 probe_successes: 0,
             }),
             log: None,
+            dirty: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Tells the store's writer that this breaker changed (once until it reads it).
+    fn mark(&self) {
+        if let Some((log, user)) = &self.log
+            && !self.dirty.swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            log.send(Change::Dirty(self.slug.clone(), user.clone()));
+        }
+    }
+
+    /// What the store keeps of it; None when it is closed with nothing counted.
+    fn snapshot(&self, user: Option<&UserId>) -> Option<BreakerRecord> {
+        let mut i = lock(&self.inner);
+        self.refresh(&mut i);
+        let counted =
+            i.state != BreakerState::Closed || i.consecutive > 0 || i.recent.iter().any(|o| o.failure.is_some());
+        if !counted {
+            return None;
+        }
+        let now = now_ms();
+        let opened_at = match i.state {
+            BreakerState::Closed => 0,
+            _ => now.saturating_sub(i64::try_from(i.opened_at.elapsed().as_millis()).unwrap_or(i64::MAX)),
+        };
+        let mut run_users: Vec<UserId> = i.run_users.iter().cloned().collect();
+        run_users.sort();
+        let recent = i
+            .recent
+            .iter()
+            .map(|o| RecentCall { failure: o.failure.map(|f| f.as_str().to_string()), user: o.user.clone() })
+            .collect();
+        Some(BreakerRecord {
+            agent: self.slug.clone(),
+            user: user.cloned(),
+            state: i.state.as_str().to_string(),
+            opened_at,
+            consecutive: i.consecutive,
+            run_faults: i.run_faults,
+            run_users,
+            probe_successes: i.probe_successes,
+            updated_at: now,
+            counters: BreakerCounters { recent },
+        })
     }
 
     fn logged(mut self, log: Option<&Arc<Log>>, user: Option<&UserId>) -> Self {
@@ -160,8 +229,9 @@ impl Breaker {
         self
     }
 
-    /// The breaker as stored: open, or half-open when its cool-down has
-    /// passed on the wall clock since it opened (the same rule as a running one's).
+    /// The breaker as stored, with what it counted: closed, or open, or
+    /// half-open when its cool-down has passed on the wall clock since it
+    /// opened (the same rule as a running one's).
     fn restored(slug: AgentSlug, cfg: BreakerConfig, r: &BreakerRecord) -> Self {
         let b = Self::new(slug, cfg);
         {
@@ -171,11 +241,21 @@ impl Breaker {
             let now = Instant::now();
             i.opened_at =
                 now.checked_sub(Duration::from_millis(elapsed)).or_else(|| now.checked_sub(cool_down)).unwrap_or(now);
-            i.state = if r.state == BreakerState::HalfOpen.as_str() || elapsed >= cfg.cool_down_ms {
+            i.state = if r.state == BreakerState::Closed.as_str() {
+                BreakerState::Closed
+            } else if r.state == BreakerState::HalfOpen.as_str() || elapsed >= cfg.cool_down_ms {
                 BreakerState::HalfOpen
             } else {
                 BreakerState::Open
             };
+            let skip = r.counters.recent.len().saturating_sub(cfg.window);
+            i.recent = r
+                .counters
+                .recent
+                .iter()
+                .skip(skip)
+                .map(|c| Outcome { failure: c.failure.as_deref().map(Failure::parse), user: c.user.clone() })
+                .collect();
             i.probe_successes = if i.state == BreakerState::HalfOpen { r.probe_successes } else { 0 };
             i.consecutive = r.consecutive;
             i.run_faults = r.run_faults;
@@ -235,6 +315,11 @@ impl Breaker {
     }
 
     fn record(&self, probe: bool, failure: Option<Failure>, user: Option<&UserId>) {
+        self.count(probe, failure, user);
+        self.mark();
+    }
+
+    fn count(&self, probe: bool, failure: Option<Failure>, user: Option<&UserId>) {
         let ok = failure.is_none();
         let mut i = lock(&self.inner);
         if probe {
@@ -252,9 +337,6 @@ impl Breaker {
                     i.run_users.clear();
                     i.run_faults = 0;
                     i.recent.clear();
-                    if let Some((log, user)) = &self.log {
-                        log.send(Change::Remove(self.slug.clone(), user.clone()));
-                    }
                 }
             } else {
                 self.open(&mut i);
@@ -310,22 +392,6 @@ impl Breaker {
         i.probes_in_flight = 0;
         i.probe_successes = 0;
         tracing::warn!(agent = %self.slug, "circuit breaker opened");
-        if let Some((log, user)) = &self.log {
-            let mut run_users: Vec<UserId> = i.run_users.iter().cloned().collect();
-            run_users.sort();
-            let now = now_ms();
-            log.send(Change::Put(BreakerRecord {
-                agent: self.slug.clone(),
-                user: user.clone(),
-                state: BreakerState::Open.as_str().to_string(),
-                opened_at: now,
-                consecutive: i.consecutive,
-                run_faults: i.run_faults,
-                run_users,
-                probe_successes: 0,
-                updated_at: now,
-            }));
-        }
     }
 }
 
@@ -363,14 +429,17 @@ type UserBreakers = Mutex<HashMap<(AgentSlug, UserId), Arc<Breaker>>>;
 /// Each agent's breaker.
 type AgentBreakers = Mutex<HashMap<AgentSlug, Arc<Breaker>>>;
 
-/// A change to write to the store, in order.
+/// What the store's writer is told.
 #[derive(Debug)]
 enum Change {
-    Put(BreakerRecord),
-    Remove(AgentSlug, Option<UserId>),
+    /// The breaker of this agent (and user) changed: write its latest state.
+    Dirty(AgentSlug, Option<UserId>),
     /// Answered once everything before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
+
+/// A breaker the writer is told about.
+type Key = (AgentSlug, Option<UserId>);
 
 /// Where breakers are written: a queue that one task drains into the store.
 #[derive(Debug)]
@@ -456,8 +525,11 @@ impl Breakers {
             (self.cfg, Arc::downgrade(&self.map), Arc::downgrade(&self.users), stored.log.clone());
         let loaded = stored.loaded.clone();
         handle.spawn(async move {
+            // the breakers on file: only those are removed when they have nothing left to count
+            let mut on_file: HashSet<Key> = HashSet::new();
             match store.breakers().await {
                 Ok(records) => {
+                    on_file.extend(records.iter().map(|r| (r.agent.clone(), r.user.clone())));
                     if let (Some(map), Some(users)) = (map.upgrade(), users.upgrade()) {
                         install(cfg, &map, &users, &log, &records);
                     }
@@ -466,17 +538,32 @@ impl Breakers {
             }
             drop(log);
             let _ = loaded.send(true);
+            let mut dirty: HashSet<Key> = HashSet::new();
+            let mut waiting = Vec::new();
+            let take = |change: Change, dirty: &mut HashSet<Key>, waiting: &mut Vec<_>| match change {
+                Change::Dirty(agent, user) => {
+                    dirty.insert((agent, user));
+                }
+                Change::Flush(done) => waiting.push(done),
+            };
             while let Some(change) = rx.recv().await {
-                let done = match change {
-                    Change::Put(r) => store.put_breaker(&r).await,
-                    Change::Remove(agent, user) => store.remove_breaker(&agent, user.as_ref()).await,
-                    Change::Flush(done) => {
-                        let _ = done.send(());
-                        Ok(())
+                take(change, &mut dirty, &mut waiting);
+                // coalesce: what else changes within WRITE_EVERY is written with it (a flush does not wait)
+                let until = Instant::now() + WRITE_EVERY;
+                while waiting.is_empty() {
+                    tokio::select! {
+                        change = rx.recv() => match change {
+                            Some(change) => take(change, &mut dirty, &mut waiting),
+                            None => break,
+                        },
+                        () = tokio::time::sleep_until(until) => break,
                     }
-                };
-                if let Err(e) = done {
-                    tracing::warn!(error = %e, "a circuit breaker's state could not be stored");
+                }
+                for key in dirty.drain() {
+                    write(store.as_ref(), &map, &users, &mut on_file, key).await;
+                }
+                for done in waiting.drain(..) {
+                    let _ = done.send(());
                 }
             }
         });
@@ -544,24 +631,77 @@ impl Breakers {
     }
 }
 
+/// Writes the latest state of one breaker, or removes it from the store
+/// when it counts nothing (or is gone: a user's own breaker after a success).
+async fn write(
+    store: &dyn Store,
+    map: &std::sync::Weak<AgentBreakers>,
+    users: &std::sync::Weak<UserBreakers>,
+    on_file: &mut HashSet<Key>,
+    key: Key,
+) {
+    // the breakers themselves are gone (dropped with their runtime): nothing to read, and nothing to remove
+    let breaker = match &key.1 {
+        None => {
+            let Some(map) = map.upgrade() else { return };
+            lock(&map).get(&key.0).cloned()
+        }
+        Some(user) => {
+            let Some(users) = users.upgrade() else { return };
+            lock(&users).get(&(key.0.clone(), user.clone())).cloned()
+        }
+    };
+    let record = breaker.and_then(|b| {
+        b.dirty.store(false, std::sync::atomic::Ordering::Release);
+        b.snapshot(key.1.as_ref())
+    });
+    let done = match record {
+        Some(r) => {
+            on_file.insert(key);
+            store.put_breaker(&r).await
+        }
+        None if on_file.remove(&key) => store.remove_breaker(&key.0, key.1.as_ref()).await,
+        None => Ok(()),
+    };
+    if let Err(e) = done {
+        tracing::warn!(error = %e, "a circuit breaker's state could not be stored");
+    }
+}
+
 /// A user's own breaker opens on that user's failures alone.
 fn user_config(cfg: BreakerConfig) -> BreakerConfig {
     BreakerConfig { min_users: 1, ..cfg }
 }
 
-/// Puts the stored breakers in place of closed ones without failures (a
-/// breaker that already counts failures in this process keeps its own state).
+/// Puts the stored breakers in place. A breaker this process made before
+/// they were loaded keeps its own state if it opened here; a closed one is
+/// replaced by the stored one with the calls it saw since counted on top
+/// (the failures before the restart and after it both count).
 fn install(cfg: BreakerConfig, map: &AgentBreakers, users: &UserBreakers, log: &Arc<Log>, records: &[BreakerRecord]) {
-    let fresh = |b: &Arc<Breaker>| {
-        let i = lock(&b.inner);
-        i.state == BreakerState::Closed && i.consecutive == 0
+    // the stored breaker, with the calls `live` counted replayed on it; None: keep `live`
+    let adopt = |b: Breaker, live: Option<&Arc<Breaker>>| -> Option<Arc<Breaker>> {
+        let Some(live) = live else { return Some(Arc::new(b)) };
+        let calls: Vec<(Option<Failure>, Option<UserId>)> = {
+            let i = lock(&live.inner);
+            if i.state != BreakerState::Closed {
+                return None;
+            }
+            i.recent.iter().map(|o| (o.failure, o.user.clone())).collect()
+        };
+        for (failure, user) in &calls {
+            b.count(false, *failure, user.as_ref());
+        }
+        if !calls.is_empty() {
+            b.mark();
+        }
+        Some(Arc::new(b))
     };
     for r in records {
         match &r.user {
             None => {
-                let b = Arc::new(Breaker::restored(r.agent.clone(), cfg, r).logged(Some(log), None));
+                let b = Breaker::restored(r.agent.clone(), cfg, r).logged(Some(log), None);
                 let mut map = lock(map);
-                if map.get(&r.agent).is_none_or(fresh) {
+                if let Some(b) = adopt(b, map.get(&r.agent)) {
                     map.insert(r.agent.clone(), b);
                 }
             }
@@ -569,8 +709,8 @@ fn install(cfg: BreakerConfig, map: &AgentBreakers, users: &UserBreakers, log: &
                 let b = Breaker::restored(r.agent.clone(), user_config(cfg), r).logged(Some(log), Some(user));
                 let mut users = lock(users);
                 let key = (r.agent.clone(), user.clone());
-                if users.get(&key).is_none_or(fresh) {
-                    users.insert(key, Arc::new(b));
+                if let Some(b) = adopt(b, users.get(&key)) {
+                    users.insert(key, b);
                 }
             }
         }
@@ -767,17 +907,25 @@ mod tests {
             first.acquire(&goalie, &alice).unwrap().failed(Failure::OnRequest);
             first.acquire(&broken, &bob).unwrap().failed(Failure::Fault);
         }
-        first.acquire(&goalie, &bob).unwrap().failed(Failure::OnRequest); // one failure: nothing to keep
+        first.acquire(&goalie, &bob).unwrap().failed(Failure::OnRequest); // one failure: counted, kept too
         first.settled().await;
         let on_file = store.breakers().await.unwrap();
-        let keys: Vec<(String, Option<String>)> =
-            on_file.iter().map(|r| (r.agent.to_string(), r.user.as_ref().map(ToString::to_string))).collect();
+        let keys: Vec<(String, Option<String>, String, u32)> = on_file
+            .iter()
+            .map(|r| (r.agent.to_string(), r.user.as_ref().map(ToString::to_string), r.state.clone(), r.consecutive))
+            .collect();
+        let row = |a: &str, u: Option<&str>, state: &str, n| (a.to_string(), u.map(String::from), state.to_string(), n);
         assert_eq!(
             keys,
-            [("broken".into(), None), ("broken".into(), Some("bob".into())), ("goalie".into(), Some("alice".into()))],
-            "written when they opened, and only those"
+            [
+                row("broken", None, "open", 5),
+                row("broken", Some("bob"), "open", 5),
+                row("goalie", None, "closed", 6),
+                row("goalie", Some("alice"), "open", 5),
+                row("goalie", Some("bob"), "closed", 1),
+            ],
+            "every breaker that counts something"
         );
-        assert!(on_file.iter().all(|r| r.state == "open" && r.consecutive == 5));
 
         let second = stored(cfg, &store);
         second.settled().await;
@@ -785,6 +933,8 @@ mod tests {
         assert_eq!(second.user_state(&goalie, &alice), BreakerState::Open);
         assert_eq!(second.state(&goalie), BreakerState::Closed, "alice's failures stay hers");
         assert_eq!(second.user_state(&goalie, &bob), BreakerState::Closed);
+        let counted = lock(&second.users).get(&(goalie.clone(), bob.clone())).map(|b| lock(&b.inner).consecutive);
+        assert_eq!(counted, Some(1), "bob's one failure is still counted");
         assert!(second.acquire(&goalie, &bob).is_ok());
         let refused = second.acquire(&goalie, &alice).err().unwrap();
         assert!(refused.message.contains("resting for you"), "{}", refused.message);
@@ -805,6 +955,7 @@ mod tests {
             run_users: vec![],
             probe_successes: 0,
             updated_at: opened_at,
+            counters: BreakerCounters::default(),
         };
         let cfg = BreakerConfig { cool_down_ms: 60_000, probes: 1, ..BreakerConfig::default() };
         store.put_breaker(&record(now_ms() - 59_000)).await.unwrap();
@@ -838,5 +989,61 @@ mod tests {
             b.settled().await;
             assert_eq!(store.breakers().await.unwrap().len(), 2, "the agent's and alice's own");
         });
+    }
+
+    #[tokio::test]
+    async fn counts_short_of_opening_survive_a_restart_and_a_closed_breaker_with_nothing_counted_goes() {
+        let store = Arc::new(crate::store::MemoryStore::new());
+        let cfg = BreakerConfig { cool_down_ms: 600_000, ..BreakerConfig::default() };
+        let (flaky, alice) = (AgentSlug::parse("flaky").unwrap(), user("alice"));
+        let first = stored(cfg, &store);
+        first.settled().await;
+        for _ in 0..4 {
+            first.acquire(&flaky, &alice).unwrap().failed(Failure::Fault);
+        }
+        first.settled().await;
+        let on_file = store.breakers().await.unwrap();
+        assert_eq!(on_file.len(), 2, "the agent's and alice's own, both closed: {on_file:?}");
+        assert!(on_file.iter().all(|r| r.state == "closed" && r.consecutive == 4 && r.run_faults == 4));
+        assert_eq!(on_file[0].counters.recent.len(), 4);
+        assert_eq!(on_file[0].counters.recent[0].failure.as_deref(), Some("fault"));
+
+        let second = stored(cfg, &store);
+        second.settled().await;
+        assert_eq!(second.state(&flaky), BreakerState::Closed);
+        second.acquire(&flaky, &alice).unwrap().failed(Failure::Fault);
+        assert_eq!(second.state(&flaky), BreakerState::Open, "the fifth failure, across the restart");
+
+        // a success closes nothing open, but an agent back to nothing counted is removed
+        let third = stored(cfg, &store);
+        third.settled().await;
+        let other = AgentSlug::parse("other").unwrap();
+        third.acquire(&other, &alice).unwrap().failed(Failure::Fault);
+        third.settled().await;
+        assert!(store.breakers().await.unwrap().iter().any(|r| r.agent == other));
+        for _ in 0..cfg.window {
+            third.acquire(&other, &alice).unwrap().success();
+        }
+        third.settled().await;
+        assert!(!store.breakers().await.unwrap().iter().any(|r| r.agent == other), "nothing counted: removed");
+    }
+
+    #[tokio::test]
+    async fn failures_counted_before_the_stored_ones_are_loaded_add_to_them() {
+        let store = Arc::new(crate::store::MemoryStore::new());
+        let (slow, alice) = (AgentSlug::parse("slow").unwrap(), user("alice"));
+        let cfg = BreakerConfig::default();
+        let first = stored(cfg, &store);
+        for _ in 0..4 {
+            first.acquire(&slow, &alice).unwrap().failed(Failure::Fault);
+        }
+        first.settled().await;
+        // the loading task has not run yet (one thread, no await in between) when the fifth failure comes
+        let second = stored(cfg, &store);
+        second.acquire(&slow, &alice).unwrap().failed(Failure::Fault);
+        assert_eq!(second.state(&slow), BreakerState::Closed, "one failure, before the stored four are loaded");
+        second.settled().await;
+        assert_eq!(second.state(&slow), BreakerState::Open, "four before the restart and one after");
+        assert_eq!(second.user_state(&slow, &alice), BreakerState::Open);
     }
 }

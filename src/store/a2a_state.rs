@@ -1,13 +1,18 @@
 //! State that outlives a restart besides the trees: the A2A tasks of the
-//! service (each task as a client reads it, with its history and artifacts)
-//! and the circuit breakers that are not closed. The processes keep caches
-//! of both; the store is where a restarted process finds them again.
+//! service (each task as a client reads it, with its history and artifacts),
+//! the events their streams sent, and the circuit breakers with what they
+//! count. The processes keep caches of them; the store is where a restarted
+//! process finds them again.
 //!
 //! A task's `seq` orders its versions: a write never replaces a version with
 //! a higher `seq`, so writes that reach the store out of order keep the
-//! newest. Breakers are written when they open and removed when they close;
-//! a half-open breaker is not written (it is an open one whose cool-down,
-//! counted from `opened_at` on the wall clock, has passed).
+//! newest. A task's events are numbered 1, 2, 3, ... (their own `seq`, the
+//! SSE `id:`); the newest [`MAX_EVENTS_PER_TASK`] of each task are kept.
+//! A breaker is written (coalesced, off the call path) whenever it counts
+//! something: open, half-open, or closed with failures in its counts; it is
+//! removed once it is closed with nothing counted. A stored open breaker
+//! whose cool-down, counted from `opened_at` on the wall clock, has passed
+//! is half-open when it is loaded.
 
 use std::collections::HashMap;
 
@@ -15,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{AnyPool, AssertSqlSafe, FromRow};
 
 use super::{Store, StoreError, StoreResult, now_ms};
-use crate::protocol::a2a::types::{Message, Task, TaskState, TaskStatus};
+use crate::protocol::a2a::types::{Message, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent};
 use crate::protocol::{AgentSlug, SessionId, UserId};
 use crate::util::lock;
 
@@ -121,6 +126,65 @@ pub struct BreakerRecord {
     pub probe_successes: u32,
     /// When it was written, in milliseconds since the Unix epoch.
     pub updated_at: i64,
+    /// The rest of what it counts (its window of recent calls).
+    #[serde(default)]
+    pub counters: BreakerCounters,
+}
+
+/// What a breaker counts besides its run of failures: its window of recent
+/// calls, for the failure rate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BreakerCounters {
+    /// The window of recent calls, oldest first.
+    pub recent: Vec<RecentCall>,
+}
+
+/// One call in a breaker's window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentCall {
+    /// How it failed: `fault` (no input causes it) or `on_request`; None: it succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// The user whose request it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserId>,
+}
+
+/// The events kept per A2A task: the newest 1 000. A client that reconnects
+/// with a `Last-Event-ID` older than those gets the ones kept (and the task
+/// as it is now, first).
+pub const MAX_EVENTS_PER_TASK: i64 = 1_000;
+
+/// One event of an A2A task's stream, as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct A2aEventRecord {
+    /// The task it belongs to.
+    pub task_id: String,
+    /// Its number within the task, from 1: the SSE `id:` it was sent with.
+    pub seq: i64,
+    /// The A2A `StreamResponse` as JSON (a status or an artifact update).
+    pub event: String,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub created_at: i64,
+}
+
+impl A2aEventRecord {
+    /// The record of `event`, number `seq` of task `task_id`.
+    pub fn new(task_id: &str, seq: i64, event: &StreamResponse) -> Self {
+        Self {
+            task_id: task_id.to_string(),
+            seq,
+            event: serde_json::to_string(event).unwrap_or_default(),
+            created_at: now_ms(),
+        }
+    }
+
+    /// The event it holds.
+    pub fn to_event(&self) -> StoreResult<StreamResponse> {
+        serde_json::from_str(&self.event)
+            .map_err(|e| backend_err(format!("corrupt event {} of A2A task '{}': {e}", self.seq, self.task_id)))
+    }
 }
 
 fn backend_err(e: impl std::fmt::Display) -> StoreError {
@@ -131,9 +195,10 @@ fn backend_err(e: impl std::fmt::Display) -> StoreError {
 /// resumed tree that finished in another process than the one that started
 /// it): the status, with an agent message holding `text` that is also added
 /// to the history, under a version above the stored one. False when there
-/// is no such task. A service that holds the task in its cache reads the
-/// new version the next time the task is asked for while it does not run
-/// there.
+/// is no such task. The change is also stored as the task's next stream
+/// event. A service that holds the task in its cache reads the new version
+/// (and sends that event to its subscribers) the next time the task is
+/// asked for, or watched, while it does not run there.
 pub async fn set_task_status(store: &dyn Store, id: &str, state: TaskState, text: &str) -> StoreResult<bool> {
     let Some(mut record) = store.a2a_task(id).await? else {
         return Ok(false);
@@ -146,7 +211,20 @@ pub async fn set_task_status(store: &dyn Store, id: &str, state: TaskState, text
         AgentSlug::parse(&record.agent).map_err(|_| backend_err(format!("corrupt agent '{}'", record.agent)))?;
     let seq = (record.seq + 1).max(now_ms().saturating_mul(1000));
     record = A2aTaskRecord::new(&task, &record.owner, &agent, record.session_id, seq);
-    store.put_a2a_task(&record).await
+    if !store.put_a2a_task(&record).await? {
+        return Ok(true); // a newer version won: its writer tells the stream
+    }
+    // the change as the task's next event: a subscriber of any process (or a
+    // client reconnecting later) gets it
+    let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: task.status.clone(),
+        metadata: task.metadata.clone(),
+    });
+    let next = store.a2a_event_seq(&task.id).await? + 1;
+    store.append_a2a_events(&[A2aEventRecord::new(&task.id, next, &event)]).await?;
+    Ok(true)
 }
 
 // ---- SQL (SQLite and PostgreSQL through the Any driver) ----
@@ -273,6 +351,78 @@ pub(super) async fn tasks(pool: &AnyPool, q: &A2aTaskQuery) -> StoreResult<A2aTa
     Ok(A2aTaskPage { tasks, total: total.max(0) as u64 })
 }
 
+/// Appends events (one already on file is left as it is) and drops each
+/// task's events older than its newest [`MAX_EVENTS_PER_TASK`].
+pub(super) async fn append_events(pool: &AnyPool, events: &[A2aEventRecord]) -> StoreResult<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await.map_err(backend_err)?;
+    let mut newest: HashMap<&str, i64> = HashMap::new();
+    for e in events {
+        sqlx::query(
+            "INSERT INTO a2a_task_events (task_id, seq, event, created_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (task_id, seq) DO NOTHING",
+        )
+        .bind(e.task_id.clone())
+        .bind(e.seq)
+        .bind(e.event.clone())
+        .bind(e.created_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_err)?;
+        let n = newest.entry(&e.task_id).or_insert(e.seq);
+        *n = (*n).max(e.seq);
+    }
+    for (task, seq) in newest {
+        if seq > MAX_EVENTS_PER_TASK {
+            sqlx::query("DELETE FROM a2a_task_events WHERE task_id = $1 AND seq <= $2")
+                .bind(task.to_string())
+                .bind(seq - MAX_EVENTS_PER_TASK)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend_err)?;
+        }
+    }
+    tx.commit().await.map_err(backend_err)
+}
+
+type EventRow = (String, i64, String, i64);
+
+/// The task's events after `after`, oldest first, at most `limit`.
+pub(super) async fn events(
+    pool: &AnyPool,
+    task_id: &str,
+    after: i64,
+    limit: usize,
+) -> StoreResult<Vec<A2aEventRecord>> {
+    let rows: Vec<EventRow> = sqlx::query_as(
+        "SELECT task_id, seq, event, created_at FROM a2a_task_events WHERE task_id = $1 AND seq > $2 \
+         ORDER BY seq LIMIT $3",
+    )
+    .bind(task_id.to_string())
+    .bind(after)
+    .bind(limit.min(i64::MAX as usize) as i64)
+    .fetch_all(pool)
+    .await
+    .map_err(backend_err)?;
+    Ok(rows
+        .into_iter()
+        .map(|(task_id, seq, event, created_at)| A2aEventRecord { task_id, seq, event, created_at })
+        .collect())
+}
+
+/// The seq of the task's newest event; 0 without events.
+pub(super) async fn last_event_seq(pool: &AnyPool, task_id: &str) -> StoreResult<i64> {
+    use sqlx::Row;
+    sqlx::query("SELECT COALESCE(MAX(seq), 0) AS n FROM a2a_task_events WHERE task_id = $1")
+        .bind(task_id.to_string())
+        .fetch_one(pool)
+        .await
+        .and_then(|r| r.try_get::<i64, _>("n"))
+        .map_err(backend_err)
+}
+
 fn user_key(user: Option<&UserId>) -> String {
     user.map(ToString::to_string).unwrap_or_default()
 }
@@ -280,12 +430,13 @@ fn user_key(user: Option<&UserId>) -> String {
 /// Writes a breaker that is not closed, replacing the agent's (and user's) one.
 pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord) -> StoreResult<()> {
     let users = serde_json::to_string(&b.run_users).map_err(backend_err)?;
+    let counters = serde_json::to_string(&b.counters).map_err(backend_err)?;
     sqlx::query(
         "INSERT INTO breakers (agent, user_id, state, opened_at, consecutive, run_faults, run_users, \
-         probe_successes, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         probe_successes, updated_at, counters) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
          ON CONFLICT (agent, user_id) DO UPDATE SET state = excluded.state, opened_at = excluded.opened_at, \
          consecutive = excluded.consecutive, run_faults = excluded.run_faults, run_users = excluded.run_users, \
-         probe_successes = excluded.probe_successes, updated_at = excluded.updated_at",
+         probe_successes = excluded.probe_successes, updated_at = excluded.updated_at, counters = excluded.counters",
     )
     .bind(b.agent.to_string())
     .bind(user_key(b.user.as_ref()))
@@ -296,6 +447,7 @@ pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord) -> StoreResul
     .bind(users)
     .bind(i64::from(b.probe_successes))
     .bind(b.updated_at)
+    .bind(counters)
     .execute(pool)
     .await
     .map_err(backend_err)?;
@@ -313,35 +465,40 @@ pub(super) async fn remove_breaker(pool: &AnyPool, agent: &AgentSlug, user: Opti
     Ok(())
 }
 
-type BreakerRow = (String, String, String, i64, i64, i64, String, i64, i64);
+type BreakerRow = (String, String, String, i64, i64, i64, String, i64, i64, String);
 
 /// Every breaker on file, by agent and user.
 pub(super) async fn breakers(pool: &AnyPool) -> StoreResult<Vec<BreakerRecord>> {
     let rows: Vec<BreakerRow> = sqlx::query_as(
-        "SELECT agent, user_id, state, opened_at, consecutive, run_faults, run_users, probe_successes, updated_at \
-         FROM breakers ORDER BY agent, user_id",
+        "SELECT agent, user_id, state, opened_at, consecutive, run_faults, run_users, probe_successes, updated_at, \
+         counters FROM breakers ORDER BY agent, user_id",
     )
     .fetch_all(pool)
     .await
     .map_err(backend_err)?;
     rows.into_iter()
-        .map(|(agent, user, state, opened_at, consecutive, run_faults, users, probe_successes, updated_at)| {
-            let count = |n: i64| u32::try_from(n.max(0)).unwrap_or(u32::MAX);
-            Ok(BreakerRecord {
-                agent: AgentSlug::parse(&agent).map_err(|_| backend_err(format!("corrupt breaker agent '{agent}'")))?,
-                user: match user.as_str() {
-                    "" => None,
-                    u => Some(UserId::parse(u).map_err(|_| backend_err(format!("corrupt breaker user '{u}'")))?),
-                },
-                state,
-                opened_at,
-                consecutive: count(consecutive),
-                run_faults: count(run_faults),
-                run_users: serde_json::from_str(&users).map_err(backend_err)?,
-                probe_successes: count(probe_successes),
-                updated_at,
-            })
-        })
+        .map(
+            |(agent, user, state, opened_at, consecutive, run_faults, users, probe_successes, updated_at, counters)| {
+                let count = |n: i64| u32::try_from(n.max(0)).unwrap_or(u32::MAX);
+                Ok(BreakerRecord {
+                    agent: AgentSlug::parse(&agent)
+                        .map_err(|_| backend_err(format!("corrupt breaker agent '{agent}'")))?,
+                    user: match user.as_str() {
+                        "" => None,
+                        u => Some(UserId::parse(u).map_err(|_| backend_err(format!("corrupt breaker user '{u}'")))?),
+                    },
+                    state,
+                    opened_at,
+                    consecutive: count(consecutive),
+                    run_faults: count(run_faults),
+                    run_users: serde_json::from_str(&users).map_err(backend_err)?,
+                    probe_successes: count(probe_successes),
+                    updated_at,
+                    // counts that cannot be read are counts lost, not a breaker lost
+                    counters: serde_json::from_str(&counters).unwrap_or_default(),
+                })
+            },
+        )
         .collect()
 }
 
@@ -356,6 +513,8 @@ pub(super) struct InMemory {
 #[derive(Debug, Default)]
 struct InMemoryInner {
     tasks: HashMap<String, A2aTaskRecord>,
+    /// task id → its events by seq
+    events: HashMap<String, std::collections::BTreeMap<i64, A2aEventRecord>>,
     breakers: std::collections::BTreeMap<(String, String), BreakerRecord>,
 }
 
@@ -401,6 +560,26 @@ impl InMemory {
         let total = found.len() as u64;
         let tasks = found.into_iter().skip(q.offset).take(q.limit).cloned().collect();
         A2aTaskPage { tasks, total }
+    }
+
+    pub fn append_events(&self, events: &[A2aEventRecord]) {
+        let mut i = lock(&self.inner);
+        for e in events {
+            let list = i.events.entry(e.task_id.clone()).or_default();
+            list.entry(e.seq).or_insert_with(|| e.clone());
+            let newest = list.last_key_value().map_or(0, |(k, _)| *k);
+            list.retain(|seq, _| *seq > newest - MAX_EVENTS_PER_TASK);
+        }
+    }
+
+    pub fn events(&self, task_id: &str, after: i64, limit: usize) -> Vec<A2aEventRecord> {
+        let i = lock(&self.inner);
+        let Some(list) = i.events.get(task_id) else { return Vec::new() };
+        list.range(after.saturating_add(1)..).take(limit).map(|(_, e)| e.clone()).collect()
+    }
+
+    pub fn last_event_seq(&self, task_id: &str) -> i64 {
+        lock(&self.inner).events.get(task_id).and_then(|l| l.last_key_value()).map_or(0, |(k, _)| *k)
     }
 
     pub fn put_breaker(&self, b: &BreakerRecord) {
@@ -501,6 +680,7 @@ mod tests {
             run_users: vec![alice.clone()],
             probe_successes: 0,
             updated_at: 5,
+            counters: BreakerCounters::default(),
         };
         store.put_breaker(&b(None)).await.unwrap();
         store.put_breaker(&b(Some(alice.clone()))).await.unwrap();
@@ -524,5 +704,102 @@ mod tests {
         assert_eq!(t.status.state, TaskState::Completed);
         assert_eq!(t.history.unwrap().last().unwrap().text(), "Resumed and done.");
         assert!(!set_task_status(&store, "nope", TaskState::Failed, "").await.unwrap());
+    }
+
+    fn status_event(task: &str, state: TaskState) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: task.into(),
+            context_id: "ctx".into(),
+            status: TaskStatus::now(state, None),
+            metadata: None,
+        })
+    }
+
+    /// Both backends the unit tests can reach: memory and an SQLite file.
+    async fn stores() -> Vec<(&'static str, Box<dyn Store>, Option<tempfile::TempDir>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("events.db").display());
+        let sqlite = crate::store::SqlStore::connect(&url).await.unwrap();
+        vec![("memory", Box::new(MemoryStore::new()), None), ("sqlite", Box::new(sqlite), Some(dir))]
+    }
+
+    #[tokio::test]
+    async fn a_tasks_events_are_kept_in_order_read_after_a_seq_and_bounded() {
+        for (name, store, _dir) in stores().await {
+            assert_eq!(store.a2a_event_seq("t1").await.unwrap(), 0, "{name}: no events yet");
+            assert!(store.a2a_events("t1", 0, 10).await.unwrap().is_empty());
+            let ev = |seq, state| A2aEventRecord::new("t1", seq, &status_event("t1", state));
+            store.append_a2a_events(&[ev(1, TaskState::Working), ev(2, TaskState::Working)]).await.unwrap();
+            store.append_a2a_events(&[ev(3, TaskState::Completed)]).await.unwrap();
+            store
+                .append_a2a_events(&[A2aEventRecord::new("t2", 1, &status_event("t2", TaskState::Failed))])
+                .await
+                .unwrap();
+            // the same seq again is not a second event, nor does it replace the first
+            store.append_a2a_events(&[ev(2, TaskState::Failed)]).await.unwrap();
+            assert_eq!(store.a2a_event_seq("t1").await.unwrap(), 3, "{name}");
+            let all = store.a2a_events("t1", 0, 10).await.unwrap();
+            assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3], "{name}");
+            let StreamResponse::StatusUpdate(second) = all[1].to_event().unwrap() else { panic!("{name}: a status") };
+            assert_eq!(second.status.state, TaskState::Working, "{name}: the first one stays");
+            let StreamResponse::StatusUpdate(last) = all[2].to_event().unwrap() else { panic!("{name}: a status") };
+            assert_eq!(last.status.state, TaskState::Completed);
+            let page = store.a2a_events("t1", 1, 1).await.unwrap();
+            assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [2], "{name}: after 1, one at most");
+            assert!(store.a2a_events("t1", 3, 10).await.unwrap().is_empty(), "{name}");
+            assert_eq!(store.a2a_events("t2", 0, 10).await.unwrap().len(), 1, "{name}: per task");
+
+            // only the newest MAX_EVENTS_PER_TASK stay
+            let many: Vec<_> = (4..=MAX_EVENTS_PER_TASK + 5).map(|n| ev(n, TaskState::Working)).collect();
+            store.append_a2a_events(&many).await.unwrap();
+            let kept = store.a2a_events("t1", 0, 5_000).await.unwrap();
+            assert_eq!(kept.len() as i64, MAX_EVENTS_PER_TASK, "{name}");
+            assert_eq!(kept[0].seq, 6, "{name}: the oldest went");
+            assert_eq!(store.a2a_event_seq("t1").await.unwrap(), MAX_EVENTS_PER_TASK + 5, "{name}");
+            let corrupt = A2aEventRecord { event: "{".into(), ..ev(1, TaskState::Working) };
+            assert!(corrupt.to_event().unwrap_err().to_string().contains("corrupt event 1 of A2A task 't1'"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_breakers_counters_are_stored_with_it() {
+        for (name, store, _dir) in stores().await {
+            let alice = UserId::parse("alice").unwrap();
+            let counters = BreakerCounters {
+                recent: vec![
+                    RecentCall { failure: Some("on_request".into()), user: Some(alice.clone()) },
+                    RecentCall { failure: None, user: None },
+                ],
+            };
+            let b = BreakerRecord {
+                agent: AgentSlug::parse("goalie").unwrap(),
+                user: None,
+                state: "closed".into(),
+                opened_at: 0,
+                consecutive: 1,
+                run_faults: 0,
+                run_users: vec![alice],
+                probe_successes: 0,
+                updated_at: 7,
+                counters,
+            };
+            store.put_breaker(&b).await.unwrap();
+            assert_eq!(store.breakers().await.unwrap(), [b], "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn setting_a_stored_tasks_status_from_outside_adds_it_as_the_tasks_next_event() {
+        for (name, store, _dir) in stores().await {
+            store.put_a2a_task(&record("t1", "user:alice", TaskState::Working, 7, 1_000)).await.unwrap();
+            let working = A2aEventRecord::new("t1", 1, &status_event("t1", TaskState::Working));
+            store.append_a2a_events(&[working]).await.unwrap();
+            assert!(set_task_status(store.as_ref(), "t1", TaskState::Completed, "Done elsewhere.").await.unwrap());
+            let events = store.a2a_events("t1", 1, 10).await.unwrap();
+            assert_eq!(events.len(), 1, "{name}");
+            assert_eq!(events[0].seq, 2, "{name}");
+            let StreamResponse::StatusUpdate(s) = events[0].to_event().unwrap() else { panic!("{name}: a status") };
+            assert_eq!(s.status.state, TaskState::Completed, "{name}");
+        }
     }
 }

@@ -418,6 +418,24 @@ impl Store for MemoryStore {
         Ok(self.a2a.breakers())
     }
 
+    async fn append_a2a_events(&self, events: &[super::a2a_state::A2aEventRecord]) -> StoreResult<()> {
+        self.a2a.append_events(events);
+        Ok(())
+    }
+
+    async fn a2a_events(
+        &self,
+        task_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<super::a2a_state::A2aEventRecord>> {
+        Ok(self.a2a.events(task_id, after, limit))
+    }
+
+    async fn a2a_event_seq(&self, task_id: &str) -> StoreResult<i64> {
+        Ok(self.a2a.last_event_seq(task_id))
+    }
+
     async fn counts(&self) -> StoreResult<StoreCounts> {
         let i = lock(&self.inner);
         Ok(StoreCounts {

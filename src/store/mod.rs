@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionId, TokenUsage, UserId};
 
+pub use a2a_state::{A2aEventRecord, BreakerCounters, MAX_EVENTS_PER_TASK, RecentCall};
 pub use a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
 pub use journal::{Approval, ApprovalState, REPLAYS_LIMIT, ReplayRecord, StepState, TreeStep};
@@ -441,6 +442,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every breaker on file, by agent and user.
     async fn breakers(&self) -> StoreResult<Vec<BreakerRecord>>;
+
+    /// Appends the events of A2A tasks' streams (each with its per-task
+    /// `seq`; an event whose task and seq are on file already is not
+    /// written again), and keeps only the newest [`MAX_EVENTS_PER_TASK`] of
+    /// each task.
+    async fn append_a2a_events(&self, events: &[A2aEventRecord]) -> StoreResult<()>;
+
+    /// The events of task `task_id` with a seq above `after`, oldest first, at most `limit`.
+    async fn a2a_events(&self, task_id: &str, after: i64, limit: usize) -> StoreResult<Vec<A2aEventRecord>>;
+
+    /// The seq of the task's newest event on file; 0 when it has none.
+    async fn a2a_event_seq(&self, task_id: &str) -> StoreResult<i64>;
 
     /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;

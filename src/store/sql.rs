@@ -56,6 +56,7 @@ fn migrator() -> Migrator {
         m(5, "journal", include_str!("migrations/0005_journal.sql")),
         m(6, "a2a_breakers", include_str!("migrations/0006_a2a_breakers.sql")),
         m(7, "replay", include_str!("migrations/0007_replay.sql")),
+        m(8, "a2a_events", include_str!("migrations/0008_a2a_events.sql")),
     ])
 }
 
@@ -597,6 +598,23 @@ impl Store for SqlStore {
 
     async fn breakers(&self) -> StoreResult<Vec<BreakerRecord>> {
         super::a2a_state::breakers(&self.pool).await
+    }
+
+    async fn append_a2a_events(&self, events: &[super::a2a_state::A2aEventRecord]) -> StoreResult<()> {
+        super::a2a_state::append_events(&self.pool, events).await
+    }
+
+    async fn a2a_events(
+        &self,
+        task_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<super::a2a_state::A2aEventRecord>> {
+        super::a2a_state::events(&self.pool, task_id, after, limit).await
+    }
+
+    async fn a2a_event_seq(&self, task_id: &str) -> StoreResult<i64> {
+        super::a2a_state::last_event_seq(&self.pool, task_id).await
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -92,7 +92,8 @@ fn frames(body: &[u8]) -> Vec<Value> {
     let text = String::from_utf8_lossy(body);
     let mut out = Vec::new();
     for frame in text.split("\n\n").filter(|f| !f.trim().is_empty()) {
-        let lines: Vec<&str> = frame.lines().filter(|l| !l.starts_with(':')).collect();
+        // (an `id:` line is the event's number, for Last-Event-ID: durable_state.rs tests it)
+        let lines: Vec<&str> = frame.lines().filter(|l| !l.starts_with(':') && !l.starts_with("id:")).collect();
         if lines.is_empty() {
             continue; // a keep-alive comment
         }

@@ -1,12 +1,16 @@
 //! What a restarted `switchboard serve` finds again in its database, on
 //! SQLite and on PostgreSQL: the A2A tasks (status, history, artifacts,
-//! owner) and the circuit breakers that were open. "Restarted" is a second
+//! owner), their stream events (numbered, resumable with Last-Event-ID),
+//! and the circuit breakers with what they count. "Restarted" is a second
 //! runtime over a second connection to the same database.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use axum::Router;
+use axum::body::Body;
+use axum::http::Request;
+use serde_json::{Value, json};
 use switchboard::protocol::a2a::types::TaskState;
 use switchboard::protocol::{DelegationError, DelegationRequest, ErrorCode};
 use switchboard::resilience::{BreakerConfig, BreakerState};
@@ -15,6 +19,7 @@ use switchboard::{AgentOutput, Runtime};
 
 use crate::a2a::{ALICE, BOB, error_code, message, router_for, rpc, team_config};
 use crate::db;
+use crate::http::call;
 use crate::support::*;
 
 /// The same database, opened again as a restarted process would.
@@ -195,5 +200,343 @@ async fn an_open_breaker_is_open_after_a_restart_and_each_users_own_stays_theirs
         // reloaded after its cool-down (0 ms here): half-open, by the same rule as a running breaker
         let three = breaker_team(0, reopen(&db).await);
         eventually("down half-open", async || three.breaker_state(&slug("down")) == BreakerState::HalfOpen).await;
+    }
+}
+
+// ---- A2A stream events: durable, numbered, resumable (Last-Event-ID) ----
+
+const EVENTS_TEAM: &str = r#"
+[limits]
+deadline_ms = 60000
+
+[[agents]]
+slug = "mailer"
+name = "Mailer"
+requires_approval = ["send_email"]
+
+[[agents]]
+slug = "slow"
+name = "Slow"
+
+[auth]
+user_tokens = { "alice" = "ev-alice" }
+"#;
+const EV_ALICE: &str = "ev-alice";
+
+/// What the agents of [`events_team`] share across "processes".
+#[derive(Default)]
+struct Slow {
+    started: tokio::sync::Notify,
+}
+
+/// `mailer` asks for approval before it sends; `slow` hangs when `hangs`
+/// (the process "dies" there), else answers.
+fn events_team(store: Arc<dyn Store>, slow: &Arc<Slow>, hangs: bool) -> Runtime {
+    let slow = slow.clone();
+    Runtime::builder()
+        .config(switchboard::config::Config::from_toml(EVENTS_TEAM).unwrap())
+        .store(store)
+        .agent(
+            "mailer",
+            agent(|ctx, task| async move {
+                ctx.approve("send_email", &task.objective).await?;
+                Ok(AgentOutput::new("sent", "sent"))
+            }),
+        )
+        .agent(
+            "slow",
+            agent(move |_ctx, _task| {
+                let slow = slow.clone();
+                async move {
+                    slow.started.notify_waiters();
+                    if hangs {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok(AgentOutput::new("slow done", "slow done"))
+                }
+            }),
+        )
+        .build()
+        .unwrap()
+}
+
+/// SubscribeToTask over JSON-RPC (`rest`: over HTTP+JSON), with a `Last-Event-ID`.
+fn subscribe_request(slug: &str, task: &str, last_event_id: Option<&str>, rest: bool) -> Request<Body> {
+    subscribe_as(EV_ALICE, slug, task, last_event_id, rest)
+}
+
+fn subscribe_as(token: &str, slug: &str, task: &str, last_event_id: Option<&str>, rest: bool) -> Request<Body> {
+    let (uri, body) = if rest {
+        (format!("/a2a/{slug}/tasks/{task}:subscribe"), String::new())
+    } else {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "SubscribeToTask", "params": {"id": task}});
+        (format!("/a2a/{slug}"), body.to_string())
+    };
+    let mut b = Request::post(uri)
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .header("authorization", format!("Bearer {token}"));
+    if let Some(id) = last_event_id {
+        b = b.header("last-event-id", id);
+    }
+    b.body(Body::from(body)).unwrap()
+}
+
+/// SSE frames as (the `id:` line's number, the data's JSON-RPC result or HTTP+JSON body).
+fn numbered_frames(body: &[u8]) -> Vec<(Option<u64>, Value)> {
+    let text = String::from_utf8_lossy(body);
+    let mut out = Vec::new();
+    for frame in text.split("\n\n").filter(|f| !f.trim().is_empty()) {
+        let id = frame.lines().find_map(|l| l.strip_prefix("id:")).map(|n| n.trim().parse::<u64>().unwrap());
+        let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data:")) else { continue };
+        let v: Value = serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("{e}: {data}"));
+        out.push((id, v.get("result").cloned().unwrap_or(v)));
+    }
+    out
+}
+
+fn state_of(event: &Value) -> &str {
+    event["statusUpdate"]["status"]["state"]
+        .as_str()
+        .or_else(|| event["task"]["status"]["state"].as_str())
+        .unwrap_or("")
+}
+
+/// A subscription that waits for live events, read to its end (bounded).
+async fn subscribed(r: &Router, req: Request<Body>) -> Vec<(Option<u64>, Value)> {
+    let reply = tokio::time::timeout(Duration::from_secs(20), call(r, req)).await.expect("the stream ended");
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    numbered_frames(&reply.body)
+}
+
+#[tokio::test]
+async fn a2a_events_survive_a_restart_and_last_event_id_gets_exactly_the_missed_ones_then_live_ones() {
+    for db in db::both().await {
+        let name = db.name;
+        let slow = Arc::new(Slow::default());
+        let one = router_for(events_team(db.dyn_store(), &slow, false)).await;
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage",
+            "params": {"message": message("ev-1", "Mail the report to the team")}});
+        let req = Request::post("/a2a/mailer")
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0")
+            .header("authorization", format!("Bearer {EV_ALICE}"))
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let sent = numbered_frames(&call(&one, req).await.body);
+        // the task (no id), then its events numbered 1, 2, ...; the last one waits for the approval
+        assert_eq!(sent[0].0, None, "{name}: {sent:?}");
+        let task = sent[0].1["task"]["id"].as_str().unwrap().to_string();
+        let events: Vec<(u64, Value)> = sent[1..].iter().map(|(id, v)| (id.expect("numbered"), v.clone())).collect();
+        let n = events.len() as u64;
+        assert!(n >= 2, "{name}: working, then input-required: {sent:?}");
+        assert_eq!(events.iter().map(|e| e.0).collect::<Vec<_>>(), (1..=n).collect::<Vec<_>>(), "{name}");
+        assert_eq!(state_of(&events[0].1), "TASK_STATE_WORKING", "{name}");
+        assert_eq!(state_of(&events[n as usize - 1].1), "TASK_STATE_INPUT_REQUIRED", "{name}");
+        drop(one);
+
+        // the restart: a client that saw only event 1 gets 2..=n, as they were sent, then the stream ends
+        let store = reopen(&db).await;
+        let rt = events_team(store.clone(), &slow, false);
+        let two = router_for(rt.clone()).await;
+        let resumed = subscribed(&two, subscribe_request("mailer", &task, Some("1"), false)).await;
+        assert_eq!(resumed[0].0, None, "{name}: the task first");
+        assert_eq!(state_of(&resumed[0].1), "TASK_STATE_INPUT_REQUIRED", "{name}: as it is now");
+        assert_eq!(
+            resumed[1..].iter().map(|(id, v)| (id.unwrap(), v.clone())).collect::<Vec<_>>(),
+            events[1..],
+            "{name}"
+        );
+        // over HTTP+JSON too: only the newest one
+        let last = subscribed(&two, subscribe_request("mailer", &task, Some(&(n - 1).to_string()), true)).await;
+        assert_eq!(last.len(), 2, "{name}: {last:?}");
+        assert_eq!((last[1].0, &last[1].1), (Some(n), &events[n as usize - 1].1), "{name}");
+
+        // live: a client up to date waits; the approval resumes the tree; its end comes as event n + 1, once
+        let live = tokio::spawn({
+            let (two, task) = (two.clone(), task.clone());
+            async move { subscribed(&two, subscribe_request("mailer", &task, Some(&n.to_string()), false)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let alice = switchboard::Principal::User(user("alice"));
+        let approval = rt.approvals(&alice, true).await.unwrap().pop().expect("a pending approval");
+        rt.decide(&alice, &approval.id, true, None).await.unwrap();
+        rt.resume_tree(approval.root_id).await.unwrap();
+        let got = live.await.unwrap();
+        assert_eq!(got.len(), 3, "{name}: the task, then the tree's answer and the end: {got:?}");
+        assert_eq!((got[1].0, got[2].0), (Some(n + 1), Some(n + 2)), "{name}");
+        assert_eq!(got[1].1["artifactUpdate"]["artifact"]["parts"][0]["text"], "sent", "{name}: {got:?}");
+        assert_eq!(state_of(&got[2].1), "TASK_STATE_COMPLETED", "{name}: {got:?}");
+        let stored = store.a2a_events(&task, 0, 100).await.unwrap();
+        assert_eq!(stored.iter().map(|e| e.seq as u64).collect::<Vec<_>>(), (1..=n + 2).collect::<Vec<_>>(), "{name}");
+        // a terminal task is not subscribed to (A2A 1.0: UnsupportedOperationError), with or without Last-Event-ID
+        let done = call(&two, subscribe_request("mailer", &task, Some("1"), false)).await.json();
+        assert_eq!(error_code(&done), -32004, "{name}: {done}");
+    }
+}
+
+#[tokio::test]
+async fn a_working_task_cut_off_by_a_restart_streams_its_end_once_its_tree_resumes() {
+    for db in db::both().await {
+        let name = db.name;
+        let slow = Arc::new(Slow::default());
+        let one = router_for(events_team(db.dyn_store(), &slow, true)).await;
+        let started = slow.started.notified();
+        let sent = rpc(
+            &one,
+            "slow",
+            EV_ALICE,
+            "SendMessage",
+            json!({"message": message("ev-2", "Take your time"), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+        let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{name}: {sent}")).to_string();
+        tokio::time::timeout(Duration::from_secs(10), started).await.expect("slow started");
+        let store = db.dyn_store();
+        eventually("the working event on file", async || store.a2a_event_seq(&task).await.unwrap() >= 1).await;
+        drop(one); // the process "dies" with the turn in flight
+
+        let store = reopen(&db).await;
+        let rt = events_team(store.clone(), &slow, false);
+        let two = router_for(rt.clone()).await;
+        let live = tokio::spawn({
+            let (two, task) = (two.clone(), task.clone());
+            async move { subscribed(&two, subscribe_request("slow", &task, Some("0"), false)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let found = rt.resume_open_trees().await.unwrap();
+        assert!(found.resumed.iter().any(|id| id.to_string() == task), "{name}: {:?}", found.resumed);
+        let got = live.await.unwrap();
+        assert_eq!(state_of(&got[0].1), "TASK_STATE_WORKING", "{name}: the task as stored: {got:?}");
+        assert_eq!(got[1..].iter().map(|e| e.0.unwrap()).collect::<Vec<_>>(), [1, 2, 3], "{name}: {got:?}");
+        assert_eq!(state_of(&got[1].1), "TASK_STATE_WORKING", "{name}");
+        assert_eq!(got[2].1["artifactUpdate"]["artifact"]["parts"][0]["text"], "slow done", "{name}: {got:?}");
+        let end = &got[3].1["statusUpdate"]["status"];
+        assert_eq!(end["state"], "TASK_STATE_COMPLETED", "{name}: {got:?}");
+        assert_eq!(end["message"]["parts"][0]["text"], "slow done", "{name}");
+        let read = rpc(&two, "slow", EV_ALICE, "GetTask", json!({"id": task})).await;
+        assert_eq!(read["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{name}: {read}");
+        assert_eq!(read["result"]["artifacts"][0]["parts"][0]["text"], "slow done", "{name}: the answer's artifact");
+    }
+}
+
+#[tokio::test]
+async fn a_last_event_id_that_is_not_one_of_the_tasks_is_invalid_params_never_a_panic() {
+    for db in db::both().await {
+        let name = db.name;
+        let slow = Arc::new(Slow::default());
+        let r = router_for(events_team(db.dyn_store(), &slow, false)).await;
+        let sent = rpc(&r, "mailer", EV_ALICE, "SendMessage", json!({"message": message("ev-3", "Mail it")})).await;
+        let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{name}: {sent}")).to_string();
+        assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{name}");
+        for bad in ["abc", "-1", "1.5", "99999", "18446744073709551616", "\u{7f}x"] {
+            let Ok(req) = std::panic::catch_unwind(|| subscribe_request("mailer", &task, Some(bad), false)) else {
+                continue; // not even a header value
+            };
+            let got = call(&r, req).await.json();
+            assert_eq!(error_code(&got), -32602, "{name}: {bad}: {got}");
+            assert!(got["error"]["message"].as_str().unwrap().contains("Last-Event-ID"), "{name}: {got}");
+            let rest = call(&r, subscribe_request("mailer", &task, Some(bad), true)).await;
+            assert_eq!(rest.status, 400, "{name}: {bad}: {}", String::from_utf8_lossy(&rest.body));
+        }
+        // an empty one is no Last-Event-ID: the task as it is now, then what comes
+        let waiting = tokio::spawn({
+            let (r, task) = (r.clone(), task.clone());
+            async move { call(&r, subscribe_request("mailer", &task, Some(""), false)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiting.is_finished(), "{name}: a live subscription");
+        waiting.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_subscriber_of_one_process_gets_the_events_another_process_stored() {
+    for db in db::both().await {
+        let name = db.name;
+        let a = router_for(Runtime::builder().config(team_config()).store(db.dyn_store()).build().unwrap()).await;
+        let b = router_for(Runtime::builder().config(team_config()).store(reopen(&db).await).build().unwrap()).await;
+        let waiting = rpc(
+            &a,
+            "a2a-conformance",
+            ALICE,
+            "SendMessage",
+            json!({"message": message("tck-input-required-1", "start")}),
+        )
+        .await;
+        let id = waiting["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{name}: {waiting}")).to_string();
+        let n = db.store.a2a_event_seq(&id).await.unwrap() as u64;
+        assert!(n >= 2, "{name}: working, then input-required");
+        // a client of process b, up to date, waits for what comes
+        let live = tokio::spawn({
+            let (b, id) = (b.clone(), id.clone());
+            async move { subscribed(&b, subscribe_as(ALICE, "a2a-conformance", &id, Some(&n.to_string()), true)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // the next turn runs in process a
+        let mut more = message("tck-complete-task-2", "here you go");
+        more["taskId"] = json!(id);
+        let done = rpc(&a, "a2a-conformance", ALICE, "SendMessage", json!({"message": more})).await;
+        assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{name}: {done}");
+        let got = live.await.unwrap();
+        let stored = db.store.a2a_events(&id, n as i64, 100).await.unwrap();
+        assert!(!stored.is_empty(), "{name}");
+        let expected: Vec<(u64, Value)> =
+            stored.iter().map(|e| (e.seq as u64, serde_json::to_value(e.to_event().unwrap()).unwrap())).collect();
+        let seen: Vec<(u64, Value)> = got[1..].iter().map(|(id, v)| (id.unwrap(), v.clone())).collect();
+        assert_eq!(seen, expected, "{name}: every event process a stored, in order, once");
+        assert_eq!(state_of(&seen.last().unwrap().1), "TASK_STATE_COMPLETED", "{name}");
+        // process b wrote no end of its own (the turn's process did), also after the grace it leaves it
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        assert_eq!(db.store.a2a_events(&id, n as i64, 100).await.unwrap(), stored, "{name}: no second end");
+        let read = rpc(&b, "a2a-conformance", ALICE, "GetTask", json!({"id": id})).await;
+        assert_eq!(read["result"]["status"], done["result"]["task"]["status"], "{name}: {read}");
+    }
+}
+
+// ---- breaker counts short of opening ----
+
+#[tokio::test]
+async fn four_failures_before_a_restart_and_one_after_open_the_breaker() {
+    for db in db::both().await {
+        let name = db.name;
+        let team = |store| {
+            builder(&[("caller", &["down"], &[]), ("down", &[], &[])])
+                .store(store)
+                .breaker(BreakerConfig { consecutive_failures: 5, cool_down_ms: 600_000, ..BreakerConfig::default() })
+                .agent(
+                    "down",
+                    agent(|_, _| async { Err(DelegationError::new(ErrorCode::AgentUnavailable, "unreachable")) }),
+                )
+                .build()
+                .unwrap()
+        };
+        // one attempt per delegation: one failure each
+        let once = |who: &str, objective: &str| {
+            let mut req = ask("down", who, objective);
+            req.retry_policy = Some(serde_json::from_value(json!({"enabled": false})).unwrap());
+            req
+        };
+        let one = team(db.dyn_store());
+        for n in 0..4 {
+            one.delegate(&operator(), once("carol", &format!("down {n}"))).await;
+        }
+        assert_eq!(one.breaker_state(&slug("down")), BreakerState::Closed, "{name}");
+        let store = db.dyn_store();
+        eventually("four failures on file", async || {
+            store.breakers().await.unwrap().iter().any(|b| b.user.is_none() && b.consecutive == 4)
+        })
+        .await;
+        let on_file = store.breakers().await.unwrap();
+        let down = on_file.iter().find(|b| b.user.is_none()).unwrap();
+        assert_eq!((down.state.as_str(), down.run_faults, down.counters.recent.len()), ("closed", 4, 4), "{name}");
+        drop(one);
+
+        let two = team(reopen(&db).await);
+        let fifth = two.delegate(&operator(), once("dave", "down after the restart")).await;
+        assert_eq!(fifth.error_code(), Some(ErrorCode::AgentUnavailable), "{name}");
+        eventually("open after the fifth", async || two.breaker_state(&slug("down")) == BreakerState::Open).await;
+        let refused = two.delegate(&operator(), ask("down", "erin", "down again")).await;
+        assert!(refused.error.unwrap().message.contains("circuit breaker for 'down' is open"), "{name}");
     }
 }

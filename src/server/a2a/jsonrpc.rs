@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use super::sse::sse;
+use super::sse::{last_event_id, sse};
 use super::{
     TaskIdParams, check_content_type, check_id, check_version, json_response, member_spec, no_agent, params, principal,
     push_unsupported, read_body, rpc_error, unsupported_extended_card,
@@ -117,7 +117,7 @@ async fn dispatch_rpc(
             Ok(match svc.send(&who, &spec.slug, req, mode).await? {
                 Sent::Task(t) => ok(json!({"task": t})),
                 Sent::Message(m) => ok(json!({"message": m})),
-                Sent::Stream(t, rx) => sse(t, rx, Some(id.clone()), false),
+                Sent::Stream(stream) => sse(stream, Some(id.clone()), false),
             })
         }
         "GetTask" => {
@@ -137,8 +137,8 @@ async fn dispatch_rpc(
         "SubscribeToTask" => {
             let q: TaskIdParams = params(p, method)?;
             check_id(&q.id)?;
-            let (t, rx) = svc.subscribe(&who, &spec.slug, &q.id).await?;
-            Ok(sse(t, rx, Some(id.clone()), true))
+            let stream = svc.subscribe(&who, &spec.slug, &q.id, last_event_id(headers)?).await?;
+            Ok(sse(stream, Some(id.clone()), true))
         }
         "GetExtendedAgentCard" => Err(unsupported_extended_card()),
         _ => Err(push_unsupported()),

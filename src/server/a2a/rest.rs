@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::sse::sse;
+use super::sse::{last_event_id, sse};
 use super::{
     check_content_type, check_id, check_version, json_response, member_spec, no_agent, params, principal,
     push_unsupported, read_body, rest_error, unsupported_extended_card,
@@ -150,7 +150,7 @@ async fn dispatch_rest(
             Ok(match svc.send(&who, &spec.slug, req, mode).await? {
                 Sent::Task(t) => ok(json!({"task": t})),
                 Sent::Message(m) => ok(json!({"message": m})),
-                Sent::Stream(t, rx) => sse(t, rx, None, false),
+                Sent::Stream(stream) => sse(stream, None, false),
             })
         }
         Route::Get(id) => {
@@ -187,8 +187,8 @@ async fn dispatch_rest(
         }
         Route::Subscribe(id) => {
             check_id(id)?;
-            let (t, rx) = svc.subscribe(&who, &spec.slug, id).await?;
-            Ok(sse(t, rx, None, true))
+            let stream = svc.subscribe(&who, &spec.slug, id, last_event_id(headers)?).await?;
+            Ok(sse(stream, None, true))
         }
         Route::Push => Err(push_unsupported()),
         Route::ExtendedCard => Err(unsupported_extended_card()),
