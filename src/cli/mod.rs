@@ -265,6 +265,12 @@ pub fn exit_code(code: ErrorCode) -> u8 {
     }
 }
 
+/// `switchboard-pii.key` beside the lineage key directory (not in it: every
+/// file there is a lineage key).
+fn default_seal_key_file(key_dir: &std::path::Path) -> std::path::PathBuf {
+    key_dir.with_file_name("switchboard-pii.key")
+}
+
 fn usage_error(msg: impl std::fmt::Display) -> u8 {
     eprintln!("error: {msg}");
     EXIT_USAGE
@@ -279,9 +285,9 @@ async fn run(cli: Cli) -> u8 {
         None => Config::builtin(),
     };
     // a tree kept in a database resumes with its user's values: its vault is
-    // sealed under a key beside the lineage keys, unless the config names one
+    // sealed under a key beside the lineage key directory, unless the config names one
     if config.pii.seal_key_file.is_none() && !matches!(cli.database_url.as_str(), "memory:" | "memory") {
-        config.pii.seal_key_file = Some(config.lineage.key_dir.join("pii-seal.key"));
+        config.pii.seal_key_file = Some(default_seal_key_file(&config.lineage.key_dir));
     }
     // this runtime's keys come first: the peers' entries may still wait for theirs
     if let Command::Keys(args) = &cli.command {

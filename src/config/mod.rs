@@ -75,9 +75,10 @@ pub struct Config {
 
 /// `[pii]`: the key a tree's PII vault is sealed with in the journal, so a
 /// tree resumed after a restart gives the user their values back (see
-/// docs/DURABILITY.md). Unset, a runtime seals with a key of its own process
-/// (the CLI and `serve` use `<lineage.key_dir>/pii-seal.key`): after a
-/// restart the tokens stay tokens. Replicas on one database share the file.
+/// docs/DURABILITY.md). Unset, the CLI and `serve` use `switchboard-pii.key`
+/// beside `lineage.key_dir`, and a library runtime seals with a key of its
+/// own process (after a restart its tokens stay tokens). Replicas on one
+/// database share the file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PiiConfig {

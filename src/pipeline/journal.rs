@@ -9,7 +9,7 @@
 use tokio::time::Instant;
 
 use super::admit::Admitted;
-use super::pii::Pii;
+use super::pii::redact_request;
 use super::{Entry, Runtime};
 use crate::agent::StepReads;
 use crate::auth::Principal;
@@ -41,12 +41,27 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
     let (request, pii) = if entry == CHILD {
         (String::new(), None)
     } else {
-        let (rt, mut req, tree) = (rt.clone(), adm.req.clone(), adm.node.tree.clone());
+        let (rt, req, tree) = (rt.clone(), adm.req.clone(), adm.node.tree.clone());
         let redacting = tokio::task::spawn_blocking(move || {
             // the tree's vault: a token in the kept envelope stands for what
-            // it stands for in the tree (and its session's earlier turns)
-            Pii::new(&rt.inner.redactor, Some(&tree)).request(&mut req);
-            (serde_json::to_string(&req).unwrap_or_default(), sealed(&rt, &tree))
+            // it stands for in the tree (and its session's earlier turns).
+            // A copy is redacted without holding the tree's lock (the tree
+            // may give up on this and answer at its deadline meanwhile),
+            // then taken, unless the vault changed in between
+            let mut copy = tree.vault().clone();
+            let version = copy.version();
+            let mut envelope = req.clone();
+            redact_request(&rt.inner.redactor, &mut copy, &mut envelope);
+            let mut vault = tree.vault();
+            if vault.version() == version {
+                *vault = copy;
+            } else {
+                // another turn of its conversation issued tokens meanwhile: again, on the vault itself
+                envelope = req;
+                redact_request(&rt.inner.redactor, &mut vault, &mut envelope);
+            }
+            drop(vault);
+            (serde_json::to_string(&envelope).unwrap_or_default(), sealed(&rt, &tree))
         });
         match tokio::time::timeout_at(adm.node.deadline, redacting).await {
             Ok(Ok(kept)) => kept,

@@ -30,6 +30,15 @@ fn redact_handoff(r: &Redactor, vault: &mut Vault, handoff: &mut HandoffData) {
     }
 }
 
+/// An envelope as the journal keeps it: every readable field redacted on `vault`.
+pub(super) fn redact_request(r: &Redactor, vault: &mut Vault, req: &mut DelegationRequest) {
+    req.objective = r.redact(&req.objective, vault);
+    req.input = r.redact(&req.input, vault);
+    req.task_note = req.task_note.as_ref().map(|n| r.redact(n, vault));
+    req.context_hints = req.context_hints.iter().map(|h| r.redact(h, vault)).collect();
+    redact_handoff(r, vault, &mut req.handoff_data);
+}
+
 impl<'a> Pii<'a> {
     pub fn new(redactor: &'a Redactor, tree: Option<&'a Tree>) -> Self {
         Self { redactor, tree }
@@ -70,17 +79,6 @@ impl<'a> Pii<'a> {
                 task.input = vault.restore(&task.input);
                 task.task_note = task.task_note.as_ref().map(|n| vault.restore(n));
             }
-        });
-    }
-
-    /// An envelope as the journal keeps it: every readable field redacted.
-    pub fn request(&self, req: &mut DelegationRequest) {
-        self.with_vault(|r, vault| {
-            req.objective = r.redact(&req.objective, vault);
-            req.input = r.redact(&req.input, vault);
-            req.task_note = req.task_note.as_ref().map(|n| r.redact(n, vault));
-            req.context_hints = req.context_hints.iter().map(|h| r.redact(h, vault)).collect();
-            redact_handoff(r, vault, &mut req.handoff_data);
         });
     }
 

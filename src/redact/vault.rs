@@ -117,6 +117,12 @@ impl Vault {
         self.len() == 0
     }
 
+    /// Grows whenever the vault issues a token or reserves a literal (it
+    /// never shrinks): equal versions of one vault hold the same tokens.
+    pub fn version(&self) -> u64 {
+        self.slots.iter().map(|s| s.last.saturating_add(s.reserved.len() as u64)).fold(0, u64::saturating_add)
+    }
+
     /// The raw value behind `token`, if this vault issued it.
     pub fn get(&self, token: &str) -> Option<&str> {
         let (kind, n) = parse_token(token)?;

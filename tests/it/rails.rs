@@ -269,7 +269,9 @@ fn deadlines_bind_the_built_in_agents_over_random_sizes() {
             // restored; a refusal must not wait for the work it gave up on
             if r.status != Status::Success {
                 prop_assert_eq!(r.error_code(), Some(ErrorCode::DeadlineExceeded), "{} rows: {:?}", rows, r.error);
-                prop_assert!(took <= Duration::from_millis(deadline_ms + 250), "{rows} rows: told after {took:?}");
+                // the margin is the shared 2-core machine's (the whole suite runs
+                // beside this); waiting for the work would take seconds here
+                prop_assert!(took <= Duration::from_millis(deadline_ms + 1_000), "{rows} rows: told after {took:?}");
             }
             Ok(())
         })
