@@ -270,8 +270,8 @@ fn deadlines_bind_the_built_in_agents_over_random_sizes() {
             if r.status != Status::Success {
                 prop_assert_eq!(r.error_code(), Some(ErrorCode::DeadlineExceeded), "{} rows: {:?}", rows, r.error);
                 // the margin is the shared 2-core machine's (the whole suite runs
-                // beside this); waiting for the work would take seconds here
-                prop_assert!(took <= Duration::from_millis(deadline_ms + 1_000), "{rows} rows: told after {took:?}");
+                // beside this; 363 ms was seen under load)
+                prop_assert!(took <= Duration::from_millis(deadline_ms + 600), "{rows} rows: told after {took:?}");
             }
             Ok(())
         })
