@@ -5,17 +5,14 @@
 //! change nothing; a waiting tree is cancelled once.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::agent::Call;
-use switchboard::config::Config;
+use switchboard::Runtime;
 use switchboard::server::{AppState, app};
-use switchboard::{AgentOutput, Runtime};
 
 use crate::db::{self, Db};
-use crate::support::{agent, slug};
 
 pub(crate) const ALICE: &str = "apr-alice-token";
 pub(crate) const BOB: &str = "apr-bob-token";
@@ -55,59 +52,12 @@ name = "Mailer"
 requires_approval = ["send_email"]
 "#;
 
-/// How often each agent did its work.
-#[derive(Default)]
-pub(crate) struct Runs {
-    pub(crate) first: AtomicUsize,
-    pub(crate) sent: AtomicUsize,
-}
+pub(crate) use crate::team::Runs;
 
-/// A runtime on `db` whose boss asks first, then (when the objective says
-/// "mail") the mailer, which mails only once a person approves.
+/// The scripted team (`team.rs`) on `db` under this file's configuration:
+/// boss asks first, then (when the objective says "mail") the mailer.
 pub(crate) fn runtime(db: &Db, runs: &Arc<Runs>) -> Runtime {
-    let (r1, r2) = (runs.clone(), runs.clone());
-    Runtime::builder()
-        .config(Config::from_toml(CONFIG).unwrap())
-        .store(db.dyn_store())
-        .agent("gateway", agent(|_ctx, _task| async { Ok(AgentOutput::new("ok", "ok")) }))
-        .agent(
-            "boss",
-            agent(|ctx, task| async move {
-                let d = ctx.delegator()?;
-                let mut parts = vec![d.delegate(Call::new(slug("first"), "step one")).await.result];
-                if task.objective.contains("mail") {
-                    let sent = d.delegate(Call::new(slug("mailer"), "Mail the report to alex@example.com")).await;
-                    parts.push(match sent.error {
-                        Some(e) => format!("mail: {}", e.code),
-                        None => sent.result,
-                    });
-                }
-                Ok(AgentOutput::new("done", parts.join(" + ")))
-            }),
-        )
-        .agent(
-            "first",
-            agent(move |_ctx, _task| {
-                let runs = r1.clone();
-                async move {
-                    runs.first.fetch_add(1, Ordering::SeqCst);
-                    Ok(AgentOutput::new("one", "one"))
-                }
-            }),
-        )
-        .agent(
-            "mailer",
-            agent(move |ctx, task| {
-                let runs = r2.clone();
-                async move {
-                    ctx.approve("send_email", &task.objective).await?;
-                    runs.sent.fetch_add(1, Ordering::SeqCst);
-                    Ok(AgentOutput::new("sent", "sent"))
-                }
-            }),
-        )
-        .build()
-        .unwrap()
+    crate::team::runtime(db, CONFIG, runs, false)
 }
 
 /// Serves `runtime` on a free port of 127.0.0.1 (until the test's runtime ends); its address.

@@ -6,18 +6,16 @@
 //! cancelled tree stays cancelled.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use switchboard::agent::Call;
-use switchboard::config::Config;
+use switchboard::Principal;
 use switchboard::protocol::{ErrorCode, RequestId, Status};
 use switchboard::store::{ApprovalState, StepState, Store};
-use switchboard::{AgentOutput, AskOptions, Principal, Runtime};
-use tokio::sync::Notify;
 
 use crate::db::{self, Db};
-use crate::support::{agent, slug, user};
+use crate::support::user;
+use crate::team::{Runs, cut_off_mid_tree, runtime, to_boss};
 
 const CONFIG: &str = r#"
 [limits]
@@ -41,100 +39,6 @@ slug = "mailer"
 name = "Mailer"
 requires_approval = ["send_email"]
 "#;
-
-/// What the agents did, across every runtime of a test.
-#[derive(Default)]
-struct Runs {
-    first: AtomicUsize,
-    second: AtomicUsize,
-    sent: AtomicUsize,
-    second_started: Notify,
-    /// What "now" was for second when it last ran (epoch ms).
-    second_now: std::sync::Mutex<Option<i64>>,
-}
-
-/// A runtime on `db` whose boss calls first, then second, then (when the
-/// message says "mail") the mailer; `second_hangs` makes second wait
-/// forever (the process "dies" there).
-fn runtime(db: &Db, config: &str, runs: &Arc<Runs>, second_hangs: bool) -> Runtime {
-    let (r1, r2, r3) = (runs.clone(), runs.clone(), runs.clone());
-    Runtime::builder()
-        .config(Config::from_toml(config).unwrap())
-        .store(db.dyn_store())
-        .agent(
-            "boss",
-            agent(|ctx, task| async move {
-                let d = ctx.delegator()?;
-                let one = d.delegate(Call::new(slug("first"), "step one")).await;
-                let two = d.delegate(Call::new(slug("second"), "step two")).await;
-                let mut parts = vec![one.result, two.result];
-                if task.objective.contains("mail") {
-                    let sent = d.delegate(Call::new(slug("mailer"), "Mail the report to alex@example.com")).await;
-                    parts.push(match sent.error {
-                        Some(e) => format!("mail: {}", e.code),
-                        None => sent.result,
-                    });
-                }
-                Ok(AgentOutput::new("done", parts.join(" + ")))
-            }),
-        )
-        .agent(
-            "first",
-            agent(move |_ctx, _task| {
-                let runs = r1.clone();
-                async move {
-                    runs.first.fetch_add(1, Ordering::SeqCst);
-                    Ok(AgentOutput::new("one", "one"))
-                }
-            }),
-        )
-        .agent(
-            "second",
-            agent(move |ctx, _task| {
-                let runs = r2.clone();
-                async move {
-                    *runs.second_now.lock().unwrap() = Some(ctx.now().timestamp_millis());
-                    runs.second_started.notify_waiters();
-                    if second_hangs {
-                        std::future::pending::<()>().await;
-                    }
-                    runs.second.fetch_add(1, Ordering::SeqCst);
-                    Ok(AgentOutput::new("two", "two"))
-                }
-            }),
-        )
-        .agent(
-            "mailer",
-            agent(move |ctx, task| {
-                let runs = r3.clone();
-                async move {
-                    ctx.approve("send_email", &task.objective).await?;
-                    runs.sent.fetch_add(1, Ordering::SeqCst);
-                    Ok(AgentOutput::new("sent", "sent"))
-                }
-            }),
-        )
-        .build()
-        .unwrap()
-}
-
-fn to_boss(id: RequestId) -> AskOptions {
-    AskOptions { agent: Some(slug("boss")), request_id: Some(id), ..Default::default() }
-}
-
-/// Starts a tree on a runtime whose second agent hangs, and "kills" the
-/// runtime once second runs: the task is aborted and the runtime dropped.
-async fn cut_off_mid_tree(db: &Db, config: &str, runs: &Arc<Runs>, message: &str) -> RequestId {
-    let rt = runtime(db, config, runs, true);
-    let root = RequestId::new();
-    let started = runs.second_started.notified();
-    let message = message.to_string();
-    let task = tokio::spawn(async move { rt.ask(&user("alice"), &message, to_boss(root)).await });
-    tokio::time::timeout(Duration::from_secs(10), started).await.expect("second started");
-    task.abort();
-    let _ = task.await;
-    root
-}
 
 /// Waits (bounded) until the top step `root` has ended.
 async fn ended(store: &Arc<dyn Store>, root: RequestId) -> switchboard::store::TreeStep {

@@ -32,4 +32,5 @@ mod service;
 mod state;
 mod store;
 mod support;
+mod team;
 mod ui;

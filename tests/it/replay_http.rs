@@ -7,21 +7,17 @@
 //! then its journal (`GET …/steps`) says it was resumed once.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::agent::Call;
-use switchboard::config::Config;
+use switchboard::Runtime;
 use switchboard::protocol::RequestId;
 use switchboard::server::AppState;
 use switchboard::store::Store;
-use switchboard::{AgentOutput, AskOptions, Runtime};
-use tokio::sync::Notify;
 
 use super::approvals_http::{Client, serve};
 use crate::db::{self, Db};
-use crate::support::{agent, slug, user};
 
 pub(crate) const ALICE: &str = "rpl-alice-token";
 pub(crate) const BOB: &str = "rpl-bob-token";
@@ -60,72 +56,17 @@ slug = "second"
 name = "Second"
 "#;
 
-/// What the agents did, across every runtime of a test.
-#[derive(Default)]
-pub(crate) struct Runs {
-    pub(crate) first: AtomicUsize,
-    pub(crate) second: AtomicUsize,
-    second_started: Notify,
-}
+pub(crate) use crate::team::Runs;
 
-/// A runtime on `db` whose boss asks first, then second; `second_hangs`
-/// makes second wait forever (the process "dies" there).
+/// The scripted team (`team.rs`) on `db` under this file's configuration:
+/// boss asks first, then second; `second_hangs` makes second wait forever.
 pub(crate) fn runtime(db: &Db, runs: &Arc<Runs>, second_hangs: bool) -> Runtime {
-    let (r1, r2) = (runs.clone(), runs.clone());
-    Runtime::builder()
-        .config(Config::from_toml(CONFIG).unwrap())
-        .store(db.dyn_store())
-        .agent("gateway", agent(|_ctx, _task| async { Ok(AgentOutput::new("ok", "ok")) }))
-        .agent(
-            "boss",
-            agent(|ctx, _task| async move {
-                let d = ctx.delegator()?;
-                let one = d.delegate(Call::new(slug("first"), "step one")).await;
-                let two = d.delegate(Call::new(slug("second"), "step two")).await;
-                Ok(AgentOutput::new("done", format!("{} + {}", one.result, two.result)))
-            }),
-        )
-        .agent(
-            "first",
-            agent(move |_ctx, _task| {
-                let runs = r1.clone();
-                async move {
-                    runs.first.fetch_add(1, Ordering::SeqCst);
-                    Ok(AgentOutput::new("one", "one"))
-                }
-            }),
-        )
-        .agent(
-            "second",
-            agent(move |_ctx, _task| {
-                let runs = r2.clone();
-                async move {
-                    runs.second_started.notify_waiters();
-                    if second_hangs {
-                        std::future::pending::<()>().await;
-                    }
-                    runs.second.fetch_add(1, Ordering::SeqCst);
-                    Ok(AgentOutput::new("two", "two"))
-                }
-            }),
-        )
-        .build()
-        .unwrap()
+    crate::team::runtime(db, CONFIG, runs, second_hangs)
 }
 
-/// Starts a tree as alice on a runtime whose second agent hangs, and "kills"
-/// the runtime once second runs: the task is aborted and the runtime dropped.
-/// The tree's steps stay open in the store.
+/// A tree of alice's cut off mid-run (see `team::cut_off_mid_tree`): its steps stay open.
 pub(crate) async fn cut_off_mid_tree(db: &Db, runs: &Arc<Runs>) -> RequestId {
-    let rt = runtime(db, runs, true);
-    let root = RequestId::new();
-    let started = runs.second_started.notified();
-    let opts = AskOptions { agent: Some(slug("boss")), request_id: Some(root), ..Default::default() };
-    let task = tokio::spawn(async move { rt.ask(&user("alice"), "Do the report", opts).await });
-    tokio::time::timeout(Duration::from_secs(10), started).await.expect("second started");
-    task.abort();
-    let _ = task.await;
-    root
+    crate::team::cut_off_mid_tree(db, CONFIG, runs, "Do the report").await
 }
 
 /// Serves `runtime` as `switchboard serve` does: at start it resumes the
