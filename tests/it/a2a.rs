@@ -1098,3 +1098,75 @@ async fn the_lineage_extension_is_required_once_declared_and_its_token_is_verifi
     let v = rpc(&r, "worker", CALLER, "SendMessage", json!({"message": m})).await;
     assert_eq!(v["error"]["code"], -32602, "{v}");
 }
+
+/// A peer whose stream breaks off after it took the task: the turn goes on
+/// there, so the backend follows the task with GetTask and answers with its
+/// end. On main that was a failed attempt (AGENT_UNAVAILABLE), the remote's
+/// answer was lost and a retry sent the message again.
+#[tokio::test]
+async fn a_stream_that_breaks_off_after_the_peer_took_the_task_is_followed_to_its_end() {
+    use axum::response::IntoResponse;
+    use axum::routing::{get, post};
+    use std::sync::atomic::AtomicUsize;
+    let (sends, gets) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let card = json!({
+        "name": "flaky peer",
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": true},
+    });
+    let (s, g) = (sends.clone(), gets.clone());
+    let peer = Router::new().route("/.well-known/agent-card.json", get(move || async move { axum::Json(card) })).route(
+        "/",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let (s, g) = (s.clone(), g.clone());
+            async move {
+                let task = |state: &str| {
+                    let mut t = json!({"id": "t-1", "contextId": "c-1", "status": {"state": state}});
+                    if state == "TASK_STATE_COMPLETED" {
+                        t["artifacts"] = json!([{"artifactId": "a-1", "parts": [{"text": "done remotely"}]}]);
+                    }
+                    t
+                };
+                let id = body["id"].clone();
+                match body["method"].as_str() {
+                    Some("SendStreamingMessage") => {
+                        s.fetch_add(1, Ordering::SeqCst);
+                        let first = json!({"jsonrpc": "2.0", "id": id, "result": {"task": task("TASK_STATE_WORKING")}});
+                        use futures::StreamExt;
+                        let sent = futures::stream::iter([Ok::<_, std::io::Error>(format!("data: {first}\n\n"))]);
+                        // once the event is out, the connection drops
+                        let drop = futures::stream::once(async {
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            Err(std::io::Error::other("the connection drops"))
+                        });
+                        let mut res = Body::from_stream(sent.chain(drop)).into_response();
+                        res.headers_mut().insert("content-type", "text/event-stream".parse().unwrap());
+                        res
+                    }
+                    Some("GetTask") => {
+                        g.fetch_add(1, Ordering::SeqCst);
+                        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": task("TASK_STATE_COMPLETED")}))
+                            .into_response()
+                    }
+                    _ => axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}))
+                        .into_response(),
+                }
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, peer).await });
+
+    let toml = format!(
+        "[[agents]]\nslug = \"boss\"\nname = \"boss\"\nmay_delegate_to = [\"far\"]\n\n\
+         [[agents]]\nslug = \"far\"\nname = \"far\"\nbackend = {{ kind = \"a2a\", url = \"{url}\" }}\n"
+    );
+    let boss = agent(|_ctx, _task| async { Ok(AgentOutput::new("boss", "boss")) });
+    let rt = Runtime::builder().config(Config::from_toml(&toml).unwrap()).agent("boss", boss).build().unwrap();
+    let r = rt.delegate(&crate::support::operator(), crate::support::request("boss", "far", "Do it")).await;
+    assert!(r.is_success(), "{:?}", r.error);
+    assert!(r.result.contains("done remotely"), "{}", r.result);
+    assert_eq!(sends.load(Ordering::SeqCst), 1, "the message was sent once");
+    assert!(gets.load(Ordering::SeqCst) >= 1, "the task was followed with GetTask");
+}

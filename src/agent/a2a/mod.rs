@@ -6,7 +6,10 @@
 //! says streaming is off) and follows the task to its end. The message
 //! carries the rails extension built from the proxy node's lineage, so a
 //! Switchboard on the other side keeps depth, chain, deadline and budget;
-//! a failed, rejected or canceled task comes back with our error code. When
+//! a failed, rejected or canceled task comes back with our error code. A
+//! stream that breaks off once the remote has the task is not a failure:
+//! the turn goes on there, and the task is followed with `GetTask` (the
+//! message is not sent again). When
 //! our deadline passes or the delegation is cancelled, it sends
 //! `CancelTask`, best effort.
 
@@ -249,11 +252,14 @@ impl A2aAgent {
         }
         // the whole stream is bounded, so a peer that never ends an event can't grow the buffer forever
         let mut read = 0usize;
+        let broke_off = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let broke = broke_off.clone();
         let bytes = res.bytes_stream().map(move |chunk| {
             let chunk = chunk.map_err(|e| {
                 if e.is_timeout() {
                     DelegationError::new(ErrorCode::DeadlineExceeded, "the A2A stream did not end in time")
                 } else {
+                    broke.store(true, std::sync::atomic::Ordering::Relaxed);
                     DelegationError::new(ErrorCode::AgentUnavailable, format!("the A2A stream broke off: {e}"))
                 }
             })?;
@@ -268,10 +274,19 @@ impl A2aAgent {
         });
         let mut events = std::pin::pin!(bytes.eventsource());
         while let Some(event) = events.next().await {
-            let event = event.map_err(|e| match e {
-                EventStreamError::Transport(e) => e,
-                other => self.unavailable(format!("sent a stream that is not Server-Sent Events: {other}")),
-            })?;
+            let event = match event {
+                // the remote has the task: the turn goes on there; `run` follows it with GetTask
+                Err(EventStreamError::Transport(e))
+                    if broke_off.load(std::sync::atomic::Ordering::Relaxed) && progress.task_id().is_some() =>
+                {
+                    tracing::warn!(card = %self.card_url, "{}; following the task with GetTask", e.message);
+                    return Ok(());
+                }
+                other => other.map_err(|e| match e {
+                    EventStreamError::Transport(e) => e,
+                    other => self.unavailable(format!("sent a stream that is not Server-Sent Events: {other}")),
+                })?,
+            };
             if event.data.len() > MAX_BODY {
                 return Err(self.unavailable(format!("sent an event larger than {MAX_BODY} bytes")));
             }
