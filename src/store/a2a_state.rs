@@ -105,14 +105,15 @@ pub struct A2aTaskPage {
     pub total: u64,
 }
 
-/// A circuit breaker that is not closed, as the store keeps it.
+/// A circuit breaker that is open, half-open, or closed with failures
+/// counted short of opening, as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BreakerRecord {
     /// The agent whose breaker it is.
     pub agent: AgentSlug,
     /// The user whose own breaker for the agent it is; None for the agent's breaker.
     pub user: Option<UserId>,
-    /// `open` or `half_open`.
+    /// `open`, `half_open` or `closed`.
     pub state: String,
     /// When it last opened, in milliseconds since the Unix epoch (wall clock).
     pub opened_at: i64,
