@@ -14,50 +14,12 @@ use switchboard::server::{AppState, app};
 
 use crate::db::{self, Db};
 
-pub(crate) const ALICE: &str = "apr-alice-token";
-pub(crate) const BOB: &str = "apr-bob-token";
-pub(crate) const ADMIN: &str = "apr-admin-token";
-pub(crate) const GATEWAY: &str = "apr-gateway-token";
-
-pub(crate) const CONFIG: &str = r#"
-[limits]
-deadline_ms = 30000
-
-[prime]
-agent = "boss"
-
-[auth]
-admin_tokens = ["apr-admin-token"]
-user_tokens = { "alice" = "apr-alice-token", "bob" = "apr-bob-token" }
-service_tokens = { "gateway" = "apr-gateway-token" }
-service_roots = { "gateway" = ["*"] }
-
-[[agents]]
-slug = "gateway"
-name = "Gateway"
-may_delegate_to = ["boss"]
-
-[[agents]]
-slug = "boss"
-name = "Boss"
-may_delegate_to = ["first", "mailer"]
-
-[[agents]]
-slug = "first"
-name = "First"
-
-[[agents]]
-slug = "mailer"
-name = "Mailer"
-requires_approval = ["send_email"]
-"#;
-
-pub(crate) use crate::team::Runs;
+pub(crate) use crate::team::{ADMIN, ALICE, BOB, GATEWAY, Runs};
 
 /// The scripted team (`team.rs`) on `db` under this file's configuration:
 /// boss asks first, then (when the objective says "mail") the mailer.
 pub(crate) fn runtime(db: &Db, runs: &Arc<Runs>) -> Runtime {
-    crate::team::runtime(db, CONFIG, runs, false)
+    crate::team::runtime(db, &crate::team::served_config(&["first", "mailer"]), runs, false)
 }
 
 /// Serves `runtime` on a free port of 127.0.0.1 (until the test's runtime ends); its address.

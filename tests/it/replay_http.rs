@@ -19,54 +19,21 @@ use switchboard::store::Store;
 use super::approvals_http::{Client, serve};
 use crate::db::{self, Db};
 
-pub(crate) const ALICE: &str = "rpl-alice-token";
-pub(crate) const BOB: &str = "rpl-bob-token";
-pub(crate) const ADMIN: &str = "rpl-admin-token";
-pub(crate) const GATEWAY: &str = "rpl-gateway-token";
+pub(crate) use crate::team::{ADMIN, ALICE, BOB, GATEWAY, Runs};
 
-const CONFIG: &str = r#"
-[limits]
-deadline_ms = 30000
-
-[prime]
-agent = "boss"
-
-[auth]
-admin_tokens = ["rpl-admin-token"]
-user_tokens = { "alice" = "rpl-alice-token", "bob" = "rpl-bob-token" }
-service_tokens = { "gateway" = "rpl-gateway-token" }
-service_roots = { "gateway" = ["*"] }
-
-[[agents]]
-slug = "gateway"
-name = "Gateway"
-may_delegate_to = ["boss"]
-
-[[agents]]
-slug = "boss"
-name = "Boss"
-may_delegate_to = ["first", "second"]
-
-[[agents]]
-slug = "first"
-name = "First"
-
-[[agents]]
-slug = "second"
-name = "Second"
-"#;
-
-pub(crate) use crate::team::Runs;
+fn config() -> String {
+    crate::team::served_config(&["first", "second"])
+}
 
 /// The scripted team (`team.rs`) on `db` under this file's configuration:
 /// boss asks first, then second; `second_hangs` makes second wait forever.
 pub(crate) fn runtime(db: &Db, runs: &Arc<Runs>, second_hangs: bool) -> Runtime {
-    crate::team::runtime(db, CONFIG, runs, second_hangs)
+    crate::team::runtime(db, &config(), runs, second_hangs)
 }
 
 /// A tree of alice's cut off mid-run (see `team::cut_off_mid_tree`): its steps stay open.
 pub(crate) async fn cut_off_mid_tree(db: &Db, runs: &Arc<Runs>) -> RequestId {
-    crate::team::cut_off_mid_tree(db, CONFIG, runs, "Do the report").await
+    crate::team::cut_off_mid_tree(db, &config(), runs, "Do the report").await
 }
 
 /// Serves `runtime` as `switchboard serve` does: at start it resumes the

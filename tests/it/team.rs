@@ -19,6 +19,33 @@ use tokio::sync::Notify;
 use crate::db::Db;
 use crate::support::{agent, slug, user};
 
+/// Bearer tokens of the served team (see [`served_config`]).
+pub(crate) const ALICE: &str = "team-alice-token";
+pub(crate) const BOB: &str = "team-bob-token";
+pub(crate) const ADMIN: &str = "team-admin-token";
+pub(crate) const GATEWAY: &str = "team-gateway-token";
+
+/// The team as a server runs it: Prime is the boss; alice and bob are
+/// users, an admin, and a `gateway` service that may start trees; the boss
+/// asks `boss_asks` (of first, second and mailer, which sends only once a
+/// person approves `send_email`).
+pub(crate) fn served_config(boss_asks: &[&str]) -> String {
+    let mut toml = format!(
+        "[limits]\ndeadline_ms = 30000\n\n[prime]\nagent = \"boss\"\n\n[auth]\n\
+         admin_tokens = [\"{ADMIN}\"]\nuser_tokens = {{ \"alice\" = \"{ALICE}\", \"bob\" = \"{BOB}\" }}\n\
+         service_tokens = {{ \"gateway\" = \"{GATEWAY}\" }}\nservice_roots = {{ \"gateway\" = [\"*\"] }}\n\n\
+         [[agents]]\nslug = \"gateway\"\nname = \"Gateway\"\nmay_delegate_to = [\"boss\"]\n\n\
+         [[agents]]\nslug = \"boss\"\nname = \"Boss\"\nmay_delegate_to = {boss_asks:?}\n"
+    );
+    for helper in boss_asks {
+        toml.push_str(&format!("\n[[agents]]\nslug = \"{helper}\"\nname = \"{helper}\"\n"));
+        if *helper == "mailer" {
+            toml.push_str("requires_approval = [\"send_email\"]\n");
+        }
+    }
+    toml
+}
+
 /// What the agents did, across every runtime of a test.
 #[derive(Default)]
 pub(crate) struct Runs {
