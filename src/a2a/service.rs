@@ -35,7 +35,7 @@ use crate::protocol::a2a::MESSAGE_ID_HINT;
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::rails::{LINEAGE_EXTENSION, RAILS_EXTENSION, Rails, lineage_of};
 use crate::protocol::a2a::types::{
-    Message, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    Artifact, Message, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
 use crate::protocol::{
@@ -590,12 +590,8 @@ impl A2aService {
                 e.session = newer.session.or(e.session);
                 // the events its writer stored with it, or else the change as a new one
                 if !forward(e, id, stored) {
-                    e.send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                        task_id: e.task.id.clone(),
-                        context_id: e.task.context_id.clone(),
-                        status: e.task.status.clone(),
-                        metadata: e.task.metadata.clone(),
-                    }));
+                    let update = e.task.status_update();
+                    e.send(update);
                 }
                 e.close_if_terminal();
             }
@@ -646,7 +642,7 @@ impl A2aService {
         }
         e.running = None;
         e.seq = seq;
-        let (task_id, context_id) = (e.task.id.clone(), e.task.context_id.clone());
+        let context_id = e.task.context_id.clone();
         let mut ext = Map::new();
         ext.insert("requestId".into(), json!(turn.request_id));
         let mut events = Vec::new();
@@ -658,22 +654,7 @@ impl A2aService {
                     e.session = Some(s);
                 }
                 let (artifacts, message) = to_artifacts(&answer, &response.artifacts);
-                for (artifact, append, last_chunk) in artifacts {
-                    let list = e.task.artifacts.get_or_insert_with(Vec::new);
-                    match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
-                        Some(existing) if append => existing.parts.extend(artifact.parts.clone()),
-                        Some(existing) => *existing = artifact.clone(),
-                        None => list.push(artifact.clone()),
-                    }
-                    events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                        task_id: task_id.clone(),
-                        context_id: context_id.clone(),
-                        artifact,
-                        append,
-                        last_chunk,
-                        metadata: None,
-                    }));
-                }
+                events = add_artifacts(&mut e.task, artifacts);
                 let state = if response.requires_followup { TaskState::InputRequired } else { TaskState::Completed };
                 if let Some(mut m) = message {
                     m.context_id = Some(context_id.clone());
@@ -706,18 +687,8 @@ impl A2aService {
                 (TaskState::Canceled, "The task was cancelled.".into())
             }
         };
-        let agent_message = Message::agent_text(text, Some(context_id.clone()), Some(task_id.clone()));
-        e.task.history.get_or_insert_with(Vec::new).push(agent_message.clone());
-        e.task.status = TaskStatus::now(state, Some(agent_message));
-        let mut metadata = Map::new();
-        metadata.insert(RAILS_EXTENSION.into(), Value::Object(ext));
-        e.task.metadata = Some(metadata.clone());
-        events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id,
-            context_id: context_id.clone(),
-            status: e.task.status.clone(),
-            metadata: Some(metadata),
-        }));
+        e.task.metadata = Some(Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]));
+        events.push(e.task.set_status(state, text));
         for ev in events {
             e.send(ev);
         }
@@ -856,20 +827,9 @@ impl A2aService {
             }
         }
         e.seq = seq;
-        let message = Message::agent_text("The task was cancelled.", Some(e.task.context_id.clone()), Some(id.into()));
-        e.task.history.get_or_insert_with(Vec::new).push(message.clone());
-        e.task.status = TaskStatus::now(TaskState::Canceled, Some(message));
-        let mut ext = Map::new();
-        ext.insert("code".into(), json!(ErrorCode::Cancelled));
-        let mut metadata = Map::new();
-        metadata.insert(RAILS_EXTENSION.into(), Value::Object(ext));
-        e.task.metadata = Some(metadata.clone());
-        let update = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id: id.into(),
-            context_id: e.task.context_id.clone(),
-            status: e.task.status.clone(),
-            metadata: Some(metadata),
-        });
+        let ext = Map::from_iter([("code".to_string(), json!(ErrorCode::Cancelled))]);
+        e.task.metadata = Some(Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]));
+        let update = e.task.set_status(TaskState::Canceled, "The task was cancelled.");
         e.send(update);
         e.close_if_terminal();
         Ok((view(&e.task, None, true), e.record(), tree))
@@ -986,7 +946,6 @@ async fn ended_elsewhere(
     if open_request(&task) != Some(request) {
         return Ok(true); // its end is on file already (its own process, or another that settled it)
     }
-    let context_id = task.context_id.clone();
     let mut events = Vec::new();
     let mut ext = Map::new();
     ext.insert("requestId".into(), json!(request));
@@ -994,48 +953,37 @@ async fn ended_elsewhere(
         ext.insert("status".into(), json!(response.status.as_str()));
         ext.insert("tokenUsage".into(), json!(response.token_usage));
         let (artifacts, _) = to_artifacts(&response.result, &response.artifacts);
-        for (artifact, append, last_chunk) in artifacts {
-            let list = task.artifacts.get_or_insert_with(Vec::new);
-            match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
-                Some(existing) if append => existing.parts.extend(artifact.parts.clone()),
-                Some(existing) => *existing = artifact.clone(),
-                None => list.push(artifact.clone()),
-            }
-            events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                task_id: id.to_string(),
-                context_id: context_id.clone(),
-                artifact,
-                append,
-                last_chunk,
-                metadata: None,
-            }));
-        }
+        events = add_artifacts(&mut task, artifacts);
     } else if let Some(e) = &response.error {
         ext.insert("code".into(), json!(e.code));
     }
-    let message = Message::agent_text(text, Some(context_id.clone()), Some(id.to_string()));
-    task.history.get_or_insert_with(Vec::new).push(message.clone());
-    task.status = TaskStatus::now(state, Some(message));
-    let metadata = Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]);
-    task.metadata = Some(metadata.clone());
-    events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-        task_id: id.to_string(),
-        context_id,
-        status: task.status.clone(),
-        metadata: Some(metadata),
-    }));
-    let agent = AgentSlug::parse(&record.agent)
-        .map_err(|_| StoreError::Backend(format!("corrupt agent '{}' of A2A task '{id}'", record.agent)))?;
-    let seq = (record.seq + 1).max(crate::store::now_ms().saturating_mul(1000));
-    let newer = A2aTaskRecord::new(&task, &record.owner, &agent, record.session_id, seq);
-    if !store.put_a2a_task(&newer).await? {
-        return Ok(true); // a newer version won: its writer tells the stream
-    }
-    let first = store.a2a_event_seq(id).await? + 1;
-    let records: Vec<A2aEventRecord> =
-        events.iter().zip(first..).map(|(ev, n)| A2aEventRecord::new(id, n, ev)).collect();
-    store.append_a2a_events(&records).await?;
+    task.metadata = Some(Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]));
+    events.push(task.set_status(state, text));
+    crate::store::a2a_state::store_change(store, &record, &task, &events).await?;
     Ok(true)
+}
+
+/// Adds a turn's artifacts to `task` (an artifact it has already is
+/// appended to or replaced); each as an event.
+fn add_artifacts(task: &mut Task, artifacts: Vec<(Artifact, bool, bool)>) -> Vec<StreamResponse> {
+    let mut events = Vec::new();
+    for (artifact, append, last_chunk) in artifacts {
+        let list = task.artifacts.get_or_insert_with(Vec::new);
+        match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+            Some(existing) if append => existing.parts.extend(artifact.parts.clone()),
+            Some(existing) => *existing = artifact.clone(),
+            None => list.push(artifact.clone()),
+        }
+        events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            artifact,
+            append,
+            last_chunk,
+            metadata: None,
+        }));
+    }
+    events
 }
 
 /// Puts events that are on file already (another writer stored them) and

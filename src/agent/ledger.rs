@@ -263,7 +263,7 @@ mod tests {
         let seen = run.read_ledger().await.unwrap();
         let wrote = run.write_ledger(&[coffee(450), coffee(500)], "receipt").await.unwrap();
         assert!(!run.correct_ledger("no-such-id", Some("Travel"), None).await.unwrap());
-        let recorded = reads.snapshot().unwrap();
+        let recorded = reads.take().unwrap();
         assert_eq!(recorded.ledger.len(), 3, "{recorded:?}");
 
         // the replay: an empty store, the same answers, nothing written anywhere real

@@ -86,9 +86,10 @@ impl Reads {
         lock(&self.0).ledger.push(call);
     }
 
-    /// What was read, None when nothing was (as stored with the step).
-    pub fn snapshot(&self) -> Option<StepReads> {
-        let reads = lock(&self.0).clone();
+    /// What was read, taken out (the delegation has ended), None when
+    /// nothing was (as stored with the step).
+    pub fn take(&self) -> Option<StepReads> {
+        let reads = std::mem::take(&mut *lock(&self.0));
         (reads != StepReads::default()).then_some(reads)
     }
 }

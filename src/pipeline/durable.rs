@@ -252,9 +252,9 @@ impl Runtime {
             return response;
         };
         req.constraints.deadline_ms = u64::try_from(left).unwrap_or(0);
-        // the tree's vault, unless its conversation's is still here: the user gets their values back
-        let held = req.child_session_id.and_then(|s| self.inner.vaults.get(&req.user_id, s));
-        if let (None, Some(vault)) = (held, step.pii.as_deref().and_then(|p| self.inner.seal.open(p))) {
+        // the tree's vault, opened: the user gets their values back (admission
+        // prefers its conversation's, when this process still holds it)
+        if let Some(vault) = step.pii.as_deref().and_then(|p| self.inner.seal.open(p)) {
             lock(&self.inner.resumed_vaults).insert(id, Arc::new(std::sync::Mutex::new(vault)));
         }
         // the budget is what was left: finished children spent theirs (the journal answers for them)

@@ -187,7 +187,7 @@ impl Runtime {
             conversation.facts.clear();
         }
         let tree = Some((self, &*adm.node.tree));
-        conversation.step = Some(journal::ended(step, &response, adm.node.reads.snapshot(), tree));
+        conversation.step = Some(journal::ended(step, &response, adm.node.reads.take(), tree));
         running.finish(&mut response, attempts.execution.attempts, conversation).await;
         tracing::info!(
             request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,

@@ -306,14 +306,16 @@ struct Replayed {
 }
 
 impl Replayed {
+    fn step(&self, task: &Task) -> Option<&TreeStep> {
+        self.recorded.get(&task.request_id?)
+    }
+
     fn recorded(&self, task: &Task) -> Option<DelegationResponse> {
-        let step = self.recorded.get(&task.request_id?)?;
-        serde_json::from_str(step.response.as_deref()?).ok()
+        serde_json::from_str(self.step(task)?.response.as_deref()?).ok()
     }
 
     fn reads(&self, task: &Task) -> Option<StepReads> {
-        let step = self.recorded.get(&task.request_id?)?;
-        serde_json::from_str(step.reads.as_deref()?).ok()
+        serde_json::from_str(self.step(task)?.reads.as_deref()?).ok()
     }
 }
 

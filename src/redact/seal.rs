@@ -33,9 +33,7 @@ impl std::fmt::Debug for SealKey {
 impl SealKey {
     /// A key of this process only: what it seals opens in this process only.
     pub fn random() -> Self {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).expect("the operating system's random source");
-        Self(key.into())
+        Self(random_bytes::<32>().into())
     }
 
     /// The key in `path` (64 hex digits), made (0600, its directory 0700)
@@ -85,17 +83,14 @@ impl SealKey {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()), // another process made it
             Err(e) => return Err(e),
         };
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
-        file.write_all(hex::encode(key).as_bytes())?;
+        file.write_all(hex::encode(random_bytes::<32>()).as_bytes())?;
         file.sync_all()
     }
 
     /// `vault` sealed: `v1.` and the base64 of a fresh nonce and the ciphertext.
     pub fn seal(&self, vault: &Vault) -> String {
         let plain = serde_json::to_vec(&vault.parts()).unwrap_or_default();
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).expect("the operating system's random source");
+        let nonce = random_bytes::<NONCE_LEN>();
         let sealed = ChaCha20Poly1305::new(&self.0)
             .encrypt(&Nonce::from(nonce), plain.as_slice())
             .expect("sealing a vault in memory");
@@ -115,6 +110,13 @@ impl SealKey {
         let plain = ChaCha20Poly1305::new(&self.0).decrypt(&Nonce::from(nonce), body).ok()?;
         Vault::from_parts(serde_json::from_slice::<VaultParts>(&plain).ok()?)
     }
+}
+
+/// `N` bytes from the operating system's random source (which does not fail on the systems this runs on).
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    bytes
 }
 
 #[cfg(test)]

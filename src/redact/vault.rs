@@ -177,10 +177,7 @@ impl Vault {
     /// Appends the token for `raw` to `out`, issuing a new one if needed.
     pub(super) fn push_token(&mut self, kind: PiiKind, raw: &str, out: &mut String) {
         let slot = &mut self.slots[kind.index()];
-        // an address is the same address in any case (`DI@x.io` is `di@x.io`):
-        // one token, restored as first written
-        let key: Cow<'_, str> =
-            if kind == PiiKind::Email { Cow::Owned(raw.to_lowercase()) } else { Cow::Borrowed(raw) };
+        let key = raw_key(kind, raw);
         let n = match slot.by_raw.get(&*key) {
             Some(&n) => n,
             None => {
@@ -235,8 +232,7 @@ impl Vault {
         for (kind, p) in PiiKind::ALL.iter().zip(parts.0) {
             let slot = &mut vault.slots[kind.index()];
             for (n, raw) in p.values {
-                let key = if *kind == PiiKind::Email { raw.to_lowercase() } else { raw.clone() };
-                slot.by_raw.insert(key.into(), n);
+                slot.by_raw.insert(raw_key(*kind, &raw).into(), n);
                 slot.by_number.insert(n, raw.into());
             }
             slot.last = p.last.max(slot.by_number.keys().copied().max().unwrap_or(0));
@@ -244,6 +240,12 @@ impl Vault {
         }
         Some(vault)
     }
+}
+
+/// What a raw value is looked up by: an address is the same address in any
+/// case (`DI@x.io` is `di@x.io`), one token, restored as first written.
+fn raw_key(kind: PiiKind, raw: &str) -> Cow<'_, str> {
+    if kind == PiiKind::Email { Cow::Owned(raw.to_lowercase()) } else { Cow::Borrowed(raw) }
 }
 
 impl fmt::Debug for Vault {

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{AnyPool, AssertSqlSafe, FromRow};
 
 use super::{Store, StoreError, StoreResult, now_ms};
-use crate::protocol::a2a::types::{Message, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent};
+use crate::protocol::a2a::types::{StreamResponse, Task, TaskState};
 use crate::protocol::{AgentSlug, SessionId, UserId};
 use crate::util::lock;
 
@@ -201,31 +201,36 @@ fn backend_err(e: impl std::fmt::Display) -> StoreError {
 /// (and sends that event to its subscribers) the next time the task is
 /// asked for, or watched, while it does not run there.
 pub async fn set_task_status(store: &dyn Store, id: &str, state: TaskState, text: &str) -> StoreResult<bool> {
-    let Some(mut record) = store.a2a_task(id).await? else {
+    let Some(record) = store.a2a_task(id).await? else {
         return Ok(false);
     };
     let mut task = record.to_task()?;
-    let message = Message::agent_text(text, Some(task.context_id.clone()), Some(task.id.clone()));
-    task.history.get_or_insert_with(Vec::new).push(message.clone());
-    task.status = TaskStatus::now(state, Some(message));
-    let agent =
-        AgentSlug::parse(&record.agent).map_err(|_| backend_err(format!("corrupt agent '{}'", record.agent)))?;
-    let seq = (record.seq + 1).max(now_ms().saturating_mul(1000));
-    record = A2aTaskRecord::new(&task, &record.owner, &agent, record.session_id, seq);
-    if !store.put_a2a_task(&record).await? {
-        return Ok(true); // a newer version won: its writer tells the stream
-    }
-    // the change as the task's next event: a subscriber of any process (or a
-    // client reconnecting later) gets it
-    let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-        task_id: task.id.clone(),
-        context_id: task.context_id.clone(),
-        status: task.status.clone(),
-        metadata: task.metadata.clone(),
-    });
-    let next = store.a2a_event_seq(&task.id).await? + 1;
-    store.append_a2a_events(&[A2aEventRecord::new(&task.id, next, &event)]).await?;
+    let event = task.set_status(state, text);
+    store_change(store, &record, &task, &[event]).await?;
     Ok(true)
+}
+
+/// Stores `task`, changed from the stored `record`, under a version above
+/// it, and `events` as the task's next stream events: a subscriber of any
+/// process (or a client reconnecting later) gets them. When a newer version
+/// won meanwhile, nothing is stored (its writer tells the stream).
+pub async fn store_change(
+    store: &dyn Store,
+    record: &A2aTaskRecord,
+    task: &Task,
+    events: &[StreamResponse],
+) -> StoreResult<()> {
+    let agent = AgentSlug::parse(&record.agent)
+        .map_err(|_| backend_err(format!("corrupt agent '{}' of A2A task '{}'", record.agent, record.id)))?;
+    let seq = (record.seq + 1).max(now_ms().saturating_mul(1000));
+    let newer = A2aTaskRecord::new(task, &record.owner, &agent, record.session_id, seq);
+    if !store.put_a2a_task(&newer).await? {
+        return Ok(());
+    }
+    let first = store.a2a_event_seq(&task.id).await? + 1;
+    let records: Vec<A2aEventRecord> =
+        events.iter().zip(first..).map(|(ev, n)| A2aEventRecord::new(&task.id, n, ev)).collect();
+    store.append_a2a_events(&records).await
 }
 
 // ---- SQL (SQLite and PostgreSQL through the Any driver) ----
@@ -428,7 +433,7 @@ fn user_key(user: Option<&UserId>) -> String {
     user.map(ToString::to_string).unwrap_or_default()
 }
 
-/// Writes a breaker that is not closed, replacing the agent's (and user's) one.
+/// Writes a breaker that counts something, replacing the agent's (and user's) one.
 pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord) -> StoreResult<()> {
     let users = serde_json::to_string(&b.run_users).map_err(backend_err)?;
     let counters = serde_json::to_string(&b.counters).map_err(backend_err)?;
@@ -599,6 +604,7 @@ impl InMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::a2a::types::{Message, TaskStatus, TaskStatusUpdateEvent};
     use crate::store::MemoryStore;
 
     fn task(id: &str, context: &str, state: TaskState, text: &str) -> Task {

@@ -231,6 +231,27 @@ pub struct Task {
     pub metadata: Option<Map<String, Value>>,
 }
 
+impl Task {
+    /// The task's status as an event (with the task's metadata).
+    pub fn status_update(&self) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            status: self.status.clone(),
+            metadata: self.metadata.clone(),
+        })
+    }
+
+    /// Moves the task to `state` with an agent message holding `text`
+    /// (added to the history too); the change as an event.
+    pub fn set_status(&mut self, state: TaskState, text: impl Into<String>) -> StreamResponse {
+        let message = Message::agent_text(text, Some(self.context_id.clone()), Some(self.id.clone()));
+        self.history.get_or_insert_with(Vec::new).push(message.clone());
+        self.status = TaskStatus::now(state, Some(message));
+        self.status_update()
+    }
+}
+
 /// `TaskStatusUpdateEvent`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
