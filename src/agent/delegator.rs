@@ -80,6 +80,13 @@ pub trait Dispatch: Send + Sync + 'static {
     /// Audits an action the calling agent was refused outside a delegation.
     async fn record_denied(&self, what: &str, error: &DelegationError);
 
+    /// Audits a tool the calling agent used that is not a delegation (an
+    /// MCP tool): `what` names it (`mcp:crm/lookup_customer`), `outcome`
+    /// says how the call ended. The default keeps nothing.
+    async fn record_tool(&self, what: &str, outcome: Result<(), &DelegationError>, duration_ms: u64) {
+        let _ = (what, outcome, duration_ms);
+    }
+
     /// Tokens the calling node can still grant to children.
     fn remaining_tokens(&self) -> u32;
 
@@ -376,6 +383,12 @@ impl Delegator {
     /// it was not offered): one refused record in its tree.
     pub async fn record_denied(&self, what: &str, error: &DelegationError) {
         self.dispatch.record_denied(what, error).await;
+    }
+
+    /// Audits a tool this agent used that is not a delegation (an MCP
+    /// tool): one record in its tree, with the outcome (see [`Dispatch::record_tool`]).
+    pub async fn record_tool(&self, what: &str, outcome: Result<(), &DelegationError>, duration_ms: u64) {
+        self.dispatch.record_tool(what, outcome, duration_ms).await;
     }
 
     /// The signed lineage token for `request`, this delegation forwarded to

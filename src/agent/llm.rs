@@ -10,6 +10,15 @@
 //! every rail applies; the loop is bounded; a tool the agent was not offered
 //! is refused with `TOOL_NOT_ALLOWED`, and the refusal goes back to the model
 //! as the tool's result.
+//!
+//! With the `mcp` feature, the tools of the agent's MCP servers
+//! (`[[agents.mcp]]`) whose ids (`mcp:<server>/<tool>`, `mcp:<server>/*`)
+//! are in the delegation's effective tools are offered too, as functions
+//! named `mcp__<server>__<tool>` with the tool's input schema. A call runs
+//! the tool inside the delegation's deadline, is on file in the tree, and
+//! its result is PII-redacted with the tree's vault before the model reads
+//! it. Arguments go to the server as the model wrote them (tokens such as
+//! `<EMAIL_1>` included: the server never gets a value the model was not shown).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -65,6 +74,43 @@ pub struct LlmAgent {
     /// (slug, description) of the agents this one may call.
     targets: Vec<(AgentSlug, String)>,
     tokenizer: &'static CoreBPE,
+    /// The MCP servers its tools may come from.
+    #[cfg(feature = "mcp")]
+    mcp: super::mcp::McpServers,
+}
+
+/// The functions offered to the model in one delegation.
+#[derive(Default)]
+struct Offered {
+    /// Every function, in the chat API's shape.
+    tools: Vec<Value>,
+    /// The MCP tools among them, by function name.
+    #[cfg(feature = "mcp")]
+    mcp: Vec<(String, super::mcp::McpTool)>,
+}
+
+impl Offered {
+    fn has(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t["function"]["name"] == name)
+    }
+}
+
+/// The function name a model calls an MCP tool by: `mcp__<server>__<tool>`,
+/// within the chat API's `[a-zA-Z0-9_-]{1,64}`.
+#[cfg(feature = "mcp")]
+fn mcp_function_name(tool: &super::mcp::McpTool) -> String {
+    let raw = format!("mcp__{}__{}", tool.server, tool.name);
+    raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).take(64).collect()
+}
+
+/// What a refused call to `name` is on file as: an MCP tool's id when the
+/// name is one (`mcp:crm/delete_everything`), else `tool:<name>`.
+fn refused_as(name: &str) -> String {
+    let name: String = name.chars().take(64).collect();
+    match name.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => format!("mcp:{server}/{tool}"),
+        _ => format!("tool:{name}"),
+    }
 }
 
 fn tokenizer_for(model: &str) -> &'static CoreBPE {
@@ -147,7 +193,13 @@ impl LlmAgent {
             .filter(|a| a.slug != spec.slug && spec.may_delegate_to(&a.slug))
             .map(|a| (a.slug.clone(), if a.description.is_empty() { a.name.clone() } else { a.description.clone() }))
             .collect();
+        #[cfg(not(feature = "mcp"))]
+        if !spec.mcp.is_empty() {
+            return Err(bad("[[agents.mcp]] needs Switchboard built with the `mcp` feature"));
+        }
         Ok(Self {
+            #[cfg(feature = "mcp")]
+            mcp: super::mcp::McpServers::new(&spec.mcp).map_err(|e| bad(&e.message))?,
             client: crate::util::http_client().map_err(DelegationError::invalid)?,
             endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
             tokenizer: tokenizer_for(&model),
@@ -339,15 +391,110 @@ impl LlmAgent {
         })
     }
 
-    /// Runs one tool call through the delegator; the answer goes back to the model.
-    async fn run_tool(&self, offered: &[Value], d: &Delegator, name: &str, args: &str) -> Value {
+    /// The MCP tools this delegation may use, from the servers that may
+    /// have one (connected on first use); a server that cannot be reached
+    /// fails the attempt (`AGENT_UNAVAILABLE`).
+    #[cfg(feature = "mcp")]
+    async fn mcp_tools(&self, ctx: &AgentContext, offered: &mut Offered) -> Result<(), DelegationError> {
+        if self.mcp.is_empty() {
+            return Ok(());
+        }
+        let listed = tokio::select! {
+            r = self.mcp.allowed_tools(ctx.effective_tools(), ctx.remaining()) => r?,
+            () = ctx.cancellation().cancelled() => {
+                return Err(DelegationError::new(ErrorCode::Cancelled, "cancelled while listing MCP tools"));
+            }
+        };
+        for tool in listed {
+            let name = mcp_function_name(&tool);
+            if offered.has(&name) {
+                continue; // two tools whose names differ only in characters a function name cannot hold
+            }
+            let mut parameters = tool.input_schema.clone();
+            if !parameters.is_object() || parameters.get("type").is_none() {
+                parameters = json!({"type": "object", "properties": {}});
+            }
+            let about = if tool.description.is_empty() { tool.name.clone() } else { tool.description.clone() };
+            offered.tools.push(json!({"type": "function", "function": {
+                "name": name,
+                "description": format!("{about} (MCP tool {})", tool.id()),
+                "parameters": parameters,
+            }}));
+            offered.mcp.push((name, tool));
+        }
+        Ok(())
+    }
+
+    /// Runs one MCP tool: the rail again, the call inside the deadline and
+    /// the cancellation, a record in the tree, the result redacted.
+    #[cfg(feature = "mcp")]
+    async fn run_mcp(
+        &self,
+        ctx: &AgentContext,
+        d: Option<&Delegator>,
+        tool: &super::mcp::McpTool,
+        args: serde_json::Map<String, Value>,
+    ) -> Value {
+        let id = tool.id();
+        let started = tokio::time::Instant::now();
+        let outcome = match self.mcp.get(&tool.server) {
+            _ if !tool.allowed_in(ctx.effective_tools()) => Err(DelegationError::new(
+                ErrorCode::ToolNotAllowed,
+                format!("tool '{id}' is not in this agent's effective tools"),
+            )),
+            None => Err(DelegationError::new(ErrorCode::AgentFailed, format!("no MCP server '{}'", tool.server))),
+            Some(server) => {
+                let within = server.call_timeout().min(ctx.remaining());
+                tokio::select! {
+                    r = server.call(&tool.name, args, within) => r,
+                    () = ctx.cancellation().cancelled() => {
+                        Err(DelegationError::new(ErrorCode::Cancelled, format!("cancelled while {id} ran")))
+                    }
+                }
+            }
+        };
+        let on_file = match &outcome {
+            Ok(r) if r.is_error => {
+                Err(DelegationError::new(ErrorCode::AgentFailed, format!("{id} reported an error")))
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.clone()),
+        };
+        if let Some(d) = d {
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            match &on_file {
+                Err(e) if e.code == ErrorCode::ToolNotAllowed => d.record_denied(&id, e).await,
+                _ => d.record_tool(&id, on_file.as_ref().map(|_| ()), ms).await,
+            }
+        }
+        // what the server said passes the tree's PII redaction before the model reads it
+        let mut v = match outcome {
+            Ok(r) => r.to_json(),
+            Err(e) => json!({"error": {"code": e.code, "message": e.message}}),
+        };
+        ctx.redact_json(&mut v);
+        v
+    }
+
+    /// Runs one tool call (a delegation through the delegator, or an MCP
+    /// tool); the answer goes back to the model.
+    async fn run_tool(
+        &self,
+        ctx: &AgentContext,
+        offered: &Offered,
+        d: Option<&Delegator>,
+        name: &str,
+        args: &str,
+    ) -> Value {
         // every refusal is on file before it goes back to the model
         let refuse = |code: ErrorCode, message: String| async move {
             let e = DelegationError::new(code, message);
-            d.record_denied(&format!("tool:{}", name.chars().take(64).collect::<String>()), &e).await;
+            if let Some(d) = d {
+                d.record_denied(&refused_as(name), &e).await;
+            }
             json!({"error": {"code": e.code, "message": e.message}})
         };
-        if !offered.iter().any(|t| t["function"]["name"] == name) {
+        if !offered.has(name) {
             return refuse(ErrorCode::ToolNotAllowed, format!("tool '{name}' is not available to this agent")).await;
         }
         let args: Value = match serde_json::from_str(args) {
@@ -356,6 +503,16 @@ impl LlmAgent {
                 return refuse(ErrorCode::InvalidRequest, format!("the arguments of {name} must be a JSON object"))
                     .await;
             }
+        };
+        #[cfg(feature = "mcp")]
+        if let Some((_, tool)) = offered.mcp.iter().find(|(f, _)| f == name) {
+            let Value::Object(args) = args else { return Value::Null };
+            return self.run_mcp(ctx, d, tool, args).await;
+        }
+        #[cfg(not(feature = "mcp"))]
+        let _ = ctx;
+        let Some(d) = d else {
+            return refuse(ErrorCode::DelegationNotAllowed, format!("{name} needs a runtime to delegate through")).await;
         };
         let (target, task, ephemeral) = match name {
             "delegate" => (&args["employee"], &args["task"], false),
@@ -478,7 +635,11 @@ impl LlmAgent {
         usage: &mut TokenUsage,
     ) -> Result<AgentOutput, DelegationError> {
         let mut messages = self.messages(task);
-        let tools = self.tools(ctx);
+        #[allow(unused_mut)]
+        let mut offered = Offered { tools: self.tools(ctx), ..Offered::default() };
+        #[cfg(feature = "mcp")]
+        self.mcp_tools(ctx, &mut offered).await?;
+        let tools = offered.tools.clone();
         let delegator = ctx.delegator().ok();
         for round in 0..=self.tool_rounds {
             let prompt = self.prompt_tokens(&messages, &tools);
@@ -531,9 +692,9 @@ impl LlmAgent {
                 out.token_usage = Some(*usage);
                 return Ok(out);
             };
-            let Some(d) = delegator else {
+            if delegator.is_none() && tools.is_empty() {
                 return Err(DelegationError::new(ErrorCode::AgentFailed, "the model called tools outside a runtime"));
-            };
+            }
             if round == self.tool_rounds {
                 break;
             }
@@ -542,11 +703,11 @@ impl LlmAgent {
             let said = message["content"].as_str().unwrap_or_default();
             messages.push(json!({"role": "assistant", "content": said, "tool_calls": calls}));
             // the calls of one turn run side by side; the fan-out rail applies to them
-            let offered = &tools;
+            let offered = &offered;
             let results = futures::future::join_all(calls.iter().map(|c| {
                 let name = c["function"]["name"].as_str().unwrap_or_default().to_string();
                 let args = c["function"]["arguments"].as_str().unwrap_or("{}").to_string();
-                async move { self.run_tool(offered, d, &name, &args).await }
+                async move { self.run_tool(ctx, offered, delegator, &name, &args).await }
             }))
             .await;
             for (c, r) in calls.iter().zip(results) {

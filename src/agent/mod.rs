@@ -13,6 +13,8 @@ pub mod http;
 pub mod ledger;
 #[cfg(feature = "llm")]
 pub mod llm;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod off_thread;
 pub mod reads;
 pub mod tokens;
@@ -275,6 +277,8 @@ pub struct AgentContext {
     ledger: Option<Ledger>,
     /// The tree's clock reading (epoch ms), when the runtime pinned one.
     clock_ms: Option<i64>,
+    /// The tree's PII vault, when the runtime runs this agent in a tree.
+    vault: Option<crate::rails::SharedVault>,
 }
 
 impl AgentContext {
@@ -285,7 +289,35 @@ impl AgentContext {
         deadline: Instant,
         depth: u32,
     ) -> Self {
-        Self { delegator, tools, cancel, deadline, depth, ledger: None, clock_ms: None }
+        Self { delegator, tools, cancel, deadline, depth, ledger: None, clock_ms: None, vault: None }
+    }
+
+    /// This context with its tree's PII vault (see [`AgentContext::redact`]).
+    pub(crate) fn with_vault(mut self, vault: crate::rails::SharedVault) -> Self {
+        self.vault = Some(vault);
+        self
+    }
+
+    /// `text` as a model may see it: each PII value (an email, a phone
+    /// number …) replaced by its tree's token, `<EMAIL_1>`, the same token
+    /// the tree uses everywhere, so the real value comes back to the user at
+    /// the edge like any other. For what an agent brings in from outside the
+    /// tree (an MCP tool's result) before a model reads it. Outside a
+    /// runtime the tokens go to a throwaway vault: nothing restores them.
+    pub fn redact(&self, text: &str) -> String {
+        self.in_vault(|vault| crate::redact::Redactor::new().redact(text, vault))
+    }
+
+    /// Every string in `value`, redacted as [`AgentContext::redact`] does.
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
+        self.in_vault(|vault| crate::redact::Redactor::new().redact_json(value, vault));
+    }
+
+    fn in_vault<T>(&self, f: impl FnOnce(&mut crate::redact::Vault) -> T) -> T {
+        match &self.vault {
+            Some(v) => f(&mut crate::util::lock(v)),
+            None => f(&mut crate::redact::Vault::default()),
+        }
     }
 
     /// This context with its tree's clock reading (epoch ms).
@@ -328,6 +360,7 @@ impl AgentContext {
             depth: 0,
             ledger: None,
             clock_ms: None,
+            vault: None,
         }
     }
 

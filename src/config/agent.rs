@@ -60,6 +60,81 @@ pub struct AgentSpec {
     /// Overrides of the runtime's limits for delegations to this agent.
     #[serde(default)]
     pub limits: AgentLimits,
+    /// MCP servers whose tools this agent may use (`[[agents.mcp]]`, see
+    /// docs/MCP-CLIENT.md); a tool is offered only when its id
+    /// (`mcp:<server>/<tool>` or `mcp:<server>/*`) is in the effective tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<McpServerSpec>,
+}
+
+/// One MCP server an agent takes tools from: exactly one of `url`
+/// (streamable HTTP) or `command` (stdio, a subprocess).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSpec {
+    /// A short id (1-32 letters, digits, `-`), used in tool ids: `mcp:<name>/<tool>`.
+    pub name: String,
+    /// The server's streamable HTTP endpoint, e.g. `http://127.0.0.1:8000/mcp`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Environment variable holding a bearer token for `url`.
+    #[serde(default)]
+    pub bearer_token_env: Option<String>,
+    /// The program that serves MCP on its stdin/stdout (looked up in `PATH` when not a path).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Arguments passed to `command`.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables set for `command`, on top of the inherited ones.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Time for one tool call in milliseconds (default 30000); never more
+    /// than the delegation has left.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl McpServerSpec {
+    /// What is wrong with this entry, naming the field; None when it is fine.
+    pub fn problem(&self) -> Option<String> {
+        let n = &self.name;
+        let name_ok = !n.is_empty()
+            && n.len() <= 32
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !n.starts_with('-');
+        if !name_ok {
+            return Some(format!("mcp.name '{n}' must be 1-32 letters, digits or '-'"));
+        }
+        match (&self.url, &self.command) {
+            (Some(_), Some(_)) => {
+                return Some(format!("mcp '{n}': set either mcp.url (HTTP) or mcp.command (stdio), not both"));
+            }
+            (None, None) => return Some(format!("mcp '{n}': set mcp.url (HTTP) or mcp.command (stdio)")),
+            (Some(url), None) => {
+                let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+                let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+                if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
+                    return Some(format!("mcp '{n}': mcp.url '{url}' must be an http:// or https:// URL with a host"));
+                }
+                if !self.args.is_empty() || !self.env.is_empty() {
+                    return Some(format!("mcp '{n}': mcp.args and mcp.env go with mcp.command, not mcp.url"));
+                }
+            }
+            (None, Some(command)) => {
+                if command.trim().is_empty() {
+                    return Some(format!("mcp '{n}': mcp.command is empty"));
+                }
+                if self.bearer_token_env.is_some() {
+                    return Some(format!("mcp '{n}': mcp.bearer_token_env goes with mcp.url, not mcp.command"));
+                }
+            }
+        }
+        if self.timeout_ms == Some(0) {
+            return Some(format!("mcp '{n}': mcp.timeout_ms must be at least 1"));
+        }
+        None
+    }
 }
 
 fn everyone() -> BTreeSet<String> {
@@ -87,6 +162,7 @@ impl AgentSpec {
             task_notes: false,
             requires_approval: BTreeSet::new(),
             limits: AgentLimits::default(),
+            mcp: Vec::new(),
         })
     }
 

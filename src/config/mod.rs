@@ -14,7 +14,7 @@ mod lineage;
 mod prime;
 mod validate;
 
-pub use agent::{AgentLimits, AgentSpec, Backend};
+pub use agent::{AgentLimits, AgentSpec, Backend, McpServerSpec};
 pub(crate) use lineage::valid_runtime_name;
 pub use lineage::{LineageConfig, TrustEntry};
 pub use prime::{PlanKind, PrimeConfig, Route, Workflow, WorkflowStep};

@@ -53,6 +53,26 @@ impl Config {
         }
         let known = |s: &str| seen.contains_key(s);
         for a in &self.agents {
+            let llm_prime = matches!(&a.backend, super::Backend::Builtin { name }
+                if super::BUILTIN_PRIME.contains(&name.as_deref().unwrap_or(a.slug.as_str())))
+                && self.prime.planner == "llm";
+            if !a.mcp.is_empty() && !matches!(a.backend, super::Backend::Llm { .. }) && !llm_prime {
+                return bad(format!(
+                    "agent '{}': [[agents.mcp]] gives tools to a model; its backend must be kind = \"llm\"",
+                    a.slug
+                ));
+            }
+            let mut names = BTreeSet::new();
+            for m in &a.mcp {
+                if let Some(why) = m.problem() {
+                    return bad(format!("agent '{}': {why}", a.slug));
+                }
+                if !names.insert(m.name.as_str()) {
+                    return bad(format!("agent '{}': mcp.name '{}' is declared twice", a.slug, m.name));
+                }
+            }
+        }
+        for a in &self.agents {
             for t in &a.may_delegate_to {
                 if t != "*" && !known(t) {
                     return bad(format!("agent '{}' may_delegate_to unknown agent '{t}'", a.slug));

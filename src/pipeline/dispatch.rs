@@ -25,7 +25,8 @@ pub(super) fn agent_context(node: &Arc<Node>, runtime: &Runtime, cancel: Cancell
         node.deadline,
         node.depth,
     )
-    .with_clock(node.tree.clock_ms());
+    .with_clock(node.tree.clock_ms())
+    .with_vault(node.tree.shared_vault().clone());
     // a consult keeps nothing, the user's money included
     if node.scope.mode == Mode::Ephemeral {
         return context;
@@ -83,6 +84,10 @@ impl Dispatch for NodeDispatch {
 
     async fn record_denied(&self, what: &str, error: &DelegationError) {
         super::record::denied(&self.runtime, &self.node.scope, what, error).await;
+    }
+
+    async fn record_tool(&self, what: &str, outcome: Result<(), &DelegationError>, duration_ms: u64) {
+        super::record::tool_used(&self.runtime, &self.node.scope, what, outcome, duration_ms).await;
     }
 
     fn remaining_tokens(&self) -> u32 {

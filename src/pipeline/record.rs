@@ -155,6 +155,41 @@ pub(super) async fn denied(rt: &Runtime, node: &Scope, what: &str, error: &Deleg
     }
 }
 
+/// Audits a tool an agent used inside a running delegation that is not a
+/// delegation (an MCP tool): one record under the node, `success`, or
+/// `failed` with its code, as a refused action is on file.
+pub(super) async fn tool_used(
+    rt: &Runtime,
+    node: &Scope,
+    what: &str,
+    outcome: Result<(), &DelegationError>,
+    duration_ms: u64,
+) {
+    let place = Place {
+        request_id: RequestId::new(),
+        root_id: node.root_id,
+        parent_id: Some(node.request_id),
+        user: &node.user,
+        origin: node.agent.to_string(),
+        target: what.to_string(),
+        depth: node.depth.saturating_add(1),
+    };
+    let started = now_ms().saturating_sub(i64::try_from(duration_ms).unwrap_or(0));
+    let mut record = new_record(place, format!("use {what}"), cycle::objective_hash(what), started);
+    record.status = match outcome {
+        Ok(()) => Status::Success,
+        Err(_) => Status::Failed,
+    }
+    .as_str()
+    .into();
+    record.error_code = outcome.err().map(|e| e.code.to_string());
+    record.attempts = 1;
+    record.duration_ms = duration_ms;
+    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false).await {
+        tracing::error!("tool use not audited: {e}");
+    }
+}
+
 /// Ends a top step that is not running in this process (its tree waited
 /// for approval, or was cut off by a restart) with `response`: its record
 /// (replacing the one it had), an audit record and the step, together.
