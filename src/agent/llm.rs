@@ -454,9 +454,7 @@ impl LlmAgent {
             }
         };
         let on_file = match &outcome {
-            Ok(r) if r.is_error => {
-                Err(DelegationError::new(ErrorCode::AgentFailed, format!("{id} reported an error")))
-            }
+            Ok(r) if r.is_error => Err(DelegationError::new(ErrorCode::AgentFailed, format!("{id} reported an error"))),
             Ok(_) => Ok(()),
             Err(e) => Err(e.clone()),
         };
@@ -512,7 +510,8 @@ impl LlmAgent {
         #[cfg(not(feature = "mcp"))]
         let _ = ctx;
         let Some(d) = d else {
-            return refuse(ErrorCode::DelegationNotAllowed, format!("{name} needs a runtime to delegate through")).await;
+            return refuse(ErrorCode::DelegationNotAllowed, format!("{name} needs a runtime to delegate through"))
+                .await;
         };
         let (target, task, ephemeral) = match name {
             "delegate" => (&args["employee"], &args["task"], false),

@@ -131,7 +131,10 @@ impl McpServer {
     }
 
     fn late(&self, what: &str) -> DelegationError {
-        DelegationError::new(ErrorCode::DeadlineExceeded, format!("MCP server '{}' did not {what} in time", self.name()))
+        DelegationError::new(
+            ErrorCode::DeadlineExceeded,
+            format!("MCP server '{}' did not {what} in time", self.name()),
+        )
     }
 
     /// The open session and its tools, connecting (and listing) first when
@@ -170,8 +173,8 @@ impl McpServer {
         let session = match (&self.spec.url, &self.spec.command) {
             (Some(url), _) => {
                 crate::util::install_tls();
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .reinit_on_expired_session(true);
+                let mut config =
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).reinit_on_expired_session(true);
                 if let Some(token) = &self.bearer {
                     config = config.auth_header(token.clone());
                 }

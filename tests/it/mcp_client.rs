@@ -1,0 +1,331 @@
+//! MCP servers as the source of an LLM agent's tools: a small server written
+//! with the official Python `mcp` SDK (tests/it/mcp_client/crm_server.py),
+//! over stdio and over streamable HTTP with a bearer token, and the scripted
+//! OpenAI-compatible model of tests/it/llm.rs. The tool really runs on the
+//! server; the model sees its PII as tokens and the user gets the values
+//! back; a tool outside the effective tools is neither offered nor run, and
+//! a forced call is refused (TOOL_NOT_ALLOWED) and on file; a child never
+//! gains an MCP tool its parent lacked; bad `[[agents.mcp]]` entries name
+//! the field; a server that is down fails the attempt with AGENT_UNAVAILABLE.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard::Runtime;
+use switchboard::config::Config;
+use switchboard::protocol::{ErrorCode, Status};
+
+use crate::llm::{FakeLlm, text, tool_calls};
+use crate::support::*;
+
+const EMAIL: &str = "dana.reyes@example.com";
+const PHONE: &str = "416-555-0142";
+
+/// Whether python3 has the official `mcp` package; in CI its absence is a
+/// failure, elsewhere a skip.
+fn mcp_sdk_available() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import mcp, uvicorn"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with the mcp package is missing");
+        eprintln!("python3 with the mcp package is not installed: skipping");
+    }
+    ok
+}
+
+fn script() -> String {
+    format!("{}/tests/it/mcp_client/crm_server.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The calls the server ran, from its log.
+fn calls(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The server over streamable HTTP on 127.0.0.1, killed when dropped.
+struct HttpCrm {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpCrm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn http_crm(log: &Path, token: &str) -> HttpCrm {
+    let mut child = std::process::Command::new("python3")
+        .args([&script(), "http", log.to_str().unwrap(), token])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            std::io::BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        }),
+    )
+    .await
+    .expect("the MCP server prints its port")
+    .unwrap()
+    .unwrap();
+    let port: u16 = line.trim().parse().unwrap_or_else(|_| panic!("not a port: {line:?}"));
+    HttpCrm { child, url: format!("http://127.0.0.1:{port}/mcp") }
+}
+
+/// An `[[agents.mcp]]` entry for the server over stdio, logging to `log`.
+fn stdio_entry(log: &Path) -> String {
+    format!(
+        "[[agents.mcp]]\nname = \"crm\"\ncommand = \"python3\"\nargs = [{:?}, \"stdio\", {:?}]\n",
+        script(),
+        log.to_str().unwrap()
+    )
+}
+
+/// An `[[agents.mcp]]` entry for the server at `url`, its token in $HOME
+/// (a variable that is surely set stands in for a secret one).
+fn http_entry(url: &str) -> String {
+    format!("[[agents.mcp]]\nname = \"crm\"\nurl = \"{url}\"\nbearer_token_env = \"HOME\"\n")
+}
+
+/// `caller` (the request's origin) has every CRM tool; `support` (a model)
+/// may only look customers up and may delegate to `helper` (a model whose
+/// own allow-list includes `delete_everything`).
+fn team(llm: &str, support_mcp: &str, helper_mcp: &str) -> String {
+    format!(
+        r#"
+[llm]
+base_url = "{llm}"
+model = "gpt-4o-mini"
+
+[[agents]]
+slug = "caller"
+name = "Caller"
+backend = {{ kind = "builtin", name = "tag-ai" }}
+may_delegate_to = ["*"]
+tools_allowed = ["delegate", "mcp:crm/lookup_customer", "mcp:crm/delete_everything"]
+
+[[agents]]
+slug = "support"
+name = "Support"
+description = "Answers questions about customers"
+backend = {{ kind = "llm", tool_rounds = 3 }}
+may_delegate_to = ["helper"]
+tools_allowed = ["delegate", "mcp:crm/lookup_customer"]
+{support_mcp}
+[[agents]]
+slug = "helper"
+name = "Helper"
+description = "Cleans up the CRM"
+backend = {{ kind = "llm", tool_rounds = 3 }}
+tools_allowed = ["mcp:crm/lookup_customer", "mcp:crm/delete_everything"]
+{helper_mcp}
+"#
+    )
+}
+
+fn runtime(toml: &str) -> Runtime {
+    Runtime::builder().config(Config::from_toml(toml).unwrap()).build().unwrap()
+}
+
+fn offered(req: &Value) -> Vec<String> {
+    req["tools"].as_array().into_iter().flatten().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()
+}
+
+fn tool_messages(req: &Value) -> Vec<String> {
+    req["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// (target, status, error code) of every record of the tree.
+async fn records(rt: &Runtime, root: switchboard::protocol::RequestId) -> Vec<(String, String, Option<String>)> {
+    let tree = rt.store().delegation_tree(root).await.unwrap();
+    tree.into_iter().map(|r| (r.target, r.status, r.error_code)).collect()
+}
+
+#[tokio::test]
+async fn a_model_uses_an_mcp_tool_over_stdio_sees_tokens_and_the_user_gets_the_values() {
+    if !mcp_sdk_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let fake = FakeLlm::start(vec![
+        tool_calls(&[
+            ("mcp__crm__lookup_customer", json!({"name": "Dana Reyes"})),
+            ("mcp__crm__delete_everything", json!({})),
+        ]),
+        text("Dana Reyes: <EMAIL_1>, <PHONE_1>."),
+        // a second delegation: the same server process answers
+        tool_calls(&[("mcp__crm__lookup_customer", json!({"name": "Sam Lee"}))]),
+        text("Found Sam."),
+    ])
+    .await;
+    let rt = runtime(&team(&fake.url, &stdio_entry(&log), ""));
+    let r = rt.delegate(&operator(), nested_request("caller", "support", "Find Dana Reyes's contact details")).await;
+    assert_eq!(r.status, Status::Success, "{r:?}");
+
+    // the tool really ran on the server; the one not offered did not
+    let ran = calls(&log);
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert_eq!((&ran[0]["tool"], &ran[0]["args"]["name"]), (&json!("lookup_customer"), &json!("Dana Reyes")));
+
+    let reqs = fake.requests();
+    assert_eq!(offered(&reqs[0]), ["delegate", "mcp__crm__lookup_customer"], "delete_everything is not offered");
+    let lookup = &reqs[0]["tools"][1]["function"];
+    assert_eq!(lookup["parameters"]["properties"]["name"]["type"], "string", "the tool's input schema: {lookup}");
+    assert!(lookup["description"].as_str().unwrap().contains("mcp:crm/lookup_customer"), "{lookup}");
+
+    // the model saw tokens, never the values
+    let results = tool_messages(&reqs[1]);
+    assert!(results[0].contains("<EMAIL_1>") && results[0].contains("<PHONE_1>"), "{}", results[0]);
+    let everything_the_model_saw = serde_json::to_string(&reqs).unwrap();
+    assert!(!everything_the_model_saw.contains(EMAIL) && !everything_the_model_saw.contains(PHONE));
+    // the forced call was refused as a tool result
+    let refusal: Value = serde_json::from_str(&results[1]).unwrap();
+    assert_eq!(refusal["error"]["code"], "TOOL_NOT_ALLOWED", "{refusal}");
+
+    // the user gets the real values back at the edge
+    assert_eq!(r.result, format!("Dana Reyes: {EMAIL}, {PHONE}."));
+
+    // both calls are on file under the support node
+    let on_file = records(&rt, r.request_id).await;
+    assert!(on_file.contains(&("mcp:crm/lookup_customer".into(), "success".into(), None)), "{on_file:?}");
+    assert!(
+        on_file.contains(&("mcp:crm/delete_everything".into(), "refused".into(), Some("TOOL_NOT_ALLOWED".into()))),
+        "{on_file:?}"
+    );
+
+    // a second delegation reuses the session: the same server process
+    let again = rt.delegate(&operator(), nested_request("caller", "support", "Find Sam Lee")).await;
+    assert_eq!(again.status, Status::Success, "{again:?}");
+    let ran = calls(&log);
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    assert_eq!(ran[0]["pid"], ran[1]["pid"], "one server process for both delegations");
+}
+
+#[tokio::test]
+async fn over_http_with_a_token_a_child_never_gains_an_mcp_tool_its_parent_lacked() {
+    if !mcp_sdk_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let crm = http_crm(&log, &std::env::var("HOME").unwrap()).await;
+    let fake = FakeLlm::start(vec![
+        // support
+        tool_calls(&[("delegate", json!({"employee": "helper", "task": "Find Dana Reyes, then clean up the CRM"}))]),
+        // helper: its allow-list has delete_everything, its parent did not
+        tool_calls(&[
+            ("mcp__crm__delete_everything", json!({})),
+            ("mcp__crm__lookup_customer", json!({"name": "Dana Reyes"})),
+        ]),
+        text("Dana is <EMAIL_1>; I could not clean up."),
+        // support
+        text("Helper says Dana is <EMAIL_1>."),
+    ])
+    .await;
+    let entry = http_entry(&crm.url);
+    let rt = runtime(&team(&fake.url, &entry, &entry));
+    let mut req = nested_request("caller", "support", "Who is Dana Reyes?");
+    req.constraints.max_depth = 4;
+    req.constraints.max_tokens = 20_000; // room for the helper's own model calls
+    let r = rt.delegate(&operator(), req).await;
+    assert_eq!(r.status, Status::Success, "{r:?}");
+    assert_eq!(r.result, format!("Helper says Dana is {EMAIL}."));
+
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 4, "{reqs:#?}");
+    assert_eq!(offered(&reqs[1]), ["mcp__crm__lookup_customer"], "the helper is offered only what its parent had");
+    let results = tool_messages(&reqs[2]);
+    let refusal: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(refusal["error"]["code"], "TOOL_NOT_ALLOWED", "{refusal}");
+    assert!(results[1].contains("<EMAIL_1>") && !results[1].contains(EMAIL), "{}", results[1]);
+
+    // only the lookup ran on the server (the bearer token got it through)
+    let ran: Vec<Value> = calls(&log).into_iter().map(|c| c["tool"].clone()).collect();
+    assert_eq!(ran, [json!("lookup_customer")]);
+    let on_file = records(&rt, r.request_id).await;
+    assert!(
+        on_file.contains(&("mcp:crm/delete_everything".into(), "refused".into(), Some("TOOL_NOT_ALLOWED".into()))),
+        "{on_file:?}"
+    );
+    assert!(on_file.contains(&("mcp:crm/lookup_customer".into(), "success".into(), None)), "{on_file:?}");
+}
+
+#[tokio::test]
+async fn a_wrong_bearer_token_or_a_server_that_is_down_fails_the_attempt_as_agent_unavailable() {
+    let fake = FakeLlm::start(vec![]).await;
+    // a port nobody listens on
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let down = http_entry(&format!("http://127.0.0.1:{port}/mcp"));
+    let rt = runtime(&team(&fake.url, &down, ""));
+    let r = rt.delegate(&operator(), nested_request("caller", "support", "Who is Dana Reyes?")).await;
+    assert_eq!(r.status, Status::Failed, "{r:?}");
+    let e = r.error.unwrap();
+    assert_eq!(e.code, ErrorCode::AgentUnavailable, "{}", e.message);
+    assert!(e.message.contains("MCP server 'crm'"), "{}", e.message);
+    assert!(fake.requests().is_empty(), "no model call without the tools it was to be offered");
+
+    if !mcp_sdk_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let crm = http_crm(&dir.path().join("calls.jsonl"), "not-the-token").await;
+    let rt = runtime(&team(&fake.url, &http_entry(&crm.url), ""));
+    let r = rt.delegate(&operator(), nested_request("caller", "support", "Who is Dana Reyes?")).await;
+    let e = r.error.expect("refused by the server");
+    assert_eq!(e.code, ErrorCode::AgentUnavailable, "{}", e.message);
+}
+
+#[test]
+fn bad_mcp_entries_are_refused_naming_the_field() {
+    let base = |mcp: &str, backend: &str| {
+        format!(
+            "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n\n[[agents]]\nslug = \"support\"\nname = \"S\"\nbackend = {{ kind = \"{backend}\" }}\n{mcp}"
+        )
+    };
+    let cases = [
+        ("[[agents.mcp]]\nname = \"crm\"\nurl = \"http://127.0.0.1:1/mcp\"\ncommand = \"x\"\n", "llm", "not both"),
+        ("[[agents.mcp]]\nname = \"crm\"\n", "llm", "set mcp.url (HTTP) or mcp.command"),
+        ("[[agents.mcp]]\nname = \"crm\"\nurl = \"ftp://example.com/mcp\"\n", "llm", "mcp.url 'ftp://example.com/mcp'"),
+        ("[[agents.mcp]]\nname = \"crm\"\nurl = \"http:///mcp\"\n", "llm", "mcp.url"),
+        ("[[agents.mcp]]\nname = \"c r m\"\ncommand = \"x\"\n", "llm", "mcp.name 'c r m'"),
+        ("[[agents.mcp]]\nname = \"crm\"\ncommand = \"x\"\nbearer_token_env = \"T\"\n", "llm", "mcp.bearer_token_env"),
+        ("[[agents.mcp]]\nname = \"crm\"\nurl = \"http://h/mcp\"\nargs = [\"a\"]\n", "llm", "mcp.args"),
+        ("[[agents.mcp]]\nname = \"crm\"\ncommand = \"x\"\ntimeout_ms = 0\n", "llm", "mcp.timeout_ms"),
+        (
+            "[[agents.mcp]]\nname = \"crm\"\ncommand = \"x\"\n[[agents.mcp]]\nname = \"crm\"\ncommand = \"y\"\n",
+            "llm",
+            "declared twice",
+        ),
+        ("[[agents.mcp]]\nname = \"crm\"\ncommand = \"x\"\n", "builtin", "backend must be kind = \"llm\""),
+        ("[[agents.mcp]]\nname = \"crm\"\ncommand = \"x\"\nenvv = {}\n", "llm", "unknown field `envv`"),
+    ];
+    for (mcp, backend, why) in cases {
+        let err = Config::from_toml(&base(mcp, backend)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest, "{mcp}");
+        assert!(err.message.contains(why), "{mcp}\n=> {}", err.message);
+        if why.starts_with("mcp") || why.contains("both") || why.contains("twice") {
+            assert!(err.message.contains("agent 'support'"), "{}", err.message);
+        }
+    }
+    // a good one
+    let ok = base("[[agents.mcp]]\nname = \"crm\"\nurl = \"https://crm.example.com/mcp\"\n", "llm");
+    let config = Config::from_toml(&ok).unwrap();
+    assert_eq!(config.agent("support").unwrap().mcp[0].url.as_deref(), Some("https://crm.example.com/mcp"));
+}
