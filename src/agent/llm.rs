@@ -80,7 +80,6 @@ pub struct LlmAgent {
 }
 
 /// The functions offered to the model in one delegation.
-#[derive(Default)]
 struct Offered {
     /// Every function, in the chat API's shape.
     tools: Vec<Value>,
@@ -90,6 +89,14 @@ struct Offered {
 }
 
 impl Offered {
+    fn new(tools: Vec<Value>) -> Self {
+        Self {
+            tools,
+            #[cfg(feature = "mcp")]
+            mcp: Vec::new(),
+        }
+    }
+
     fn has(&self, name: &str) -> bool {
         self.tools.iter().any(|t| t["function"]["name"] == name)
     }
@@ -634,8 +641,8 @@ impl LlmAgent {
         usage: &mut TokenUsage,
     ) -> Result<AgentOutput, DelegationError> {
         let mut messages = self.messages(task);
-        #[allow(unused_mut)]
-        let mut offered = Offered { tools: self.tools(ctx), ..Offered::default() };
+        #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
+        let mut offered = Offered::new(self.tools(ctx));
         #[cfg(feature = "mcp")]
         self.mcp_tools(ctx, &mut offered).await?;
         let tools = offered.tools.clone();

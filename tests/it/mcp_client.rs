@@ -329,3 +329,31 @@ fn bad_mcp_entries_are_refused_naming_the_field() {
     let config = Config::from_toml(&ok).unwrap();
     assert_eq!(config.agent("support").unwrap().mcp[0].url.as_deref(), Some("https://crm.example.com/mcp"));
 }
+
+#[tokio::test]
+async fn a_server_process_that_died_is_started_again_at_the_next_use() {
+    if !mcp_sdk_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let lookup = || tool_calls(&[("mcp__crm__lookup_customer", json!({"name": "Dana Reyes"}))]);
+    let fake = FakeLlm::start(vec![lookup(), text("one"), lookup(), text("two"), lookup(), text("three")]).await;
+    let rt = runtime(&team(&fake.url, &stdio_entry(&log), ""));
+    let ask = || nested_request("caller", "support", "Who is Dana Reyes?");
+    assert_eq!(rt.delegate(&operator(), ask()).await.status, Status::Success);
+    let first = calls(&log)[0]["pid"].as_u64().unwrap();
+    let killed = std::process::Command::new("kill").args(["-9", &first.to_string()]).status().unwrap();
+    assert!(killed.success());
+
+    // the next call finds the session closed and starts the server again, or,
+    // if it raced the death, gets AGENT_UNAVAILABLE as the tool's answer and
+    // the call after it starts the server again
+    let second = rt.delegate(&operator(), ask()).await;
+    assert_eq!(second.status, Status::Success, "{second:?}");
+    let said = tool_messages(&fake.requests()[3]);
+    assert!(said[0].contains("<EMAIL_1>") || said[0].contains("AGENT_UNAVAILABLE"), "{}", said[0]);
+    assert_eq!(rt.delegate(&operator(), ask()).await.status, Status::Success);
+    let pids: Vec<u64> = calls(&log).iter().map(|c| c["pid"].as_u64().unwrap()).collect();
+    assert!(pids.len() >= 2 && pids[1..].iter().all(|p| *p != first), "{pids:?}");
+}
