@@ -15,7 +15,8 @@
 //! (`[[agents.mcp]]`) whose ids (`mcp:<server>/<tool>`, `mcp:<server>/*`)
 //! are in the delegation's effective tools are offered too, as functions
 //! named `mcp__<server>__<tool>` with the tool's input schema. A call runs
-//! the tool inside the delegation's deadline, is on file in the tree, and
+//! the tool inside the delegation's deadline (after a person's approval
+//! when `requires_approval` lists its id), is on file in the tree, and
 //! its result is PII-redacted with the tree's vault before the model reads
 //! it. Arguments go to the server as the model wrote them (tokens such as
 //! `<EMAIL_1>` included: the server never gets a value the model was not shown).
@@ -432,8 +433,11 @@ impl LlmAgent {
         Ok(())
     }
 
-    /// Runs one MCP tool: the rail again, the call inside the deadline and
-    /// the cancellation, a record in the tree, the result redacted.
+    /// Runs one MCP tool: the rail again, a person's approval when the
+    /// agent's `requires_approval` lists the tool's id (`NEEDS_APPROVAL`
+    /// stops the attempt: the delegation pauses, and runs again once a
+    /// person answers), the call inside the deadline and the cancellation, a
+    /// record in the tree, the result redacted.
     #[cfg(feature = "mcp")]
     async fn run_mcp(
         &self,
@@ -441,14 +445,25 @@ impl LlmAgent {
         d: Option<&Delegator>,
         tool: &super::mcp::McpTool,
         args: serde_json::Map<String, Value>,
-    ) -> Value {
+    ) -> Result<Value, DelegationError> {
         let id = tool.id();
         let started = tokio::time::Instant::now();
+        let allowed = tool.allowed_in(ctx.effective_tools());
+        let approved = match allowed {
+            true => ctx.approve(&id, &format!("{id} {}", Value::Object(args.clone()))).await,
+            false => Ok(()),
+        };
+        if let Err(e) = &approved
+            && e.code == ErrorCode::NeedsApproval
+        {
+            return Err(e.clone());
+        }
         let outcome = match self.mcp.get(&tool.server) {
-            _ if !tool.allowed_in(ctx.effective_tools()) => Err(DelegationError::new(
+            _ if !allowed => Err(DelegationError::new(
                 ErrorCode::ToolNotAllowed,
                 format!("tool '{id}' is not in this agent's effective tools"),
             )),
+            _ if approved.is_err() => approved.map(|()| super::mcp::McpResult::default()),
             None => Err(DelegationError::new(ErrorCode::AgentFailed, format!("no MCP server '{}'", tool.server))),
             Some(server) => {
                 let within = server.call_timeout().min(ctx.remaining());
@@ -478,11 +493,12 @@ impl LlmAgent {
             Err(e) => json!({"error": {"code": e.code, "message": e.message}}),
         };
         ctx.redact_json(&mut v);
-        v
+        Ok(v)
     }
 
     /// Runs one tool call (a delegation through the delegator, or an MCP
-    /// tool); the answer goes back to the model.
+    /// tool); the answer goes back to the model. An error stops the
+    /// attempt: an MCP tool that waits for a person's approval.
     async fn run_tool(
         &self,
         ctx: &AgentContext,
@@ -490,7 +506,7 @@ impl LlmAgent {
         d: Option<&Delegator>,
         name: &str,
         args: &str,
-    ) -> Value {
+    ) -> Result<Value, DelegationError> {
         // every refusal is on file before it goes back to the model
         let refuse = |code: ErrorCode, message: String| async move {
             let e = DelegationError::new(code, message);
@@ -500,36 +516,38 @@ impl LlmAgent {
             json!({"error": {"code": e.code, "message": e.message}})
         };
         if !offered.has(name) {
-            return refuse(ErrorCode::ToolNotAllowed, format!("tool '{name}' is not available to this agent")).await;
+            return Ok(refuse(ErrorCode::ToolNotAllowed, format!("tool '{name}' is not available to this agent")).await);
         }
         let args: Value = match serde_json::from_str(args) {
             Ok(v @ Value::Object(_)) => v,
             _ => {
-                return refuse(ErrorCode::InvalidRequest, format!("the arguments of {name} must be a JSON object"))
-                    .await;
+                return Ok(
+                    refuse(ErrorCode::InvalidRequest, format!("the arguments of {name} must be a JSON object")).await
+                );
             }
         };
         #[cfg(feature = "mcp")]
         if let Some((_, tool)) = offered.mcp.iter().find(|(f, _)| f == name) {
-            let Value::Object(args) = args else { return Value::Null };
+            let Value::Object(args) = args else { return Ok(Value::Null) };
             return self.run_mcp(ctx, d, tool, args).await;
         }
         #[cfg(not(feature = "mcp"))]
         let _ = ctx;
         let Some(d) = d else {
-            return refuse(ErrorCode::DelegationNotAllowed, format!("{name} needs a runtime to delegate through"))
-                .await;
+            return Ok(
+                refuse(ErrorCode::DelegationNotAllowed, format!("{name} needs a runtime to delegate through")).await
+            );
         };
         let (target, task, ephemeral) = match name {
             "delegate" => (&args["employee"], &args["task"], false),
             _ => (&args["agent"], &args["question"], true),
         };
         let (Some(target), Some(task)) = (target.as_str(), task.as_str()) else {
-            return refuse(ErrorCode::InvalidRequest, format!("{name} needs a target agent and a task")).await;
+            return Ok(refuse(ErrorCode::InvalidRequest, format!("{name} needs a target agent and a task")).await);
         };
         let mut call = match Call::to(target, task) {
             Ok(c) => c.input(task),
-            Err(e) => return refuse(e.code, e.message).await,
+            Err(e) => return Ok(refuse(e.code, e.message).await),
         };
         match &args["context"] {
             Value::Object(m) => call = call.handoff(HandoffData { extra: m.clone(), ..HandoffData::default() }),
@@ -539,7 +557,7 @@ impl LlmAgent {
         if ephemeral {
             call = call.ephemeral();
         }
-        tool_result(&d.delegate(call).await)
+        Ok(tool_result(&d.delegate(call).await))
     }
 }
 
@@ -716,8 +734,15 @@ impl LlmAgent {
                 async move { self.run_tool(ctx, offered, delegator, &name, &args).await }
             }))
             .await;
+            let mut stop = None;
             for (c, r) in calls.iter().zip(results) {
-                messages.push(json!({"role": "tool", "tool_call_id": c["id"], "content": r.to_string()}));
+                match r {
+                    Ok(r) => messages.push(json!({"role": "tool", "tool_call_id": c["id"], "content": r.to_string()})),
+                    Err(e) => stop = stop.or(Some(e)),
+                }
+            }
+            if let Some(e) = stop {
+                return Err(e);
             }
         }
         Err(DelegationError::new(

@@ -62,7 +62,7 @@ impl McpTool {
 }
 
 /// What a tool call gave back.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpResult {
     /// Its content's text, blocks joined by newlines (non-text blocks named only).
     pub text: String,

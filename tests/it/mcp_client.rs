@@ -357,3 +357,32 @@ async fn a_server_process_that_died_is_started_again_at_the_next_use() {
     let pids: Vec<u64> = calls(&log).iter().map(|c| c["pid"].as_u64().unwrap()).collect();
     assert!(pids.len() >= 2 && pids[1..].iter().all(|p| *p != first), "{pids:?}");
 }
+
+#[tokio::test]
+async fn an_mcp_tool_that_requires_approval_runs_only_once_a_person_approved() {
+    if !mcp_sdk_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let wipe = || tool_calls(&[("mcp__crm__delete_everything", json!({}))]);
+    let fake = FakeLlm::start(vec![wipe(), wipe(), text("Everything is gone.")]).await;
+    let toml = team(&fake.url, &stdio_entry(&log), "").replace(
+        "tools_allowed = [\"delegate\", \"mcp:crm/lookup_customer\"]",
+        "tools_allowed = [\"delegate\", \"mcp:crm/lookup_customer\", \"mcp:crm/delete_everything\"]\n\
+         requires_approval = [\"mcp:crm/delete_everything\"]",
+    );
+    let rt = runtime(&toml);
+    let r = rt.delegate(&operator(), nested_request("caller", "support", "Wipe the CRM")).await;
+    assert_eq!(r.status, Status::NeedsApproval, "{r:?}");
+    assert!(calls(&log).is_empty(), "nothing ran before a person said yes");
+
+    let approval = rt.approvals(&operator(), true).await.unwrap().pop().expect("an approval is pending");
+    assert_eq!(approval.action, "mcp:crm/delete_everything");
+    rt.decide(&operator(), &approval.id, true, None).await.unwrap();
+    let done = rt.resume_tree(r.request_id).await.unwrap();
+    assert_eq!(done.status, Status::Success, "{:?}", done.error);
+    assert_eq!(done.result, "Everything is gone.");
+    let ran: Vec<Value> = calls(&log).into_iter().map(|c| c["tool"].clone()).collect();
+    assert_eq!(ran, [json!("delete_everything")], "it ran once, after the approval");
+}
