@@ -3,7 +3,10 @@
 //! already run in it, or when the target already stands in the chain of
 //! ancestors with the same objective hash. A deliberate repeat of a finished
 //! hop is not a cycle: it names the earlier request (`retry_of`), or carries
-//! the idempotency key the earlier one ran under (a retried send).
+//! the idempotency key the earlier one ran under (a retried send). A send
+//! repeated under the key of one still in progress (its answer was lost on
+//! the way back, so the caller's retry arrives while the first runs) passes
+//! too: the idempotency rail then waits for the first one's answer.
 
 use std::sync::Arc;
 
@@ -52,7 +55,9 @@ pub fn acquire(
     }
     let key = CycleKey { origin: origin.clone(), target: target.clone(), objective_hash: objective_hash.to_string() };
     let mut state = tree.state();
-    if state.in_progress.get(&key).is_some_and(|n| *n > 0) {
+    let resend =
+        |running: &Option<String>| repeat.idempotency_key.is_some() && running.as_deref() == repeat.idempotency_key;
+    if state.in_progress.get(&key).is_some_and(|(n, running)| *n > 0 && !resend(running)) {
         return Err(DelegationError::new(
             ErrorCode::CycleDetected,
             format!("Cycle detected: {origin} → {target} with same objective already in progress."),
@@ -70,8 +75,9 @@ pub fn acquire(
             ));
         }
     }
-    let n = state.in_progress.entry(key.clone()).or_insert(0);
-    *n += 1;
+    let running =
+        state.in_progress.entry(key.clone()).or_insert_with(|| (0, repeat.idempotency_key.map(str::to_string)));
+    running.0 += 1;
     drop(state);
     Ok(CyclePermit { tree: tree.clone(), key, idempotency_key: repeat.idempotency_key.map(str::to_string) })
 }
@@ -79,7 +85,13 @@ pub fn acquire(
 impl Drop for CyclePermit {
     fn drop(&mut self) {
         let mut state = self.tree.state();
-        state.in_progress.remove(&self.key);
+        if let Some(running) = state.in_progress.get_mut(&self.key) {
+            running.0 = running.0.saturating_sub(1);
+            if running.0 > 0 {
+                return;
+            }
+            state.in_progress.remove(&self.key);
+        }
         state.finished.entry(self.key.clone()).or_insert_with(|| self.idempotency_key.take());
     }
 }
@@ -152,6 +164,20 @@ mod tests {
         // ... but not while the same hop is still in progress
         assert!(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], retry).is_err());
         drop(again);
+        // a send repeated under the key of the one still in progress (its
+        // answer was lost on the way back) is that send, not a cycle: the
+        // idempotency rail then waits for the first one's answer
+        let third = Repeat { retry_of: false, idempotency_key: Some("k3") };
+        let h3 = objective_hash("extract statement");
+        let first = acquire(&tree, &slug("prime"), &slug("byte"), &h3, &[], third).unwrap();
+        let resent = acquire(&tree, &slug("prime"), &slug("byte"), &h3, &[], third).unwrap();
+        let other_key = Repeat { retry_of: false, idempotency_key: Some("k4") };
+        assert!(acquire(&tree, &slug("prime"), &slug("byte"), &h3, &[], other_key).is_err());
+        assert!(acquire(&tree, &slug("prime"), &slug("byte"), &h3, &[], Repeat::default()).is_err());
+        drop(first);
+        // still in progress while the resent one runs
+        assert!(acquire(&tree, &slug("prime"), &slug("byte"), &h3, &[], other_key).is_err());
+        drop(resent);
         // another origin asking the same is another hop
         assert!(acquire(&tree, &slug("tag"), &slug("byte"), &h, &[], Repeat::default()).is_ok());
     }

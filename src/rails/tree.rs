@@ -42,7 +42,9 @@ pub struct Tree {
 
 #[derive(Default)]
 pub(crate) struct TreeState {
-    pub in_progress: HashMap<CycleKey, u32>,
+    /// Hops running in this tree: how many copies, and the idempotency key
+    /// the first was sent under (a resend under it is that send again).
+    pub in_progress: HashMap<CycleKey, (u32, Option<String>)>,
     /// Hops that ran and finished in this tree, with the idempotency key they
     /// ran under: the same hop again is a cycle unless it says it repeats one.
     pub finished: HashMap<CycleKey, Option<String>>,
