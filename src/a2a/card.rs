@@ -92,6 +92,16 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
                     params: None,
                 },
                 AgentExtension {
+                    uri: LINEAGE_EXTENSION.into(),
+                    description: "Signed, attenuating delegation lineage (docs/LINEAGE.md): a token in \
+                              metadata {\"token\": \"…\"} whose chain this runtime verifies against the keys \
+                              it trusts and whose rails (depth, path, user, deadline, budget, tools) it enforces; \
+                              an agent's call without one must come from an agent allowed to start trees"
+                        .into(),
+                    required: false,
+                    params: None,
+                },
+                AgentExtension {
                     uri: PUSH_SIGNATURE_EXTENSION.into(),
                     description: "Push notifications are signed: X-Switchboard-Signature holds a JWS (compact, \
                               detached payload, EdDSA/Ed25519) over the request body, with kid, iat (seconds), \
@@ -103,16 +113,6 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
                         ("header".to_string(), json!(super::push::SIGNATURE_HEADER)),
                         ("alg".to_string(), json!("EdDSA")),
                     ])),
-                },
-                AgentExtension {
-                    uri: LINEAGE_EXTENSION.into(),
-                    description: "Signed, attenuating delegation lineage (docs/LINEAGE.md): a token in \
-                              metadata {\"token\": \"…\"} whose chain this runtime verifies against the keys \
-                              it trusts and whose rails (depth, path, user, deadline, budget, tools) it enforces; \
-                              an agent's call without one must come from an agent allowed to start trees"
-                        .into(),
-                    required: false,
-                    params: None,
                 },
             ],
             extended_agent_card: Some(true),
