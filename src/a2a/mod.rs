@@ -22,6 +22,6 @@ mod tasks;
 
 pub use card::{agent_card, extended_agent_card};
 pub use convert::{KEEP_ALIVE, ends_stream, message_text, parse_state, to_artifacts};
-pub use push::{CheckedUrl, JWKS_PATH, PushKey, SIGNATURE_HEADER, TOKEN_HEADER, blocked, check_url};
+pub use push::{CheckedUrl, JWKS_PATH, PushKey, SIGNATURE_HEADER, TOKEN_HEADER, UrlProblem, blocked, check_url};
 pub use service::{A2aService, ListQuery, Mode, Sent, Subscription};
 pub use tasks::TaskEvent;

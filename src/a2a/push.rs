@@ -238,32 +238,50 @@ pub struct CheckedUrl {
     pub addr: SocketAddr,
 }
 
+/// Why a webhook URL cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlProblem {
+    /// Not http(s), malformed, or an address that is not allowed.
+    Refused(String),
+    /// Its host name does not resolve (now).
+    Unresolved(String),
+}
+
+impl std::fmt::Display for UrlProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(m) | Self::Unresolved(m) => f.write_str(m),
+        }
+    }
+}
+
 /// Checks a webhook URL: http(s), a host, and every address it resolves to
 /// allowed (see [`blocked`]); the reason as an error.
-pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, String> {
+pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, UrlProblem> {
+    use UrlProblem::{Refused, Unresolved};
     let shown: String = url.chars().take(200).collect();
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("url '{shown}' is not a URL: {e}"))?;
+    let parsed = reqwest::Url::parse(url).map_err(|e| Refused(format!("url '{shown}' is not a URL: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("url '{shown}': the scheme must be http or https, not '{}'", parsed.scheme()));
+        return Err(Refused(format!("url '{shown}': the scheme must be http or https, not '{}'", parsed.scheme())));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(format!("url '{shown}' must not carry credentials; use the config's authentication"));
+        return Err(Refused(format!("url '{shown}' must not carry credentials; use the config's authentication")));
     }
     let port = parsed.port_or_known_default().unwrap_or(80);
     let Some(name) = parsed.host_str().filter(|h| !h.is_empty()) else {
-        return Err(format!("url '{shown}' has no host"));
+        return Err(Refused(format!("url '{shown}' has no host")));
     };
     let (host, addrs): (Option<String>, Vec<IpAddr>) = match name.trim_matches(['[', ']']).parse::<IpAddr>() {
         Ok(ip) => (None, vec![ip]),
         Err(_) => {
             let found = tokio::time::timeout(Duration::from_secs(5), tokio::net::lookup_host((name, port)))
                 .await
-                .map_err(|_| format!("url '{shown}': resolving '{name}' timed out"))?
-                .map_err(|e| format!("url '{shown}': '{name}' does not resolve: {e}"))?;
+                .map_err(|_| Unresolved(format!("url '{shown}': resolving '{name}' timed out")))?
+                .map_err(|e| Unresolved(format!("url '{shown}': '{name}' does not resolve: {e}")))?;
             let mut ips: Vec<IpAddr> = found.map(|a| a.ip()).collect();
             ips.dedup();
             if ips.is_empty() {
-                return Err(format!("url '{shown}': '{name}' resolves to no address"));
+                return Err(Unresolved(format!("url '{shown}': '{name}' resolves to no address")));
             }
             (Some(name.to_string()), ips)
         }
@@ -273,10 +291,10 @@ pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, Str
             && !allowed.iter().any(|r| r.contains(*ip))
         {
             let named = host.as_ref().map(|h| format!("'{h}' resolves to {ip}, ")).unwrap_or_default();
-            return Err(format!(
+            return Err(Refused(format!(
                 "url '{shown}': {named}{ip} is {why}; webhooks may not reach internal addresses (an operator may \
                  allow some with [a2a.push] allow_private)"
-            ));
+            )));
         }
     }
     Ok(CheckedUrl { url: parsed, host, addr: SocketAddr::new(addrs[0], port) })
@@ -335,7 +353,12 @@ impl Pusher {
         if c.url.trim().is_empty() {
             return Err(A2aError::invalid_params("the push notification config needs a url"));
         }
-        check_url(c.url.trim(), &self.allowed).await.map_err(A2aError::invalid_params)?;
+        match check_url(c.url.trim(), &self.allowed).await {
+            Ok(_) => {}
+            // a name that resolves nowhere yet reaches nothing: each delivery checks it again
+            Err(UrlProblem::Unresolved(why)) => tracing::info!("push config accepted although {why}"),
+            Err(UrlProblem::Refused(why)) => return Err(A2aError::invalid_params(why)),
+        }
         c.url = c.url.trim().to_string();
         if c.id.is_empty() {
             c.id = uuid::Uuid::new_v4().to_string();
@@ -499,7 +522,11 @@ impl Pusher {
             // checked again each time: what the name resolves to may have changed
             let checked = match check_url(&c.url, &self.allowed).await {
                 Ok(c) => c,
-                Err(e) => return Delivery::Failed(format!("refused: {e}")),
+                Err(UrlProblem::Refused(e)) => return Delivery::Failed(format!("refused: {e}")),
+                Err(UrlProblem::Unresolved(e)) => {
+                    last = e;
+                    continue;
+                }
             };
             let client = match client(&checked, Duration::from_millis(self.config.timeout_ms)) {
                 Ok(c) => c,
@@ -707,13 +734,15 @@ mod tests {
             ("http://u:p@example.com/", "credentials"),
             ("not a url", "not a URL"),
         ] {
-            let e = check_url(url, &none).await.unwrap_err();
+            let e = check_url(url, &none).await.unwrap_err().to_string();
             assert!(e.contains(why), "{url}: {e}");
         }
         let allow = vec![IpRange::parse("127.0.0.1").unwrap()];
         let ok = check_url("http://127.0.0.1:9/hook", &allow).await.unwrap();
         assert_eq!(ok.addr, "127.0.0.1:9".parse().unwrap());
         assert!(check_url("http://127.0.0.2:9/hook", &allow).await.is_err(), "only what is listed");
+        let unknown = check_url("http://no-such-host.invalid/hook", &none).await.unwrap_err();
+        assert!(matches!(unknown, UrlProblem::Unresolved(_)), "{unknown}");
     }
 
     #[test]
