@@ -498,9 +498,7 @@ async fn push_configs_round_trip_are_owner_checked_and_survive_a_restart() {
 
 #[tokio::test]
 async fn the_extended_card_is_for_authenticated_callers_only() {
-    let mut c = push_config(false);
-    c.a2a.anonymous_user = Some("anon".into());
-    let r = router_for(Runtime::builder().config(c).build().unwrap()).await;
+    let r = router_for(Runtime::builder().config(push_config(false)).build().unwrap()).await;
     let (status, public) = get(&r, "/a2a/tag-ai/.well-known/agent-card.json", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(public["capabilities"]["extendedAgentCard"], true);
@@ -522,7 +520,7 @@ async fn the_extended_card_is_for_authenticated_callers_only() {
     let rpc_card = rpc(&r, "tag-ai", ALICE, "GetExtendedAgentCard", json!({})).await;
     assert_eq!(rpc_card["result"], card, "both bindings answer the same card");
 
-    // without a token: the anonymous user is not authenticated
+    // without a token: unauthenticated in both bindings
     let (status, refused) = get(&r, "/a2a/tag-ai/extendedAgentCard", None).await;
     assert_eq!((status, refused["error"]["status"].as_str()), (StatusCode::UNAUTHORIZED, Some("UNAUTHENTICATED")));
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}).to_string();
@@ -537,4 +535,52 @@ async fn the_extended_card_is_for_authenticated_callers_only() {
     // a forged token is no better
     let (status, _) = get(&r, "/a2a/tag-ai/extendedAgentCard", Some("forged")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // where anonymous calls are opted in (the TCK's setup), the card declares anonymous access and its user gets the card
+    let mut c = push_config(false);
+    c.a2a.anonymous_user = Some("anon".into());
+    let open = router_for(Runtime::builder().config(c).build().unwrap()).await;
+    let (status, card) = get(&open, "/a2a/tag-ai/extendedAgentCard", None).await;
+    assert_eq!(status, StatusCode::OK, "{card}");
+    assert_eq!(card["capabilities"]["extendedAgentCard"], true);
+}
+
+#[tokio::test]
+async fn the_official_a2a_sdk_client_manages_push_configs_and_reads_the_extended_card() {
+    let available = std::process::Command::new("python3")
+        .args(["-c", "import a2a.client, httpx"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !available {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with a2a-sdk is missing");
+        eprintln!("python3 with the a2a-sdk package is not installed: skipping");
+        return;
+    }
+    let hook = Hook::start().await;
+    let db = db::sqlite().await;
+    let server = Served::start(db.dyn_store()).await;
+    let fixture = format!("{}/tests/fixtures/a2a_sdk_push.py", env!("CARGO_MANIFEST_DIR"));
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new("python3").args([&fixture, &server.url, ALICE, &hook.url("sdk")]).output(),
+    )
+    .await
+    .expect("the SDK client finishes")
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let b = &v[binding];
+        assert_eq!(b["task_state"], "TASK_STATE_INPUT_REQUIRED", "{binding}: {b}");
+        assert_eq!(b["created"]["id"], format!("sdk-{binding}"), "{binding}: {b}");
+        assert_eq!(b["created"]["task_id_matches"], true);
+        assert_eq!(b["created"]["url"], hook.url("sdk"));
+        assert_eq!(b["got_token"], "sdk-token");
+        assert_eq!(b["listed"], json!([format!("sdk-{binding}")]));
+        assert_eq!(b["listed_after_delete"], json!([]));
+        assert_eq!(b["missing"], "TaskNotFoundError", "{binding}: {b}");
+        assert_eq!(b["extended"], true);
+        assert_eq!(b["extended_push"], true);
+    }
+    server.stop().await;
 }

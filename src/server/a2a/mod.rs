@@ -118,19 +118,16 @@ async fn jwks(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// GetExtendedAgentCard (both bindings): the extended card for a caller
-/// who authenticated with a token (the anonymous user has none).
+/// the extractor authenticated: a token's principal, or, only where `[a2a]
+/// anonymous_user` is set (and the public card declares anonymous access
+/// as a security requirement), that user. No token otherwise is refused
+/// before this is reached (unauthenticated).
 pub(super) fn extended_card(
     state: &AppState,
     spec: &AgentSpec,
     headers: &HeaderMap,
     who: &Principal,
 ) -> Result<Value, A2aError> {
-    if matches!(who, Principal::Anonymous(_)) {
-        return Err(A2aError::new(
-            Kind::Unauthenticated,
-            "the extended agent card is for authenticated callers: send 'Authorization: Bearer <token>'",
-        ));
-    }
     let card = crate::a2a::extended_agent_card(
         spec,
         &base_url(headers),
