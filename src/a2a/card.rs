@@ -4,11 +4,16 @@
 
 use serde_json::{Map, json};
 
-use crate::config::AgentSpec;
+use crate::auth::Principal;
+use crate::config::{AgentSpec, Limits};
 use crate::protocol::a2a::types::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill, PROTOCOL_VERSION,
 };
 use crate::protocol::a2a::{LINEAGE_EXTENSION, RAILS_EXTENSION};
+
+/// The extension that describes how push notifications are signed (its
+/// params: `jwksUri`, `header`, `alg`).
+pub const PUSH_SIGNATURE_EXTENSION: &str = "https://switchboard.dev/a2a/ext/push-signature/v1";
 
 /// The card of `spec`, served at `base` (the service's URL as the caller reached it).
 pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
@@ -74,7 +79,7 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
         documentation_url: None,
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
             extensions: vec![
                 AgentExtension {
                     uri: RAILS_EXTENSION.into(),
@@ -96,8 +101,21 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
                     required: false,
                     params: None,
                 },
+                AgentExtension {
+                    uri: PUSH_SIGNATURE_EXTENSION.into(),
+                    description: "Push notifications are signed: X-Switchboard-Signature holds a JWS (compact, \
+                              detached payload, EdDSA/Ed25519) over the request body, with kid, iat (seconds), \
+                              a2aTaskId and a2aEventSeq in its protected header; the keys are at jwksUri"
+                        .into(),
+                    required: false,
+                    params: Some(Map::from_iter([
+                        ("jwksUri".to_string(), json!(format!("{base}{}", super::push::JWKS_PATH))),
+                        ("header".to_string(), json!(super::push::SIGNATURE_HEADER)),
+                        ("alg".to_string(), json!("EdDSA")),
+                    ])),
+                },
             ],
-            extended_agent_card: Some(false),
+            extended_agent_card: Some(true),
         },
         security_schemes: schemes,
         security_requirements: requirements,
@@ -105,4 +123,44 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
         default_output_modes: vec!["text/plain".into(), "application/json".into()],
         skills,
     }
+}
+
+/// The extended card (GetExtendedAgentCard) of `spec` for an authenticated
+/// `caller`: the public card, with the rails extension's parameters (the
+/// limits in force for this agent: depth, deadline, token budget; the tools
+/// it may use and those that wait for a person's approval; the agents it may
+/// delegate to; whether it sees raw PII), and the skills only when the
+/// caller may use the agent (a user it does not serve gets none, and is told
+/// so in the description).
+pub fn extended_agent_card(
+    spec: &AgentSpec,
+    base: &str,
+    anonymous: bool,
+    caller: &Principal,
+    limits: &Limits,
+) -> AgentCard {
+    let mut card = agent_card(spec, base, anonymous);
+    let params = Map::from_iter([
+        ("maxDepth".to_string(), json!(limits.max_depth)),
+        ("maxDepthCeiling".to_string(), json!(limits.max_depth_ceiling)),
+        ("deadlineMs".to_string(), json!(spec.limits.deadline_ms.unwrap_or(limits.deadline_ms))),
+        ("maxTokens".to_string(), json!(spec.limits.max_tokens.unwrap_or(limits.max_tokens))),
+        ("toolsAllowed".to_string(), json!(spec.tools_allowed)),
+        ("requiresApproval".to_string(), json!(spec.requires_approval)),
+        ("mayDelegateTo".to_string(), json!(spec.may_delegate_to)),
+        ("piiAccess".to_string(), json!(spec.pii_access)),
+    ]);
+    if let Some(rails) = card.capabilities.extensions.iter_mut().find(|e| e.uri == RAILS_EXTENSION) {
+        rails.params = Some(params);
+    }
+    let may_use = match caller.user() {
+        Some(user) => spec.allowed_users.contains("*") || spec.allowed_users.contains(user.as_str()),
+        None => true,
+    };
+    if !may_use {
+        card.skills.clear();
+        card.description =
+            format!("{} (you are not among this agent's users: it will refuse your messages)", card.description);
+    }
+    card
 }

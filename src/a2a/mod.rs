@@ -4,7 +4,10 @@
 //!
 //! - [`A2aService`]: the operations (send, get, list, cancel, subscribe)
 //!   and the tasks of one service, independent of the binding.
-//! - [`agent_card`]: an agent described as an A2A agent.
+//! - [`agent_card`]: an agent described as an A2A agent; [`extended_agent_card`]:
+//!   what an authenticated caller learns besides.
+//! - push notifications (push.rs): config operations on [`A2aService`], signed
+//!   and SSRF-checked deliveries.
 //!
 //! The HTTP bindings (JSON-RPC, HTTP+JSON, SSE) are in the server; the wire
 //! types, error kinds and the rails extension are in [`crate::protocol::a2a`];
@@ -13,10 +16,12 @@
 
 mod card;
 mod convert;
+mod push;
 mod service;
 mod tasks;
 
-pub use card::agent_card;
+pub use card::{agent_card, extended_agent_card};
 pub use convert::{KEEP_ALIVE, ends_stream, message_text, parse_state, to_artifacts};
+pub use push::{CheckedUrl, JWKS_PATH, PushKey, SIGNATURE_HEADER, TOKEN_HEADER, UrlProblem, blocked, check_url};
 pub use service::{A2aService, ListQuery, Mode, Sent, Subscription};
 pub use tasks::TaskEvent;

@@ -49,6 +49,8 @@ use crate::util::lock;
 pub struct A2aService {
     runtime: Runtime,
     tasks: Mutex<Tasks>,
+    /// Delivers push notifications (push.rs).
+    push: Arc<super::push::Pusher>,
 }
 
 /// How a send wants its answer.
@@ -157,7 +159,18 @@ enum Outcome {
 impl A2aService {
     /// The A2A service of `runtime`, with no tasks yet.
     pub fn new(runtime: Runtime) -> Self {
-        Self { runtime, tasks: Mutex::new(Tasks::default()) }
+        let push = Arc::new(super::push::Pusher::new(runtime.store().clone(), &runtime.config().a2a.push));
+        Self { runtime, tasks: Mutex::new(Tasks::default()), push }
+    }
+
+    /// The runtime it serves.
+    pub(super) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Its push notification deliverer.
+    pub(super) fn pusher(&self) -> &Arc<super::push::Pusher> {
+        &self.push
     }
 
     /// SendMessage / SendStreamingMessage.
@@ -174,12 +187,16 @@ impl A2aService {
         if history.is_some_and(|h| h < 0) {
             return Err(A2aError::invalid_params("configuration.historyLength must not be negative"));
         }
-        if req.configuration.as_ref().is_some_and(|c| c.task_push_notification_config.is_some()) {
-            return Err(A2aError::new(
-                Kind::PushNotificationNotSupported,
-                "this agent does not send push notifications; poll GetTask or use SendStreamingMessage",
-            ));
-        }
+        // a push config for the task: checked now, stored once the task is known to be the caller's
+        let push = match req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone()) {
+            None | Some(Value::Null) => None,
+            Some(v) => {
+                let c = serde_json::from_value(v).map_err(|e| {
+                    A2aError::invalid_params(format!("configuration.taskPushNotificationConfig is invalid: {e}"))
+                })?;
+                Some(self.push.prepare(c).await?)
+            }
+        };
         let rails = Rails::from_metadata(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
         let lineage = lineage_of(message.metadata.as_ref()).map_err(A2aError::invalid_params)?;
         if lineage.is_none() && message.extensions.iter().any(|e| e == LINEAGE_EXTENSION) {
@@ -344,6 +361,12 @@ impl A2aService {
         };
         // on file before the caller hears of it (later versions, written by the turn, are not replaced)
         self.save(record).await;
+        if let Some(c) = push {
+            // from the events of this turn on (those stored meanwhile included)
+            let after = i64::try_from(stream.latest).unwrap_or(i64::MAX);
+            self.push.save(c, &task_id, after).await?;
+            self.push.notify(&task_id);
+        }
 
         match mode {
             Mode::Stream => Ok(Sent::Stream(stream)),
@@ -469,6 +492,8 @@ impl A2aService {
         if let Err(e) = self.runtime.store().append_a2a_events(&records).await {
             tracing::warn!(task = task_id, error = %e, "the events of an A2A task could not be stored");
         }
+        // on file: the task's push configs, if it has any, get them
+        self.push.notify(task_id);
         let mut tasks = lock(&self.tasks);
         if let Some(e) = tasks.map.get_mut(task_id) {
             if let Some(tx) = &e.events {

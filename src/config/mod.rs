@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, request};
 
+mod a2a_push;
 mod agent;
 mod lineage;
 mod prime;
 mod validate;
 
+pub use a2a_push::{A2aPushConfig, IpRange};
 pub use agent::{AgentLimits, AgentSpec, Backend, McpServerSpec};
 pub(crate) use lineage::valid_runtime_name;
 pub use lineage::{LineageConfig, TrustEntry};
@@ -132,6 +134,9 @@ pub struct A2aConfig {
     /// a call with a token is still checked.
     #[serde(default)]
     pub anonymous_user: Option<String>,
+    /// `[a2a.push]`: push notification delivery (SSRF allowances, signing key, retries).
+    #[serde(default)]
+    pub push: A2aPushConfig,
 }
 
 /// Where models are, unless an agent says otherwise.

@@ -151,6 +151,9 @@ impl Config {
         {
             return bad(format!("a2a.anonymous_user: '{u}' is not a valid user id"));
         }
+        if let Err(e) = self.a2a.push.validate() {
+            return bad(e);
+        }
         let name = &self.lineage.name;
         if !super::valid_runtime_name(name) {
             return bad(format!("lineage.name '{name}' must be 1-64 letters, digits, '.', '_' or '-'"));

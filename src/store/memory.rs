@@ -20,6 +20,7 @@ use crate::util::lock;
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     a2a: super::a2a_state::InMemory,
+    push: super::a2a_push::InMemory,
 }
 
 #[derive(Default)]
@@ -434,6 +435,28 @@ impl Store for MemoryStore {
 
     async fn a2a_event_seq(&self, task_id: &str) -> StoreResult<i64> {
         Ok(self.a2a.last_event_seq(task_id))
+    }
+
+    async fn put_a2a_push_config(&self, config: &super::A2aPushConfigRecord) -> StoreResult<()> {
+        self.push.put(config);
+        Ok(())
+    }
+
+    async fn a2a_push_configs(&self, task_id: &str) -> StoreResult<Vec<super::A2aPushConfigRecord>> {
+        Ok(self.push.list(task_id))
+    }
+
+    async fn delete_a2a_push_config(&self, task_id: &str, id: &str) -> StoreResult<bool> {
+        Ok(self.push.delete(task_id, id))
+    }
+
+    async fn claim_a2a_push(&self, task_id: &str, id: &str, from: i64, to: i64) -> StoreResult<bool> {
+        Ok(self.push.claim(task_id, id, from, to))
+    }
+
+    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &str) -> StoreResult<()> {
+        self.push.failed(task_id, id, error);
+        Ok(())
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -3,6 +3,7 @@
 //! idempotency keys. [`MemoryStore`] keeps it in the process; SQL backends
 //! implement the same trait.
 
+pub mod a2a_push;
 pub mod a2a_state;
 pub mod anchor;
 pub mod audit;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionId, TokenUsage, UserId};
 
+pub use a2a_push::{A2aPushConfigRecord, MAX_PUSH_CONFIGS_PER_TASK};
 pub use a2a_state::{A2aEventRecord, BreakerCounters, MAX_EVENTS_PER_TASK, RecentCall};
 pub use a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
@@ -454,6 +456,25 @@ pub trait Store: Send + Sync + 'static {
 
     /// The seq of the task's newest event on file; 0 when it has none.
     async fn a2a_event_seq(&self, task_id: &str) -> StoreResult<i64>;
+
+    // A2A push notification configs (a2a_push.rs)
+    /// Creates a push config, or replaces the `config` of the one with its
+    /// task and id (its delivery cursor and failures stay).
+    async fn put_a2a_push_config(&self, config: &A2aPushConfigRecord) -> StoreResult<()>;
+
+    /// The push configs of task `task_id`, oldest first.
+    async fn a2a_push_configs(&self, task_id: &str) -> StoreResult<Vec<A2aPushConfigRecord>>;
+
+    /// Deletes a push config; true when there was one.
+    async fn delete_a2a_push_config(&self, task_id: &str, id: &str) -> StoreResult<bool>;
+
+    /// Claims the delivery of the task's events up to `to` for a push config
+    /// whose cursor is at `from`; false when it is not (another process
+    /// claimed them) or the config is gone.
+    async fn claim_a2a_push(&self, task_id: &str, id: &str, from: i64, to: i64) -> StoreResult<bool>;
+
+    /// Counts a delivery of a push config that finally failed, with its error.
+    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &str) -> StoreResult<()>;
 
     /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;

@@ -57,6 +57,7 @@ fn migrator() -> Migrator {
         m(6, "a2a_breakers", include_str!("migrations/0006_a2a_breakers.sql")),
         m(7, "replay", include_str!("migrations/0007_replay.sql")),
         m(8, "a2a_events", include_str!("migrations/0008_a2a_events.sql")),
+        m(9, "a2a_push", include_str!("migrations/0009_a2a_push.sql")),
     ])
 }
 
@@ -615,6 +616,26 @@ impl Store for SqlStore {
 
     async fn a2a_event_seq(&self, task_id: &str) -> StoreResult<i64> {
         super::a2a_state::last_event_seq(&self.pool, task_id).await
+    }
+
+    async fn put_a2a_push_config(&self, config: &super::A2aPushConfigRecord) -> StoreResult<()> {
+        super::a2a_push::put(&self.pool, config).await
+    }
+
+    async fn a2a_push_configs(&self, task_id: &str) -> StoreResult<Vec<super::A2aPushConfigRecord>> {
+        super::a2a_push::list(&self.pool, task_id).await
+    }
+
+    async fn delete_a2a_push_config(&self, task_id: &str, id: &str) -> StoreResult<bool> {
+        super::a2a_push::delete(&self.pool, task_id, id).await
+    }
+
+    async fn claim_a2a_push(&self, task_id: &str, id: &str, from: i64, to: i64) -> StoreResult<bool> {
+        super::a2a_push::claim(&self.pool, task_id, id, from, to).await
+    }
+
+    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &str) -> StoreResult<()> {
+        super::a2a_push::failed(&self.pool, task_id, id, error).await
     }
 
     async fn counts(&self) -> StoreResult<StoreCounts> {

@@ -127,7 +127,8 @@ async fn every_agent_has_a_card_with_a2a_required_fields_and_the_rails_extension
         assert_eq!(i["protocolVersion"], "1.0");
     }
     assert_eq!(card["capabilities"]["streaming"], true);
-    assert_eq!(card["capabilities"]["pushNotifications"], false);
+    assert_eq!(card["capabilities"]["pushNotifications"], true);
+    assert_eq!(card["capabilities"]["extendedAgentCard"], true);
     let ext = &card["capabilities"]["extensions"][0];
     assert_eq!(ext["uri"], RAILS_EXTENSION);
     assert_eq!(ext["required"], false);
@@ -379,13 +380,15 @@ async fn http_json_routes_and_aip193_errors() {
             "POST",
             &format!("/a2a/tag-ai/tasks/{id}/pushNotificationConfigs"),
             Some(ALICE),
-            Some(json!({"url": "https://x"})),
+            Some(json!({"url": "http://127.0.0.1/hook"})),
         )
         .await,
         400,
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        "INVALID_PARAMS",
     );
-    check(&rest(&r, "GET", "/a2a/tag-ai/extendedAgentCard", Some(ALICE), None).await, 400, "UNSUPPORTED_OPERATION");
+    // (push configs and the extended card in full: a2a_push.rs)
+    let extended = rest(&r, "GET", "/a2a/tag-ai/extendedAgentCard", Some(ALICE), None).await;
+    assert_eq!(extended.json()["capabilities"]["extendedAgentCard"], true);
     check(&rest(&r, "POST", "/a2a/tag-ai/message:send", Some(ALICE), Some(json!({}))).await, 400, "INVALID_PARAMS");
     check(&rest(&r, "GET", "/a2a/tag-ai/tasks?pageSize=abc", Some(ALICE), None).await, 400, "INVALID_PARAMS");
     check(&rest(&r, "GET", "/a2a/tag-ai/tasks?pageSize=0", Some(ALICE), None).await, 400, "INVALID_PARAMS");
@@ -483,15 +486,15 @@ async fn json_rpc_errors_use_a2a_and_json_rpc_codes_and_never_panic() {
         "DeleteTaskPushNotificationConfig",
     ] {
         assert_eq!(
-            error_code(&rpc(&r, "tag-ai", ALICE, m, json!({"taskId": "t", "url": "https://x"})).await),
-            -32003,
+            error_code(&rpc(&r, "tag-ai", ALICE, m, json!({"taskId": "t", "id": "c", "url": "https://x"})).await),
+            -32001,
             "{m}"
         );
     }
-    let push_in_send =
-        json!({"message": message("p", "x"), "configuration": {"taskPushNotificationConfig": {"url": "https://x"}}});
-    assert_eq!(error_code(&rpc(&r, "tag-ai", ALICE, "SendMessage", push_in_send).await), -32003);
-    assert_eq!(error_code(&rpc(&r, "tag-ai", ALICE, "GetExtendedAgentCard", json!({})).await), -32004);
+    let push_in_send = json!({"message": message("p", "x"), "configuration": {"taskPushNotificationConfig": {"url": "http://10.1.2.3/x"}}});
+    assert_eq!(error_code(&rpc(&r, "tag-ai", ALICE, "SendMessage", push_in_send).await), -32602);
+    let extended = rpc(&r, "tag-ai", ALICE, "GetExtendedAgentCard", json!({})).await;
+    assert_eq!(extended["result"]["capabilities"]["extendedAgentCard"], true, "{extended}");
 
     // versions: none (0.3), an unknown one; a patch version is fine
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}).to_string();

@@ -328,6 +328,52 @@ pub struct SendMessageRequest {
     pub metadata: Option<Map<String, Value>>,
 }
 
+/// `AuthenticationInfo`: how a push notification authenticates to the
+/// webhook (`Authorization: {scheme} {credentials}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthenticationInfo {
+    /// An HTTP authentication scheme (`Bearer`, `Basic`, ...).
+    #[serde(default)]
+    pub scheme: String,
+    /// The credentials in that scheme's format (a Bearer token).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub credentials: String,
+}
+
+/// `TaskPushNotificationConfig`: where a task's events are POSTed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    /// The config's id (the server makes one when it is empty).
+    #[serde(default)]
+    pub id: String,
+    /// The task it belongs to.
+    #[serde(default)]
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    /// The webhook.
+    #[serde(default)]
+    pub url: String,
+    /// Sent back in every notification (`X-A2A-Notification-Token`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<AuthenticationInfo>,
+}
+
+/// `ListTaskPushNotificationConfigsResponse`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsResponse {
+    pub configs: Vec<TaskPushNotificationConfig>,
+    #[serde(default)]
+    #[serde(alias = "next_page_token")]
+    pub next_page_token: String,
+}
+
 /// `ListTasksResponse`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,8 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::sse::{last_event_id, sse};
 use super::{
-    TaskIdParams, check_content_type, check_id, check_version, json_response, member_spec, no_agent, params, principal,
-    push_unsupported, read_body, rpc_error, unsupported_extended_card,
+    TaskIdParams, check_content_type, check_id, check_version, extended_card, json_response, member_spec, no_agent,
+    params, principal, push_config_params, read_body, rpc_error,
 };
 use crate::a2a::{ListQuery, Mode, Sent};
 use crate::auth::Principal;
@@ -96,7 +96,11 @@ async fn dispatch_rpc(
         let shown: String = method.chars().take(60).collect();
         return Err(A2aError::new(
             Kind::MethodNotFound,
-            format!("method '{shown}' does not exist; A2A 1.0 methods are {}", METHODS.join(", ")),
+            format!(
+                "method '{shown}' does not exist; A2A 1.0 methods are {}, {} and GetExtendedAgentCard",
+                METHODS.join(", "),
+                PUSH_METHODS.join(", ")
+            ),
         ));
     }
     check_version(headers, uri)?;
@@ -140,7 +144,48 @@ async fn dispatch_rpc(
             let stream = svc.subscribe(&who, &spec.slug, &q.id, last_event_id(headers)?).await?;
             Ok(sse(stream, Some(id.clone()), true))
         }
-        "GetExtendedAgentCard" => Err(unsupported_extended_card()),
-        _ => Err(push_unsupported()),
+        "GetExtendedAgentCard" => Ok(ok(extended_card(state, &spec, headers, &who)?)),
+        "CreateTaskPushNotificationConfig" => {
+            let c = push_config_params(p, None)?;
+            Ok(ok(serde_json::to_value(svc.create_push_config(&who, &spec.slug, c).await?).unwrap_or_default()))
+        }
+        "GetTaskPushNotificationConfig" => {
+            let q: PushConfigParams = params(p, method)?;
+            let c = svc.get_push_config(&who, &spec.slug, &q.task_id, &q.id).await?;
+            Ok(ok(serde_json::to_value(c).unwrap_or_default()))
+        }
+        "ListTaskPushNotificationConfigs" => {
+            let q: PushListParams = params(p, method)?;
+            let list =
+                svc.list_push_configs(&who, &spec.slug, &q.task_id, q.page_size, q.page_token.as_deref()).await?;
+            Ok(ok(serde_json::to_value(list).unwrap_or_default()))
+        }
+        "DeleteTaskPushNotificationConfig" => {
+            let q: PushConfigParams = params(p, method)?;
+            svc.delete_push_config(&who, &spec.slug, &q.task_id, &q.id).await?;
+            Ok(ok(json!({})))
+        }
+        _ => Err(A2aError::new(Kind::MethodNotFound, "unknown method")),
     }
+}
+
+/// Get/DeleteTaskPushNotificationConfig's params.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PushConfigParams {
+    #[serde(alias = "task_id")]
+    task_id: String,
+    id: String,
+}
+
+/// ListTaskPushNotificationConfigs' params.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PushListParams {
+    #[serde(alias = "task_id")]
+    task_id: String,
+    #[serde(default, alias = "page_size")]
+    page_size: Option<i32>,
+    #[serde(default, alias = "page_token")]
+    page_token: Option<String>,
 }

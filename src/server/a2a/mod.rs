@@ -9,6 +9,9 @@
 //! | `POST /a2a/{slug}/message:send`, `…/message:stream` | HTTP+JSON: send, stream (SSE) |
 //! | `GET /a2a/{slug}/tasks`, `…/tasks/{id}` | list, get |
 //! | `POST /a2a/{slug}/tasks/{id}:cancel`, `GET\|POST …/tasks/{id}:subscribe` | cancel, subscribe (SSE) |
+//! | `POST\|GET /a2a/{slug}/tasks/{id}/pushNotificationConfigs[/{configId}]`, `DELETE …/{configId}` | push configs |
+//! | `GET /a2a/{slug}/extendedAgentCard` | the extended card (a token needed) |
+//! | `GET /.well-known/jwks.json` | the keys that sign push notifications |
 //!
 //! Every request but the card's names the protocol version (`A2A-Version:
 //! 1.0` header or `?A2A-Version=1.0`) and a bearer token: a user's token
@@ -47,6 +50,7 @@ use crate::protocol::{AgentSlug, UserId};
 pub fn routes(state: &AppState) -> Router<Arc<AppState>> {
     let router = Router::new()
         .route("/a2a/{slug}/.well-known/agent-card.json", get(card))
+        .route(crate::a2a::JWKS_PATH, get(jwks))
         .route("/a2a/{slug}", post(jsonrpc::handle))
         .route("/a2a/{slug}/", post(jsonrpc::handle))
         .route("/a2a/{slug}/{*rest}", any(rest::handle));
@@ -104,6 +108,62 @@ async fn card(State(state): State<Arc<AppState>>, Path(slug): Path<String>, head
         h.insert(header::LAST_MODIFIED, v);
     }
     res
+}
+
+/// `GET /.well-known/jwks.json`: the keys that sign push notifications.
+async fn jwks(State(state): State<Arc<AppState>>) -> Response {
+    let mut res = json_response(StatusCode::OK, state.a2a.push_jwks());
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+    res
+}
+
+/// GetExtendedAgentCard (both bindings): the extended card for a caller
+/// the extractor authenticated: a token's principal, or, only where `[a2a]
+/// anonymous_user` is set (and the public card declares anonymous access
+/// as a security requirement), that user. No token otherwise is refused
+/// before this is reached (unauthenticated).
+pub(super) fn extended_card(
+    state: &AppState,
+    spec: &AgentSpec,
+    headers: &HeaderMap,
+    who: &Principal,
+) -> Result<Value, A2aError> {
+    let card = crate::a2a::extended_agent_card(
+        spec,
+        &base_url(headers),
+        anonymous_user(state).is_some(),
+        who,
+        &state.runtime.config().limits,
+    );
+    Ok(serde_json::to_value(card).unwrap_or_default())
+}
+
+/// A push config's request parameters: the TaskPushNotificationConfig
+/// itself (A2A 1.0), or wrapped as `config` / `pushNotificationConfig`
+/// beside `taskId` (as earlier drafts sent it).
+pub(super) fn push_config_params(
+    p: Value,
+    task_id: Option<&str>,
+) -> Result<crate::protocol::a2a::types::TaskPushNotificationConfig, A2aError> {
+    let Value::Object(mut p) = p else {
+        return Err(A2aError::invalid_params("the push notification config must be an object"));
+    };
+    for key in ["pushNotificationConfig", "push_notification_config", "config"] {
+        if let Some(Value::Object(inner)) = p.remove(key) {
+            for (k, v) in inner {
+                p.entry(k).or_insert(v);
+            }
+        }
+    }
+    let mut c: crate::protocol::a2a::types::TaskPushNotificationConfig =
+        params(Value::Object(p), "TaskPushNotificationConfig")?;
+    if let Some(t) = task_id {
+        if !c.task_id.is_empty() && c.task_id != t {
+            return Err(A2aError::invalid_params("the body's taskId does not match the path's"));
+        }
+        c.task_id = t.to_string();
+    }
+    Ok(c)
 }
 
 /// The protocol version the request names: `A2A-Version` header or query
@@ -210,18 +270,4 @@ pub(super) fn check_id(id: &str) -> Result<(), A2aError> {
         return Err(A2aError::invalid_params("id must be a task id of 1 to 256 characters"));
     }
     Ok(())
-}
-
-pub(super) fn push_unsupported() -> A2aError {
-    A2aError::new(
-        Kind::PushNotificationNotSupported,
-        "this agent does not send push notifications (capabilities.pushNotifications is false); use SendStreamingMessage, SubscribeToTask or GetTask",
-    )
-}
-
-pub(super) fn unsupported_extended_card() -> A2aError {
-    A2aError::new(
-        Kind::UnsupportedOperation,
-        "this agent has no extended agent card (capabilities.extendedAgentCard is false); the public card is complete",
-    )
 }

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::sse::{last_event_id, sse};
 use super::{
-    check_content_type, check_id, check_version, json_response, member_spec, no_agent, params, principal,
-    push_unsupported, read_body, rest_error, unsupported_extended_card,
+    check_content_type, check_id, check_version, extended_card, json_response, member_spec, no_agent, params,
+    principal, push_config_params, read_body, rest_error,
 };
 use crate::a2a::{ListQuery, Mode, Sent, parse_state};
 use crate::auth::Principal;
@@ -69,7 +69,8 @@ enum Route<'a> {
     Get(&'a str),
     Cancel(&'a str),
     Subscribe(&'a str),
-    Push,
+    /// A task's push configs (`…/pushNotificationConfigs`), or one of them.
+    Push(&'a str, Option<&'a str>),
     ExtendedCard,
 }
 
@@ -88,8 +89,19 @@ fn route<'a>(path: &'a str, method: &Method) -> Result<Route<'a>, A2aError> {
         "extendedAgentCard" => (Route::ExtendedCard, &[Method::GET]),
         p if p.starts_with("tasks/") => {
             let rest = &p["tasks/".len()..];
-            if rest.contains("/pushNotificationConfigs") {
-                (Route::Push, &[Method::GET, Method::POST, Method::DELETE])
+            if let Some((task, configs)) = rest.split_once("/pushNotificationConfigs") {
+                match configs.strip_prefix('/') {
+                    Some(id) if !id.is_empty() && !id.contains('/') => {
+                        (Route::Push(task, Some(id)), &[Method::GET, Method::DELETE])
+                    }
+                    None if configs.is_empty() => (Route::Push(task, None), &[Method::GET, Method::POST]),
+                    _ => {
+                        return Err(A2aError::new(
+                            Kind::MethodNotFound,
+                            "no such A2A resource; push configs are at tasks/{id}/pushNotificationConfigs[/{configId}]",
+                        ));
+                    }
+                }
             } else if let Some(id) = rest.strip_suffix(":cancel") {
                 (Route::Cancel(id), &[Method::POST])
             } else if let Some(id) = rest.strip_suffix(":subscribe") {
@@ -190,7 +202,35 @@ async fn dispatch_rest(
             let stream = svc.subscribe(&who, &spec.slug, id, last_event_id(headers)?).await?;
             Ok(sse(stream, None, true))
         }
-        Route::Push => Err(push_unsupported()),
-        Route::ExtendedCard => Err(unsupported_extended_card()),
+        Route::ExtendedCard => Ok(ok(extended_card(state, &spec, headers, &who)?)),
+        Route::Push(task, None) if *method == Method::POST => {
+            check_content_type(headers)?;
+            let raw = read_body(raw)?;
+            let body: Value = serde_json::from_slice(&raw)
+                .map_err(|e| A2aError::new(Kind::ParseError, format!("the body is not JSON: {e}")))?;
+            let c = push_config_params(body, Some(task))?;
+            Ok(ok(serde_json::to_value(svc.create_push_config(&who, &spec.slug, c).await?).unwrap_or_default()))
+        }
+        Route::Push(task, None) => {
+            let q = query(uri)?;
+            let list = svc
+                .list_push_configs(
+                    &who,
+                    &spec.slug,
+                    task,
+                    int_param(&q, "pageSize")?,
+                    param(&q, "pageToken").map(String::as_str),
+                )
+                .await?;
+            Ok(ok(serde_json::to_value(list).unwrap_or_default()))
+        }
+        Route::Push(task, Some(id)) if *method == Method::DELETE => {
+            svc.delete_push_config(&who, &spec.slug, task, id).await?;
+            Ok(ok(json!({})))
+        }
+        Route::Push(task, Some(id)) => {
+            let c = svc.get_push_config(&who, &spec.slug, task, id).await?;
+            Ok(ok(serde_json::to_value(c).unwrap_or_default()))
+        }
     }
 }
