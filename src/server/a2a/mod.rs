@@ -9,6 +9,7 @@
 //! | `POST /a2a/{slug}/message:send`, `…/message:stream` | HTTP+JSON: send, stream (SSE) |
 //! | `GET /a2a/{slug}/tasks`, `…/tasks/{id}` | list, get |
 //! | `POST /a2a/{slug}/tasks/{id}:cancel`, `GET\|POST …/tasks/{id}:subscribe` | cancel, subscribe (SSE) |
+//! | `POST /lf.a2a.v1.A2AService/{Method}` | gRPC (feature `grpc`): every agent, the request's `tenant` names it |
 //!
 //! Every request but the card's names the protocol version (`A2A-Version:
 //! 1.0` header or `?A2A-Version=1.0`) and a bearer token: a user's token
@@ -16,6 +17,8 @@
 //! service token delegates as that agent with the rails extension. With
 //! `[a2a] anonymous_user`, a call without a token acts as that user.
 
+#[cfg(feature = "grpc")]
+mod grpc;
 mod jsonrpc;
 mod rest;
 mod sse;
@@ -44,12 +47,14 @@ use crate::protocol::{AgentSlug, UserId};
 
 /// The A2A routes, merged into the service's router. Without a token, a
 /// caller is the configured anonymous user, if there is one.
-pub fn routes(state: &AppState) -> Router<Arc<AppState>> {
+pub fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     let router = Router::new()
         .route("/a2a/{slug}/.well-known/agent-card.json", get(card))
         .route("/a2a/{slug}", post(jsonrpc::handle))
         .route("/a2a/{slug}/", post(jsonrpc::handle))
         .route("/a2a/{slug}/{*rest}", any(rest::handle));
+    #[cfg(feature = "grpc")]
+    let router = router.merge(grpc::routes(state));
     match anonymous_user(state) {
         Some(user) => router.layer(Extension(AnonymousUser(user))),
         None => router,

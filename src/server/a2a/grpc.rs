@@ -1,0 +1,249 @@
+//! The gRPC binding (A2A 1.0 §10): `/lf.a2a.v1.A2AService/{Method}` on the
+//! service's own listener (HTTP/2 without TLS, or behind a TLS proxy), every
+//! RPC mapped onto the same [`crate::a2a::A2aService`] operation as the
+//! JSON-RPC and HTTP+JSON bindings.
+//!
+//! - The agent is the request's `tenant`: its slug (the card's GRPC
+//!   interface names it); none or an unknown one is NOT_FOUND.
+//! - `authorization: Bearer …` metadata names the caller as the
+//!   `Authorization` header does; `a2a-version` metadata is the version
+//!   check (missing means 0.3, refused as the other bindings refuse it).
+//! - Errors are gRPC statuses with a `google.rpc.ErrorInfo` detail
+//!   ([`crate::a2a::grpc::status`]); a message that is not protobuf is
+//!   INVALID_ARGUMENT, one over the body limit RESOURCE_EXHAUSTED.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::Uri;
+use futures::{Stream, StreamExt};
+use serde_json::json;
+use tonic::metadata::MetadataMap;
+use tonic::{Request, Response, Status};
+
+use super::sse::events;
+use super::{
+    TaskIdParams, anonymous_user, check_id, check_version, member_spec, no_agent, push_unsupported,
+    unsupported_extended_card,
+};
+use crate::a2a::grpc::pb::a2a_service_server::{A2aService as GrpcService, A2aServiceServer};
+use crate::a2a::grpc::{SERVICE, from_proto, pb, status, to_proto};
+use crate::a2a::{ListQuery, Mode, Sent};
+use crate::auth::Principal;
+use crate::config::AgentSpec;
+use crate::protocol::a2a::types::SendMessageRequest;
+use crate::protocol::a2a::{A2aError, Kind};
+use crate::server::AppState;
+
+/// A stream of responses as the generated server wants it.
+type Responses = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Status>> + Send>>;
+
+/// The gRPC route: every method of `lf.a2a.v1.A2AService`.
+pub(super) fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<AppState>) -> Router<S> {
+    let limit = state.body_limit;
+    // under the HTTP body limit, so that tonic answers RESOURCE_EXHAUSTED before the limit cuts the body off
+    let server = A2aServiceServer::new(Grpc { state: state.clone() })
+        .max_decoding_message_size(limit.saturating_sub(64).max(1024));
+    Router::new().route_service(&format!("/{SERVICE}/{{method}}"), server)
+}
+
+/// The service behind the generated server.
+struct Grpc {
+    state: Arc<AppState>,
+}
+
+impl Grpc {
+    /// What every RPC checks first, in the JSON-RPC binding's order: the
+    /// protocol version, the agent (the tenant), the caller.
+    async fn begin(&self, metadata: &MetadataMap, tenant: &str) -> Result<(Arc<AgentSpec>, Principal), Status> {
+        self.check(metadata, tenant).await.map_err(|e| status(&e))
+    }
+
+    async fn check(&self, metadata: &MetadataMap, tenant: &str) -> Result<(Arc<AgentSpec>, Principal), A2aError> {
+        let headers = metadata.clone().into_headers();
+        check_version(&headers, &Uri::from_static("/"))?;
+        if tenant.is_empty() {
+            return Err(A2aError::new(
+                Kind::MethodNotFound,
+                "the request names no agent: set `tenant` to the agent's slug (the tenant of the GRPC interface in its card)",
+            ));
+        }
+        let spec = member_spec(&self.state, tenant).ok_or_else(|| no_agent(tenant))?;
+        Ok((spec, self.caller(metadata).await?))
+    }
+
+    /// The caller from `authorization: Bearer …`, else the anonymous user.
+    async fn caller(&self, metadata: &MetadataMap) -> Result<Principal, A2aError> {
+        let Some(value) = metadata.get("authorization") else {
+            return match anonymous_user(&self.state) {
+                Some(user) => Ok(Principal::Anonymous(user)),
+                None => Err(A2aError::new(
+                    Kind::Unauthenticated,
+                    "missing 'authorization: Bearer <token>' metadata; agents use their service token, users theirs",
+                )),
+            };
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().split_once(' ').filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer")))
+            .map(|(_, token)| token.trim())
+            .ok_or_else(|| {
+                A2aError::new(Kind::Unauthenticated, "the authorization metadata must be 'Bearer <token>'")
+            })?;
+        self.state.tokens.authenticate(token).await.map_err(A2aError::from)
+    }
+
+    async fn send(&self, request: Request<pb::SendMessageRequest>, stream: bool) -> Result<Sent, Status> {
+        let (metadata, _, body) = request.into_parts();
+        let (spec, who) = self.begin(&metadata, &body.tenant).await?;
+        let req: SendMessageRequest = from_proto(&body, "SendMessageRequest").map_err(|e| status(&e))?;
+        let mode = if stream {
+            Mode::Stream
+        } else if req.configuration.as_ref().is_some_and(|c| c.return_immediately) {
+            Mode::NonBlocking
+        } else {
+            Mode::Blocking
+        };
+        self.state.a2a.send(&who, &spec.slug, req, mode).await.map_err(|e| status(&e))
+    }
+
+    /// The push-notification RPCs: not offered (capabilities.pushNotifications
+    /// is false), after the same checks as every RPC.
+    async fn push_notification_config(&self, metadata: &MetadataMap, tenant: &str) -> Status {
+        match self.begin(metadata, tenant).await {
+            Ok(_) => status(&push_unsupported()),
+            Err(s) => s,
+        }
+    }
+
+    /// GetExtendedAgentCard: no extended card (capabilities.extendedAgentCard
+    /// is false), after the same checks as every RPC.
+    async fn extended_agent_card(&self, metadata: &MetadataMap, tenant: &str) -> Status {
+        match self.begin(metadata, tenant).await {
+            Ok(_) => status(&unsupported_extended_card()),
+            Err(s) => s,
+        }
+    }
+}
+
+/// A subscription's events as gRPC messages.
+fn responses(sub: crate::a2a::Subscription, subscription: bool) -> Responses {
+    Box::pin(events(sub, subscription).map(|(_, ev)| to_proto::<_, pb::StreamResponse>(&ev).map_err(|e| status(&e))))
+}
+
+fn one(response: &impl serde::Serialize) -> Responses {
+    let item = to_proto::<_, pb::StreamResponse>(response).map_err(|e| status(&e));
+    Box::pin(futures::stream::once(async move { item }))
+}
+
+fn task_id(id: &str) -> Result<(), Status> {
+    check_id(id).map_err(|e| status(&e))
+}
+
+#[tonic::async_trait]
+impl GrpcService for Grpc {
+    async fn send_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        let body = match self.send(request, false).await? {
+            Sent::Task(t) => json!({"task": t}),
+            Sent::Message(m) => json!({"message": m}),
+            Sent::Stream(_) => {
+                return Err(status(&A2aError::new(Kind::Internal, "a blocking send was answered with a stream")));
+            }
+        };
+        to_proto(&body).map(Response::new).map_err(|e| status(&e))
+    }
+
+    type SendStreamingMessageStream = Responses;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<Responses>, Status> {
+        Ok(Response::new(match self.send(request, true).await? {
+            Sent::Stream(sub) => responses(sub, false),
+            Sent::Task(t) => one(&json!({"task": t})),
+            Sent::Message(m) => one(&json!({"message": m})),
+        }))
+    }
+
+    async fn get_task(&self, request: Request<pb::GetTaskRequest>) -> Result<Response<pb::Task>, Status> {
+        let (metadata, _, body) = request.into_parts();
+        let (spec, who) = self.begin(&metadata, &body.tenant).await?;
+        let q = TaskIdParams { id: body.id, history_length: body.history_length };
+        task_id(&q.id)?;
+        let task = self.state.a2a.get(&who, &spec.slug, &q.id, q.history_length).await.map_err(|e| status(&e))?;
+        to_proto(&task).map(Response::new).map_err(|e| status(&e))
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        let (metadata, _, body) = request.into_parts();
+        let (spec, who) = self.begin(&metadata, &body.tenant).await?;
+        let q: ListQuery = from_proto(&body, "ListTasksRequest").map_err(|e| status(&e))?;
+        let list = self.state.a2a.list(&who, &spec.slug, &q).await.map_err(|e| status(&e))?;
+        to_proto(&list).map(Response::new).map_err(|e| status(&e))
+    }
+
+    async fn cancel_task(&self, request: Request<pb::CancelTaskRequest>) -> Result<Response<pb::Task>, Status> {
+        let (metadata, _, body) = request.into_parts();
+        let (spec, who) = self.begin(&metadata, &body.tenant).await?;
+        task_id(&body.id)?;
+        let task = self.state.a2a.cancel(&who, &spec.slug, &body.id).await.map_err(|e| status(&e))?;
+        to_proto(&task).map(Response::new).map_err(|e| status(&e))
+    }
+
+    type SubscribeToTaskStream = Responses;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<pb::SubscribeToTaskRequest>,
+    ) -> Result<Response<Responses>, Status> {
+        let (metadata, _, body) = request.into_parts();
+        let (spec, who) = self.begin(&metadata, &body.tenant).await?;
+        task_id(&body.id)?;
+        let sub = self.state.a2a.subscribe(&who, &spec.slug, &body.id, None).await.map_err(|e| status(&e))?;
+        Ok(Response::new(responses(sub, true)))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<pb::TaskPushNotificationConfig>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        Err(self.push_notification_config(request.metadata(), &request.get_ref().tenant).await)
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<pb::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        Err(self.push_notification_config(request.metadata(), &request.get_ref().tenant).await)
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<pb::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
+        Err(self.push_notification_config(request.metadata(), &request.get_ref().tenant).await)
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        Err(self.push_notification_config(request.metadata(), &request.get_ref().tenant).await)
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        request: Request<pb::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<pb::AgentCard>, Status> {
+        Err(self.extended_agent_card(request.metadata(), &request.get_ref().tenant).await)
+    }
+}
