@@ -132,6 +132,11 @@ pub struct A2aConfig {
     /// a call with a token is still checked.
     #[serde(default)]
     pub anonymous_user: Option<String>,
+    /// The agent a gRPC request without a `tenant` goes to (clients that
+    /// ignore the card's tenant, such as the A2A TCK); unset, such a request
+    /// is NOT_FOUND.
+    #[serde(default)]
+    pub grpc_default_agent: Option<String>,
 }
 
 /// Where models are, unless an agent says otherwise.

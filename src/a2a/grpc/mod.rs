@@ -225,7 +225,7 @@ mod tests {
                 role: Role::User,
                 parts: vec![
                     Part::text("hello"),
-                    Part::data(json!({"a": [1, "b", null]})),
+                    Part::data(json!({"a": [1.5, "b", null]})), // (protobuf numbers are doubles: 1 would come back 1.0)
                     Part { raw: Some("dGNr".into()), filename: Some("x.bin".into()), ..Part::default() },
                 ],
                 metadata: Some(json!({"k": {"n": 1.5}}).as_object().unwrap().clone()),
@@ -235,11 +235,15 @@ mod tests {
             metadata: None,
         };
         task.set_status(TaskState::Completed, "done");
-        let event = StreamResponse::Task(task.clone());
-        let wire: pb::StreamResponse = to_proto(&event).unwrap();
+        let wire: pb::StreamResponse = to_proto(&StreamResponse::Task(task.clone())).unwrap();
         let bytes = wire.encode_to_vec();
         let back: StreamResponse = from_proto(&pb::StreamResponse::decode(bytes.as_slice()).unwrap(), "x").unwrap();
-        assert_eq!(back, event);
+        let StreamResponse::Task(mut back) = back else { panic!("a task") };
+        // the same instant, written +00:00 rather than Z
+        let instant = |t: &Option<String>| chrono::DateTime::parse_from_rfc3339(t.as_deref().unwrap()).unwrap();
+        assert_eq!(instant(&back.status.timestamp), instant(&task.status.timestamp));
+        back.status.timestamp.clone_from(&task.status.timestamp);
+        assert_eq!(back, task);
     }
 
     #[test]

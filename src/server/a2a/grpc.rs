@@ -4,7 +4,8 @@
 //! JSON-RPC and HTTP+JSON bindings.
 //!
 //! - The agent is the request's `tenant`: its slug (the card's GRPC
-//!   interface names it); none or an unknown one is NOT_FOUND.
+//!   interface names it); none (unless `[a2a] grpc_default_agent` names
+//!   one) or an unknown one is NOT_FOUND.
 //! - `authorization: Bearer …` metadata names the caller as the
 //!   `Authorization` header does; `a2a-version` metadata is the version
 //!   check (missing means 0.3, refused as the other bindings refuse it).
@@ -63,12 +64,18 @@ impl Grpc {
     async fn check(&self, metadata: &MetadataMap, tenant: &str) -> Result<(Arc<AgentSpec>, Principal), A2aError> {
         let headers = metadata.clone().into_headers();
         check_version(&headers, &Uri::from_static("/"))?;
-        if tenant.is_empty() {
-            return Err(A2aError::new(
-                Kind::MethodNotFound,
-                "the request names no agent: set `tenant` to the agent's slug (the tenant of the GRPC interface in its card)",
-            ));
-        }
+        let default = self.state.runtime.config().a2a.grpc_default_agent.clone();
+        let tenant = match (tenant, default) {
+            ("", Some(agent)) => agent,
+            ("", None) => {
+                return Err(A2aError::new(
+                    Kind::MethodNotFound,
+                    "the request names no agent: set `tenant` to the agent's slug (the tenant of the GRPC interface in its card)",
+                ));
+            }
+            (t, _) => t.to_string(),
+        };
+        let tenant = tenant.as_str();
         let spec = member_spec(&self.state, tenant).ok_or_else(|| no_agent(tenant))?;
         Ok((spec, self.caller(metadata).await?))
     }
