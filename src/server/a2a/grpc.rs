@@ -46,7 +46,24 @@ pub(super) fn routes<S: Clone + Send + Sync + 'static>(state: &Arc<AppState>) ->
     // under the HTTP body limit, so that tonic answers RESOURCE_EXHAUSTED before the limit cuts the body off
     let server = A2aServiceServer::new(Grpc { state: state.clone() })
         .max_decoding_message_size(limit.saturating_sub(64).max(1024));
-    Router::new().route_service(&format!("/{SERVICE}/{{method}}"), server)
+    Router::new()
+        .route_service(&format!("/{SERVICE}/{{method}}"), server)
+        .layer(axum::middleware::map_response(move |res| too_large(res, limit)))
+}
+
+/// tonic answers a message over the limit with OUT_OF_RANGE; gRPC's
+/// convention (and A2A's clients) expect RESOURCE_EXHAUSTED.
+async fn too_large(res: axum::response::Response, limit: usize) -> axum::response::Response {
+    let h = res.headers();
+    let over = h.get("grpc-status").is_some_and(|v| v == "11")
+        && h.get("grpc-message").and_then(|v| v.to_str().ok()).is_some_and(|m| m.contains("length%20too%20large"));
+    if !over {
+        return res;
+    }
+    Status::resource_exhausted(format!(
+        "the message is larger than this service accepts ({limit} bytes with the HTTP body); send less input, or files by URL"
+    ))
+    .into_http()
 }
 
 /// The service behind the generated server.

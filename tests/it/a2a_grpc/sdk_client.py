@@ -28,21 +28,30 @@ from a2a.types import (
 BASE, TOKEN = sys.argv[1], sys.argv[2]
 
 
-class Bearer(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
-    """Adds `authorization: Bearer TOKEN` to every call."""
+def with_bearer(details, token):
+    metadata = list(details.metadata or []) + [("authorization", f"Bearer {token}")]
+    return details._replace(metadata=metadata)
+
+
+# (grpc.aio files an interceptor under its first matching kind only: one object per kind)
+class BearerUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    """Adds `authorization: Bearer TOKEN` to unary calls."""
 
     def __init__(self, token):
         self.token = token
 
-    def _with(self, details):
-        metadata = list(details.metadata or []) + [("authorization", f"Bearer {self.token}")]
-        return details._replace(metadata=metadata)
-
     async def intercept_unary_unary(self, continuation, details, request):
-        return await continuation(self._with(details), request)
+        return await continuation(with_bearer(details, self.token), request)
+
+
+class BearerStream(grpc.aio.UnaryStreamClientInterceptor):
+    """Adds `authorization: Bearer TOKEN` to server-streaming calls."""
+
+    def __init__(self, token):
+        self.token = token
 
     async def intercept_unary_stream(self, continuation, details, request):
-        return await continuation(self._with(details), request)
+        return await continuation(with_bearer(details, self.token), request)
 
 
 addresses = []
@@ -51,7 +60,7 @@ addresses = []
 def channels(token):
     def make(url):
         addresses.append(url)
-        interceptors = [Bearer(token)] if token else []
+        interceptors = [BearerUnary(token), BearerStream(token)] if token else []
         return grpc.aio.insecure_channel(url, interceptors=interceptors)
 
     return make
