@@ -22,7 +22,8 @@ for transport in sorted(counts):
     c = counts[transport]
     parts = [f"{lvl} {c[(lvl, 'PASS')]}/{c[(lvl, 'FAIL')]}/{c[(lvl, 'SKIPPED')]}" for lvl in ("MUST", "SHOULD", "MAY")]
     print(f"  {transport:10} " + "  ".join(parts))
+summary = report.get("summary", report)
 for level in ("must", "should", "may"):
-    print(f"{level}_compatibility: {report.get(level + '_compatibility')}")
+    print(f"{level}_compatibility: {summary.get(level + '_compatibility')}")
 if failed:
     print("failed: " + ", ".join(failed))

@@ -36,8 +36,12 @@ backend = { kind = "builtin", name = "a2a-conformance" }
 TOML
 } > "$work/team.toml"
 
-cargo build --quiet --bin switchboard
-bin=${CARGO_TARGET_DIR:-target}/debug/switchboard
+# SWITCHBOARD_BIN: a binary already built (e.g. by `cargo test`, whose features differ from `cargo build`'s)
+bin=${SWITCHBOARD_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --quiet --bin switchboard
+  bin=${CARGO_TARGET_DIR:-target}/debug/switchboard
+fi
 "$bin" --config "$work/team.toml" --database-url memory: serve --addr "127.0.0.1:$port" > "$work/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
