@@ -73,7 +73,7 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
     AgentCard {
         name: spec.name.clone(),
         description,
-        supported_interfaces: vec![interface("JSONRPC"), interface("HTTP+JSON")],
+        supported_interfaces: interfaces(interface("JSONRPC"), interface("HTTP+JSON"), spec, base),
         provider: Some(AgentProvider { url: base.into(), organization: "Switchboard".into() }),
         version: env!("CARGO_PKG_VERSION").into(),
         documentation_url: None,
@@ -163,4 +163,50 @@ pub fn extended_agent_card(
             format!("{} (you are not among this agent's users: it will refuse your messages)", card.description);
     }
     card
+}
+
+/// The card's interfaces: JSON-RPC and HTTP+JSON at the agent's URL and,
+/// with the `grpc` feature, gRPC at the service's `host:port` with the agent
+/// as the tenant.
+#[cfg_attr(not(feature = "grpc"), allow(unused_variables))]
+fn interfaces(jsonrpc: AgentInterface, rest: AgentInterface, spec: &AgentSpec, base: &str) -> Vec<AgentInterface> {
+    #[cfg_attr(not(feature = "grpc"), allow(unused_mut))]
+    let mut all = vec![jsonrpc, rest];
+    #[cfg(feature = "grpc")]
+    all.push(AgentInterface {
+        url: grpc_address(base),
+        protocol_binding: "GRPC".into(),
+        tenant: spec.slug.to_string(),
+        protocol_version: PROTOCOL_VERSION.into(),
+    });
+    all
+}
+
+/// `http(s)://host[:port]` as gRPC's `host:port` (a2a.proto's AgentInterface.url).
+#[cfg(feature = "grpc")]
+fn grpc_address(base: &str) -> String {
+    let (https, host) = match base.split_once("://") {
+        Some((scheme, host)) => (scheme.eq_ignore_ascii_case("https"), host),
+        None => (false, base),
+    };
+    let host = host.trim_end_matches('/');
+    let has_port = host
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !p.is_empty() && !h.ends_with('[') && p.bytes().all(|b| b.is_ascii_digit()))
+        && !host.ends_with(']');
+    if has_port { host.to_string() } else { format!("{host}:{}", if https { 443 } else { 80 }) }
+}
+
+#[cfg(all(test, feature = "grpc"))]
+mod tests {
+    use super::grpc_address;
+
+    #[test]
+    fn the_grpc_address_is_host_and_port() {
+        assert_eq!(grpc_address("http://127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(grpc_address("https://agents.example.com"), "agents.example.com:443");
+        assert_eq!(grpc_address("http://example.com"), "example.com:80");
+        assert_eq!(grpc_address("http://[::1]:9"), "[::1]:9");
+        assert_eq!(grpc_address("http://[::1]"), "[::1]:80");
+    }
 }

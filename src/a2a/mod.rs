@@ -9,13 +9,16 @@
 //! - push notifications (push.rs): config operations on [`A2aService`], signed
 //!   and SSRF-checked deliveries.
 //!
-//! The HTTP bindings (JSON-RPC, HTTP+JSON, SSE) are in the server; the wire
+//! The HTTP bindings (JSON-RPC, HTTP+JSON, SSE) and the gRPC service are in
+//! the server ([`grpc`] holds gRPC's generated code and conversions); the wire
 //! types, error kinds and the rails extension are in [`crate::protocol::a2a`];
 //! the `a2a` backend that calls a remote A2A agent is [`crate::agent::a2a`];
 //! the conformance agent is in the built-in team.
 
 mod card;
 mod convert;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 mod push;
 mod service;
 mod tasks;

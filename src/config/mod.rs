@@ -137,6 +137,11 @@ pub struct A2aConfig {
     /// `[a2a.push]`: push notification delivery (SSRF allowances, signing key, retries).
     #[serde(default)]
     pub push: A2aPushConfig,
+    /// The agent a gRPC request without a `tenant` goes to (clients that
+    /// ignore the card's tenant, such as the A2A TCK); unset, such a request
+    /// is NOT_FOUND.
+    #[serde(default)]
+    pub grpc_default_agent: Option<String>,
 }
 
 /// Where models are, unless an agent says otherwise.

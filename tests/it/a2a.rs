@@ -121,11 +121,15 @@ async fn every_agent_has_a_card_with_a2a_required_fields_and_the_rails_extension
     assert!(!card["version"].as_str().unwrap().is_empty());
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     let bindings: Vec<&str> = interfaces.iter().map(|i| i["protocolBinding"].as_str().unwrap()).collect();
-    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON"]);
-    for i in interfaces {
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC"]);
+    for i in &interfaces[..2] {
         assert_eq!(i["url"], "http://agents.test:7420/a2a/tag-ai");
         assert_eq!(i["protocolVersion"], "1.0");
     }
+    // gRPC: host:port, the agent as the tenant
+    assert_eq!(interfaces[2]["url"], "agents.test:7420");
+    assert_eq!(interfaces[2]["tenant"], "tag-ai");
+    assert_eq!(interfaces[2]["protocolVersion"], "1.0");
     assert_eq!(card["capabilities"]["streaming"], true);
     assert_eq!(card["capabilities"]["pushNotifications"], true);
     assert_eq!(card["capabilities"]["extendedAgentCard"], true);

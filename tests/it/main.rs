@@ -1,6 +1,7 @@
 //! Switchboard's one integration-test binary.
 
 mod a2a;
+mod a2a_grpc;
 mod a2a_push;
 mod approvals_cli;
 mod approvals_http;

@@ -12,6 +12,7 @@
 //! | `POST\|GET /a2a/{slug}/tasks/{id}/pushNotificationConfigs[/{configId}]`, `DELETE …/{configId}` | push configs |
 //! | `GET /a2a/{slug}/extendedAgentCard` | the extended card (a token needed) |
 //! | `GET /.well-known/jwks.json` | the keys that sign push notifications |
+//! | `POST /lf.a2a.v1.A2AService/{Method}` | gRPC (feature `grpc`): every agent, the request's `tenant` names it |
 //!
 //! Every request but the card's names the protocol version (`A2A-Version:
 //! 1.0` header or `?A2A-Version=1.0`) and a bearer token: a user's token
@@ -19,6 +20,8 @@
 //! service token delegates as that agent with the rails extension. With
 //! `[a2a] anonymous_user`, a call without a token acts as that user.
 
+#[cfg(feature = "grpc")]
+mod grpc;
 mod jsonrpc;
 mod rest;
 mod sse;
@@ -47,13 +50,15 @@ use crate::protocol::{AgentSlug, UserId};
 
 /// The A2A routes, merged into the service's router. Without a token, a
 /// caller is the configured anonymous user, if there is one.
-pub fn routes(state: &AppState) -> Router<Arc<AppState>> {
+pub fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     let router = Router::new()
         .route("/a2a/{slug}/.well-known/agent-card.json", get(card))
         .route(crate::a2a::JWKS_PATH, get(jwks))
         .route("/a2a/{slug}", post(jsonrpc::handle))
         .route("/a2a/{slug}/", post(jsonrpc::handle))
         .route("/a2a/{slug}/{*rest}", any(rest::handle));
+    #[cfg(feature = "grpc")]
+    let router = router.merge(grpc::routes(state));
     match anonymous_user(state) {
         Some(user) => router.layer(Extension(AnonymousUser(user))),
         None => router,

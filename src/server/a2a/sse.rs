@@ -11,7 +11,7 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
@@ -61,17 +61,27 @@ struct Cursor {
 /// state); a subscription's first snapshot closes it only when terminal, a
 /// replayed event only when it is the newest one.
 pub(super) fn sse(sub: Subscription, id: Option<Value>, subscription: bool) -> Response {
-    let frame = move |seq: Option<u64>, ev: &StreamResponse| -> SseEvent {
+    let frame = move |(seq, ev): (Option<u64>, StreamResponse)| -> Result<SseEvent, Infallible> {
         let body = match &id {
             Some(id) => json!({"jsonrpc": "2.0", "id": id, "result": ev}),
-            None => serde_json::to_value(ev).unwrap_or_default(),
+            None => serde_json::to_value(&ev).unwrap_or_default(),
         };
         let event = SseEvent::default().data(body.to_string());
-        match seq {
+        Ok(match seq {
             Some(n) => event.id(n.to_string()),
             None => event,
-        }
+        })
     };
+    sse_response(events(sub, subscription).map(frame))
+}
+
+/// The responses of a stream, each with its event number (None for the
+/// first snapshot), ending as [`sse`] describes; the gRPC binding sends
+/// the same sequence as messages.
+pub(super) fn events(
+    sub: Subscription,
+    subscription: bool,
+) -> impl Stream<Item = (Option<u64>, StreamResponse)> + Send {
     let state = sub.task.status.state;
     let done = state.is_terminal() || (!subscription && state.ends_turn());
     let cursor = Cursor {
@@ -84,11 +94,10 @@ pub(super) fn sse(sub: Subscription, id: Option<Value>, subscription: bool) -> R
         latest: sub.latest,
         done,
     };
-    let stream = futures::stream::unfold(cursor, move |mut c| {
-        let frame = frame.clone();
+    futures::stream::unfold(cursor, move |mut c| {
         async move {
             if let Some(f) = c.first.take() {
-                return Some((Ok::<_, Infallible>(frame(None, &f)), c));
+                return Some(((None, f), c));
             }
             if c.done {
                 return None;
@@ -100,7 +109,7 @@ pub(super) fn sse(sub: Subscription, id: Option<Value>, subscription: bool) -> R
                 }
                 c.last = ev.seq;
                 c.done = ends_stream(&ev.event) && ev.seq >= c.latest && c.replay.is_empty();
-                return Some((Ok(frame(Some(ev.seq), &ev.event)), c));
+                return Some(((Some(ev.seq), ev.event), c));
             }
             loop {
                 match c.live.recv().await {
@@ -108,7 +117,7 @@ pub(super) fn sse(sub: Subscription, id: Option<Value>, subscription: bool) -> R
                     Ok(ev) => {
                         c.last = ev.seq;
                         c.done = ends_stream(&ev.event);
-                        return Some((Ok(frame(Some(ev.seq), &ev.event)), c));
+                        return Some(((Some(ev.seq), ev.event), c));
                     }
                     // a reader too slow for the buffer: what it missed is on file (stored before sent)
                     Err(RecvError::Lagged(_)) => {
@@ -125,15 +134,14 @@ pub(super) fn sse(sub: Subscription, id: Option<Value>, subscription: bool) -> R
                         if let Some(ev) = c.replay.pop_front().filter(|e| e.seq > c.last) {
                             c.last = ev.seq;
                             c.done = ends_stream(&ev.event) && c.replay.is_empty();
-                            return Some((Ok(frame(Some(ev.seq), &ev.event)), c));
+                            return Some(((Some(ev.seq), ev.event), c));
                         }
                     }
                     Err(RecvError::Closed) => return None,
                 }
             }
         }
-    });
-    sse_response(stream)
+    })
 }
 
 fn sse_response(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
