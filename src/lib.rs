@@ -58,6 +58,9 @@ pub mod util;
 #[cfg(feature = "a2a")]
 #[doc(hidden)]
 pub mod a2a;
+#[cfg(feature = "mcp")]
+#[doc(hidden)]
+pub mod mcp;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;

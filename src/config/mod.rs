@@ -56,6 +56,9 @@ pub struct Config {
     /// The A2A endpoints (`/a2a/{slug}`).
     #[serde(default)]
     pub a2a: A2aConfig,
+    /// The MCP endpoint (`/mcp`).
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// Where the audit log is anchored besides its database (`[audit]`).
     #[serde(default)]
     pub audit: AuditConfig,
@@ -130,6 +133,17 @@ pub struct A2aConfig {
     /// Off by default. When set, an A2A call without an `Authorization`
     /// header acts as this user (for the A2A TCK and local interop tests);
     /// a call with a token is still checked.
+    #[serde(default)]
+    pub anonymous_user: Option<String>,
+}
+
+/// `[mcp]`: how the MCP endpoint treats callers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Off by default. When set, an MCP request to `/mcp` without an
+    /// `Authorization` header acts as this user (for the MCP conformance
+    /// suite and local clients); a request with a token is still checked.
     #[serde(default)]
     pub anonymous_user: Option<String>,
 }
