@@ -9,7 +9,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use super::tools::{self, AskAgentArgs, AskArgs, DelegateArgs, NoArgs, TraceArgs};
 use crate::auth::Principal;
@@ -196,9 +196,10 @@ impl McpServer {
         work: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, ErrorData> {
         let events = self.runtime.subscribe();
+        let done = tokio_util::sync::CancellationToken::new();
         let progress = ctx.meta.get_progress_token().map(|token| {
             let peer = ctx.peer.clone();
-            tokio::spawn(forward_progress(events, root, token, peer))
+            tokio::spawn(forward_progress(events, root, token, peer, done.clone()))
         });
         let mut task = tokio::spawn(work);
         let outcome = tokio::select! {
@@ -211,8 +212,10 @@ impl McpServer {
                 task.await.map_err(|e| ErrorData::internal_error(format!("the tool's task failed: {e}"), None))
             }
         };
+        // the tree's last events go out before its result
+        done.cancel();
         if let Some(p) = progress {
-            p.abort();
+            let _ = p.await;
         }
         outcome
     }
@@ -357,18 +360,36 @@ impl McpServer {
 }
 
 /// Sends `notifications/progress` for the tree rooted at `root`: one step per
-/// delegation that starts or ends in it, until aborted.
+/// delegation that starts, retries or ends in it. Once `done` fires, what the
+/// bus still holds is sent, then it returns.
 async fn forward_progress(
     mut events: tokio::sync::broadcast::Receiver<Event>,
     root: RequestId,
     token: ProgressToken,
     peer: rmcp::Peer<RoleServer>,
+    done: tokio_util::sync::CancellationToken,
 ) {
     let mut step = 0u32;
+    let mut draining = false;
     loop {
-        let message = match events.recv().await {
+        let next = if draining {
+            match events.try_recv() {
+                Ok(e) => Ok(e),
+                Err(TryRecvError::Lagged(_)) => continue,
+                Err(_) => return,
+            }
+        } else {
+            tokio::select! {
+                e = events.recv() => e,
+                () = done.cancelled() => {
+                    draining = true;
+                    continue;
+                }
+            }
+        };
+        let message = match next {
             Ok(e) if e.root_id() == root => match &e {
-                Event::Started { target, depth, .. } => format!("{target} started (depth {depth})"),
+                Event::Started { target, depth, .. } => format!("{target} started (depth {depth}, tree {root})"),
                 Event::Retry { target, attempt, error_code, .. } => {
                     format!("{target}: attempt {attempt} failed ({error_code}); retrying")
                 }
@@ -384,6 +405,13 @@ async fn forward_progress(
             return;
         }
     }
+}
+
+/// A result from its JSON, marked complete (`resultType`, which 2026-07-28
+/// requires; rmcp drops it for peers on older revisions).
+fn complete<T: DeserializeOwned>(mut value: Value, what: &str) -> Result<T, ErrorData> {
+    value["resultType"] = json!("complete");
+    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(format!("{what}: {e}"), None))
 }
 
 impl ServerHandler for McpServer {
@@ -417,8 +445,7 @@ impl ServerHandler for McpServer {
                 })
             })
             .collect();
-        serde_json::from_value(json!({ "tools": tools }))
-            .map_err(|e| ErrorData::internal_error(format!("the tool list: {e}"), None))
+        complete(json!({ "tools": tools }), "the tool list")
     }
 
     async fn call_tool(
@@ -453,14 +480,13 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        serde_json::from_value(json!({"resources": [{
+        complete(json!({"resources": [{
             "uri": AGENTS_URI,
             "name": "agents",
             "title": "The team",
             "description": "Every agent of this Switchboard, as list_agents shows them.",
             "mimeType": "application/json"
-        }]}))
-        .map_err(|e| ErrorData::internal_error(format!("the resource list: {e}"), None))
+        }]}), "the resource list")
     }
 
     async fn list_resource_templates(
@@ -468,14 +494,13 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        serde_json::from_value(json!({"resourceTemplates": [{
+        complete(json!({"resourceTemplates": [{
             "uriTemplate": "switchboard://trees/{id}",
             "name": "tree",
             "title": "A delegation tree",
             "description": "The stored tree of a delegation (any request id in it); only your own trees.",
             "mimeType": "application/json"
-        }]}))
-        .map_err(|e| ErrorData::internal_error(format!("the resource templates: {e}"), None))
+        }]}), "the resource templates")
     }
 
     async fn read_resource(
@@ -504,8 +529,7 @@ impl ServerHandler for McpServer {
         };
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         let result: ReadResourceResult =
-            serde_json::from_value(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}))
-                .map_err(|e| ErrorData::internal_error(format!("the resource: {e}"), None))?;
+            complete(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}), "the resource")?;
         Ok(result.into())
     }
 }

@@ -17,6 +17,7 @@ mod hostile;
 mod http;
 mod lineage;
 mod llm;
+mod mcp_server;
 mod modes;
 mod money;
 mod money_ui;
