@@ -283,3 +283,194 @@ async fn the_official_python_client_over_stdio_asks_traces_and_cancels() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+mod fuzz {
+    //! 5 000 generated requests to `/mcp`: malformed JSON-RPC, unknown
+    //! methods, wrong parameter types, invalid tool arguments, odd protocol
+    //! versions, session ids and headers, truncated and non-UTF-8 bodies.
+    //! None is a 5xx or a panic; JSON-RPC errors come in JSON-RPC's shape.
+
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config as PropConfig, TestRunner};
+    use serde_json::{Value, json};
+
+    const CASES: u32 = 5_000;
+
+    fn wild() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            Just(json!(u64::MAX)),
+            Just(json!(1e308)),
+            "[ -~]{0,24}".prop_map(Value::String),
+            Just(json!("2026-07-28")),
+            Just(json!("switchboard://trees/not-a-uuid")),
+            Just(json!([1, "two", null])),
+            Just(json!({"nested": {"deeper": [1]}})),
+            Just(json!({"target": "tag-ai", "objective": ""})),
+            Just(json!({"target": "Not A Slug!", "objective": "x"})),
+            Just(json!({"root_id": "550e8400-e29b-41d4-a716-446655440000"})),
+        ]
+    }
+
+    const METHODS: &[&str] = &[
+        "initialize",
+        "server/discover",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "logging/setLevel",
+        "notifications/cancelled",
+        "notifications/initialized",
+        "no/such/method",
+        "",
+    ];
+    const TOOLS: &[&str] = &["delegate", "ask", "ask_agent", "list_agents", "trace", "nope"];
+
+    #[derive(Debug, Clone)]
+    struct Case {
+        http_method: &'static str,
+        auth: Option<&'static str>,
+        accept: Option<&'static str>,
+        content_type: Option<&'static str>,
+        version: Option<String>,
+        session: Option<String>,
+        body: Vec<u8>,
+    }
+
+    fn message() -> impl Strategy<Value = Value> {
+        (
+            prop::sample::select(METHODS),
+            prop::sample::select(TOOLS),
+            wild(),
+            wild(),
+            prop_oneof![Just(json!(1)), wild()],
+            0..6u8,
+        )
+            .prop_map(|(method, tool, a, b, id, shape)| {
+                let params = match shape {
+                    0 => json!({"name": tool, "arguments": a}),
+                    1 => json!({"name": tool, "arguments": {"target": a, "objective": b}}),
+                    2 => json!({"uri": a}),
+                    3 => json!({"protocolVersion": a, "capabilities": b, "clientInfo": {"name": "f", "version": "1"}}),
+                    4 => json!({"_meta": {"io.modelcontextprotocol/protocolVersion": a, "progressToken": b}, "name": tool, "arguments": {}}),
+                    _ => a,
+                };
+                let mut m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                if shape == 5 {
+                    m["jsonrpc"] = b;
+                }
+                m
+            })
+    }
+
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            6 => message().prop_map(|m| serde_json::to_vec(&m).unwrap()),
+            1 => (message(), any::<prop::sample::Index>()).prop_map(|(m, i)| {
+                let b = serde_json::to_vec(&m).unwrap();
+                b[..i.index(b.len())].to_vec()
+            }),
+            1 => prop::collection::vec(message(), 0..4).prop_map(|v| serde_json::to_vec(&v).unwrap()),
+            1 => prop::collection::vec(any::<u8>(), 0..64),
+            1 => (1usize..300).prop_map(|n| format!("{}{}", "[".repeat(n), "]".repeat(n)).into_bytes()),
+            1 => (100_000usize..400_000).prop_map(|n| format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}", "a".repeat(n)).into_bytes()),
+        ]
+    }
+
+    fn case() -> impl Strategy<Value = Case> {
+        (
+            prop::sample::select(&["POST", "POST", "POST", "POST", "GET", "DELETE", "PUT"][..]),
+            prop::sample::select(&[Some("t-alice"), Some("t-alice"), Some("t-alice"), Some("forged"), None][..]),
+            prop::sample::select(
+                &[Some("application/json, text/event-stream"), Some("application/json"), Some("text/html"), None][..],
+            ),
+            prop::sample::select(&[Some("application/json"), Some("text/plain"), None][..]),
+            prop::option::of(prop_oneof![Just("2026-07-28".to_string()), Just("2025-11-25".to_string()), "[ -~]{0,12}"]),
+            prop::option::of(prop_oneof![Just("00000000-0000-0000-0000-000000000000".to_string()), "[ -~]{0,40}"]),
+            body(),
+        )
+            .prop_map(|(http_method, auth, accept, content_type, version, session, body)| Case {
+                http_method,
+                auth,
+                accept,
+                content_type,
+                version,
+                session,
+                body,
+            })
+    }
+
+    async fn send(client: &reqwest::Client, url: &str, c: &Case) -> Result<(u16, Vec<u8>), String> {
+        let method = reqwest::Method::from_bytes(c.http_method.as_bytes()).unwrap();
+        let mut req = client.request(method, url).body(c.body.clone());
+        if let Some(t) = c.auth {
+            req = req.bearer_auth(t);
+        }
+        for (name, value) in [
+            ("accept", c.accept.map(str::to_string)),
+            ("content-type", c.content_type.map(str::to_string)),
+            ("mcp-protocol-version", c.version.clone()),
+            ("mcp-session-id", c.session.clone()),
+        ] {
+            if let Some(v) = value.filter(|v| reqwest::header::HeaderValue::from_str(v).is_ok()) {
+                req = req.header(name, v);
+            }
+        }
+        let res = req.send().await.map_err(|e| format!("no answer: {e:?}"))?;
+        let status = res.status().as_u16();
+        let is_json = res.headers().get("content-type").is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+        // an event stream may stay open: its status is the answer
+        let body = if is_json {
+            tokio::time::timeout(std::time::Duration::from_secs(10), res.bytes())
+                .await
+                .map_err(|_| "a JSON body that never ends".to_string())?
+                .map_err(|e| e.to_string())?
+                .to_vec()
+        } else {
+            Vec::new()
+        };
+        Ok((status, body))
+    }
+
+    #[test]
+    fn five_thousand_generated_mcp_requests_get_no_5xx_and_no_panic() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let config = format!("{}\n{}", switchboard::config::DEFAULT_TOML, "[auth]\nuser_tokens = { alice = \"t-alice\" }\n");
+        let server = crate::service::Server::start(Some(&config), Some("memory:"), "127.0.0.1:0", &[], 1000);
+        let url = format!("{}/mcp", server.url);
+        // a connection per request: a server may close one whose body it did
+        // not read, and a pooled reuse would race that close
+        let _ = switchboard::util::http_client(); // installs the TLS provider
+        let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        let statuses = std::sync::Mutex::new(std::collections::BTreeMap::<u16, usize>::new());
+        let mut runner = TestRunner::new(PropConfig { cases: CASES, failure_persistence: None, ..PropConfig::default() });
+        runner
+            .run(&case(), |c| {
+                let (status, body) = rt.block_on(send(&client, &url, &c)).map_err(TestCaseError::fail)?;
+                *statuses.lock().unwrap().entry(status).or_default() += 1;
+                prop_assert!(status < 500, "{c:?}: {status} {}", String::from_utf8_lossy(&body));
+                if !body.is_empty() {
+                    let v: Value = serde_json::from_slice(&body)
+                        .map_err(|e| TestCaseError::fail(format!("{c:?}: not JSON: {e}")))?;
+                    // a JSON-RPC answer: a result or an error with a numeric code and a message
+                    let one = if v.is_array() { v[0].clone() } else { v.clone() };
+                    if one.get("error").is_some() || status >= 400 {
+                        prop_assert!(one["error"]["code"].is_i64(), "{c:?}: {v}");
+                        prop_assert!(one["error"]["message"].is_string(), "{c:?}: {v}");
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        eprintln!("/mcp fuzz: {CASES} requests, statuses {:?}", statuses.lock().unwrap());
+        // still serving
+        let health = rt.block_on(async { client.get(format!("{}/healthz", server.url)).send().await.unwrap().status() });
+        assert_eq!(health, 200);
+    }
+}
