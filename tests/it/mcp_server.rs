@@ -340,6 +340,8 @@ mod fuzz {
         content_type: Option<&'static str>,
         version: Option<String>,
         session: Option<String>,
+        /// Whether the SEP-2243 headers (`Mcp-Method`, `Mcp-Name`) echo the body.
+        std_headers: bool,
         body: Vec<u8>,
     }
 
@@ -364,6 +366,13 @@ mod fuzz {
                 let mut m = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
                 if shape == 5 {
                     m["jsonrpc"] = b;
+                } else if shape != 4 && m["params"].is_object() {
+                    // most requests are 2026-07-28 ones, so that they reach the tools
+                    m["params"]["_meta"] = json!({
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
+                        "io.modelcontextprotocol/clientCapabilities": {}
+                    });
                 }
                 m
             })
@@ -385,23 +394,37 @@ mod fuzz {
 
     fn case() -> impl Strategy<Value = Case> {
         (
-            prop::sample::select(&["POST", "POST", "POST", "POST", "GET", "DELETE", "PUT"][..]),
-            prop::sample::select(&[Some("t-alice"), Some("t-alice"), Some("t-alice"), Some("forged"), None][..]),
-            prop::sample::select(
-                &[Some("application/json, text/event-stream"), Some("application/json"), Some("text/html"), None][..],
-            ),
-            prop::sample::select(&[Some("application/json"), Some("text/plain"), None][..]),
-            prop::option::of(prop_oneof![Just("2026-07-28".to_string()), Just("2025-11-25".to_string()), "[ -~]{0,12}"]),
-            prop::option::of(prop_oneof![Just("00000000-0000-0000-0000-000000000000".to_string()), "[ -~]{0,40}"]),
+            prop_oneof![8 => Just("POST"), 1 => Just("GET"), 1 => Just("DELETE"), 1 => Just("PUT")],
+            prop_oneof![8 => Just(Some("t-alice")), 1 => Just(Some("forged")), 1 => Just(None)],
+            prop_oneof![
+                8 => Just(Some("application/json, text/event-stream")),
+                1 => Just(Some("application/json")),
+                1 => Just(Some("text/html")),
+                1 => Just(None)
+            ],
+            prop_oneof![8 => Just(Some("application/json")), 1 => Just(Some("text/plain")), 1 => Just(None)],
+            prop_oneof![
+                6 => Just(Some("2026-07-28".to_string())),
+                1 => Just(Some("2025-11-25".to_string())),
+                1 => "[ -~]{0,12}".prop_map(Some),
+                1 => Just(None)
+            ],
+            prop_oneof![
+                6 => Just(None),
+                1 => Just(Some("00000000-0000-0000-0000-000000000000".to_string())),
+                1 => "[ -~]{0,40}".prop_map(Some)
+            ],
+            prop_oneof![4 => Just(true), 1 => Just(false)],
             body(),
         )
-            .prop_map(|(http_method, auth, accept, content_type, version, session, body)| Case {
+            .prop_map(|(http_method, auth, accept, content_type, version, session, std_headers, body)| Case {
                 http_method,
                 auth,
                 accept,
                 content_type,
                 version,
                 session,
+                std_headers,
                 body,
             })
     }
@@ -420,6 +443,24 @@ mod fuzz {
         ] {
             if let Some(v) = value.filter(|v| reqwest::header::HeaderValue::from_str(v).is_ok()) {
                 req = req.header(name, v);
+            }
+        }
+        let parsed: Value = serde_json::from_slice(&c.body).unwrap_or_default();
+        if c.std_headers {
+            let name = parsed["params"]["name"].as_str().or(parsed["params"]["uri"].as_str());
+            for (header, value) in [("mcp-method", parsed["method"].as_str()), ("mcp-name", name)] {
+                if let Some(v) = value.filter(|v| reqwest::header::HeaderValue::from_str(v).is_ok()) {
+                    req = req.header(header, v);
+                }
+            }
+        }
+        let parsed: Value = serde_json::from_slice(&c.body).unwrap_or_default();
+        if c.std_headers {
+            let name = parsed["params"]["name"].as_str().or(parsed["params"]["uri"].as_str());
+            for (header, value) in [("mcp-method", parsed["method"].as_str()), ("mcp-name", name)] {
+                if let Some(v) = value.filter(|v| reqwest::header::HeaderValue::from_str(v).is_ok()) {
+                    req = req.header(header, v);
+                }
             }
         }
         let res = req.send().await.map_err(|e| format!("no answer: {e:?}"))?;
