@@ -58,12 +58,12 @@ pub mod util;
 #[cfg(feature = "a2a")]
 #[doc(hidden)]
 pub mod a2a;
-#[cfg(feature = "mcp")]
-#[doc(hidden)]
-pub mod mcp;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
+#[cfg(feature = "mcp")]
+#[doc(hidden)]
+pub mod mcp;
 #[doc(hidden)]
 pub mod orchestrate;
 #[doc(hidden)]

@@ -120,7 +120,11 @@ fn may_see(principal: &Principal, records: &[DelegationRecord]) -> bool {
 fn turn_result(r: Result<AskResponse, DelegationError>) -> CallToolResult {
     match r {
         Ok(r) => {
-            let error = r.response.error.as_ref().filter(|e| !matches!(e.code, ErrorCode::NeedsInput | ErrorCode::NeedsApproval));
+            let error = r
+                .response
+                .error
+                .as_ref()
+                .filter(|e| !matches!(e.code, ErrorCode::NeedsInput | ErrorCode::NeedsApproval));
             let is_error = error.is_some();
             let mut v = json!({
                 "answer": r.answer,
@@ -180,7 +184,8 @@ impl McpServer {
             Principal::Agent(a) => a.clone(),
             _ => self.runtime.entry_agent().map_err(|e| invalid(e.message))?,
         };
-        let user = user_id.ok_or_else(|| invalid("user_id is required with a service token: the user the work is for"))?;
+        let user =
+            user_id.ok_or_else(|| invalid("user_id is required with a service token: the user the work is for"))?;
         let user = UserId::parse(user).map_err(|e| invalid(format!("user_id: {}", e.0)))?;
         Ok(DelegationRequest::new(origin, target, user, objective, input))
     }
@@ -230,7 +235,9 @@ impl McpServer {
         non_empty("objective", &a.objective)?;
         if let Some(user) = principal.user().cloned() {
             if a.user_id.is_some() || a.deadline_ms.is_some() || a.max_tokens.is_some() {
-                return Err(invalid("user_id, deadline_ms and max_tokens are for service tokens; a user's turn has the configured limits"));
+                return Err(invalid(
+                    "user_id, deadline_ms and max_tokens are for service tokens; a user's turn has the configured limits",
+                ));
             }
             let root = RequestId::new();
             let mut hints = Vec::new();
@@ -249,7 +256,8 @@ impl McpServer {
             let r = self.run_tree(ctx, &principal, root, async move { rt.ask(&user, &objective, opts).await }).await?;
             return Ok(turn_result(r));
         }
-        let mut req = self.envelope(&principal, target, a.user_id.as_deref(), a.objective, a.input.unwrap_or_default())?;
+        let mut req =
+            self.envelope(&principal, target, a.user_id.as_deref(), a.objective, a.input.unwrap_or_default())?;
         req.task_note = a.task_note;
         let limits = self.runtime.config().limits;
         req.constraints = Constraints {
@@ -275,7 +283,8 @@ impl McpServer {
             return Ok(refusal(e));
         }
         let tree = self.tree_for(&principal, root).await.ok().flatten();
-        let error = response.error.as_ref().filter(|e| !matches!(e.code, ErrorCode::NeedsInput | ErrorCode::NeedsApproval));
+        let error =
+            response.error.as_ref().filter(|e| !matches!(e.code, ErrorCode::NeedsInput | ErrorCode::NeedsApproval));
         let mut v = json!({
             "answer": response.result,
             "status": response.status,
@@ -303,7 +312,9 @@ impl McpServer {
         let session = a
             .session_id
             .as_deref()
-            .map(|s| s.parse::<SessionId>().map_err(|e: crate::protocol::IdError| invalid(format!("session_id: {}", e.0))))
+            .map(|s| {
+                s.parse::<SessionId>().map_err(|e: crate::protocol::IdError| invalid(format!("session_id: {}", e.0)))
+            })
             .transpose()?;
         let Some(user) = principal.user().cloned() else {
             return Ok(refusal(&DelegationError::new(
@@ -343,11 +354,8 @@ impl McpServer {
     }
 
     async fn trace(&self, principal: Principal, a: TraceArgs) -> Result<CallToolResult, ErrorData> {
-        let root: RequestId = a
-            .root_id
-            .trim()
-            .parse()
-            .map_err(|e: crate::protocol::IdError| invalid(format!("root_id: {}", e.0)))?;
+        let root: RequestId =
+            a.root_id.trim().parse().map_err(|e: crate::protocol::IdError| invalid(format!("root_id: {}", e.0)))?;
         match self.tree_for(&principal, root).await {
             Ok(Some(tree)) => Ok(structured(json!({ "tree": tree }), false)),
             Ok(None) => Ok(refusal(&DelegationError::new(
@@ -417,9 +425,7 @@ fn complete<T: DeserializeOwned>(mut value: Value, what: &str) -> Result<T, Erro
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
-            .with_server_info(
-                Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("Switchboard"),
-            )
+            .with_server_info(Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("Switchboard"))
             .with_instructions(
                 "Switchboard runs a team of AI agents with rails (depth, budget, deadline, tools, PII, audit). \
                  Use list_agents to see the team, ask to talk to Prime, delegate to give one agent a task, \
@@ -480,13 +486,16 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        complete(json!({"resources": [{
-            "uri": AGENTS_URI,
-            "name": "agents",
-            "title": "The team",
-            "description": "Every agent of this Switchboard, as list_agents shows them.",
-            "mimeType": "application/json"
-        }]}), "the resource list")
+        complete(
+            json!({"resources": [{
+                "uri": AGENTS_URI,
+                "name": "agents",
+                "title": "The team",
+                "description": "Every agent of this Switchboard, as list_agents shows them.",
+                "mimeType": "application/json"
+            }]}),
+            "the resource list",
+        )
     }
 
     async fn list_resource_templates(
@@ -494,13 +503,16 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        complete(json!({"resourceTemplates": [{
-            "uriTemplate": "switchboard://trees/{id}",
-            "name": "tree",
-            "title": "A delegation tree",
-            "description": "The stored tree of a delegation (any request id in it); only your own trees.",
-            "mimeType": "application/json"
-        }]}), "the resource templates")
+        complete(
+            json!({"resourceTemplates": [{
+                "uriTemplate": "switchboard://trees/{id}",
+                "name": "tree",
+                "title": "A delegation tree",
+                "description": "The stored tree of a delegation (any request id in it); only your own trees.",
+                "mimeType": "application/json"
+            }]}),
+            "the resource templates",
+        )
     }
 
     async fn read_resource(
@@ -519,7 +531,9 @@ impl ServerHandler for McpServer {
             match self.tree_for(&principal, root).await {
                 Ok(Some(tree)) => json!(tree),
                 Ok(None) => return Err(not_found()),
-                Err(e) => return Err(ErrorData::internal_error(format!("the tree could not be read: {}", e.message), None)),
+                Err(e) => {
+                    return Err(ErrorData::internal_error(format!("the tree could not be read: {}", e.message), None));
+                }
             }
         } else {
             return Err(ErrorData::resource_not_found(
@@ -528,8 +542,10 @@ impl ServerHandler for McpServer {
             ));
         };
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        let result: ReadResourceResult =
-            complete(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}), "the resource")?;
+        let result: ReadResourceResult = complete(
+            json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}),
+            "the resource",
+        )?;
         Ok(result.into())
     }
 }

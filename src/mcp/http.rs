@@ -98,14 +98,17 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
 /// shape, with the same status and the transport's message.
 async fn jsonrpc_errors(res: Response) -> Response {
     let status = res.status();
-    let is_json = res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| {
-        ct.starts_with("application/json") || ct.starts_with("text/event-stream")
-    });
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json") || ct.starts_with("text/event-stream"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return res;
     }
     let (parts, body) = res.into_parts();
-    let text = axum::body::to_bytes(body, 4096).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let text =
+        axum::body::to_bytes(body, 4096).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
     let message = if text.trim().is_empty() {
         status.canonical_reason().unwrap_or("refused").to_string()
     } else {
@@ -117,9 +120,12 @@ async fn jsonrpc_errors(res: Response) -> Response {
     } else {
         -32600
     };
-    let mut out = (status, axum::Json(json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})))
-        .into_response();
-    for (name, value) in parts.headers.iter().filter(|(n, _)| *n != header::CONTENT_TYPE && *n != header::CONTENT_LENGTH) {
+    let mut out =
+        (status, axum::Json(json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})))
+            .into_response();
+    for (name, value) in
+        parts.headers.iter().filter(|(n, _)| *n != header::CONTENT_TYPE && *n != header::CONTENT_LENGTH)
+    {
         out.headers_mut().insert(name.clone(), value.clone());
     }
     out

@@ -42,8 +42,7 @@ async fn run_client(args: &[&str]) -> Value {
     .expect("the MCP client finishes")
     .unwrap();
     assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 const TEAM: &str = r#"
@@ -263,8 +262,7 @@ async fn the_official_python_client_over_stdio_asks_traces_and_cancels() {
     assert!(!ask["answer"].as_str().unwrap().is_empty());
     assert_eq!(r["trace"]["structured"]["tree"]["request_id"], ask["root_id"]);
     assert_eq!(
-        r["after_cancel"]["structured"]["tree"]["error_code"],
-        "CANCELLED",
+        r["after_cancel"]["structured"]["tree"]["error_code"], "CANCELLED",
         "the session goes on after a cancel, and the tree ended cancelled: {}",
         r["after_cancel"]
     );
@@ -482,7 +480,8 @@ mod fuzz {
     #[test]
     fn five_thousand_generated_mcp_requests_get_no_5xx_and_no_panic() {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let config = format!("{}\n{}", switchboard::config::DEFAULT_TOML, "[auth]\nuser_tokens = { alice = \"t-alice\" }\n");
+        let config =
+            format!("{}\n{}", switchboard::config::DEFAULT_TOML, "[auth]\nuser_tokens = { alice = \"t-alice\" }\n");
         let server = crate::service::Server::start(Some(&config), Some("memory:"), "127.0.0.1:0", &[], 1000);
         let url = format!("{}/mcp", server.url);
         // a connection per request: a server may close one whose body it did
@@ -490,7 +489,8 @@ mod fuzz {
         let _ = switchboard::util::http_client(); // installs the TLS provider
         let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
         let statuses = std::sync::Mutex::new(std::collections::BTreeMap::<u16, usize>::new());
-        let mut runner = TestRunner::new(PropConfig { cases: CASES, failure_persistence: None, ..PropConfig::default() });
+        let mut runner =
+            TestRunner::new(PropConfig { cases: CASES, failure_persistence: None, ..PropConfig::default() });
         runner
             .run(&case(), |c| {
                 let (status, body) = rt.block_on(send(&client, &url, &c)).map_err(TestCaseError::fail)?;
@@ -511,7 +511,8 @@ mod fuzz {
             .unwrap();
         eprintln!("/mcp fuzz: {CASES} requests, statuses {:?}", statuses.lock().unwrap());
         // still serving
-        let health = rt.block_on(async { client.get(format!("{}/healthz", server.url)).send().await.unwrap().status() });
+        let health =
+            rt.block_on(async { client.get(format!("{}/healthz", server.url)).send().await.unwrap().status() });
         assert_eq!(health, 200);
     }
 }
