@@ -61,6 +61,9 @@ pub mod a2a;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
+#[cfg(feature = "mcp")]
+#[doc(hidden)]
+pub mod mcp;
 #[doc(hidden)]
 pub mod orchestrate;
 #[doc(hidden)]

@@ -29,6 +29,8 @@ mod approvals;
 mod audit;
 mod demo;
 mod keys;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod replay;
 
 use std::path::{Path, PathBuf};
@@ -115,6 +117,9 @@ enum Command {
     Approve(approvals::ApproveArgs),
     /// Cancel a running or waiting tree for good.
     Cancel(approvals::CancelArgs),
+    /// Serve MCP on stdin/stdout as a user, for desktop clients (Claude Desktop, Cursor).
+    #[cfg(feature = "mcp")]
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -323,6 +328,8 @@ async fn run(cli: Cli) -> u8 {
         Command::Approvals(args) => approvals::list(&runtime, args, cli.json).await,
         Command::Approve(args) => approvals::approve(&runtime, args, cli.json).await,
         Command::Cancel(args) => approvals::cancel(&runtime, args, cli.json).await,
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => mcp::run(runtime, args).await,
     }
 }
 

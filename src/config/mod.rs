@@ -58,6 +58,9 @@ pub struct Config {
     /// The A2A endpoints (`/a2a/{slug}`).
     #[serde(default)]
     pub a2a: A2aConfig,
+    /// The MCP endpoint (`/mcp`).
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// Where the audit log is anchored besides its database (`[audit]`).
     #[serde(default)]
     pub audit: AuditConfig,
@@ -142,6 +145,17 @@ pub struct A2aConfig {
     /// is NOT_FOUND.
     #[serde(default)]
     pub grpc_default_agent: Option<String>,
+}
+
+/// `[mcp]`: how the MCP endpoint treats callers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Off by default. When set, an MCP request to `/mcp` without an
+    /// `Authorization` header acts as this user (for the MCP conformance
+    /// suite and local clients); a request with a token is still checked.
+    #[serde(default)]
+    pub anonymous_user: Option<String>,
 }
 
 /// Where models are, unless an agent says otherwise.

@@ -154,6 +154,11 @@ impl Config {
         if let Err(e) = self.a2a.push.validate() {
             return bad(e);
         }
+        if let Some(u) = &self.mcp.anonymous_user
+            && crate::protocol::UserId::parse(u.as_str()).is_err()
+        {
+            return bad(format!("mcp.anonymous_user: '{u}' is not a valid user id"));
+        }
         let name = &self.lineage.name;
         if !super::valid_runtime_name(name) {
             return bad(format!("lineage.name '{name}' must be 1-64 letters, digits, '.', '_' or '-'"));

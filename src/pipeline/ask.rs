@@ -58,6 +58,27 @@ impl Runtime {
     /// A user's message to Prime (or to `opts.agent`). A refusal is an `Err`;
     /// a failure is an answer with `status: failed`.
     pub async fn ask(&self, user: &UserId, message: &str, opts: AskOptions) -> Result<AskResponse, DelegationError> {
+        self.turn(user, message, opts, crate::protocol::Mode::Persist).await
+    }
+
+    /// A user's ephemeral consult of `opts.agent` (seeds/003): like [`Runtime::ask`],
+    /// but the agent reads its history with the user and writes nothing to it.
+    pub async fn consult(
+        &self,
+        user: &UserId,
+        question: &str,
+        opts: AskOptions,
+    ) -> Result<AskResponse, DelegationError> {
+        self.turn(user, question, opts, crate::protocol::Mode::Ephemeral).await
+    }
+
+    async fn turn(
+        &self,
+        user: &UserId,
+        message: &str,
+        opts: AskOptions,
+        mode: crate::protocol::Mode,
+    ) -> Result<AskResponse, DelegationError> {
         let agent = match opts.agent {
             Some(a) if self.registry().get(&a).is_some() => a,
             Some(a) => {
@@ -70,6 +91,7 @@ impl Runtime {
         let mut req = DelegationRequest::new(origin, agent, user.clone(), message, opts.input.unwrap_or_default());
         req.child_session_id = opts.session;
         req.context_hints = opts.context_hints;
+        req.mode = mode;
         if let Some(id) = opts.request_id {
             req.request_id = id;
         }

@@ -15,6 +15,7 @@
 //! | `GET /v1/approvals`, `POST /v1/approvals/{id}` | user token (own), admin | approvals to answer; an answer resumes its tree |
 //! | `POST /v1/trees/{id}/cancel`, `GET /v1/trees/{id}/steps` | the tree's user, admin | cancel a tree; its journal of steps (and how often a restart resumed it) |
 //! | `POST /v1/trees/{id}/replay`, `GET /v1/trees/{id}/replays` | the tree's user, admin | replay a tree (recorded or live); the replays kept |
+//! | `POST\|GET\|DELETE /mcp` | any token | MCP (streamable HTTP): tools and resources, docs/MCP.md |
 //! | `GET /` | anyone (the page asks for a token) | live delegation trees, the Money view |
 
 #[cfg(feature = "a2a")]
@@ -68,6 +69,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed);
     #[cfg(feature = "a2a")]
     let router = router.merge(a2a::routes(&state));
+    #[cfg(feature = "mcp")]
+    let router = router.nest_service("/mcp", crate::mcp::http_service(&state.runtime));
     layers::apply(router, state.body_limit, state.request_timeout).with_state(state)
 }
 

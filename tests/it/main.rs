@@ -20,6 +20,7 @@ mod http;
 mod lineage;
 mod llm;
 mod mcp_client;
+mod mcp_server;
 mod modes;
 mod money;
 mod money_ui;
