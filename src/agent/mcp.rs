@@ -5,7 +5,7 @@
 //! `tools/list`) is kept and reused; a session found closed is opened again.
 //!
 //! A tool's id on the tools rail is `mcp:<server>/<tool>`; `mcp:<server>/*`
-//! stands for every tool of the server (see docs/MCP-CLIENT.md). Which tools
+//! stands for every tool of the server (see docs/MCP.md). Which tools
 //! a delegation may use is the caller's business ([`McpTool::allowed_in`]
 //! with the context's effective tools); this module only speaks MCP.
 

@@ -61,7 +61,7 @@ pub struct AgentSpec {
     #[serde(default)]
     pub limits: AgentLimits,
     /// MCP servers whose tools this agent may use (`[[agents.mcp]]`, see
-    /// docs/MCP-CLIENT.md); a tool is offered only when its id
+    /// docs/MCP.md); a tool is offered only when its id
     /// (`mcp:<server>/<tool>` or `mcp:<server>/*`) is in the effective tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<McpServerSpec>,
