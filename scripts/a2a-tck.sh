@@ -25,9 +25,10 @@ if [ ! -x "$tck/.venv/bin/python" ]; then
 fi
 
 # the built-in team plus the conformance agent; anonymous A2A calls act as user "tck";
-# gRPC calls without a tenant (the TCK sends none) go to the conformance agent
+# gRPC calls without a tenant (the TCK sends none) go to the conformance agent;
+# push notifications may reach the TCK's webhook receiver on localhost
 work=$(mktemp -d /tmp/switchboard-tck.XXXXXX)
-{ printf '[a2a]\nanonymous_user = "tck"\ngrpc_default_agent = "a2a-conformance"\n'; cat src/config/default.toml; cat <<'TOML'
+{ printf '[a2a]\nanonymous_user = "tck"\ngrpc_default_agent = "a2a-conformance"\n[a2a.push]\nallow_private = ["127.0.0.1", "::1"]\n'; cat src/config/default.toml; cat <<'TOML'
 
 [[agents]]
 slug = "a2a-conformance"
