@@ -616,18 +616,7 @@ fn print_response(r: &DelegationResponse, json: bool) {
 }
 
 fn agents(runtime: &Runtime, json: bool) -> u8 {
-    let rows: Vec<_> = runtime
-        .registry()
-        .members()
-        .map(|m| {
-            let s = &m.spec;
-            json!({
-                "slug": s.slug, "name": s.name, "description": s.description, "backend": s.backend,
-                "capabilities": s.capabilities, "domain": s.domain, "tools_allowed": s.tools_allowed,
-                "may_delegate_to": s.may_delegate_to, "breaker": runtime.breaker_state(&s.slug).as_str(),
-            })
-        })
-        .collect();
+    let rows: Vec<_> = runtime.team_summary().into_iter().map(|(_, summary)| summary).collect();
     if json {
         outln!("{}", serde_json::Value::Array(rows));
     } else {

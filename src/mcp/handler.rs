@@ -154,19 +154,7 @@ impl McpServer {
     }
 
     fn agents_json(&self) -> Value {
-        let rt = &self.runtime;
-        let agents: Vec<_> = rt
-            .registry()
-            .members()
-            .map(|m| {
-                let s = &m.spec;
-                json!({
-                    "slug": s.slug, "name": s.name, "description": s.description, "backend": s.backend,
-                    "capabilities": s.capabilities, "domain": s.domain, "tools_allowed": s.tools_allowed,
-                    "may_delegate_to": s.may_delegate_to, "breaker": rt.breaker_state(&s.slug).as_str(),
-                })
-            })
-            .collect();
+        let agents: Vec<Value> = self.runtime.team_summary().into_iter().map(|(_, summary)| summary).collect();
         json!({ "agents": agents })
     }
 

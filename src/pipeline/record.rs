@@ -133,12 +133,10 @@ pub(super) async fn refuse(rt: &Runtime, refused: Refused, parent: Option<&Scope
     response
 }
 
-/// Audits an action refused inside a running delegation that is not itself
-/// a delegation (a model calling a tool it was not offered, a fact written
-/// into another agent's memory): one refused record under the node, so
-/// every attempt to widen power is on file.
-pub(super) async fn denied(rt: &Runtime, node: &Scope, what: &str, error: &DelegationError) {
-    let place = Place {
+/// The place of an action inside a running delegation that is not itself a
+/// delegation (a tool call): one level below the node, under it.
+fn beside<'a>(node: &'a Scope, what: &str) -> Place<'a> {
+    Place {
         request_id: RequestId::new(),
         root_id: node.root_id,
         parent_id: Some(node.request_id),
@@ -146,7 +144,15 @@ pub(super) async fn denied(rt: &Runtime, node: &Scope, what: &str, error: &Deleg
         origin: node.agent.to_string(),
         target: what.to_string(),
         depth: node.depth.saturating_add(1),
-    };
+    }
+}
+
+/// Audits an action refused inside a running delegation that is not itself
+/// a delegation (a model calling a tool it was not offered, a fact written
+/// into another agent's memory): one refused record under the node, so
+/// every attempt to widen power is on file.
+pub(super) async fn denied(rt: &Runtime, node: &Scope, what: &str, error: &DelegationError) {
+    let place = beside(node, what);
     let mut record = new_record(place, format!("use {what}"), cycle::objective_hash(what), now_ms());
     record.error_code = Some(error.code.to_string());
     tracing::warn!(origin = %node.agent, denied = what, code = %error.code, "action denied");
@@ -165,15 +171,7 @@ pub(super) async fn tool_used(
     outcome: Result<(), &DelegationError>,
     duration_ms: u64,
 ) {
-    let place = Place {
-        request_id: RequestId::new(),
-        root_id: node.root_id,
-        parent_id: Some(node.request_id),
-        user: &node.user,
-        origin: node.agent.to_string(),
-        target: what.to_string(),
-        depth: node.depth.saturating_add(1),
-    };
+    let place = beside(node, what);
     let started = now_ms().saturating_sub(i64::try_from(duration_ms).unwrap_or(0));
     let mut record = new_record(place, format!("use {what}"), cycle::objective_hash(what), started);
     record.status = match outcome {

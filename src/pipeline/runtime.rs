@@ -88,6 +88,24 @@ impl Runtime {
         self.inner.breakers.state(slug)
     }
 
+    /// The team as the surfaces show it (`GET /v1/agents`, `switchboard
+    /// agents`, MCP's `list_agents`): each member's declared spec and its
+    /// breaker state, in the registry's order, with the member itself.
+    pub fn team_summary(&self) -> Vec<(&super::registry::Member, serde_json::Value)> {
+        self.registry()
+            .members()
+            .map(|m| {
+                let s = &m.spec;
+                let summary = serde_json::json!({
+                    "slug": s.slug, "name": s.name, "description": s.description, "backend": s.backend,
+                    "capabilities": s.capabilities, "domain": s.domain, "tools_allowed": s.tools_allowed,
+                    "may_delegate_to": s.may_delegate_to, "breaker": self.breaker_state(&s.slug).as_str(),
+                });
+                (m, summary)
+            })
+            .collect()
+    }
+
     /// The state of `user`'s own breaker for an agent: open when their own
     /// requests kept failing (other users are not affected).
     pub fn user_breaker_state(&self, slug: &AgentSlug, user: &crate::protocol::UserId) -> BreakerState {

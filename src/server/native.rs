@@ -203,18 +203,13 @@ pub async fn delegation(
 
 /// `GET /v1/agents`.
 pub async fn agents(State(state): State<Arc<AppState>>, _caller: Principal) -> Json<serde_json::Value> {
-    let rt = &state.runtime;
-    let agents: Vec<_> = rt
-        .registry()
-        .members()
-        .map(|m| {
-            let s = &m.spec;
-            json!({
-                "slug": s.slug, "name": s.name, "description": s.description, "backend": s.backend,
-                "capabilities": s.capabilities, "domain": s.domain, "tools_allowed": s.tools_allowed,
-                "may_delegate_to": s.may_delegate_to, "breaker": rt.breaker_state(&s.slug).as_str(),
-                "in_flight": m.busy(),
-            })
+    let agents: Vec<_> = state
+        .runtime
+        .team_summary()
+        .into_iter()
+        .map(|(m, mut summary)| {
+            summary["in_flight"] = m.busy().into();
+            summary
         })
         .collect();
     Json(json!({ "agents": agents }))

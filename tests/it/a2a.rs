@@ -960,21 +960,9 @@ async fn wait_for_remote(b: &str, ok: impl Fn(&str) -> bool, nth: usize) {
     }
 }
 
-/// Whether python3 has the a2a-sdk (with its HTTP server) and uvicorn; in
-/// CI their absence is a failure, elsewhere a skip.
+/// Whether python3 has the a2a-sdk (with its HTTP server) and uvicorn.
 fn sdk_available() -> bool {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import a2a.client, a2a.server.routes, uvicorn, starlette"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but python3 with a2a-sdk[http-server] and uvicorn is missing"
-        );
-        eprintln!("python3 with the a2a-sdk package is not installed: skipping");
-    }
-    ok
+    crate::support::python_has("a2a.client, a2a.server.routes, uvicorn, starlette", "a2a-sdk[http-server] and uvicorn")
 }
 
 fn fixture(name: &str) -> String {

@@ -217,17 +217,9 @@ async fn garbage(s: &Served) -> tonic::Status {
     grpc.unary(ok(Garbage { id: 7 }), path, codec).await.unwrap_err()
 }
 
-/// Whether python3 has the a2a-sdk with gRPC; in CI its absence is a failure.
+/// Whether python3 has the a2a-sdk with gRPC.
 fn sdk_available() -> bool {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import a2a.client.transports.grpc, grpc, httpx"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with a2a-sdk[grpc] is missing");
-        eprintln!("python3 with a2a-sdk[grpc] is not installed: skipping");
-    }
-    ok
+    crate::support::python_has("a2a.client.transports.grpc, grpc, httpx", "a2a-sdk[grpc]")
 }
 
 #[tokio::test]

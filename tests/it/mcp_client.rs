@@ -23,18 +23,9 @@ use crate::support::*;
 const EMAIL: &str = "dana.reyes@example.com";
 const PHONE: &str = "416-555-0142";
 
-/// Whether python3 has the official `mcp` package; in CI its absence is a
-/// failure, elsewhere a skip.
+/// Whether python3 has the official `mcp` package (and uvicorn for its HTTP server).
 fn mcp_sdk_available() -> bool {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import mcp, uvicorn"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with the mcp package is missing");
-        eprintln!("python3 with the mcp package is not installed: skipping");
-    }
-    ok
+    python_has("mcp, uvicorn", "the mcp package")
 }
 
 fn script() -> String {

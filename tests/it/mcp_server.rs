@@ -15,18 +15,9 @@ use crate::support::agent;
 
 const EMAIL: &str = "alex.chan@company.com";
 
-/// Whether python3 has the official `mcp` package; in CI its absence is a
-/// failure, elsewhere a skip.
+/// Whether python3 has the official `mcp` package.
 fn mcp_available() -> bool {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import mcp, httpx2, anyio"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with the mcp package is missing");
-        eprintln!("python3 with the mcp package is not installed: skipping");
-    }
-    ok
+    crate::support::python_has("mcp, httpx2, anyio", "the mcp package")
 }
 
 fn script() -> String {

@@ -88,3 +88,19 @@ pub fn nested_request(from: &str, to: &str, objective: &str) -> DelegationReques
 pub fn operator() -> Principal {
     Principal::Admin
 }
+
+/// Whether python3 can import `modules` (a comma-separated import list) of
+/// the Python package `package`: the official SDKs the interop tests drive.
+/// Under `CI=true` (where `.ci/run` installs them) their absence fails the
+/// test; elsewhere the test is skipped.
+pub fn python_has(modules: &str, package: &str) -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with {package} is missing");
+        eprintln!("python3 with {package} is not installed: skipping");
+    }
+    ok
+}
