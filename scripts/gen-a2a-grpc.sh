@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         .build_transport(false)
         // a codec that answers a request that is not protobuf with INVALID_ARGUMENT (prost's says INTERNAL)
-        .codec_path("crate::a2a::grpc::Codec")
+        .codec_path("crate::protocol::a2a::grpc::Codec")
         .compile_well_known_types(true)
         .extern_path(".google.protobuf", "::pbjson_types")
         .out_dir(&out)

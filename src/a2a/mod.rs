@@ -10,15 +10,17 @@
 //!   and SSRF-checked deliveries.
 //!
 //! The HTTP bindings (JSON-RPC, HTTP+JSON, SSE) and the gRPC service are in
-//! the server ([`grpc`] holds gRPC's generated code and conversions); the wire
+//! the server ([`grpc`], re-exported from [`crate::protocol::a2a`], holds gRPC's generated code and conversions); the wire
 //! types, error kinds and the rails extension are in [`crate::protocol::a2a`];
 //! the `a2a` backend that calls a remote A2A agent is [`crate::agent::a2a`];
 //! the conformance agent is in the built-in team.
 
 mod card;
 mod convert;
+/// gRPC's generated code and conversions (they live with the wire types,
+/// where the `a2a` backend's gRPC client reaches them too).
 #[cfg(feature = "grpc")]
-pub mod grpc;
+pub use crate::protocol::a2a::grpc;
 mod push;
 mod service;
 mod tasks;

@@ -282,6 +282,10 @@ pub enum Backend {
         /// (default: the same slug); only read with `peer`.
         #[serde(default)]
         agent: Option<AgentSlug>,
+        /// The binding to speak (`jsonrpc`, `http_json`, `grpc`); unset:
+        /// JSON-RPC, else HTTP+JSON, else gRPC, as the card offers them.
+        #[serde(default)]
+        transport: Option<A2aTransport>,
     },
     /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
     Command {
@@ -304,6 +308,18 @@ impl Backend {
             _ => None,
         }
     }
+}
+
+/// An A2A binding the `a2a` backend speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum A2aTransport {
+    /// JSON-RPC 2.0 over HTTP.
+    Jsonrpc,
+    /// HTTP+JSON (REST).
+    HttpJson,
+    /// gRPC (the `grpc` feature).
+    Grpc,
 }
 
 impl Default for Backend {

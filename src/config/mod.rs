@@ -16,7 +16,7 @@ mod prime;
 mod validate;
 
 pub use a2a_push::{A2aPushConfig, IpRange};
-pub use agent::{AgentLimits, AgentSpec, Backend, McpServerSpec};
+pub use agent::{A2aTransport, AgentLimits, AgentSpec, Backend, McpServerSpec};
 pub(crate) use lineage::valid_runtime_name;
 pub use lineage::{LineageConfig, TrustEntry};
 pub use prime::{PlanKind, PrimeConfig, Route, Workflow, WorkflowStep};

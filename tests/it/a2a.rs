@@ -821,7 +821,7 @@ async fn cancelling_a_task_cancels_its_child_delegation_in_flight() {
 
 /// The server team (B) for the process tests: the built-in team, the
 /// conformance agent, a slow command agent, tokens.
-fn remote_team() -> String {
+pub(crate) fn remote_team() -> String {
     format!(
         r#"{}
 [[agents]]
@@ -849,7 +849,7 @@ user_tokens = {{ "alice" = "b-alice" }}
 
 /// A team (A) whose extra agents are remote A2A agents. Their tools bound
 /// what the remote may use: the rails carry the effective tools.
-fn proxy_team(agents: &[(&str, &str)]) -> String {
+pub(crate) fn proxy_team(agents: &[(&str, &str)]) -> String {
     let mut extra = String::new();
     let mut slugs = String::new();
     for (slug, url) in agents {
@@ -868,7 +868,7 @@ fn proxy_team(agents: &[(&str, &str)]) -> String {
     )
 }
 
-fn envelope(target: &str, objective: &str, input: &str, deadline_ms: u64) -> Value {
+pub(crate) fn envelope(target: &str, objective: &str, input: &str, deadline_ms: u64) -> Value {
     let mut e = crate::service::envelope("prime-boss", target, objective, input);
     e["constraints"] = json!({"deadline_ms": deadline_ms});
     e
@@ -946,7 +946,7 @@ async fn a2a_post(url: &str, slug: &str, token: &str, method: &str, params: Valu
 }
 
 /// Waits until the B's `slow` task number `nth` (oldest first) is in a state `ok` accepts.
-async fn wait_for_remote(b: &str, ok: impl Fn(&str) -> bool, nth: usize) {
+pub(crate) async fn wait_for_remote(b: &str, ok: impl Fn(&str) -> bool, nth: usize) {
     let deadline = Instant::now() + Duration::from_secs(8);
     loop {
         let tasks = get_json(&format!("{b}/a2a/slow/tasks?A2A-Version=1.0"), "b-prime").await;

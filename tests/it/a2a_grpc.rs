@@ -330,3 +330,45 @@ async fn push_configs_and_the_extended_card_over_grpc() {
     let grpc = card.supported_interfaces.iter().find(|i| i.protocol_binding == "GRPC").unwrap();
     assert_eq!(grpc.url, s.addr.to_string());
 }
+
+/// Our `a2a` backend speaking gRPC (`transport = "grpc"`) to another
+/// Switchboard: the card's GRPC interface (host:port, tenant), a streamed
+/// send, and, when our deadline passes, CancelTask over gRPC ends the
+/// remote task too.
+#[tokio::test]
+async fn the_a2a_backend_calls_another_switchboard_over_grpc_and_cancels_there() {
+    use crate::a2a::{envelope, proxy_team, remote_team, wait_for_remote};
+    use crate::service::{Server, get_json, post_delegate};
+    let b = Server::start(Some(&remote_team()), Some("memory:"), "127.0.0.1:0", &[], 1000);
+    let team = proxy_team(&[
+        ("remote-tag", &format!("{}/a2a/tag-ai", b.url)),
+        ("remote-slow", &format!("{}/a2a/slow/.well-known/agent-card.json", b.url)),
+    ])
+    .replace("token_env = \"A2A_REMOTE_TOKEN\" }", "token_env = \"A2A_REMOTE_TOKEN\", transport = \"grpc\" }");
+    assert_eq!(team.matches("transport = \"grpc\"").count(), 2, "{team}");
+    let a = Server::start(Some(&team), Some("memory:"), "127.0.0.1:0", &[("A2A_REMOTE_TOKEN", "b-prime")], 1000);
+    let (status, body) =
+        post_delegate(&a.url, "a-prime", &envelope("remote-tag", "Categorize", "2025-10-01 Starbucks 4.50", 10_000))
+            .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["result"].as_str().unwrap().contains("Dining - Coffee"), "{body}");
+    // on B, the task ran as prime-boss's delegation inside A's tree
+    let tasks = get_json(&format!("{}/a2a/tag-ai/tasks?A2A-Version=1.0", b.url), "b-prime").await;
+    assert_eq!(tasks["tasks"][0]["status"]["state"], "TASK_STATE_COMPLETED", "{tasks}");
+    let tree =
+        get_json(&format!("{}/v1/delegations/{}", b.url, tasks["tasks"][0]["id"].as_str().unwrap()), "b-prime").await;
+    assert_eq!((tree["agent"].as_str(), tree["origin"].as_str()), (Some("tag-ai"), Some("prime-boss")), "{tree}");
+
+    // A's deadline passes: A answers DEADLINE_EXCEEDED, and B's task ends too
+    let (status, body) = post_delegate(&a.url, "a-prime", &envelope("remote-slow", "Take your time", "", 1500)).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error"]["code"], "DEADLINE_EXCEEDED");
+    wait_for_remote(&b.url, |s| s == "TASK_STATE_CANCELED" || s == "TASK_STATE_FAILED", 0).await;
+
+    // a wrong token: the remote's UNAUTHENTICATED comes back as ours, not as a transport failure
+    let c = Server::start(Some(&team), Some("memory:"), "127.0.0.1:0", &[("A2A_REMOTE_TOKEN", "not-b's")], 1000);
+    let (status, body) =
+        post_delegate(&c.url, "a-prime", &envelope("remote-tag", "Categorize", "2025-10-02 Uber 12.00", 10_000)).await;
+    assert_ne!(status, 200, "{body}");
+    assert_eq!(body["error"]["code"], "UNAUTHENTICATED", "{body}");
+}

@@ -2,7 +2,8 @@
 //!
 //! It resolves the remote's agent card (the configured URL, or
 //! `{url}/.well-known/agent-card.json`), picks its JSON-RPC interface (else
-//! HTTP+JSON), sends `SendStreamingMessage` (or `SendMessage` when the card
+//! HTTP+JSON, else gRPC with the `grpc` feature; `transport` in the config
+//! names one), sends `SendStreamingMessage` (or `SendMessage` when the card
 //! says streaming is off) and follows the task to its end. The message
 //! carries the rails extension built from the proxy node's lineage, so a
 //! Switchboard on the other side keeps depth, chain, deadline and budget;
@@ -24,12 +25,14 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Value, json};
 
 use crate::agent::{Agent, AgentContext, AgentOutput, Task as WorkTask};
-use crate::config::{AgentSpec, Backend, Config};
+use crate::config::{A2aTransport, AgentSpec, Backend, Config};
 use crate::protocol::a2a::rails::{LINEAGE_EXTENSION, RAILS_EXTENSION, Rails, put_lineage};
 use crate::protocol::a2a::types::{AgentCard, Message, Part, Role, StreamResponse, Task};
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode};
 use crate::telemetry;
 
+#[cfg(feature = "grpc")]
+mod grpc;
 mod progress;
 use progress::{Progress, outcome, remote_error, send_result};
 
@@ -49,6 +52,15 @@ pub fn for_spec(spec: &AgentSpec, _config: &Config) -> Result<Arc<dyn Agent>, De
     };
     let mut agent = A2aAgent::new(url, token_env.as_deref())
         .map_err(|e| DelegationError::invalid(format!("agent '{}': {}", spec.slug, e.message)))?;
+    if let Backend::A2a { transport: Some(t), .. } = &spec.backend {
+        if *t == A2aTransport::Grpc && !cfg!(feature = "grpc") {
+            return Err(DelegationError::invalid(format!(
+                "agent '{}': backend.transport 'grpc' needs a build with the grpc feature",
+                spec.slug
+            )));
+        }
+        agent.transport = Some(*t);
+    }
     if let Backend::A2a { peer: Some(peer), agent: remote, .. } = &spec.backend {
         agent.peer = Some((peer.clone(), remote.clone().unwrap_or_else(|| spec.slug.clone())));
     }
@@ -59,6 +71,8 @@ pub fn for_spec(spec: &AgentSpec, _config: &Config) -> Result<Arc<dyn Agent>, De
 enum Binding {
     JsonRpc,
     HttpJson,
+    #[cfg(feature = "grpc")]
+    Grpc,
 }
 
 /// The interface chosen from the card.
@@ -67,6 +81,9 @@ struct Endpoint {
     url: String,
     binding: Binding,
     streaming: bool,
+    /// The gRPC interface's channel and tenant, for [`Binding::Grpc`].
+    #[cfg(feature = "grpc")]
+    grpc: Option<grpc::GrpcPeer>,
 }
 
 /// A remote A2A agent.
@@ -77,6 +94,8 @@ pub struct A2aAgent {
     /// The remote Switchboard's lineage name and the agent's slug there:
     /// messages carry a lineage token for it.
     peer: Option<(String, AgentSlug)>,
+    /// The binding the configuration names, if any.
+    transport: Option<A2aTransport>,
 }
 
 /// What every request needs: the HTTP client and the bearer token.
@@ -114,6 +133,7 @@ impl A2aAgent {
             card_url,
             endpoint: tokio::sync::Mutex::new(None),
             peer: None,
+            transport: None,
         })
     }
 
@@ -149,20 +169,36 @@ impl A2aAgent {
                 i.protocol_binding == binding && (i.protocol_version.is_empty() || i.protocol_version.starts_with("1."))
             })
         };
-        let (interface, binding) = match (pick("JSONRPC"), pick("HTTP+JSON")) {
-            (Some(i), _) => (i, Binding::JsonRpc),
-            (None, Some(i)) => (i, Binding::HttpJson),
-            _ => {
-                return Err(DelegationError::new(
-                    ErrorCode::AgentFailed,
-                    format!("{} offers no A2A 1.0 JSON-RPC or HTTP+JSON interface", self.card_url),
-                ));
-            }
+        let wanted: &[(&str, Binding)] = match self.transport {
+            Some(A2aTransport::Jsonrpc) => &[("JSONRPC", Binding::JsonRpc)],
+            Some(A2aTransport::HttpJson) => &[("HTTP+JSON", Binding::HttpJson)],
+            #[cfg(feature = "grpc")]
+            Some(A2aTransport::Grpc) => &[("GRPC", Binding::Grpc)],
+            #[cfg(not(feature = "grpc"))]
+            Some(A2aTransport::Grpc) => &[],
+            None => &[
+                ("JSONRPC", Binding::JsonRpc),
+                ("HTTP+JSON", Binding::HttpJson),
+                #[cfg(feature = "grpc")]
+                ("GRPC", Binding::Grpc),
+            ],
+        };
+        let Some((interface, binding)) = wanted.iter().find_map(|(name, b)| pick(name).map(|i| (i, *b))) else {
+            let names: Vec<&str> = wanted.iter().map(|(n, _)| *n).collect();
+            return Err(DelegationError::new(
+                ErrorCode::AgentFailed,
+                format!("{} offers no A2A 1.0 interface of {}", self.card_url, names.join(", ")),
+            ));
         };
         let e = Endpoint {
             url: interface.url.trim_end_matches('/').to_string(),
             binding,
             streaming: card.capabilities.streaming.unwrap_or(false),
+            #[cfg(feature = "grpc")]
+            grpc: match binding {
+                Binding::Grpc => Some(grpc::GrpcPeer::new(&interface.url, &interface.tenant)?),
+                _ => None,
+            },
         };
         *cached = Some(e.clone());
         Ok(e)
@@ -184,6 +220,10 @@ impl A2aAgent {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, DelegationError> {
+        #[cfg(feature = "grpc")]
+        if let Some(g) = &ep.grpc {
+            return g.call(method, params, self.sender.token.as_deref(), timeout).await;
+        }
         let res = self.operation(ep, method, params, timeout).send().await.map_err(|e| self.transport_error(e))?;
         let status = res.status();
         let body = read_limited(res).await.map_err(|e| self.unavailable(e))?;
@@ -210,6 +250,9 @@ impl A2aAgent {
                 }
                 Ok(value)
             }
+            // answered by the gRPC peer above
+            #[cfg(feature = "grpc")]
+            Binding::Grpc => Ok(value),
         }
     }
 
@@ -232,6 +275,10 @@ impl A2aAgent {
         timeout: Duration,
         progress: &Progress,
     ) -> Result<(), DelegationError> {
+        #[cfg(feature = "grpc")]
+        if let Some(g) = &ep.grpc {
+            return self.grpc_stream(g, params, timeout, progress).await;
+        }
         let res = self
             .operation(ep, "SendStreamingMessage", params, timeout)
             .header(ACCEPT, "text/event-stream")
@@ -297,6 +344,43 @@ impl A2aAgent {
         Ok(())
     }
 
+    /// SendStreamingMessage over gRPC, folding events until the turn ends; a
+    /// stream that breaks off once the remote has the task is followed with
+    /// GetTask by `run`, as over SSE.
+    #[cfg(feature = "grpc")]
+    async fn grpc_stream(
+        &self,
+        g: &grpc::GrpcPeer,
+        params: Value,
+        timeout: Duration,
+        progress: &Progress,
+    ) -> Result<(), DelegationError> {
+        let mut events = g.stream(params, self.sender.token.as_deref(), timeout).await?;
+        loop {
+            let event = match events.message().await {
+                Ok(Some(event)) => event,
+                Ok(None) => return Ok(()),
+                Err(s) => {
+                    let e = g.failed(&s);
+                    if e.code == ErrorCode::AgentUnavailable && progress.task_id().is_some() {
+                        tracing::warn!(card = %self.card_url, "{}; following the task with GetTask", e.message);
+                        return Ok(());
+                    }
+                    return Err(e);
+                }
+            };
+            let ev: StreamResponse = serde_json::from_value(grpc::as_json(&event)?).map_err(|e| {
+                DelegationError::new(
+                    ErrorCode::AgentFailed,
+                    format!("A2A agent sent a gRPC event that is not a StreamResponse: {e}"),
+                )
+            })?;
+            if progress.apply(ev) {
+                return Ok(());
+            }
+        }
+    }
+
     /// One SSE event; true when the turn has ended.
     fn event(&self, ep: &Endpoint, data: &str, progress: &Progress) -> Result<bool, DelegationError> {
         let value: Value = serde_json::from_str(data).map_err(|e| {
@@ -315,6 +399,9 @@ impl A2aAgent {
                 }
                 value
             }
+            // gRPC's events are read by `grpc_stream`, never as SSE
+            #[cfg(feature = "grpc")]
+            Binding::Grpc => value,
         };
         let ev: StreamResponse = serde_json::from_value(payload).map_err(|e| {
             DelegationError::new(
@@ -346,6 +433,9 @@ impl Sender {
     /// Sends one operation; for JSON-RPC wrapped as a request.
     fn operation(&self, ep: &Endpoint, method: &str, params: Value, timeout: Duration) -> reqwest::RequestBuilder {
         match ep.binding {
+            // gRPC calls go through the endpoint's GrpcPeer; this request is never sent
+            #[cfg(feature = "grpc")]
+            Binding::Grpc => self.request(reqwest::Method::POST, &ep.url, timeout),
             Binding::JsonRpc => self.request(reqwest::Method::POST, &ep.url, timeout)
                 .header(CONTENT_TYPE, "application/json")
                 .body(json!({"jsonrpc": "2.0", "id": uuid::Uuid::new_v4().to_string(), "method": method, "params": params}).to_string()),
@@ -380,6 +470,14 @@ impl Drop for CancelGuard {
     fn drop(&mut self) {
         let Some((sender, ep)) = self.armed.take() else { return };
         let Some(id) = self.progress.task_id().filter(|_| !self.progress.ended()) else { return };
+        #[cfg(feature = "grpc")]
+        if let (Some(g), Ok(handle)) = (ep.grpc.clone(), tokio::runtime::Handle::try_current()) {
+            let token = sender.token.clone();
+            handle.spawn(async move {
+                let _ = g.call("CancelTask", json!({"id": id}), token.as_deref(), Duration::from_secs(2)).await;
+            });
+            return;
+        }
         let request = sender.operation(&ep, "CancelTask", json!({"id": id}), Duration::from_secs(2));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {

@@ -3,6 +3,8 @@
 //! in message metadata. Serde types only; the A2A service and client use them.
 
 pub mod error;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod rails;
 pub mod types;
 

@@ -1015,7 +1015,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/SendMessage");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "SendMessage"));
@@ -1032,7 +1032,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/SendStreamingMessage");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "SendStreamingMessage"));
@@ -1047,7 +1047,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/GetTask");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "GetTask"));
@@ -1062,7 +1062,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/ListTasks");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "ListTasks"));
@@ -1077,7 +1077,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/CancelTask");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "CancelTask"));
@@ -1094,7 +1094,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/SubscribeToTask");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "SubscribeToTask"));
@@ -1113,7 +1113,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "CreateTaskPushNotificationConfig"));
@@ -1128,7 +1128,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/GetTaskPushNotificationConfig");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "GetTaskPushNotificationConfig"));
@@ -1144,7 +1144,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/ListTaskPushNotificationConfigs");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "ListTaskPushNotificationConfigs"));
@@ -1159,7 +1159,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/GetExtendedAgentCard");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "GetExtendedAgentCard"));
@@ -1174,7 +1174,7 @@ pub mod a2a_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = crate::a2a::grpc::Codec::default();
+            let codec = crate::protocol::a2a::grpc::Codec::default();
             let path = http::uri::PathAndQuery::from_static("/lf.a2a.v1.A2AService/DeleteTaskPushNotificationConfig");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("lf.a2a.v1.A2AService", "DeleteTaskPushNotificationConfig"));
@@ -1349,7 +1349,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = SendMessageSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1378,7 +1378,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = SendStreamingMessageSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1406,7 +1406,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = GetTaskSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1434,7 +1434,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ListTasksSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1462,7 +1462,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = CancelTaskSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1491,7 +1491,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = SubscribeToTaskSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1523,7 +1523,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = CreateTaskPushNotificationConfigSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1558,7 +1558,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = GetTaskPushNotificationConfigSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1593,7 +1593,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ListTaskPushNotificationConfigsSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1624,7 +1624,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = GetExtendedAgentCardSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1659,7 +1659,7 @@ pub mod a2a_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteTaskPushNotificationConfigSvc(inner);
-                        let codec = crate::a2a::grpc::Codec::default();
+                        let codec = crate::protocol::a2a::grpc::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);

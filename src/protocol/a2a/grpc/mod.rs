@@ -75,9 +75,38 @@ pub fn to_proto<T: Serialize, P: DeserializeOwned>(value: &T) -> Result<P, A2aEr
 /// fit (a message without a role, a part without content …) is the
 /// caller's invalid argument, named by `what`.
 pub fn from_proto<P: Serialize, T: DeserializeOwned>(message: &P, what: &str) -> Result<T, A2aError> {
-    let value = serde_json::to_value(message)
+    let value = json_of(message)
         .map_err(|e| A2aError::invalid_params(format!("invalid {what}: it has no ProtoJSON form ({e})")))?;
     serde_json::from_value(value).map_err(|e| A2aError::invalid_params(format!("invalid {what}: {e}")))
+}
+
+/// A generated message's ProtoJSON, with the numbers of its
+/// `google.protobuf.Struct`s (metadata: the rails, token usage) as the JSON
+/// bindings carry them: a Struct holds every number as a double, so `9993`
+/// crosses gRPC as `9993.0`, which an integer field would refuse.
+pub fn json_of<P: Serialize>(message: &P) -> Result<serde_json::Value, serde_json::Error> {
+    let mut value = serde_json::to_value(message)?;
+    whole_numbers(&mut value);
+    Ok(value)
+}
+
+/// Doubles without a fraction (within ±2^53, where a double is exact) as integers.
+fn whole_numbers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= EXACT) {
+                // the cast is exact: a whole number within ±2^53
+                #[allow(clippy::cast_possible_truncation)]
+                let i = f as i64;
+                *value = Value::from(i);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }
 
 fn short_type<P>() -> &'static str {
@@ -207,6 +236,14 @@ pub fn error_of(status: &tonic::Status) -> A2aError {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn struct_numbers_come_back_as_the_integers_that_were_sent() {
+        let mut v = serde_json::json!({"deadlineMs": 9993.0, "ratio": 0.5, "list": [1.0, -2.0], "big": 1e300});
+        super::whole_numbers(&mut v);
+        assert_eq!(v, serde_json::json!({"deadlineMs": 9993, "ratio": 0.5, "list": [1, -2], "big": 1e300}));
+        assert!(v["deadlineMs"].is_u64());
+    }
+
     use super::*;
     use crate::protocol::a2a::types::{Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus};
     use serde_json::json;
