@@ -1001,9 +1001,9 @@ async fn the_official_a2a_sdk_client_sends_streams_gets_and_cancels() {
 }
 
 /// An a2a-sdk echo agent on a free port, killed when dropped.
-struct EchoAgent {
+pub(crate) struct EchoAgent {
     child: std::process::Child,
-    url: String,
+    pub url: String,
 }
 
 impl Drop for EchoAgent {
@@ -1014,9 +1014,18 @@ impl Drop for EchoAgent {
 }
 
 async fn echo_agent() -> EchoAgent {
+    echo_agent_with(false).await
+}
+
+/// The a2a-sdk echo agent; `grpc`: also over gRPC (a second port, in its card).
+pub(crate) async fn echo_agent_with(grpc: bool) -> EchoAgent {
     let port = free_port();
+    let mut args = vec![fixture("a2a_echo_agent.py"), port.to_string()];
+    if grpc {
+        args.push(free_port().to_string());
+    }
     let child = std::process::Command::new("python3")
-        .args([&fixture("a2a_echo_agent.py"), &port.to_string()])
+        .args(&args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

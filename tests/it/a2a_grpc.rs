@@ -372,3 +372,27 @@ async fn the_a2a_backend_calls_another_switchboard_over_grpc_and_cancels_there()
     assert_ne!(status, 200, "{body}");
     assert_eq!(body["error"]["code"], "UNAUTHENTICATED", "{body}");
 }
+
+/// Our `a2a` backend over gRPC against the official a2a-sdk's gRPC server
+/// (its GrpcHandler): the echo comes back, and the rails it received are
+/// the ones we sent.
+#[tokio::test]
+async fn the_a2a_backend_speaks_grpc_to_an_a2a_sdk_grpc_server() {
+    use crate::a2a::{echo_agent_with, envelope, proxy_team};
+    use crate::service::{Server, post_delegate};
+    if !sdk_available() {
+        return;
+    }
+    let echo = echo_agent_with(true).await;
+    let team = proxy_team(&[("echo", &echo.url)])
+        .replace("token_env = \"A2A_REMOTE_TOKEN\" }", "token_env = \"A2A_REMOTE_TOKEN\", transport = \"grpc\" }");
+    let a = Server::start(Some(&team), Some("memory:"), "127.0.0.1:0", &[("A2A_REMOTE_TOKEN", "unused")], 1000);
+    let env = envelope("echo", "Say hello", "some input", 10_000);
+    let (status, body) = post_delegate(&a.url, "a-prime", &env).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"], "echo: Say hello | some input", "{body}");
+    let received = &body["artifacts"].as_array().unwrap().iter().find(|a| a["label"] == "received").unwrap()["value"];
+    let rails = &received["metadata"][switchboard::protocol::a2a::RAILS_EXTENSION];
+    assert_eq!((rails["user"].as_str(), rails["origin"].as_str()), (Some("alice"), Some("prime-boss")), "{received}");
+    assert!(rails["deadlineMs"].as_f64().is_some_and(|d| d > 0.0 && d <= 10_000.0), "{received}");
+}
