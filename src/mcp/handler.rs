@@ -476,10 +476,10 @@ impl ServerHandler for McpServer {
         let principal = self.principal(&context)?;
         let name = request.name.as_ref();
         let arguments = request.arguments;
-        if let Some(fixtures) = &self.fixtures {
-            if let Some(result) = fixtures.call_tool(name, arguments.clone(), &context).await {
-                return Ok(result?.into());
-            }
+        if let Some(fixtures) = &self.fixtures
+            && let Some(result) = fixtures.call_tool(name, arguments.clone(), &context).await
+        {
+            return Ok(result?.into());
         }
         let result = match name {
             "delegate" => self.delegate(&context, principal, args(name, arguments)?).await?,
@@ -543,10 +543,10 @@ impl ServerHandler for McpServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let principal = self.principal(&context)?;
         let uri = request.uri;
-        if self.fixtures.is_some() {
-            if let Some(result) = Fixtures::read_resource(&uri) {
-                return Ok(result?.into());
-            }
+        if self.fixtures.is_some()
+            && let Some(result) = Fixtures::read_resource(&uri)
+        {
+            return Ok(result?.into());
         }
         let shown: String = uri.chars().take(128).collect();
         let value = if uri == AGENTS_URI {
