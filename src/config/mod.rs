@@ -156,6 +156,12 @@ pub struct McpConfig {
     /// suite and local clients); a request with a token is still checked.
     #[serde(default)]
     pub anonymous_user: Option<String>,
+    /// Off by default. When set, `/mcp` and `switchboard mcp` also serve the
+    /// fixtures the MCP conformance suite's server scenarios call (tools
+    /// `test_*`, resources `test://…`, prompts, logging, completions,
+    /// resource subscriptions): for running the suite, not for users.
+    #[serde(default)]
+    pub conformance_fixtures: bool,
 }
 
 /// Where models are, unless an agent says otherwise.

@@ -1,9 +1,13 @@
 //! [`McpServer`]: the MCP handler over the runtime.
 
+use std::sync::Arc;
+
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -11,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
+use super::conformance::Fixtures;
 use super::tools::{self, AskAgentArgs, AskArgs, DelegateArgs, NoArgs, TraceArgs};
 use crate::auth::Principal;
 use crate::pipeline::{AskOptions, AskResponse, Runtime, TreeView};
@@ -34,18 +39,22 @@ const TREES_PREFIX: &str = "switchboard://trees/";
 pub struct McpServer {
     runtime: Runtime,
     principal: Option<Principal>,
+    /// The conformance suite's fixtures, only with `[mcp] conformance_fixtures`.
+    fixtures: Option<Arc<Fixtures>>,
 }
 
 impl McpServer {
     /// A server whose every request is `principal`'s (stdio).
     pub fn for_principal(runtime: Runtime, principal: Principal) -> Self {
-        Self { runtime, principal: Some(principal) }
+        let fixtures = fixtures_for(&runtime);
+        Self { runtime, principal: Some(principal), fixtures }
     }
 
     /// A server that takes each request's principal from its HTTP request
     /// (set by [`super::http_service`]'s authentication).
     pub(super) fn over_http(runtime: Runtime) -> Self {
-        Self { runtime, principal: None }
+        let fixtures = fixtures_for(&runtime);
+        Self { runtime, principal: None, fixtures }
     }
 
     fn principal(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
@@ -69,6 +78,16 @@ pub async fn serve_stdio(runtime: Runtime, principal: Principal) -> Result<(), S
         .map_err(|e| format!("the MCP session did not start: {e}"))?;
     service.waiting().await.map_err(|e| format!("the MCP session ended with an error: {e}"))?;
     Ok(())
+}
+
+/// A fresh fixture state when the configuration enables the fixtures.
+fn fixtures_for(runtime: &Runtime) -> Option<Arc<Fixtures>> {
+    runtime.config().mcp.conformance_fixtures.then(|| Arc::new(Fixtures::default()))
+}
+
+/// `method` is only served with the conformance fixtures on.
+fn not_served(method: &str) -> ErrorData {
+    ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, format!("method not found: {method}"), None)
 }
 
 fn invalid(message: impl Into<String>) -> ErrorData {
@@ -412,7 +431,11 @@ fn complete<T: DeserializeOwned>(mut value: Value, what: &str) -> Result<T, Erro
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        let mut caps = ServerCapabilities::builder().enable_tools().enable_resources().build();
+        if self.fixtures.is_some() {
+            Fixtures::capabilities(&mut caps);
+        }
+        ServerConfig::new(caps)
             .with_server_info(Implementation::new("switchboard", env!("CARGO_PKG_VERSION")).with_title("Switchboard"))
             .with_instructions(
                 "Switchboard runs a team of AI agents with rails (depth, budget, deadline, tools, PII, audit). \
@@ -426,7 +449,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools: Vec<Value> = tools::all()
+        let mut tools: Vec<Value> = tools::all()
             .into_iter()
             .map(|t| {
                 json!({
@@ -439,6 +462,9 @@ impl ServerHandler for McpServer {
                 })
             })
             .collect();
+        if self.fixtures.is_some() {
+            tools.extend(Fixtures::tools());
+        }
         complete(json!({ "tools": tools }), "the tool list")
     }
 
@@ -450,6 +476,11 @@ impl ServerHandler for McpServer {
         let principal = self.principal(&context)?;
         let name = request.name.as_ref();
         let arguments = request.arguments;
+        if let Some(fixtures) = &self.fixtures
+            && let Some(result) = fixtures.call_tool(name, arguments.clone(), &context).await
+        {
+            return Ok(result?.into());
+        }
         let result = match name {
             "delegate" => self.delegate(&context, principal, args(name, arguments)?).await?,
             "ask" => self.ask(&context, principal, args(name, arguments)?).await?,
@@ -474,16 +505,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        complete(
-            json!({"resources": [{
-                "uri": AGENTS_URI,
-                "name": "agents",
-                "title": "The team",
-                "description": "Every agent of this Switchboard, as list_agents shows them.",
-                "mimeType": "application/json"
-            }]}),
-            "the resource list",
-        )
+        let mut resources = vec![json!({
+            "uri": AGENTS_URI,
+            "name": "agents",
+            "title": "The team",
+            "description": "Every agent of this Switchboard, as list_agents shows them.",
+            "mimeType": "application/json"
+        })];
+        if self.fixtures.is_some() {
+            resources.extend(Fixtures::resources());
+        }
+        complete(json!({ "resources": resources }), "the resource list")
     }
 
     async fn list_resource_templates(
@@ -491,16 +523,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        complete(
-            json!({"resourceTemplates": [{
-                "uriTemplate": "switchboard://trees/{id}",
-                "name": "tree",
-                "title": "A delegation tree",
-                "description": "The stored tree of a delegation (any request id in it); only your own trees.",
-                "mimeType": "application/json"
-            }]}),
-            "the resource templates",
-        )
+        let mut templates = vec![json!({
+            "uriTemplate": "switchboard://trees/{id}",
+            "name": "tree",
+            "title": "A delegation tree",
+            "description": "The stored tree of a delegation (any request id in it); only your own trees.",
+            "mimeType": "application/json"
+        })];
+        if self.fixtures.is_some() {
+            templates.extend(Fixtures::templates());
+        }
+        complete(json!({ "resourceTemplates": templates }), "the resource templates")
     }
 
     async fn read_resource(
@@ -510,6 +543,11 @@ impl ServerHandler for McpServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let principal = self.principal(&context)?;
         let uri = request.uri;
+        if self.fixtures.is_some()
+            && let Some(result) = Fixtures::read_resource(&uri)
+        {
+            return Ok(result?.into());
+        }
         let shown: String = uri.chars().take(128).collect();
         let value = if uri == AGENTS_URI {
             self.agents_json()
@@ -535,5 +573,71 @@ impl ServerHandler for McpServer {
             "the resource",
         )?;
         Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        if self.fixtures.is_none() {
+            return Err(not_served("prompts/list"));
+        }
+        complete(json!({ "prompts": Fixtures::prompts() }), "the prompt list")
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if self.fixtures.is_none() {
+            return Err(not_served("prompts/get"));
+        }
+        Ok(Fixtures::get_prompt(&request)?.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        if self.fixtures.is_none() {
+            return Err(not_served("completion/complete"));
+        }
+        Fixtures::complete(&request)
+    }
+
+    #[allow(deprecated)] // logging is legacy in 2026-07-28; the suite's scenarios are on 2025-11-25
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(fixtures) = &self.fixtures else { return Err(not_served("logging/setLevel")) };
+        fixtures.set_level(request.level);
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/subscribe is legacy in 2026-07-28; the suite's scenarios are on 2025-11-25
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(fixtures) = &self.fixtures else { return Err(not_served("resources/subscribe")) };
+        fixtures.subscribe(&request.uri, true);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(fixtures) = &self.fixtures else { return Err(not_served("resources/unsubscribe")) };
+        fixtures.subscribe(&request.uri, false);
+        Ok(())
     }
 }

@@ -10,8 +10,12 @@
 //!   a request without a valid bearer token is a 401 with `WWW-Authenticate`.
 //! - [`serve_stdio`]: stdio, for desktop clients (`switchboard mcp`).
 //!
+//! With `[mcp] conformance_fixtures = true` (off by default) the server also
+//! carries the MCP conformance suite's fixtures (`conformance`).
+//!
 //! docs/MCP.md describes the tools, their schemas and the errors.
 
+mod conformance;
 mod handler;
 mod http;
 mod tools;

@@ -273,6 +273,144 @@ async fn the_official_python_client_over_stdio_asks_traces_and_cancels() {
     }
 }
 
+/// One JSON-RPC request to `/mcp` as alice (a 2025-11-25 session): its
+/// answer (from JSON or the event stream) and the session id it names.
+async fn rpc(client: &reqwest::Client, url: &str, session: Option<&str>, body: Value) -> (Option<String>, Value) {
+    let mut req = client
+        .post(url)
+        .bearer_auth("t-alice")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .json(&body);
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s).header("mcp-protocol-version", "2025-11-25");
+    }
+    let mut res = req.send().await.unwrap();
+    assert!(res.status().is_success(), "{body}: HTTP {}", res.status());
+    let session = res.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    if body.get("id").is_none() {
+        return (session, Value::Null);
+    }
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), res.chunk()).await.expect("an answer").unwrap();
+        let Some(chunk) = chunk else { break };
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let answer = text
+            .lines()
+            .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v.get("id") == body.get("id"));
+        if let Some(answer) = answer {
+            return (session, answer);
+        }
+    }
+    panic!("no answer to {body} in {text}");
+}
+
+/// A session on a server with `[mcp] conformance_fixtures = enabled`: the
+/// answers to initialize, tools/list, a fixture tool, prompts/list,
+/// prompts/get, completion/complete and a fixture resource.
+async fn fixture_answers(enabled: bool) -> Vec<Value> {
+    let config =
+        switchboard::config::Config::from_toml(&format!("{TEAM}\n[mcp]\nconformance_fixtures = {enabled}\n")).unwrap();
+    let runtime = Runtime::builder()
+        .config(config)
+        .agent("boss", agent(|_ctx, _task| async move { Ok(AgentOutput::new("ok", "ok")) }))
+        .agent("echo", agent(|_ctx, _task| async move { Ok(AgentOutput::new("ok", "ok")) }))
+        .agent("slow", agent(|_ctx, _task| async move { Ok(AgentOutput::new("ok", "ok")) }))
+        .agent("vault", agent(|_ctx, _task| async move { Ok(AgentOutput::new("ok", "ok")) }))
+        .build()
+        .unwrap();
+    let url = serve(runtime).await;
+    let _ = switchboard::util::http_client(); // installs the TLS provider
+    let client = reqwest::Client::new();
+    let (session, init) = rpc(
+        &client,
+        &url,
+        None,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "fixtures-test", "version": "1"}
+        }}),
+    )
+    .await;
+    let session = session.expect("a session id");
+    let s = Some(session.as_str());
+    rpc(&client, &url, s, serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let mut answers = vec![init];
+    for (id, method, params) in [
+        (2, "tools/list", serde_json::json!({})),
+        (3, "tools/call", serde_json::json!({"name": "test_simple_text", "arguments": {}})),
+        (4, "prompts/list", serde_json::json!({})),
+        (
+            5,
+            "prompts/get",
+            serde_json::json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "hello", "arg2": "world"}}),
+        ),
+        (
+            6,
+            "completion/complete",
+            serde_json::json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                "argument": {"name": "arg1", "value": "par"}}),
+        ),
+        (7, "resources/read", serde_json::json!({"uri": "test://template/42/data"})),
+        (8, "logging/setLevel", serde_json::json!({"level": "debug"})),
+    ] {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        answers.push(rpc(&client, &url, s, body).await.1);
+    }
+    answers
+}
+
+fn tool_names(list: &Value) -> Vec<String> {
+    let tools = list["result"]["tools"].as_array().unwrap_or_else(|| panic!("no tools: {list}"));
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn the_conformance_fixtures_are_absent_by_default_and_served_when_enabled() {
+    // off (the default): Switchboard's five tools, nothing of the suite's
+    assert!(!switchboard::config::Config::from_toml(TEAM).unwrap().mcp.conformance_fixtures);
+    let off = fixture_answers(false).await;
+    let caps = &off[0]["result"]["capabilities"];
+    assert!(caps.get("logging").is_none() && caps.get("prompts").is_none(), "{caps}");
+    assert!(caps.get("completions").is_none(), "{caps}");
+    assert_eq!(tool_names(&off[1]), ["delegate", "ask", "ask_agent", "list_agents", "trace"]);
+    assert_eq!(off[2]["error"]["code"], -32602, "unknown tool: {}", off[2]);
+    for (i, method) in [(3, "prompts/list"), (4, "prompts/get"), (5, "completion/complete"), (7, "logging/setLevel")] {
+        assert_eq!(off[i]["error"]["code"], -32601, "{method} is not served: {}", off[i]);
+    }
+    assert!(off[6]["error"]["code"].is_i64(), "no test:// resource: {}", off[6]);
+
+    // on: the suite's fixtures next to Switchboard's tools
+    let on = fixture_answers(true).await;
+    let caps = &on[0]["result"]["capabilities"];
+    assert!(caps["logging"].is_object() && caps["completions"].is_object() && caps["prompts"].is_object(), "{caps}");
+    assert_eq!(caps["resources"]["subscribe"], true, "{caps}");
+    let names = tool_names(&on[1]);
+    for name in
+        ["delegate", "trace", "test_simple_text", "test_sampling", "test_elicitation", "json_schema_2020_12_tool"]
+    {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    let schema = &on[1]["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "json_schema_2020_12_tool");
+    assert_eq!(schema.unwrap()["inputSchema"]["$defs"]["address"]["type"], "object");
+    assert_eq!(on[2]["result"]["content"][0]["text"], "This is a simple text response for testing.", "{}", on[2]);
+    let prompts: Vec<&str> =
+        on[3]["result"]["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(prompts.contains(&"test_simple_prompt") && prompts.contains(&"test_prompt_with_image"), "{prompts:?}");
+    assert_eq!(
+        on[4]["result"]["messages"][0]["content"]["text"], "Prompt with arguments: arg1='hello', arg2='world'",
+        "{}",
+        on[4]
+    );
+    assert_eq!(on[5]["result"]["completion"]["values"], serde_json::json!(["paris", "park", "party"]), "{}", on[5]);
+    let data: Value = serde_json::from_str(on[6]["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(data["id"], "42", "{}", on[6]);
+    assert!(on[7]["error"].is_null() && on[7]["result"].is_object(), "logging/setLevel: {}", on[7]);
+}
+
 mod fuzz {
     //! 5 000 generated requests to `/mcp`: malformed JSON-RPC, unknown
     //! methods, wrong parameter types, invalid tool arguments, odd protocol
