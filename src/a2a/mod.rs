@@ -22,6 +22,7 @@ mod convert;
 #[cfg(feature = "grpc")]
 pub use crate::protocol::a2a::grpc;
 mod push;
+mod push_configs;
 mod service;
 mod tasks;
 
