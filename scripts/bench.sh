@@ -2,14 +2,17 @@
 # Switchboard's performance, side by side with the limit and the peers, in one
 # run on one machine (docs/PERFORMANCE.md explains every row):
 #
-#   scripts/bench.sh           the full run (about 10 minutes on 2 cores)
+#   scripts/bench.sh           the full run (about 15 minutes on 2 cores)
 #   scripts/bench.sh --smoke   a short run that checks every part still works
 #
 # It installs what it needs (wrk from Debian, a Python venv under
-# target/bench with langgraph and a2a-sdk from PyPI), builds the release
-# binaries, and prints the table; the raw figures are in
-# target/bench/results.jsonl. Everything listens on 127.0.0.1; every load is
-# bounded in time and connections. Nothing here asserts a timing.
+# target/bench with langgraph and a2a-sdk from PyPI; for the full run only,
+# a second venv with litellm[proxy]), builds the release binaries, and prints
+# the table with issue 20's goals beside each figure; the raw figures are in
+# target/bench/results.jsonl. PostgreSQL must answer on 127.0.0.1:5432
+# (BENCH_POSTGRES_URL overrides the admin URL): each PostgreSQL server gets a
+# fresh database, dropped afterwards. Everything listens on 127.0.0.1; every
+# load is bounded in time and connections. Nothing here asserts a timing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,9 +34,13 @@ mkdir -p "$LOGS"
 
 if [ "$SMOKE" = 1 ]; then
   DURATION=2; LEVELS="1 64"; BENCH_N=2000; MEMORY_N=3000; IN_FLIGHT=200; HOP_N=200; HOP_LEVELS="1 64"
+  MEMORY_HTTP_N=2000; GATEWAY_DURATION=2
 else
   DURATION=10; LEVELS="1 64 1000"; BENCH_N=20000; MEMORY_N=100000; IN_FLIGHT=1000; HOP_N=2000; HOP_LEVELS="1 64"
+  MEMORY_HTTP_N=100000; GATEWAY_DURATION=10
 fi
+GATEWAY_C=16     # the connections of the gateway rows (issue 20 measured LiteLLM there)
+MEMORY_HTTP_C=64 # the connections of the memory runs over HTTP
 
 say() { printf '\n== %s\n' "$*" >&2; }
 
@@ -49,12 +56,33 @@ if ! "$VENV/bin/python" -c "import langgraph, a2a, uvicorn" 2>/dev/null; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check langgraph "a2a-sdk[http-server]" uvicorn
 fi
+LITELLM_VENV=$OUT/litellm-venv
+if [ "$SMOKE" = 0 ] && ! "$LITELLM_VENV/bin/python" -c "import litellm.proxy.proxy_server, a2a" 2>/dev/null; then
+  say "installing litellm[proxy] into $LITELLM_VENV (full run only)"
+  python3 -m venv "$LITELLM_VENV"
+  "$LITELLM_VENV/bin/pip" install -q --disable-pip-version-check "litellm[proxy]" "a2a-sdk[http-server]"
+fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+# PostgreSQL: one server on this machine, a fresh database per Switchboard run
+PG_ADMIN=${BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+command -v psql >/dev/null || { echo "psql is missing (apt-get install postgresql-client)" >&2; exit 2; }
+if ! psql "$PG_ADMIN" -qAtc 'select 1' >/dev/null 2>&1; then
+  echo "PostgreSQL does not answer at $PG_ADMIN (set BENCH_POSTGRES_URL)" >&2
+  exit 2
+fi
+PG_DBS=""
+pg_create() { # pg_create NAME: a fresh, empty database
+  psql "$PG_ADMIN" -qAt -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
+  PG_DBS="$PG_DBS $1"
+}
+pg_drop() { psql "$PG_ADMIN" -qAt -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" >/dev/null 2>&1 || true; }
 
 say "building release binaries"
 cargo build --release --quiet --bin switchboard --example bare_axum
-SWITCHBOARD=target/release/switchboard
-BARE=target/release/examples/bare_axum
+TARGET=${CARGO_TARGET_DIR:-target}
+SWITCHBOARD=$TARGET/release/switchboard
+BARE=$TARGET/release/examples/bare_axum
 
 record() { # record SECTION NAME EXTRA-JSON < lines; keeps the BENCH_JSON lines
   local section=$1 name=$2 extra=$3 line
@@ -78,8 +106,8 @@ say "LangGraph: a supervisor -> worker hop with fake chat models"
 
 # --- over HTTP ---------------------------------------------------------------
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { # wait_port PORT PID
-  for _ in $(seq 1 200); do
+wait_port() { # wait_port PORT PID [TENTHS]: until PORT answers (default 20 s)
+  for _ in $(seq 1 "${3:-200}"); do
     if python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),0.2)' "$1" 2>/dev/null; then return 0; fi
     kill -0 "$2" 2>/dev/null || return 1
     sleep 0.1
@@ -87,61 +115,137 @@ wait_port() { # wait_port PORT PID
   return 1
 }
 peak_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-SERVER_PID=""
+SERVER_PID=""   # the server under load
+ECHO_PID=""     # the a2a-sdk echo agent behind a gateway
+SERVER_DB=""    # the server's PostgreSQL database, dropped when it stops
+B_PID=""        # the second Switchboard of the hop rows
+stop_pid() { if [ -n "$1" ]; then kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; fi; }
 stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-  fi
+  stop_pid "$SERVER_PID"; SERVER_PID=""
+  stop_pid "$ECHO_PID"; ECHO_PID=""
+  if [ -n "$SERVER_DB" ]; then pg_drop "$SERVER_DB"; SERVER_DB=""; fi
 }
-trap stop_server EXIT
+cleanup() { stop_server; stop_pid "$B_PID"; for db in $PG_DBS; do pg_drop "$db"; done; }
+trap cleanup EXIT
 
-start_server() { # start_server NAME PORT; sets SERVER_PID
-  local name=$1 port=$2 log="$LOGS/$1-$3.log"
+start_echo() { # start_echo TAG: the a2a-sdk echo agent on a fresh port; sets ECHO_PID, ECHO_PORT
+  ECHO_PORT=$(free_port)
+  "$VENV/bin/python" scripts/bench/a2a_echo_server.py "$ECHO_PORT" >"$LOGS/echo-$1.log" 2>&1 &
+  ECHO_PID=$!
+  wait_port "$ECHO_PORT" "$ECHO_PID" || { echo "the echo agent did not start:" >&2; cat "$LOGS/echo-$1.log" >&2; exit 1; }
+}
+
+start_server() { # start_server NAME PORT TAG; sets SERVER_PID
+  local name=$1 port=$2 tag=$3 log="$LOGS/$1-$3.log" db
   case "$name" in
     switchboard-http|switchboard-a2a)
+      mkdir -p "$OUT/db-$name-$tag"
       "$SWITCHBOARD" serve --config scripts/bench/team.toml --addr "127.0.0.1:$port" \
-        --database-url "sqlite://$OUT/db-$name-$3/switchboard.db" >"$log" 2>&1 & ;;
+        --database-url "sqlite://$OUT/db-$name-$tag/switchboard.db" >"$log" 2>&1 & ;;
+    switchboard-pg)
+      db="sbbench_${tag}_$$"
+      pg_create "$db"; SERVER_DB=$db
+      "$SWITCHBOARD" serve --config scripts/bench/team.toml --addr "127.0.0.1:$port" \
+        --database-url "${PG_ADMIN%/*}/$db" >"$log" 2>&1 & ;;
     switchboard-memory)
       "$SWITCHBOARD" serve --config scripts/bench/team.toml --addr "127.0.0.1:$port" --database-url memory: \
         >"$log" 2>&1 & ;;
     bare-axum) "$BARE" "127.0.0.1:$port" >"$log" 2>&1 & ;;
-    a2a-sdk) "$VENV/bin/python" scripts/bench/a2a_echo_server.py "$port" >"$log" 2>&1 & ;;
+    a2a-sdk|echo-alone) "$VENV/bin/python" scripts/bench/a2a_echo_server.py "$port" >"$log" 2>&1 & ;;
+    switchboard-gateway)
+      # our a2a backend in front of the echo agent; the durable SQLite store, as everywhere
+      start_echo "$name-$tag"
+      awk -v port="$ECHO_PORT" '/^\[auth\]/ {
+          print "[[agents]]"; print "slug = \"remote-echo\""; print "name = \"Echo, over A2A\""
+          print "description = \"The a2a-sdk echo agent of scripts/bench/a2a_echo_server.py.\""
+          print "backend = { kind = \"a2a\", url = \"http://127.0.0.1:" port "\" }"; print ""
+        } { print }' scripts/bench/team.toml > "$OUT/gateway-team.toml"
+      mkdir -p "$OUT/db-$name-$tag"
+      "$SWITCHBOARD" serve --config "$OUT/gateway-team.toml" --addr "127.0.0.1:$port" \
+        --database-url "sqlite://$OUT/db-$name-$tag/switchboard.db" >"$log" 2>&1 & ;;
+    litellm-gateway)
+      start_echo "$name-$tag"
+      sed "s/ECHO_PORT/$ECHO_PORT/" scripts/bench/litellm.yaml > "$OUT/litellm.yaml"
+      # its bundled model cost map: no fetch from the internet at start
+      LITELLM_LOCAL_MODEL_COST_MAP=True "$LITELLM_VENV/bin/litellm" --config "$OUT/litellm.yaml" \
+        --host 127.0.0.1 --port "$port" >"$log" 2>&1 & ;;
   esac
   SERVER_PID=$!
-  if ! wait_port "$port" "$SERVER_PID"; then
+  if ! wait_port "$port" "$SERVER_PID" 1200; then
     echo "$name did not start; its log ($log):" >&2
     cat "$log" >&2
     exit 1
   fi
 }
 
-load() { # load NAME KIND PATH TOKEN CONNECTIONS
-  local name=$1 kind=$2 path=$3 token=$4 c=$5 port threads
+wrk_run() { # wrk_run PORT PATH KIND TOKEN CONNECTIONS SECONDS [STOP_AFTER_PER_THREAD]
+  local threads=2
+  [ "$5" -lt 2 ] && threads=1
+  BENCH_KIND=$3 BENCH_TOKEN=$4 BENCH_TARGET=${BENCH_TARGET:-echo} BENCH_STOP_AFTER=${7:-0} \
+    wrk -t"$threads" -c"$5" -d"$6s" --timeout 10s --latency -s scripts/bench/load.lua "http://127.0.0.1:$1$2"
+}
+
+load() { # load NAME KIND PATH TOKEN CONNECTIONS [SECTION] [SECONDS]
+  local name=$1 kind=$2 path=$3 token=$4 c=$5 section=${6:-http} seconds=${7:-$DURATION} port
   port=$(free_port)
-  mkdir -p "$OUT/db-$name-$c"
   start_server "$name" "$port" "$c"
-  threads=2; [ "$c" -lt 2 ] && threads=1
   # a short warm-up, then the measured run
-  BENCH_KIND=$kind BENCH_TOKEN=$token wrk -t"$threads" -c"$c" -d1s --timeout 10s -s scripts/bench/load.lua \
-    "http://127.0.0.1:$port$path" >/dev/null
-  BENCH_KIND=$kind BENCH_TOKEN=$token wrk -t"$threads" -c"$c" -d"${DURATION}s" --timeout 10s --latency \
-    -s scripts/bench/load.lua "http://127.0.0.1:$port$path" >"$LOGS/$name-$c.wrk"
+  wrk_run "$port" "$path" "$kind" "$token" "$c" 1 >/dev/null
+  wrk_run "$port" "$path" "$kind" "$token" "$c" "$seconds" >"$LOGS/$name-$c.wrk"
   grep '^BENCH_JSON' "$LOGS/$name-$c.wrk" \
-    | record http "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID")}"
+    | record "$section" "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID")}"
   stop_server
 }
 
 for c in $LEVELS; do
-  say "over HTTP at $c connections: switchboard (SQLite, then in memory), bare axum, a2a-sdk, switchboard's A2A"
+  say "over HTTP at $c connections: switchboard (SQLite, PostgreSQL, in memory), bare axum, a2a-sdk, switchboard's A2A"
   load switchboard-http delegate /v1/delegate bench-token "$c"
+  load switchboard-pg delegate /v1/delegate bench-token "$c"
   load switchboard-memory delegate /v1/delegate bench-token "$c"
   load bare-axum delegate /v1/delegate "" "$c"
   load a2a-sdk a2a / "" "$c"
   load switchboard-a2a a2a /a2a/echo bench-user-token "$c"
 done
+
+# --- A2A gateways in front of the same echo agent ------------------------------
+# The a2a-sdk echo agent alone, then behind Switchboard's A2A endpoint (our
+# a2a backend, durable SQLite store), then behind the LiteLLM proxy's
+# /a2a/{agent} route (full run only: LiteLLM is heavy). A fresh echo agent
+# for each row.
+say "A2A gateways at $GATEWAY_C connections: the echo agent alone, behind Switchboard, behind LiteLLM"
+load echo-alone a2a / "" "$GATEWAY_C" gateway "$GATEWAY_DURATION"
+BENCH_TARGET=remote-echo load switchboard-gateway a2a /a2a/remote-echo bench-user-token "$GATEWAY_C" gateway \
+  "$GATEWAY_DURATION"
+if [ "$SMOKE" = 0 ]; then
+  load litellm-gateway a2a /a2a/echo sk-bench-master "$GATEWAY_C" gateway "$GATEWAY_DURATION"
+fi
+
+# --- memory over HTTP: RSS while delegations go through a server ---------------
+# MEMORY_HTTP_N delegations at MEMORY_HTTP_C connections, in ten steps of a
+# tenth each (every wrk thread stops after its share); the first tenth is the
+# warm-up, RSS is read after each step. Durable SQLite, PostgreSQL, and A2A
+# SendMessage (SQLite).
+memory_http() { # memory_http NAME KIND PATH TOKEN
+  local name=$1 kind=$2 path=$3 token=$4 port step samples="" errors=0 line i
+  port=$(free_port)
+  start_server "$name" "$port" memory
+  step=$((MEMORY_HTTP_N / 10))
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    line=$(wrk_run "$port" "$path" "$kind" "$token" "$MEMORY_HTTP_C" 300 $((step / 2)) | grep '^BENCH_JSON' || true)
+    errors=$((errors + $(python3 -c 'import json,sys
+d = json.loads(sys.argv[1][len("BENCH_JSON "):]) if sys.argv[1] else {"socket_errors": 1}
+print(d["non_2xx"] + d["rpc_errors"] + d["socket_errors"])' "$line")))
+    samples="$samples${samples:+, }[$((i * step)), $(rss_kib "$SERVER_PID")]"
+  done
+  echo "{\"section\": \"memory-http\", \"name\": \"$name\", \"total\": $MEMORY_HTTP_N, \"connections\": $MEMORY_HTTP_C, \"samples\": [$samples], \"peak_kib\": $(peak_kib "$SERVER_PID"), \"errors\": $errors}" >> "$RESULTS"
+  stop_server
+}
+say "memory over HTTP: $MEMORY_HTTP_N delegations at $MEMORY_HTTP_C connections, RSS after each tenth"
+memory_http switchboard-http delegate /v1/delegate bench-token
+memory_http switchboard-pg delegate /v1/delegate bench-token
+memory_http switchboard-a2a a2a /a2a/echo bench-user-token
 
 # --- a hop between two Switchboards, without and with signed lineage --------
 # A's `echo` is served by B over HTTP: once without a token (B trusts A's
@@ -172,8 +276,7 @@ open(f"{hop}/b.toml", "w").write(team + "\n" + lineage["b"] + trust)
 PY
 }
 B_PID=""
-stop_b() { if [ -n "$B_PID" ]; then kill "$B_PID" 2>/dev/null || true; wait "$B_PID" 2>/dev/null || true; B_PID=""; fi; }
-trap 'stop_server; stop_b' EXIT
+stop_b() { stop_pid "$B_PID"; B_PID=""; }
 load_hop() { # load_hop plain|lineage CONNECTIONS
   local peer=$1 c=$2 a_port b_port threads name="hop-$1"
   a_port=$(free_port); b_port=$(free_port)
@@ -203,7 +306,7 @@ done
 
 say "versions"
 {
-  echo "{\"section\": \"machine\", \"name\": \"machine\", \"cores\": $(nproc), \"cpu\": \"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)\", \"rustc\": \"$(rustc --version)\", \"wrk\": \"$(wrk -v 2>&1 | head -1 | awk '{print $2}')\", \"python\": \"$("$VENV/bin/python" --version | awk '{print $2}')\", \"a2a_sdk\": \"$("$VENV/bin/pip" show a2a-sdk | awk '/^Version/ {print $2}')\", \"uvicorn\": \"$("$VENV/bin/pip" show uvicorn | awk '/^Version/ {print $2}')\", \"smoke\": $SMOKE}"
+  echo "{\"section\": \"machine\", \"name\": \"machine\", \"cores\": $(nproc), \"cpu\": \"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)\", \"rustc\": \"$(rustc --version)\", \"wrk\": \"$(wrk -v 2>&1 | head -1 | awk '{print $2}')\", \"python\": \"$("$VENV/bin/python" --version | awk '{print $2}')\", \"a2a_sdk\": \"$("$VENV/bin/pip" show a2a-sdk | awk '/^Version/ {print $2}')\", \"uvicorn\": \"$("$VENV/bin/pip" show uvicorn | awk '/^Version/ {print $2}')\", \"postgres\": \"$(psql "$PG_ADMIN" -qAtc 'show server_version' | awk '{print $1}')\", \"litellm\": \"$( [ "$SMOKE" = 0 ] && "$LITELLM_VENV/bin/pip" show litellm | awk '/^Version/ {print $2}')\", \"smoke\": $SMOKE}"
 } >> "$RESULTS"
 
 if [ "$SMOKE" = 1 ]; then

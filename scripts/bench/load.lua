@@ -2,7 +2,8 @@
 -- summary line at the end. BENCH_KIND picks the request:
 --   delegate  POST /v1/delegate, a native envelope (Switchboard, bare axum)
 --   a2a       POST <path>, a JSON-RPC SendMessage (A2A 1.0 servers)
--- BENCH_TOKEN is the bearer token (none when empty), BENCH_TARGET the agent.
+-- BENCH_TOKEN is the bearer token (none when empty), BENCH_TARGET the agent
+-- of a native envelope.
 
 local kind = os.getenv("BENCH_KIND") or "delegate"
 local token = os.getenv("BENCH_TOKEN") or ""
@@ -49,10 +50,18 @@ function request()
 end
 
 -- A2A answers errors with 200 and a JSON-RPC error: count them too.
+-- BENCH_STOP_AFTER > 0 stops each thread after that many responses (the
+-- memory runs count delegations; -d stays the time bound).
 rpc_errors = 0
-if kind == "a2a" then
+local stop_after = tonumber(os.getenv("BENCH_STOP_AFTER") or "0") or 0
+local responses = 0
+if kind == "a2a" or stop_after > 0 then
   function response(status, headers, body)
-    if body and body:find('"error":', 1, true) then rpc_errors = rpc_errors + 1 end
+    if kind == "a2a" and body and body:find('"error":', 1, true) then rpc_errors = rpc_errors + 1 end
+    if stop_after > 0 then
+      responses = responses + 1
+      if responses >= stop_after then wrk.thread:stop() end
+    end
   end
 end
 
