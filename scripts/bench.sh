@@ -34,10 +34,10 @@ mkdir -p "$LOGS"
 
 if [ "$SMOKE" = 1 ]; then
   DURATION=2; LEVELS="1 64"; BENCH_N=2000; MEMORY_N=3000; IN_FLIGHT=200; HOP_N=200; HOP_LEVELS="1 64"
-  MEMORY_HTTP_N=2000; GATEWAY_DURATION=2
+  MEMORY_HTTP_N=2000; MEMORY_HTTP_STEP=1; GATEWAY_DURATION=2
 else
   DURATION=10; LEVELS="1 64 1000"; BENCH_N=20000; MEMORY_N=100000; IN_FLIGHT=1000; HOP_N=2000; HOP_LEVELS="1 64"
-  MEMORY_HTTP_N=100000; GATEWAY_DURATION=10
+  MEMORY_HTTP_N=100000; MEMORY_HTTP_STEP=4; GATEWAY_DURATION=10
 fi
 GATEWAY_C=16     # the connections of the gateway rows (issue 20 measured LiteLLM there)
 MEMORY_HTTP_C=64 # the connections of the memory runs over HTTP
@@ -73,7 +73,8 @@ if ! psql "$PG_ADMIN" -qAtc 'select 1' >/dev/null 2>&1; then
 fi
 PG_DBS=""
 pg_create() { # pg_create NAME: a fresh, empty database
-  psql "$PG_ADMIN" -qAt -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" >/dev/null
+  PGOPTIONS=--client-min-messages=warning psql "$PG_ADMIN" -qAt -c "DROP DATABASE IF EXISTS $1" \
+    -c "CREATE DATABASE $1" >/dev/null
   PG_DBS="$PG_DBS $1"
 }
 pg_drop() { psql "$PG_ADMIN" -qAt -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" >/dev/null 2>&1 || true; }
@@ -180,10 +181,10 @@ start_server() { # start_server NAME PORT TAG; sets SERVER_PID
   fi
 }
 
-wrk_run() { # wrk_run PORT PATH KIND TOKEN CONNECTIONS SECONDS [STOP_AFTER_PER_THREAD]
+wrk_run() { # wrk_run PORT PATH KIND TOKEN CONNECTIONS SECONDS
   local threads=2
   [ "$5" -lt 2 ] && threads=1
-  BENCH_KIND=$3 BENCH_TOKEN=$4 BENCH_TARGET=${BENCH_TARGET:-echo} BENCH_STOP_AFTER=${7:-0} \
+  BENCH_KIND=$3 BENCH_TOKEN=$4 BENCH_TARGET=${BENCH_TARGET:-echo} \
     wrk -t"$threads" -c"$5" -d"$6s" --timeout 10s --latency -s scripts/bench/load.lua "http://127.0.0.1:$1$2"
 }
 
@@ -223,26 +224,27 @@ if [ "$SMOKE" = 0 ]; then
 fi
 
 # --- memory over HTTP: RSS while delegations go through a server ---------------
-# MEMORY_HTTP_N delegations at MEMORY_HTTP_C connections, in ten steps of a
-# tenth each (every wrk thread stops after its share); the first tenth is the
-# warm-up, RSS is read after each step. Durable SQLite, PostgreSQL, and A2A
-# SendMessage (SQLite).
+# wrk runs of MEMORY_HTTP_STEP seconds at MEMORY_HTTP_C connections, one after
+# another, until MEMORY_HTTP_N delegations went through (at most 100 runs);
+# RSS (VmRSS) is read after each run. The first tenth is the warm-up
+# (table.py measures the drift from there). Durable SQLite, PostgreSQL, and
+# A2A SendMessage (SQLite).
 memory_http() { # memory_http NAME KIND PATH TOKEN
-  local name=$1 kind=$2 path=$3 token=$4 port step samples="" errors=0 line i
+  local name=$1 kind=$2 path=$3 token=$4 port samples="" errors=0 done=0 runs=0 line
   port=$(free_port)
   start_server "$name" "$port" memory
-  step=$((MEMORY_HTTP_N / 10))
-  for i in 1 2 3 4 5 6 7 8 9 10; do
-    line=$(wrk_run "$port" "$path" "$kind" "$token" "$MEMORY_HTTP_C" 300 $((step / 2)) | grep '^BENCH_JSON' || true)
-    errors=$((errors + $(python3 -c 'import json,sys
-d = json.loads(sys.argv[1][len("BENCH_JSON "):]) if sys.argv[1] else {"socket_errors": 1}
-print(d["non_2xx"] + d["rpc_errors"] + d["socket_errors"])' "$line")))
-    samples="$samples${samples:+, }[$((i * step)), $(rss_kib "$SERVER_PID")]"
+  while [ "$done" -lt "$MEMORY_HTTP_N" ] && [ "$runs" -lt 100 ]; do
+    line=$(wrk_run "$port" "$path" "$kind" "$token" "$MEMORY_HTTP_C" "$MEMORY_HTTP_STEP" | grep '^BENCH_JSON' || true)
+    read -r n e < <(python3 -c 'import json,sys
+d = json.loads(sys.argv[1][len("BENCH_JSON "):]) if sys.argv[1] else {"requests": 0, "socket_errors": 1}
+print(d["requests"], d.get("non_2xx", 0) + d.get("rpc_errors", 0) + d.get("socket_errors", 0))' "$line")
+    done=$((done + n)); errors=$((errors + e)); runs=$((runs + 1))
+    samples="$samples${samples:+, }[$done, $(rss_kib "$SERVER_PID")]"
   done
-  echo "{\"section\": \"memory-http\", \"name\": \"$name\", \"total\": $MEMORY_HTTP_N, \"connections\": $MEMORY_HTTP_C, \"samples\": [$samples], \"peak_kib\": $(peak_kib "$SERVER_PID"), \"errors\": $errors}" >> "$RESULTS"
+  echo "{\"section\": \"memory-http\", \"name\": \"$name\", \"total\": $done, \"connections\": $MEMORY_HTTP_C, \"samples\": [$samples], \"peak_kib\": $(peak_kib "$SERVER_PID"), \"errors\": $errors}" >> "$RESULTS"
   stop_server
 }
-say "memory over HTTP: $MEMORY_HTTP_N delegations at $MEMORY_HTTP_C connections, RSS after each tenth"
+say "memory over HTTP: $MEMORY_HTTP_N delegations at $MEMORY_HTTP_C connections, RSS after each ${MEMORY_HTTP_STEP} s"
 memory_http switchboard-http delegate /v1/delegate bench-token
 memory_http switchboard-pg delegate /v1/delegate bench-token
 memory_http switchboard-a2a a2a /a2a/echo bench-user-token

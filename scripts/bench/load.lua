@@ -50,18 +50,10 @@ function request()
 end
 
 -- A2A answers errors with 200 and a JSON-RPC error: count them too.
--- BENCH_STOP_AFTER > 0 stops each thread after that many responses (the
--- memory runs count delegations; -d stays the time bound).
 rpc_errors = 0
-local stop_after = tonumber(os.getenv("BENCH_STOP_AFTER") or "0") or 0
-local responses = 0
-if kind == "a2a" or stop_after > 0 then
+if kind == "a2a" then
   function response(status, headers, body)
-    if kind == "a2a" and body and body:find('"error":', 1, true) then rpc_errors = rpc_errors + 1 end
-    if stop_after > 0 then
-      responses = responses + 1
-      if responses >= stop_after then wrk.thread:stop() end
-    end
+    if body and body:find('"error":', 1, true) then rpc_errors = rpc_errors + 1 end
   end
 end
 

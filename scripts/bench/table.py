@@ -83,12 +83,19 @@ def mark(value, goal, higher=True):
     return " ✓" if (value >= goal if higher else value <= goal) else " ✗"
 
 
+def warm(r):
+    """The samples from the end of the warm-up (the first tenth of the delegations) on."""
+    rest = [s for s in r["samples"] if s[0] >= r["total"] / 10]
+    return rest if len(rest) >= 2 else r["samples"][-2:]
+
+
 def drift(r):
-    """The largest move of RSS after the warm-up (the first sample), as a fraction of it."""
-    base = r["samples"][0][1]
-    if not base or len(r["samples"]) < 2:
+    """The largest move of RSS after the warm-up, as a fraction of RSS at its end."""
+    samples = warm(r)
+    base = samples[0][1] if samples else 0
+    if not base or len(samples) < 2:
         return None
-    return max(abs(kib - base) for _, kib in r["samples"][1:]) / base
+    return max(abs(kib - base) for _, kib in samples[1:]) / base
 
 
 def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
@@ -183,8 +190,7 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
                f"| (for context) |")
 
     out.append("")
-    n = next(iter(mem_http.values()))["total"] if mem_http else "?"
-    out.append(f"| memory: {n} delegations over HTTP, RSS after the warm-up tenth | measured | goal |")
+    out.append("| memory over HTTP, RSS from the end of the warm-up tenth on | measured | goal |")
     out.append("|---|---|---|")
     for name, label in MEMORY_HTTP:
         r = mem_http.get(name)
@@ -192,9 +198,9 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
         if d is None:
             out.append(f"| {label} | - | flat (±10%) |")
         else:
-            first, last = r["samples"][0][1] / 1024, r["samples"][-1][1] / 1024
-            out.append(f"| {label} | {first:.0f} → {last:.0f} MB, max drift {d * 100:.1f}%{mark(d, 0.10, higher=False)} "
-                       f"| flat (±10%) |")
+            first, last = warm(r)[0][1] / 1024, r["samples"][-1][1] / 1024
+            out.append(f"| {label} | {r['total']} delegations; {first:.1f} → {last:.1f} MB, max drift "
+                       f"{d * 100:.1f}%{mark(d, 0.10, higher=False)} | flat (±10%) |")
 
     single = inproc.get("single")
     extra = []
@@ -284,13 +290,15 @@ def main():
         p("")
     if mem_http:
         n = next(iter(mem_http.values()))
-        p(f"Memory over HTTP ({n['total']} delegations at {n['connections']} connections; RSS of the server "
-          f"after each tenth, the first tenth is the warm-up)")
+        p(f"Memory over HTTP ({n['connections']} connections; RSS of the server after each wrk run, "
+          f"the first tenth of the delegations is the warm-up)")
         for name, label in MEMORY_HTTP:
             r = mem_http.get(name)
             if r:
-                rss = ", ".join(f"{kib / 1024:.0f}" for _, kib in r["samples"])
-                p(f"  {label:<36} {rss} MB; peak {mib(r['peak_kib'])}; errors {r['errors']}")
+                step = max(1, len(r["samples"]) // 10)
+                rss = ", ".join(f"{kib / 1024:.0f}" for _, kib in r["samples"][::step])
+                p(f"  {label:<26} {r['total']:>7} delegations; RSS {rss} MB; peak {mib(r['peak_kib'])}; "
+                  f"errors {r['errors']}")
         p("")
     if memory:
         p(f"Memory (in process, durable SQLite store)")
@@ -331,7 +339,7 @@ def main():
             r = mem_http.get(name)
             if r is None:
                 problems.append(f"the memory run over HTTP {name} is missing")
-            elif r["errors"] or len(r["samples"]) < 2:
+            elif r["errors"] or len(r["samples"]) < 2 or r["total"] == 0:
                 problems.append(f"the memory run over HTTP {name}: {r}")
         for key in ["direct", "single", "chain", "fanout"]:
             if key not in inproc:
