@@ -318,6 +318,9 @@ def main():
             if a and b:
                 t = ratio(a["rps"], b["rps"])
                 q = ratio(a["p99_us"], b["p99_us"])
+                if t is None or q is None:
+                    p(f"  {label} vs a2a-sdk at {c}: not measured (a server answered nothing)")
+                    continue
                 p(f"  {label} vs a2a-sdk at {c}: throughput {t:.1f}x (goal >= 10x: {verdict(t, 10)}), "
                   f"p99 {q:.2f} of it (goal <= 0.10: {verdict(q, 0.10, higher=False)})")
     if memory:
