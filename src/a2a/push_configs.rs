@@ -51,7 +51,9 @@ impl A2aService {
         self.get(principal, agent, &task_id, Some(0)).await?;
         let config = self.pusher().prepare(config).await?;
         let after = self.runtime().store().a2a_event_seq(&task_id).await.map_err(store_error)?;
-        self.pusher().save(config, &task_id, after).await
+        let saved = self.pusher().save(config, &task_id, after).await?;
+        self.pushes(&task_id);
+        Ok(saved)
     }
 
     /// GetTaskPushNotificationConfig.

@@ -168,6 +168,14 @@ impl A2aService {
         &self.runtime
     }
 
+    /// Notes that task `task_id` has a push config: each of its events is
+    /// delivered as it is stored, not only those that end a turn.
+    pub(super) fn pushes(&self, task_id: &str) {
+        if let Some(e) = lock(&self.tasks).map.get_mut(task_id) {
+            e.pushless = false;
+        }
+    }
+
     /// Its push notification deliverer.
     pub(super) fn pusher(&self) -> &Arc<super::push::Pusher> {
         &self.push
@@ -320,6 +328,7 @@ impl A2aService {
                 outbox: Vec::new(),
                 writer: Arc::default(),
                 watching: false,
+                pushless: push.is_none(),
             });
             entry.seq = seq;
             entry.task.status = TaskStatus::now(state, None);
@@ -329,10 +338,19 @@ impl A2aService {
             entry.task.metadata = Some(Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]));
             entry.task.history.get_or_insert_with(Vec::new).push(message.clone());
             entry.running = Some(Running { request_id, abort: None });
-            let record = entry.record();
+            if push.is_some() {
+                entry.pushless = false;
+            }
             let rx = entry.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
             let snapshot = view(&entry.task, history, true);
             let latest = entry.event_seq;
+            if state == TaskState::Working {
+                // the turn's first event, stored with the task's version (one commit): a streamed
+                // turn starts `submitted` and its turn moves it to working
+                let update = entry.task.status_update();
+                entry.send(update);
+            }
+            let record = entry.record();
             let turn = Turn {
                 task_id: task_id.clone(),
                 request_id,
@@ -360,7 +378,7 @@ impl A2aService {
             (task_id, stream, handle, record)
         };
         // on file before the caller hears of it (later versions, written by the turn, are not replaced)
-        self.save(record).await;
+        self.flush(&task_id, Some(record)).await;
         if let Some(c) = push {
             // from the events of this turn on (those stored meanwhile included)
             let after = i64::try_from(stream.latest).unwrap_or(i64::MAX);
@@ -388,21 +406,21 @@ impl A2aService {
     /// agent answered with one (the conformance agent does).
     async fn run_turn(self: Arc<Self>, turn: Turn) -> Option<Message> {
         let runtime = &self.runtime;
-        let mut submitted = false;
-        let working = self.update(&turn.task_id, |e| {
-            submitted = e.task.status.state != TaskState::Working;
-            e.task.status = TaskStatus::now(TaskState::Working, None);
-            vec![StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id: e.task.id.clone(),
-                context_id: e.task.context_id.clone(),
-                status: e.task.status.clone(),
-                metadata: None,
-            })]
-        });
-        if let Some(record) = working.filter(|_| submitted) {
-            self.save(record).await; // a status change (submitted → working), not a new timestamp
+        // a streamed turn starts submitted: now it works (`send` stored the working event of any other)
+        let submitted =
+            lock(&self.tasks).map.get(&turn.task_id).is_some_and(|e| e.task.status.state == TaskState::Submitted);
+        if submitted {
+            let working = self.update(&turn.task_id, |e| {
+                e.task.status = TaskStatus::now(TaskState::Working, None);
+                vec![StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                    task_id: e.task.id.clone(),
+                    context_id: e.task.context_id.clone(),
+                    status: e.task.status.clone(),
+                    metadata: None,
+                })]
+            });
+            self.flush(&turn.task_id, working).await;
         }
-        self.flush(&turn.task_id).await;
         let hints = vec![format!("{}{}", MESSAGE_ID_HINT, turn.message.message_id)];
         let outcome = match (&turn.rails, turn.caller.user()) {
             (None, Some(user)) => {
@@ -448,10 +466,7 @@ impl A2aService {
             )),
         };
         let (reply, record) = self.finish(&turn, outcome);
-        if let Some(record) = record {
-            self.save(record).await;
-        }
-        self.flush(&turn.task_id).await;
+        self.flush(&turn.task_id, record).await;
         reply
     }
 
@@ -470,18 +485,27 @@ impl A2aService {
         Some(e.record())
     }
 
-    /// Stores the task's events waiting in its outbox, then sends them to
-    /// its live subscribers, in order; one flush per task at a time. A store
+    /// Stores the task's version `record` (when given) with the events
+    /// waiting in its outbox, in one write, then sends the events to its
+    /// live subscribers, in order; one flush per task at a time. A store
     /// that fails is logged and the events are sent anyway (the stream goes
     /// on; a client that reconnects misses them).
-    async fn flush(&self, task_id: &str) {
-        let Some(writer) = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone()) else { return };
+    async fn flush(&self, task_id: &str, record: Option<A2aTaskRecord>) {
+        let Some(writer) = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone()) else {
+            if let Some(record) = record {
+                self.save(record).await;
+            }
+            return;
+        };
         let _one_at_a_time = writer.lock().await;
-        let batch = match lock(&self.tasks).map.get_mut(task_id) {
-            Some(e) => std::mem::take(&mut e.outbox),
-            None => return,
+        let (batch, pushless) = match lock(&self.tasks).map.get_mut(task_id) {
+            Some(e) => (std::mem::take(&mut e.outbox), e.pushless),
+            None => (Vec::new(), true),
         };
         if batch.is_empty() {
+            if let Some(record) = record {
+                self.save(record).await;
+            }
             return;
         }
         let records: Vec<A2aEventRecord> = batch
@@ -489,11 +513,15 @@ impl A2aService {
             .filter(|(_, stored)| !stored)
             .map(|(ev, _)| A2aEventRecord::new(task_id, i64::try_from(ev.seq).unwrap_or(i64::MAX), &ev.event))
             .collect();
-        if let Err(e) = self.runtime.store().append_a2a_events(&records).await {
-            tracing::warn!(task = task_id, error = %e, "the events of an A2A task could not be stored");
+        if let Err(e) = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records).await {
+            tracing::warn!(task = task_id, error = %e, "an A2A task's change could not be stored");
         }
-        // on file: the task's push configs, if it has any, get them
-        self.push.notify(task_id);
+        // on file: the task's push configs, if it has any, get them. A task this process made
+        // with no config it knows of is only looked up when its turn ends (a config another
+        // process made meanwhile then gets every event after its cursor)
+        if !pushless || batch.iter().any(|(ev, _)| ends_turn(&ev.event)) {
+            self.push.notify(task_id);
+        }
         let mut tasks = lock(&self.tasks);
         if let Some(e) = tasks.map.get_mut(task_id) {
             if let Some(tx) = &e.events {
@@ -593,7 +621,7 @@ impl A2aService {
             None => (Vec::new(), store.a2a_event_seq(id).await.map_err(store_error)?),
         };
         self.apply_loaded(id, &record, stored, u64::try_from(newest).unwrap_or(0));
-        self.flush(id).await;
+        self.flush(id, None).await;
         Ok(())
     }
 
@@ -812,8 +840,7 @@ impl A2aService {
         let owner = principal.label();
         self.cached(id).await?;
         let (task, record, tree) = self.cancel_cached(&owner, agent, id)?;
-        self.save(record).await;
-        self.flush(id).await;
+        self.flush(id, Some(record)).await;
         // the tree stays cancelled: in the store, for this process and any that resumes it
         if let Some(root) = tree
             && let Err(e) = self.runtime.cancel_tree(&Principal::Admin, root).await
@@ -1054,6 +1081,11 @@ pub struct ListQuery {
 }
 
 /// The store failed: the task cannot be answered for now.
+/// Whether a stream event ends a task's turn: a terminal state, or one that waits for the caller.
+fn ends_turn(ev: &StreamResponse) -> bool {
+    matches!(ev, StreamResponse::StatusUpdate(u) if u.status.state.is_terminal() || u.status.state.ends_turn())
+}
+
 fn store_error(e: StoreError) -> A2aError {
     A2aError::new(Kind::Internal, format!("the task store is unavailable ({e}); retry later"))
 }

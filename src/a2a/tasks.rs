@@ -53,6 +53,9 @@ pub(super) struct Entry {
     pub writer: Arc<tokio::sync::Mutex<()>>,
     /// A watcher follows the task's tree for its subscribers (see `watch`).
     pub watching: bool,
+    /// Made by this process, which knows of no push config for it: its
+    /// configs are looked up only when a turn ends (service `flush`).
+    pub pushless: bool,
 }
 
 impl Entry {
@@ -103,6 +106,7 @@ impl Entry {
             outbox: Vec::new(),
             writer: Arc::default(),
             watching: false,
+            pushless: false,
         })
     }
 }

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use sqlx::{AnyPool, AssertSqlSafe, FromRow};
+use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, FromRow};
 
 use super::{Store, StoreError, StoreResult, now_ms};
 use crate::protocol::a2a::types::{StreamResponse, Task, TaskState};
@@ -273,6 +273,12 @@ impl TryFrom<TaskRow> for A2aTaskRecord {
 
 /// Writes the task unless a version with a higher or equal seq is stored; true when written.
 pub(super) async fn put_task(pool: &AnyPool, t: &A2aTaskRecord) -> StoreResult<bool> {
+    let mut conn = pool.acquire().await.map_err(backend_err)?;
+    put_task_on(&mut conn, t).await
+}
+
+/// [`put_task`] on one connection (or inside a transaction).
+async fn put_task_on(conn: &mut AnyConnection, t: &A2aTaskRecord) -> StoreResult<bool> {
     let done = sqlx::query(
         "INSERT INTO a2a_tasks (id, owner, agent, context_id, session_id, state, task, seq, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
@@ -289,10 +295,30 @@ pub(super) async fn put_task(pool: &AnyPool, t: &A2aTaskRecord) -> StoreResult<b
     .bind(t.task.clone())
     .bind(t.seq)
     .bind(t.updated_at)
-    .execute(pool)
+    .execute(conn)
     .await
     .map_err(backend_err)?;
     Ok(done.rows_affected() == 1)
+}
+
+/// A task's version and its events in one transaction (one commit, one
+/// sync of the log): true when the version was written.
+pub(super) async fn put_task_with_events(
+    pool: &AnyPool,
+    t: Option<&A2aTaskRecord>,
+    events: &[A2aEventRecord],
+) -> StoreResult<bool> {
+    if t.is_none() && events.is_empty() {
+        return Ok(false);
+    }
+    let mut tx = pool.begin().await.map_err(backend_err)?;
+    let written = match t {
+        Some(t) => put_task_on(&mut tx, t).await?,
+        None => false,
+    };
+    append_events_on(&mut tx, events).await?;
+    tx.commit().await.map_err(backend_err)?;
+    Ok(written)
 }
 
 /// The task `id`, whoever owns it.
@@ -364,6 +390,12 @@ pub(super) async fn append_events(pool: &AnyPool, events: &[A2aEventRecord]) -> 
         return Ok(());
     }
     let mut tx = pool.begin().await.map_err(backend_err)?;
+    append_events_on(&mut tx, events).await?;
+    tx.commit().await.map_err(backend_err)
+}
+
+/// [`append_events`] inside a transaction the caller commits.
+async fn append_events_on(tx: &mut AnyConnection, events: &[A2aEventRecord]) -> StoreResult<()> {
     let mut newest: HashMap<&str, i64> = HashMap::new();
     for e in events {
         sqlx::query(
@@ -390,7 +422,7 @@ pub(super) async fn append_events(pool: &AnyPool, events: &[A2aEventRecord]) -> 
                 .map_err(backend_err)?;
         }
     }
-    tx.commit().await.map_err(backend_err)
+    Ok(())
 }
 
 type EventRow = (String, i64, String, i64);

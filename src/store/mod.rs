@@ -451,6 +451,23 @@ pub trait Store: Send + Sync + 'static {
     /// each task.
     async fn append_a2a_events(&self, events: &[A2aEventRecord]) -> StoreResult<()>;
 
+    /// Saves a task's version (as [`Store::put_a2a_task`], when there is
+    /// one) and appends events (as [`Store::append_a2a_events`]) together:
+    /// in one transaction where the store has them, so a change of a task
+    /// costs one commit. True when the version was written.
+    async fn put_a2a_task_with_events(
+        &self,
+        task: Option<&A2aTaskRecord>,
+        events: &[A2aEventRecord],
+    ) -> StoreResult<bool> {
+        let written = match task {
+            Some(t) => self.put_a2a_task(t).await?,
+            None => false,
+        };
+        self.append_a2a_events(events).await?;
+        Ok(written)
+    }
+
     /// The events of task `task_id` with a seq above `after`, oldest first, at most `limit`.
     async fn a2a_events(&self, task_id: &str, after: i64, limit: usize) -> StoreResult<Vec<A2aEventRecord>>;
 

@@ -605,6 +605,14 @@ impl Store for SqlStore {
         super::a2a_state::append_events(&self.pool, events).await
     }
 
+    async fn put_a2a_task_with_events(
+        &self,
+        task: Option<&A2aTaskRecord>,
+        events: &[super::a2a_state::A2aEventRecord],
+    ) -> StoreResult<bool> {
+        super::a2a_state::put_task_with_events(&self.pool, task, events).await
+    }
+
     async fn a2a_events(
         &self,
         task_id: &str,
