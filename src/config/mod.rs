@@ -76,6 +76,32 @@ pub struct Config {
     /// Where the key that seals a tree's PII vault in the journal lives (`[pii]`).
     #[serde(default)]
     pub pii: PiiConfig,
+    /// The HTTP service's admission control (`[server]`).
+    #[serde(default)]
+    pub server: ServerConfig,
+}
+
+/// `[server]`: how much the HTTP service takes on at once. A delegation
+/// (`POST /v1/delegate`, `POST /v1/chat`) that arrives while `max_in_flight`
+/// are running is answered at once with a 503 `AGENT_UNAVAILABLE` and a
+/// `Retry-After`, instead of waiting in a queue that only makes every
+/// answer later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Delegations the HTTP routes run at once, at most (at least 1).
+    pub max_in_flight: usize,
+}
+
+impl ServerConfig {
+    /// The default `max_in_flight`.
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = 512;
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT }
+    }
 }
 
 /// `[pii]`: the key a tree's PII vault is sealed with in the journal, so a

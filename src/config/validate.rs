@@ -36,6 +36,9 @@ impl Config {
                 l.max_tokens, l.max_tokens_ceiling
             ));
         }
+        if self.server.max_in_flight == 0 {
+            return bad("server.max_in_flight must be at least 1".into());
+        }
         match self.prime.planner.as_str() {
             "rules" => {}
             "llm" if self.llm.base_url.is_some() && self.llm.model.is_some() => {}

@@ -118,7 +118,9 @@ impl Runtime {
             target_agent = %req.target_employee,
             depth,
         );
-        let response = self.flow(parent, caller, req, entry, resumed).instrument(span).await;
+        // boxed: the whole pipeline's state is large, and whoever holds this
+        // future (a spawned task, a parent's join) then moves a pointer, not kilobytes
+        let response = Box::pin(self.flow(parent, caller, req, entry, resumed)).instrument(span).await;
         if let Some(p) = parent {
             p.add_child_usage(response.token_usage);
         }

@@ -76,6 +76,26 @@ async fn detached<T: Send + 'static>(work: impl Future<Output = T> + Send + 'sta
     })
 }
 
+/// Seconds a caller turned away for being over `[server] max_in_flight` is asked to wait.
+const RETRY_AFTER_SECONDS: &str = "1";
+
+/// The answer to a delegation over `[server] max_in_flight`: a 503
+/// `AGENT_UNAVAILABLE` with `Retry-After`, at once, before anything ran.
+fn busy(state: &AppState) -> Response {
+    let mut res = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::AgentUnavailable,
+        format!(
+            "this Switchboard is running as many delegations as it takes at once ([server] max_in_flight = {}); \
+             retry after {RETRY_AFTER_SECONDS} s",
+            state.admission.max()
+        ),
+    )
+    .into_response();
+    res.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static(RETRY_AFTER_SECONDS));
+    res
+}
+
 /// `POST /v1/delegate`.
 pub async fn delegate(
     State(state): State<Arc<AppState>>,
@@ -88,6 +108,7 @@ pub async fn delegate(
             "POST /v1/delegate takes an agent's service token, not a user's (users talk to Prime at /v1/chat)",
         ));
     }
+    let Some(place) = state.admission.enter() else { return Ok(busy(&state)) };
     let mut req = protocol::parse_request(&raw)?;
     let lineage = extract::header(&headers, "x-switchboard-lineage")?.map(str::to_string);
     let deadline = match check_headers(&headers, &req) {
@@ -109,7 +130,11 @@ pub async fn delegate(
         req.constraints.deadline_ms = req.constraints.deadline_ms.min(ms);
     }
     let runtime = state.runtime.clone();
-    let response = detached(async move { runtime.delegate_from(&caller, req, lineage.as_deref()).await }).await?;
+    let response = detached(async move {
+        let _place = place; // held until the delegation ends, even if the caller hangs up
+        runtime.delegate_from(&caller, req, lineage.as_deref()).await
+    })
+    .await?;
     Ok(match &response.error {
         // an answer, or a question for the user (status needs_input): 200
         None => Json(response).into_response(),
@@ -144,6 +169,7 @@ pub async fn chat(
     let Some(user) = caller.user().cloned() else {
         return Err(ApiError::unauthenticated("POST /v1/chat takes a user's token; agents use POST /v1/delegate"));
     };
+    let Some(place) = state.admission.enter() else { return Ok(busy(&state)) };
     let chat: ChatRequest =
         serde_json::from_slice(&raw).map_err(|e| ApiError::invalid(format!("invalid chat request: {e}")))?;
     let session = extract::session(&headers, chat.session_id)?;
@@ -152,7 +178,11 @@ pub async fn chat(
     }
     let opts = AskOptions { input: chat.input, session, ..AskOptions::default() };
     let runtime = state.runtime.clone();
-    let r = detached(async move { runtime.ask(&user, &chat.message, opts).await }).await??;
+    let r = detached(async move {
+        let _place = place;
+        runtime.ask(&user, &chat.message, opts).await
+    })
+    .await??;
     let status = match r.status {
         Status::Failed => StatusCode::BAD_GATEWAY,
         // paused: the tree waits for the user's approval (`approvals` names them) and resumes when they answer

@@ -1,9 +1,10 @@
 //! [`AppState`]: everything a request handler needs, in one value per
 //! service. Two services in one process share nothing (A2A tasks included).
 
-#[cfg(feature = "a2a")]
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 #[cfg(feature = "a2a")]
 use crate::a2a::A2aService;
@@ -27,12 +28,40 @@ pub struct AppState {
     /// When this service started: agent cards change only with the
     /// configuration, which is read at start (their `Last-Modified`).
     pub started_at: chrono::DateTime<chrono::Utc>,
+    /// Places for delegations in flight on the HTTP routes (`[server] max_in_flight`).
+    pub admission: Admission,
+}
+
+/// Admission control: at most so many delegations in flight; one more is
+/// turned away at once rather than queued.
+pub struct Admission {
+    places: Arc<Semaphore>,
+    max: usize,
+}
+
+impl Admission {
+    /// At most `max` at once (at least 1).
+    pub fn new(max: usize) -> Self {
+        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        Self { places: Arc::new(Semaphore::new(max)), max }
+    }
+
+    /// A place, held until the permit drops; None when all are taken.
+    pub fn enter(&self) -> Option<OwnedSemaphorePermit> {
+        self.places.clone().try_acquire_owned().ok()
+    }
+
+    /// How many places there are.
+    pub fn max(&self) -> usize {
+        self.max
+    }
 }
 
 impl AppState {
     /// The state of a service over `runtime`, with its limits for bodies and timeouts derived from the runtime's config.
     pub fn new(runtime: Runtime) -> Self {
         let limits = runtime.config().limits;
+        let admission = Admission::new(runtime.config().server.max_in_flight);
         let body_limit = limits.max_input_bytes.saturating_mul(4).max(64 * 1024);
         let request_timeout = Duration::from_millis(limits.max_deadline_ms).saturating_add(Duration::from_secs(10));
         let tokens = Tokens::new(runtime.store().clone());
@@ -44,6 +73,7 @@ impl AppState {
             body_limit,
             request_timeout,
             started_at: chrono::Utc::now(),
+            admission,
         }
     }
 }

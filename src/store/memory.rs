@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
-    Approval, ApprovalState, Claim, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome, ReplayRecord,
-    Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome,
+    ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -43,6 +43,16 @@ struct Inner {
     steps: HashMap<RequestId, TreeStep>,
     approvals: std::collections::BTreeMap<String, Approval>,
     replays: Vec<ReplayRecord>,
+}
+
+impl Inner {
+    /// Appends `record` to the audit chain; the entry it made.
+    fn seal_audit(&mut self, record: AuditRecord) -> AuditEntry {
+        let prev = self.audit.last().map_or(GENESIS, |e| e.hash.as_str());
+        let entry = record.seal(self.audit.len() as u64 + 1, prev);
+        self.audit.push(entry.clone());
+        entry
+    }
 }
 
 impl MemoryStore {
@@ -140,11 +150,50 @@ impl Store for MemoryStore {
     }
 
     async fn append_audit(&self, record: AuditRecord) -> StoreResult<AuditEntry> {
-        let mut i = lock(&self.inner);
-        let prev = i.audit.last().map_or(GENESIS.to_string(), |e| e.hash.clone());
-        let entry = record.seal(i.audit.len() as u64 + 1, &prev);
-        i.audit.push(entry.clone());
-        Ok(entry)
+        Ok(lock(&self.inner).seal_audit(record))
+    }
+
+    /// The default's writes, under one lock: they land together, as the SQL
+    /// stores' transaction does.
+    async fn record_delegation(
+        &self,
+        record: &DelegationRecord,
+        audit: AuditRecord,
+        conversation: Conversation,
+    ) -> StoreResult<AuditEntry> {
+        let Conversation { new_session, messages, facts, step } = conversation;
+        let mut guard = lock(&self.inner);
+        let i = &mut *guard;
+        if let Some(s) = new_session {
+            match i.sessions.get(&s.id) {
+                Some(kept) if kept.user_id != s.user_id => return Err(StoreError::UserMismatch),
+                Some(_) => {}
+                None => {
+                    if let Some(p) = s.parent_id {
+                        i.children.entry((s.user_id.clone(), s.agent.clone(), p)).or_insert(s.id);
+                    }
+                    i.sessions.insert(s.id, Session::new(&s.user_id, &s.agent, s.id, s.parent_id));
+                }
+            }
+        }
+        for m in messages {
+            i.messages.entry(m.session_id).or_default().push(m);
+        }
+        for f in facts {
+            let mine = i.facts.entry(f.user_id.clone()).or_default();
+            if !mine.iter().any(|g| g.scope == f.scope && g.fact == f.fact) {
+                mine.push(f);
+            }
+        }
+        if let Some(step) = step {
+            let next = match i.steps.get(&step.request_id) {
+                Some(before) => super::journal::merged(before, &step),
+                None => step,
+            };
+            i.steps.insert(next.request_id, next);
+        }
+        i.delegations.insert(record.request_id, record.clone());
+        Ok(i.seal_audit(audit))
     }
 
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>> {

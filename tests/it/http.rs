@@ -493,3 +493,96 @@ async fn another_users_session_is_403_everywhere_and_bad_tokens_are_401() {
         assert_eq!(res.json()["error"]["code"], "UNAUTHENTICATED", "{name}");
     }
 }
+
+/// An agent that waits at a gate: holds delegations in flight until it opens.
+struct Gated {
+    inside: Arc<std::sync::atomic::AtomicUsize>,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+#[async_trait::async_trait]
+impl switchboard::Agent for Gated {
+    async fn run(
+        &self,
+        _ctx: &switchboard::AgentContext,
+        _task: &switchboard::Task,
+    ) -> Result<switchboard::AgentOutput, switchboard::DelegationError> {
+        self.inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _pass = self.gate.acquire().await.expect("the gate stays");
+        Ok(switchboard::AgentOutput::new("through", "through"))
+    }
+}
+
+#[tokio::test]
+async fn over_max_in_flight_a_delegation_gets_a_503_with_retry_after_at_once() {
+    let mut config = Config::from_toml(
+        r#"
+[server]
+max_in_flight = 2
+
+[[agents]]
+slug = "prime-boss"
+name = "Prime"
+may_delegate_to = ["gated"]
+
+[[agents]]
+slug = "gated"
+name = "Gated"
+"#,
+    )
+    .unwrap();
+    config.auth.service_tokens = [("prime-boss".to_string(), PRIME.to_string())].into();
+    let auth = config.auth.clone();
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let agent = Gated { inside: inside.clone(), gate: gate.clone() };
+    let runtime = Runtime::builder().config(config).agent("gated", agent).build().unwrap();
+    let state = Arc::new(AppState::new(runtime));
+    state.tokens.load_config(&auth).await.unwrap();
+    let r = app(state);
+    let send = |id: &str| {
+        let headers = [("x-agent-request-id", id), ("x-agent-origin", "prime-boss")];
+        delegate(Some(PRIME), &headers, envelope(id, "prime-boss", "gated", "alice").to_string())
+    };
+    let ids = [
+        "550e8400-e29b-41d4-a716-446655440001",
+        "550e8400-e29b-41d4-a716-446655440002",
+        "550e8400-e29b-41d4-a716-446655440003",
+        "550e8400-e29b-41d4-a716-446655440004",
+    ];
+    // two delegations fill both places and wait at the gate
+    let held: Vec<_> = ids[..2]
+        .iter()
+        .map(|id| {
+            let (r, req) = (r.clone(), send(id));
+            tokio::spawn(async move { call(&r, req).await })
+        })
+        .collect();
+    while inside.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        tokio::task::yield_now().await;
+    }
+    // a third is turned away at once: 503, Retry-After, a stable code; nothing ran
+    let res = r.clone().oneshot(send(ids[2])).await.unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let body: Value = serde_json::from_slice(&axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "AGENT_UNAVAILABLE", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("max_in_flight"), "{body}");
+    assert_eq!(inside.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // the gate opens: the two held ones answer, and the places are free again
+    gate.add_permits(3);
+    for h in held {
+        let reply = h.await.unwrap();
+        assert_eq!(reply.status, StatusCode::OK, "{}", String::from_utf8_lossy(&reply.body));
+    }
+    let again = call(&r, send(ids[3])).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", String::from_utf8_lossy(&again.body));
+}
+
+#[test]
+fn a_max_in_flight_of_zero_is_a_configuration_error_that_names_the_field() {
+    let err = Config::from_toml("[server]\nmax_in_flight = 0\n").err().unwrap();
+    assert!(err.message.contains("server.max_in_flight"), "{}", err.message);
+    let err = Config::from_toml("[server]\nmax_inflight = 3\n").err().unwrap();
+    assert!(err.message.contains("max_inflight"), "{}", err.message);
+}
