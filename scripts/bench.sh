@@ -66,7 +66,12 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 # PostgreSQL: one server on this machine, a fresh database per Switchboard run
 PG_ADMIN=${BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-command -v psql >/dev/null || { echo "psql is missing (apt-get install postgresql-client)" >&2; exit 2; }
+if ! command -v psql >/dev/null; then
+  say "installing psql"
+  if [ "$(id -u)" != 0 ]; then echo "psql is missing: apt-get install postgresql-client (as root)" >&2; exit 2; fi
+  apt-get install -y -q postgresql-client >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null && apt-get install -y -q postgresql-client >/dev/null; }
+fi
 if ! psql "$PG_ADMIN" -qAtc 'select 1' >/dev/null 2>&1; then
   echo "PostgreSQL does not answer at $PG_ADMIN (set BENCH_POSTGRES_URL)" >&2
   exit 2
