@@ -327,6 +327,34 @@ pub(super) async fn step(pool: &AnyPool, id: RequestId) -> StoreResult<Option<Tr
     row.map(TreeStep::try_from).transpose()
 }
 
+/// [`step`] on an SQLite file's read connections.
+pub(super) fn step_sqlite(readers: &super::sqlite_read::Readers, id: RequestId) -> StoreResult<Option<TreeStep>> {
+    let sql = format!("SELECT {STEP_COLUMNS} FROM tree_steps WHERE request_id = ?1");
+    let rows = readers.rows(&sql, [id.to_string()], |r| {
+        Ok(StepRow {
+            request_id: r.get(0)?,
+            root_id: r.get(1)?,
+            parent_id: r.get(2)?,
+            user_id: r.get(3)?,
+            target: r.get(4)?,
+            state: r.get(5)?,
+            entry: r.get(6)?,
+            caller: r.get(7)?,
+            request: r.get(8)?,
+            response: r.get(9)?,
+            deadline_at: r.get(10)?,
+            budget: r.get(11)?,
+            attempts: r.get(12)?,
+            reads: r.get(13)?,
+            resumes: r.get(14)?,
+            pii: r.get(15)?,
+            created_at: r.get(16)?,
+            updated_at: r.get(17)?,
+        })
+    })?;
+    rows.into_iter().next().map(TreeStep::try_from).transpose()
+}
+
 pub(super) async fn steps(pool: &AnyPool, root: RequestId) -> StoreResult<Vec<TreeStep>> {
     let sql = format!("SELECT {STEP_COLUMNS} FROM tree_steps WHERE root_id = $1 ORDER BY created_at, request_id");
     let rows: Vec<StepRow> =

@@ -13,6 +13,8 @@ pub mod memory;
 mod rows;
 mod signature;
 pub mod sql;
+mod sqlite_read;
+mod sqlite_writer;
 mod writer;
 
 use async_trait::async_trait;

@@ -26,11 +26,11 @@ fn count<T: TryFrom<i64>>(col: &str, n: i64) -> StoreResult<T> {
 /// A row of `sessions`.
 #[derive(Debug, FromRow)]
 pub(super) struct SessionRow {
-    id: String,
-    user_id: String,
-    agent: String,
-    parent_id: Option<String>,
-    created_at: i64,
+    pub(super) id: String,
+    pub(super) user_id: String,
+    pub(super) agent: String,
+    pub(super) parent_id: Option<String>,
+    pub(super) created_at: i64,
 }
 
 impl TryFrom<SessionRow> for Session {
@@ -143,11 +143,11 @@ impl TryFrom<AuditRow> for AuditEntry {
 /// A row of `messages`; `metadata` is a JSON object.
 #[derive(Debug, FromRow)]
 pub(super) struct MessageRow {
-    session_id: String,
-    role: String,
-    content: String,
-    metadata: String,
-    created_at: i64,
+    pub(super) session_id: String,
+    pub(super) role: String,
+    pub(super) content: String,
+    pub(super) metadata: String,
+    pub(super) created_at: i64,
 }
 
 impl TryFrom<MessageRow> for Message {
@@ -169,11 +169,11 @@ impl TryFrom<MessageRow> for Message {
 /// A row of `memory_facts`.
 #[derive(Debug, FromRow)]
 pub(super) struct FactRow {
-    user_id: String,
-    scope: String,
-    fact: String,
-    source_request: Option<String>,
-    created_at: i64,
+    pub(super) user_id: String,
+    pub(super) scope: String,
+    pub(super) fact: String,
+    pub(super) source_request: Option<String>,
+    pub(super) created_at: i64,
 }
 
 impl TryFrom<FactRow> for Fact {

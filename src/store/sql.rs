@@ -17,6 +17,7 @@ use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::anchor::AnchorFile;
 use super::audit::{AuditEntry, AuditHead, AuditRecord};
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
+use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
 use super::writer::{Write, Writer, Written};
 use super::{
@@ -38,6 +39,8 @@ pub struct SqlStore {
     backend: Backend,
     writer: Writer,
     anchor: Option<Arc<AnchorFile>>,
+    /// An SQLite file's hot reads, off the pool (None for PostgreSQL and an in-memory SQLite).
+    readers: Option<Arc<Readers>>,
 }
 
 fn backend_err(e: impl std::fmt::Display) -> StoreError {
@@ -147,9 +150,16 @@ impl SqlStore {
         }
         // The writer has a connection of its own: under load, readers queued
         // for the pool must not hold up the commits everyone is waiting for.
-        let writes = if memory { pool.clone() } else { open(1).await? };
-        let writer = Writer::spawn(writes, backend == Backend::Postgres, anchor.clone());
-        Ok(Self { pool, backend, writer, anchor })
+        let (writer, readers) = match (backend, memory) {
+            // an SQLite file: the writer thread's own synchronous connection, and read connections
+            (Backend::Sqlite, false) => {
+                let file = sqlite_file(&pool).await?;
+                (Writer::spawn_sqlite(&file, anchor.clone())?, Some(Arc::new(Readers::new(&file)?)))
+            }
+            (Backend::Sqlite, true) => (Writer::spawn(pool.clone(), false, anchor.clone()), None),
+            (Backend::Postgres, _) => (Writer::spawn(open(1).await?, true, anchor.clone()), None),
+        };
+        Ok(Self { pool, backend, writer, anchor, readers })
     }
 
     /// Whether the backend is PostgreSQL (else SQLite).
@@ -165,6 +175,20 @@ impl SqlStore {
     /// The connection pool, for operators' tools and tests.
     pub fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+}
+
+/// The file of the SQLite database `pool` is open on, as SQLite names it
+/// (so the writer's own connection opens the same file whatever the URL's
+/// form).
+async fn sqlite_file(pool: &AnyPool) -> StoreResult<std::path::PathBuf> {
+    let file: Option<String> = sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
+        .fetch_optional(pool)
+        .await
+        .map_err(backend_err)?;
+    match file.filter(|f| !f.is_empty()) {
+        Some(f) => Ok(f.into()),
+        None => Err(StoreError::Backend("the SQLite database has no file (use sqlite::memory: for none)".into())),
     }
 }
 
@@ -189,8 +213,17 @@ fn redact_url(url: &str) -> String {
 
 const SESSION_COLUMNS: &str = "id, user_id, agent, parent_id, created_at";
 
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow { id: r.get(0)?, user_id: r.get(1)?, agent: r.get(2)?, parent_id: r.get(3)?, created_at: r.get(4)? })
+}
+
 impl SqlStore {
     async fn session_by_id(&self, id: SessionId) -> StoreResult<Option<Session>> {
+        if let Some(readers) = &self.readers {
+            let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1");
+            let rows = readers.rows(&sql, [id.to_string()], session_row)?;
+            return rows.into_iter().next().map(Session::try_from).transpose();
+        }
         let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1");
         let row = sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
             .bind(id.to_string())
@@ -252,6 +285,12 @@ impl Store for SqlStore {
         agent: &AgentSlug,
         parent: SessionId,
     ) -> StoreResult<Option<Session>> {
+        if let Some(readers) = &self.readers {
+            let sql =
+                format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE user_id = ?1 AND agent = ?2 AND parent_id = ?3");
+            let rows = readers.rows(&sql, [user.to_string(), agent.to_string(), parent.to_string()], session_row)?;
+            return rows.into_iter().next().map(Session::try_from).transpose();
+        }
         let sql =
             format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE user_id = $1 AND agent = $2 AND parent_id = $3");
         let row = sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
@@ -269,6 +308,25 @@ impl Store for SqlStore {
     }
 
     async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>> {
+        if let Some(readers) = &self.readers {
+            let rows = readers.rows(
+                "SELECT session_id, role, content, metadata, created_at FROM messages WHERE session_id = ?1 \
+                 ORDER BY id DESC LIMIT ?2",
+                rusqlite::params![session.to_string(), limit as i64],
+                |r| {
+                    Ok(MessageRow {
+                        session_id: r.get(0)?,
+                        role: r.get(1)?,
+                        content: r.get(2)?,
+                        metadata: r.get(3)?,
+                        created_at: r.get(4)?,
+                    })
+                },
+            )?;
+            let mut out: Vec<Message> = convert(rows)?;
+            out.reverse();
+            return Ok(out);
+        }
         let rows = sqlx::query_as::<_, MessageRow>(
             "SELECT session_id, role, content, metadata, created_at FROM messages WHERE session_id = $1 \
              ORDER BY id DESC LIMIT $2",
@@ -288,6 +346,25 @@ impl Store for SqlStore {
             return Ok(Vec::new());
         }
         // placeholders only: no value is spliced into the SQL text
+        if let Some(readers) = &self.readers {
+            let marks: Vec<String> = (0..scopes.len()).map(|i| format!("?{}", i + 2)).collect();
+            let sql = format!(
+                "SELECT user_id, scope, fact, source_request, created_at FROM memory_facts \
+                 WHERE user_id = ?1 AND scope IN ({}) ORDER BY created_at, id",
+                marks.join(", ")
+            );
+            let params = std::iter::once(user.as_str()).chain(scopes.iter().map(String::as_str));
+            let rows = readers.rows(&sql, rusqlite::params_from_iter(params), |r| {
+                Ok(FactRow {
+                    user_id: r.get(0)?,
+                    scope: r.get(1)?,
+                    fact: r.get(2)?,
+                    source_request: r.get(3)?,
+                    created_at: r.get(4)?,
+                })
+            })?;
+            return convert(rows);
+        }
         let marks: Vec<String> = (0..scopes.len()).map(|i| format!("${}", i + 2)).collect();
         let sql = format!(
             "SELECT user_id, scope, fact, source_request, created_at FROM memory_facts \
@@ -321,6 +398,12 @@ impl Store for SqlStore {
     }
 
     async fn audit_head(&self) -> StoreResult<Option<AuditHead>> {
+        if let Some(readers) = &self.readers {
+            let rows = readers.rows("SELECT seq, hash FROM audit_head WHERE id = 1", [], |r| {
+                Ok(AuditHead { seq: r.get::<_, i64>(0)? as u64, hash: r.get(1)? })
+            })?;
+            return Ok(rows.into_iter().next());
+        }
         let head: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
             .fetch_optional(&self.pool)
             .await
@@ -531,6 +614,9 @@ impl Store for SqlStore {
     }
 
     async fn step(&self, id: RequestId) -> StoreResult<Option<TreeStep>> {
+        if let Some(readers) = &self.readers {
+            return super::journal::step_sqlite(readers, id);
+        }
         super::journal::step(&self.pool, id).await
     }
 

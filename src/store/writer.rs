@@ -27,7 +27,7 @@ use super::signature::task_signature;
 use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult, TreeStep};
 
 /// The most writes committed together.
-const MAX_BATCH: usize = 512;
+pub(super) const MAX_BATCH: usize = 512;
 /// Writes waiting for the writer; callers wait for room beyond this.
 const QUEUE: usize = 8192;
 
@@ -51,9 +51,9 @@ pub(super) enum Written {
     Audit(Box<AuditEntry>),
 }
 
-struct Job {
-    write: Write,
-    reply: oneshot::Sender<StoreResult<Written>>,
+pub(super) struct Job {
+    pub(super) write: Write,
+    pub(super) reply: oneshot::Sender<StoreResult<Written>>,
 }
 
 /// The handle through which the store's writes reach the writer task.
@@ -65,7 +65,7 @@ pub(super) struct Writer {
 
 /// How many writes the writer committed, in how many transactions.
 #[derive(Debug, Default)]
-struct Stats {
+pub(super) struct Stats {
     writes: AtomicU64,
     commits: AtomicU64,
 }
@@ -78,6 +78,14 @@ pub struct WriteStats {
     pub writes: u64,
     /// Transactions they were committed in.
     pub commits: u64,
+}
+
+impl Stats {
+    /// Counts a commit of `n` writes.
+    pub(super) fn counted(&self, n: usize) {
+        self.writes.fetch_add(n as u64, Ordering::Relaxed);
+        self.commits.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 fn backend_err(e: impl std::fmt::Display) -> StoreError {
@@ -95,6 +103,16 @@ impl Writer {
         let stats = Arc::new(Stats::default());
         tokio::spawn(run(pool, postgres, queue, stats.clone(), anchor));
         Self { jobs, stats }
+    }
+
+    /// Starts the writer of an SQLite file: a thread of its own holding a
+    /// synchronous connection to `path` ([`super::sqlite_writer`]).
+    pub(super) fn spawn_sqlite(path: &std::path::Path, anchor: Option<Arc<AnchorFile>>) -> StoreResult<Self> {
+        let conn = super::sqlite_writer::open(path)?;
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        let stats = Arc::new(Stats::default());
+        super::sqlite_writer::spawn(conn, queue, stats.clone(), anchor)?;
+        Ok(Self { jobs, stats })
     }
 
     pub(super) fn stats(&self) -> WriteStats {
@@ -120,10 +138,7 @@ async fn run(
     anchor: Option<Arc<AnchorFile>>,
 ) {
     let mut jobs = Vec::with_capacity(MAX_BATCH);
-    let counted = |n: usize| {
-        stats.writes.fetch_add(n as u64, Ordering::Relaxed);
-        stats.commits.fetch_add(1, Ordering::Relaxed);
-    };
+    let counted = |n: usize| stats.counted(n);
     while queue.recv_many(&mut jobs, MAX_BATCH).await > 0 {
         match commit(&pool, postgres, jobs.iter().map(|j| &j.write)).await {
             Ok(written) => {
@@ -150,6 +165,36 @@ async fn run(
     }
 }
 
+/// The head a committed batch chained from and the head it left: what the
+/// anchor file moves between. None when the batch appended no audit record.
+pub(super) fn anchor_span(written: &[Written]) -> Option<(AuditHead, AuditHead)> {
+    let mut audits = written.iter().filter_map(|w| match w {
+        Written::Audit(e) => Some(e),
+        Written::Done => None,
+    });
+    let first = audits.next()?;
+    let last = audits.next_back().unwrap_or(first);
+    let from = AuditHead { seq: first.seq.saturating_sub(1), hash: first.prev_hash.clone() };
+    let to = AuditHead { seq: last.seq, hash: last.hash.clone() };
+    Some((from, to))
+}
+
+/// Logs an anchor file that was kept at `kept` when the batch went on from
+/// `from`, unless the log holds `kept` as written (`held`: the hash of the
+/// log's record `kept.seq`), which is another process sharing the file
+/// having anchored a later head of this same log.
+pub(super) fn report_kept(anchor: &AnchorFile, kept: &AuditHead, from: &AuditHead, held: Option<String>) {
+    if held.is_none_or(|hash| hash != kept.hash) {
+        tracing::error!(
+            "audit anchor: the anchor file {} holds record {}, which the log does not have as written (it goes on \
+             from record {}): records were deleted or replaced in the database; the file is kept as the evidence",
+            anchor.path().display(),
+            kept.seq,
+            from.seq
+        );
+    }
+}
+
 /// Moves the anchor file, if there is one, to the head of the audit records
 /// a committed batch `written` appended. The commit stands whatever happens
 /// here: a file that cannot be written, or that holds a head the log does
@@ -157,16 +202,10 @@ async fn run(
 /// `audit --verify` reports it.
 async fn anchored(pool: &AnyPool, anchor: Option<&Arc<AnchorFile>>, written: &[Written]) {
     let Some(anchor) = anchor else { return };
-    let mut audits = written.iter().filter_map(|w| match w {
-        Written::Audit(e) => Some(e),
-        Written::Done => None,
-    });
-    let Some(first) = audits.next() else { return };
-    let last = audits.next_back().unwrap_or(first);
-    let from = AuditHead { seq: first.seq.saturating_sub(1), hash: first.prev_hash.clone() };
-    let to = AuditHead { seq: last.seq, hash: last.hash.clone() };
+    let Some((from, to)) = anchor_span(written) else { return };
     let file = anchor.clone();
-    let kept = match tokio::task::spawn_blocking(move || file.advance(&from, &to)).await {
+    let start = from.clone();
+    let kept = match tokio::task::spawn_blocking(move || file.advance(&start, &to)).await {
         Ok(Ok(Advanced::Written)) => return,
         Ok(Ok(Advanced::Kept(head))) => head,
         Ok(Err(e)) => {
@@ -184,16 +223,103 @@ async fn anchored(pool: &AnyPool, anchor: Option<&Arc<AnchorFile>>, written: &[W
         .fetch_optional(pool)
         .await
         .unwrap_or_default();
-    if held.is_none_or(|(hash,)| hash != kept.hash) {
-        tracing::error!(
-            "audit anchor: the anchor file {} holds record {}, which the log does not have as written (it goes on \
-             from record {}): records were deleted or replaced in the database; the file is kept as the evidence",
-            anchor.path().display(),
-            kept.seq,
-            first.seq.saturating_sub(1)
-        );
+    report_kept(anchor, &kept, &from, held.map(|(h,)| h));
+}
+
+/// A batch, ready to be written: its rows by table (nodes and steps merged
+/// as the store would merge them) and its audit records, still to be
+/// chained to the head the transaction reads. Shared by both writers.
+pub(super) struct Plan<'a> {
+    /// The rows of every table but `audit_log`, in the order they are written.
+    pub(super) tables: Vec<(Table, Vec<Vec<Val>>)>,
+    /// The audit records, with the index of the write each belongs to.
+    audits: Vec<(usize, &'a AuditRecord)>,
+    /// One answer per write; an audit append's is filled in by [`Plan::seal`].
+    pub(super) out: Vec<Written>,
+}
+
+impl<'a> Plan<'a> {
+    pub(super) fn new(writes: impl Iterator<Item = &'a Write>) -> Self {
+        let mut rows = Rows::default();
+        let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
+        let mut out = Vec::new();
+        for (i, w) in writes.enumerate() {
+            out.push(Written::Done);
+            match w {
+                Write::Session(s) => rows.session(s),
+                Write::Messages(m) => m.iter().for_each(|m| rows.message(m)),
+                Write::Facts(f) => f.iter().for_each(|f| rows.fact(f)),
+                Write::Delegation(r) => rows.delegation(r),
+                Write::Step(step) => rows.step(step),
+                Write::Audit(record) => audits.push((i, record)),
+                Write::Finish(finish) => {
+                    let (r, record, conversation) = &**finish;
+                    if let Some(s) = &conversation.new_session {
+                        rows.session(s);
+                    }
+                    conversation.messages.iter().for_each(|m| rows.message(m));
+                    conversation.facts.iter().for_each(|f| rows.fact(f));
+                    if let Some(step) = &conversation.step {
+                        rows.step(step);
+                    }
+                    rows.delegation(r);
+                    audits.push((i, record));
+                }
+            }
+        }
+        // one row per node: a later write of the same node replaces an earlier one
+        let mut seen = std::collections::HashSet::new();
+        let mut nodes: Vec<Vec<Val>> =
+            rows.delegations.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
+        nodes.reverse();
+        // one row per step: the writes of a batch merge as the store would merge them
+        let mut merged: Vec<TreeStep> = Vec::new();
+        let mut at = std::collections::HashMap::new();
+        for (id, step) in rows.steps {
+            match at.get(&id) {
+                Some(&i) => merged[i] = super::journal::merged(&merged[i], &step),
+                None => {
+                    at.insert(id, merged.len());
+                    merged.push(step);
+                }
+            }
+        }
+        let steps: Vec<Vec<Val>> = merged.iter().map(step_row).collect();
+        let tables = vec![
+            (SESSIONS, rows.sessions),
+            (MESSAGES, rows.messages),
+            (FACTS, rows.facts),
+            (DELEGATIONS, nodes),
+            (STEPS, steps),
+        ];
+        Self { tables, audits, out }
+    }
+
+    /// Whether the batch appends to the audit chain.
+    pub(super) fn audits(&self) -> bool {
+        !self.audits.is_empty()
+    }
+
+    /// Chains the batch's audit records to `head` (the anchored head the
+    /// transaction read, or the log's last row): their `audit_log` rows and
+    /// the new head (sequence number, hash).
+    pub(super) fn seal(&mut self, head: Option<(i64, String)>) -> (Vec<Vec<Val>>, (i64, String)) {
+        let (mut seq, mut prev) = head.map_or((0, GENESIS.to_string()), |(seq, hash)| (seq as u64, hash));
+        let mut entries = Vec::with_capacity(self.audits.len());
+        for &(i, record) in &self.audits {
+            let entry = record.clone().seal(seq + 1, &prev);
+            (seq, prev) = (entry.seq, entry.hash.clone());
+            entries.push(audit_row(&entry));
+            self.out[i] = Written::Audit(Box::new(entry));
+        }
+        (entries, (seq as i64, prev))
     }
 }
+
+/// The anchored head, kept beside the log and moved with every append.
+pub(super) const HEAD_READ: &str = "SELECT seq, hash FROM audit_head WHERE id = 1";
+/// The log's last row: where a chain without a head goes on from.
+pub(super) const LOG_TAIL: &str = "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1";
 
 /// Applies `writes` in one transaction, a statement per table: rows of the
 /// same kind go into one multi-row `INSERT` (every statement is a round trip
@@ -206,36 +332,10 @@ async fn commit<'a>(
     postgres: bool,
     writes: impl Iterator<Item = &'a Write>,
 ) -> StoreResult<Vec<Written>> {
-    let mut rows = Rows::default();
-    let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
-    let mut out = Vec::new();
-    for (i, w) in writes.enumerate() {
-        out.push(Written::Done);
-        match w {
-            Write::Session(s) => rows.session(s),
-            Write::Messages(m) => m.iter().for_each(|m| rows.message(m)),
-            Write::Facts(f) => f.iter().for_each(|f| rows.fact(f)),
-            Write::Delegation(r) => rows.delegation(r),
-            Write::Step(step) => rows.step(step),
-            Write::Audit(record) => audits.push((i, record)),
-            Write::Finish(finish) => {
-                let (r, record, conversation) = &**finish;
-                if let Some(s) = &conversation.new_session {
-                    rows.session(s);
-                }
-                conversation.messages.iter().for_each(|m| rows.message(m));
-                conversation.facts.iter().for_each(|f| rows.fact(f));
-                if let Some(step) = &conversation.step {
-                    rows.step(step);
-                }
-                rows.delegation(r);
-                audits.push((i, record));
-            }
-        }
-    }
+    let mut plan = Plan::new(writes);
     let mut tx = if postgres {
         let mut tx = pool.begin().await.map_err(backend_err)?;
-        if !audits.is_empty() {
+        if plan.audits() {
             // one chain across every server process: appends take turns
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(AUDIT_LOCK)
@@ -248,83 +348,42 @@ async fn commit<'a>(
         // take the write lock up front: the head we read stays the head
         pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend_err)?
     };
-    // one row per node: a later write of the same node replaces an earlier one
-    let mut seen = std::collections::HashSet::new();
-    let mut nodes: Vec<Vec<Val>> =
-        rows.delegations.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
-    nodes.reverse();
-    // one row per step: the writes of a batch merge as the store would merge them
-    let mut merged: Vec<TreeStep> = Vec::new();
-    let mut at = std::collections::HashMap::new();
-    for (id, step) in rows.steps {
-        match at.get(&id) {
-            Some(&i) => merged[i] = super::journal::merged(&merged[i], &step),
-            None => {
-                at.insert(id, merged.len());
-                merged.push(step);
-            }
-        }
-    }
-    let steps: Vec<Vec<Val>> = merged.iter().map(step_row).collect();
-    let mut entries = Vec::with_capacity(audits.len());
-    if !audits.is_empty() {
+    let (mut entries, mut head_row) = (Vec::new(), Vec::new());
+    if plan.audits() {
         // chain from the anchored head, not from the log's last row: records
         // deleted from the end stay a visible gap
-        let mut head: Option<(i64, String)> = sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend_err)?;
+        let mut head: Option<(i64, String)> =
+            sqlx::query_as(HEAD_READ).fetch_optional(&mut *tx).await.map_err(backend_err)?;
         if head.is_none() {
             // no head (a new log, or one deleted): go on from the log, so the
             // service keeps recording; verify reports the missing head until then
-            head = sqlx::query_as("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(backend_err)?;
+            head = sqlx::query_as(LOG_TAIL).fetch_optional(&mut *tx).await.map_err(backend_err)?;
         }
-        let (mut seq, mut prev) = head.map_or((0, GENESIS.to_string()), |(seq, hash)| (seq as u64, hash));
-        for (i, record) in audits {
-            let entry = record.clone().seal(seq + 1, &prev);
-            (seq, prev) = (entry.seq, entry.hash.clone());
-            entries.push(audit_row(&entry));
-            out[i] = Written::Audit(Box::new(entry));
-        }
-        sqlx::query(
-            "INSERT INTO audit_head (id, seq, hash, updated_at) VALUES (1, $1, $2, $3) \
-             ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, updated_at = excluded.updated_at",
-        )
-        .bind(seq as i64)
-        .bind(prev)
-        .bind(super::now_ms())
-        .execute(&mut *tx)
-        .await
-        .map_err(backend_err)?;
+        let (rows, (seq, prev)) = plan.seal(head);
+        entries = rows;
+        // the new head goes with the rows, in the same statement
+        head_row.push(vec![Val::Int(1), Val::Int(seq), Val::Text(prev), Val::Int(super::now_ms())]);
     }
     let mut statements = Statements::new(postgres);
-    for (table, rows) in [
-        (SESSIONS, rows.sessions),
-        (MESSAGES, rows.messages),
-        (FACTS, rows.facts),
-        (DELEGATIONS, nodes),
-        (STEPS, steps),
-        (AUDIT, entries),
-    ] {
+    let tables = std::mem::take(&mut plan.tables);
+    for (table, rows) in tables.into_iter().chain([(AUDIT, entries), (HEAD, head_row)]) {
         statements.insert(&mut tx, table, rows).await?;
     }
     statements.flush(&mut tx).await?;
     tx.commit().await.map_err(backend_err)?;
-    Ok(out)
+    Ok(plan.out)
 }
 
 /// A bound value.
-enum Val {
+pub(super) enum Val {
     Text(String),
     Opt(Option<String>),
     Int(i64),
 }
 
 /// `INSERT INTO table (columns) VALUES`, and what follows the rows.
-struct Table(&'static str, &'static str);
+#[derive(Clone, Copy)]
+pub(super) struct Table(pub(super) &'static str, pub(super) &'static str);
 
 const SESSIONS: Table =
     Table("INSERT INTO sessions (id, user_id, agent, parent_id, created_at) VALUES ", " ON CONFLICT DO NOTHING");
@@ -343,10 +402,16 @@ const DELEGATIONS: Table = Table(
      total_tokens = excluded.total_tokens",
 );
 const STEPS: Table = Table(STEP_INSERT, STEP_UPSERT);
-const AUDIT: Table = Table(
+pub(super) const AUDIT: Table = Table(
     "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
      duration_ms, tokens, created_at, prev_hash, hash) VALUES ",
     "",
+);
+
+/// The anchored head, kept beside the log and moved with every append (one row, id 1).
+pub(super) const HEAD: Table = Table(
+    "INSERT INTO audit_head (id, seq, hash, updated_at) VALUES ",
+    " ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, updated_at = excluded.updated_at",
 );
 
 /// Bound parameters per statement: under SQLite's 32 766 and PostgreSQL's 65 535.
@@ -483,37 +548,52 @@ fn audit_row(entry: &AuditEntry) -> Vec<Val> {
 /// server, and under load each costs far more than the rows it carries. On
 /// SQLite all of a batch's statements go in one execution (its placeholders
 /// are `?`: binding numbered ones scans the list of names, quadratic in a
-/// statement of thousands); PostgreSQL takes one statement per execution.
+/// statement of thousands). PostgreSQL takes one statement per execution, so
+/// there the `INSERT`s become the data-modifying `WITH` clauses of one
+/// statement (each runs once, to completion, whether or not it is read):
+/// a batch's rows cost one round trip, or one per 65 535 parameters.
 /// Statements are not cached: each batch size is a statement of its own.
 struct Statements {
     postgres: bool,
     sql: String,
     values: Vec<Val>,
+    /// `WITH` clauses in `sql` (PostgreSQL).
+    clauses: usize,
 }
+
+/// Bound parameters per PostgreSQL statement.
+const PG_MAX_PARAMS: usize = 65_535;
 
 impl Statements {
     fn new(postgres: bool) -> Self {
-        Self { postgres, sql: String::new(), values: Vec::new() }
+        Self { postgres, sql: String::new(), values: Vec::new(), clauses: 0 }
     }
 
     async fn insert(&mut self, conn: &mut AnyConnection, table: Table, rows: Vec<Vec<Val>>) -> StoreResult<()> {
+        use std::fmt::Write as _;
         let Table(head, tail) = table;
         let columns = rows.first().map_or(1, Vec::len);
         let per_statement = (MAX_PARAMS / columns).max(1);
         let mut rows = rows.into_iter().peekable();
         while rows.peek().is_some() {
+            let chunk: Vec<Vec<Val>> = rows.by_ref().take(per_statement).collect();
+            if self.postgres {
+                if self.values.len() + chunk.len() * columns > PG_MAX_PARAMS {
+                    self.flush(conn).await?;
+                }
+                self.sql.push_str(if self.clauses == 0 { "WITH " } else { ", " });
+                let _ = write!(self.sql, "w{} AS (", self.clauses);
+                self.clauses += 1;
+            }
             self.sql.push_str(head);
-            let mut n = 0;
-            for (i, row) in rows.by_ref().take(per_statement).enumerate() {
+            for (i, row) in chunk.into_iter().enumerate() {
                 self.sql.push_str(if i == 0 { "(" } else { ", (" });
                 for c in 0..columns {
-                    n += 1;
                     if c > 0 {
                         self.sql.push_str(", ");
                     }
                     if self.postgres {
-                        self.sql.push('$');
-                        self.sql.push_str(&n.to_string());
+                        let _ = write!(self.sql, "${}", self.values.len() + c + 1);
                     } else {
                         self.sql.push('?');
                     }
@@ -522,10 +602,7 @@ impl Statements {
                 self.values.extend(row);
             }
             self.sql.push_str(tail);
-            self.sql.push_str(";\n");
-            if self.postgres {
-                self.flush(conn).await?;
-            }
+            self.sql.push_str(if self.postgres { ")" } else { ";\n" });
         }
         Ok(())
     }
@@ -533,6 +610,10 @@ impl Statements {
     async fn flush(&mut self, conn: &mut AnyConnection) -> StoreResult<()> {
         if self.sql.is_empty() {
             return Ok(());
+        }
+        if self.postgres {
+            self.sql.push_str(" SELECT 1");
+            self.clauses = 0;
         }
         let mut query = sqlx::query(sqlx::AssertSqlSafe(std::mem::take(&mut self.sql))).persistent(false);
         for v in self.values.drain(..) {

@@ -1,0 +1,179 @@
+//! The writer of an SQLite file: a thread of its own holding one synchronous
+//! connection (rusqlite on the same SQLite library sqlx links), in WAL mode
+//! with `synchronous = FULL`, its statements prepared once and kept.
+//!
+//! It is the group commit of [`super::writer`], without sqlx's hop to a
+//! worker thread for every statement: whenever the thread is free it takes
+//! every write that queued up meanwhile, applies them in one `BEGIN
+//! IMMEDIATE` transaction (a row per statement execution, which on a
+//! prepared statement costs microseconds), commits (one sync of the log) and
+//! only then answers each caller. So "durable before it is acknowledged"
+//! holds exactly as with the sqlx writer: a caller's answer is sent after
+//! the `COMMIT` that synced its rows returned.
+//!
+//! The audit chain is sealed inside the transaction from the head it reads
+//! there, as before; `BEGIN IMMEDIATE` takes SQLite's write lock up front,
+//! so another process sharing the file cannot append in between. The anchor
+//! file is moved after the commit and before the callers are answered.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, ToSql, TransactionBehavior};
+use tokio::sync::mpsc;
+
+use super::anchor::{Advanced, AnchorFile};
+use super::writer::{
+    AUDIT, HEAD, HEAD_READ, Job, LOG_TAIL, MAX_BATCH, Plan, Stats, Table, Val, Write, Written, anchor_span, report_kept,
+};
+use super::{StoreError, StoreResult};
+
+fn backend_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+impl ToSql for Val {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Val::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+            Val::Opt(Some(t)) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+            Val::Opt(None) => ToSqlOutput::Owned(Value::Null),
+            Val::Int(i) => ToSqlOutput::Owned(Value::Integer(*i)),
+        })
+    }
+}
+
+/// Opens a connection to the SQLite file at `path` (which the migrations
+/// created): WAL, every commit synced, a writer waiting up to 10 s for
+/// another process's write lock.
+pub(super) fn open(path: &Path) -> StoreResult<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| StoreError::Backend(format!("cannot open the database ({}): {e}", path.display())))?;
+    let setup = || -> rusqlite::Result<()> {
+        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        conn.execute_batch("PRAGMA synchronous = FULL")?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.set_prepared_statement_cache_capacity(32);
+        Ok(())
+    };
+    setup().map_err(|e| StoreError::Backend(format!("cannot set up the database ({}): {e}", path.display())))?;
+    Ok(conn)
+}
+
+/// Starts the writer thread on `conn`; it ends when every sender of `queue` is gone.
+pub(super) fn spawn(
+    conn: Connection,
+    queue: mpsc::Receiver<Job>,
+    stats: Arc<Stats>,
+    anchor: Option<Arc<AnchorFile>>,
+) -> StoreResult<()> {
+    std::thread::Builder::new()
+        .name("switchboard-sqlite-writer".into())
+        .spawn(move || run(conn, queue, &stats, anchor.as_ref()))
+        .map(drop)
+        .map_err(|e| StoreError::Backend(format!("cannot start the store's writer thread: {e}")))
+}
+
+fn run(mut conn: Connection, mut queue: mpsc::Receiver<Job>, stats: &Stats, anchor: Option<&Arc<AnchorFile>>) {
+    let mut jobs: Vec<Job> = Vec::with_capacity(MAX_BATCH);
+    while let Some(job) = queue.blocking_recv() {
+        jobs.push(job);
+        while jobs.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        match commit(&mut conn, jobs.iter().map(|j| &j.write)) {
+            Ok(written) => {
+                stats.counted(written.len());
+                anchored(&conn, anchor, &written);
+                for (job, w) in jobs.drain(..).zip(written) {
+                    let _ = job.reply.send(Ok(w));
+                }
+            }
+            Err(e) if jobs.len() == 1 => {
+                let _ = jobs.remove(0).reply.send(Err(e));
+            }
+            Err(_) => {
+                // one bad write fails alone: the others go one per transaction
+                for job in jobs.drain(..) {
+                    let one = commit(&mut conn, std::iter::once(&job.write));
+                    if let Ok(written) = &one {
+                        stats.counted(1);
+                        anchored(&conn, anchor, written);
+                    }
+                    let _ = job.reply.send(one.map(|mut w| w.remove(0)));
+                }
+            }
+        }
+    }
+}
+
+/// The one-row `INSERT` of `table` (prepared once, then cached by its text).
+fn one_row(table: Table, columns: usize) -> String {
+    let Table(head, tail) = table;
+    let marks = vec!["?"; columns].join(", ");
+    format!("{head}({marks}){tail}")
+}
+
+/// Applies `writes` in one transaction and commits it (synced: WAL with
+/// `synchronous = FULL`); on any error the transaction rolls back whole.
+fn commit<'a>(conn: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> StoreResult<Vec<Written>> {
+    let mut plan = Plan::new(writes);
+    // take the write lock up front: the head we read stays the head
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend_err)?;
+    let (mut entries, mut head_row) = (Vec::new(), Vec::new());
+    if plan.audits() {
+        let head_of = |sql: &str| -> rusqlite::Result<Option<(i64, String)>> {
+            tx.prepare_cached(sql)?.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional()
+        };
+        // chain from the anchored head, not from the log's last row: records
+        // deleted from the end stay a visible gap
+        let mut head = head_of(HEAD_READ).map_err(backend_err)?;
+        if head.is_none() {
+            // no head (a new log, or one deleted): go on from the log
+            head = head_of(LOG_TAIL).map_err(backend_err)?;
+        }
+        let (rows, (seq, prev)) = plan.seal(head);
+        entries = rows;
+        head_row.push(vec![Val::Int(1), Val::Int(seq), Val::Text(prev), Val::Int(super::now_ms())]);
+    }
+    let tables = std::mem::take(&mut plan.tables);
+    for (table, rows) in tables.into_iter().chain([(AUDIT, entries), (HEAD, head_row)]) {
+        let Some(first) = rows.first() else { continue };
+        let mut statement = tx.prepare_cached(&one_row(table, first.len())).map_err(backend_err)?;
+        for row in &rows {
+            statement.execute(rusqlite::params_from_iter(row)).map_err(backend_err)?;
+        }
+    }
+    tx.commit().map_err(backend_err)?;
+    Ok(plan.out)
+}
+
+/// Moves the anchor file, if there is one, to the head a committed batch
+/// left (see [`super::writer`]'s `anchored`: the commit stands whatever
+/// happens here; a problem is logged and `audit --verify` reports it).
+fn anchored(conn: &Connection, anchor: Option<&Arc<AnchorFile>>, written: &[Written]) {
+    let Some(anchor) = anchor else { return };
+    let Some((from, to)) = anchor_span(written) else { return };
+    match anchor.advance(&from, &to) {
+        Ok(Advanced::Written) => {}
+        Ok(Advanced::Kept(kept)) => {
+            // another process sharing the file may have anchored a later head of this same log
+            let held: Option<String> = conn
+                .query_row(
+                    "SELECT hash FROM audit_log WHERE seq = ?1",
+                    [i64::try_from(kept.seq).unwrap_or(i64::MAX)],
+                    |r| r.get(0),
+                )
+                .optional()
+                .unwrap_or_default();
+            report_kept(anchor, &kept, &from, held);
+        }
+        Err(e) => tracing::error!("audit anchor: {e}"),
+    }
+}
