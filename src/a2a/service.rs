@@ -257,7 +257,7 @@ impl A2aService {
         }
 
         // the task: a new one, or a turn of one waiting for input
-        let (task_id, stream, handle, record) = {
+        let (task_id, snapshot, live, latest, handle, record) = {
             let mut tasks = lock(&self.tasks);
             let (task_id, context_id, session) = match message.task_id.clone() {
                 Some(id) => {
@@ -341,7 +341,10 @@ impl A2aService {
             if push.is_some() {
                 entry.pushless = false;
             }
-            let rx = entry.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
+            // live events for a stream only: a channel holds EVENT_BUFFER slots, and a blocking
+            // caller never reads them (a later SubscribeToTask makes the channel it needs)
+            let live = (mode == Mode::Stream)
+                .then(|| entry.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe());
             let snapshot = view(&entry.task, history, true);
             let latest = entry.event_seq;
             if state == TaskState::Working {
@@ -373,24 +376,24 @@ impl A2aService {
             if let Some(r) = tasks.map.get_mut(&task_id).and_then(|e| e.running.as_mut()) {
                 r.abort = Some(handle.abort_handle());
             }
-            let store = self.runtime.store().clone();
-            let stream = Subscription { task: snapshot, replay: Vec::new(), live: rx, after: latest, latest, store };
-            (task_id, stream, handle, record)
+            (task_id, snapshot, live, latest, handle, record)
         };
         // on file before the caller hears of it (later versions, written by the turn, are not replaced)
         self.flush(&task_id, Some(record)).await;
         if let Some(c) = push {
             // from the events of this turn on (those stored meanwhile included)
-            let after = i64::try_from(stream.latest).unwrap_or(i64::MAX);
+            let after = i64::try_from(latest).unwrap_or(i64::MAX);
             self.push.save(c, &task_id, after).await?;
             self.push.notify(&task_id);
         }
 
-        match mode {
-            Mode::Stream => Ok(Sent::Stream(stream)),
-            Mode::NonBlocking => Ok(Sent::Task(stream.task)),
-            Mode::Blocking => {
-                drop(stream);
+        match (mode, live) {
+            (Mode::Stream, Some(live)) => {
+                let store = self.runtime.store().clone();
+                Ok(Sent::Stream(Subscription { task: snapshot, replay: Vec::new(), live, after: latest, latest, store }))
+            }
+            (Mode::Stream | Mode::NonBlocking, _) => Ok(Sent::Task(snapshot)),
+            (Mode::Blocking, _) => {
                 let reply = handle.await.ok().flatten();
                 let tasks = lock(&self.tasks);
                 let e = tasks.map.get(&task_id).ok_or_else(|| A2aError::task_not_found(&task_id))?;
