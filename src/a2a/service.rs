@@ -390,7 +390,14 @@ impl A2aService {
         match (mode, live) {
             (Mode::Stream, Some(live)) => {
                 let store = self.runtime.store().clone();
-                Ok(Sent::Stream(Subscription { task: snapshot, replay: Vec::new(), live, after: latest, latest, store }))
+                Ok(Sent::Stream(Subscription {
+                    task: snapshot,
+                    replay: Vec::new(),
+                    live,
+                    after: latest,
+                    latest,
+                    store,
+                }))
             }
             (Mode::Stream | Mode::NonBlocking, _) => Ok(Sent::Task(snapshot)),
             (Mode::Blocking, _) => {
