@@ -154,7 +154,7 @@ impl SqlStore {
             // an SQLite file: the writer thread's own synchronous connection, and read connections
             (Backend::Sqlite, false) => {
                 let file = sqlite_file(&pool).await?;
-                (Writer::spawn_sqlite(&file, anchor.clone())?, Some(Arc::new(Readers::new(&file)?)))
+                (super::sqlite_writer::writer(&file, anchor.clone())?, Some(Arc::new(Readers::new(&file)?)))
             }
             (Backend::Sqlite, true) => (Writer::spawn(pool.clone(), false, anchor.clone()), None),
             (Backend::Postgres, _) => (Writer::spawn(open(1).await?, true, anchor.clone()), None),

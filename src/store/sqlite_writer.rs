@@ -26,7 +26,8 @@ use tokio::sync::mpsc;
 
 use super::anchor::{Advanced, AnchorFile};
 use super::writer::{
-    AUDIT, HEAD, HEAD_READ, Job, LOG_TAIL, MAX_BATCH, Plan, Stats, Table, Val, Write, Written, anchor_span, report_kept,
+    AUDIT, HEAD, HEAD_READ, Job, LOG_TAIL, MAX_BATCH, Plan, Stats, Table, Val, Write, Writer, Written, anchor_span,
+    report_kept,
 };
 use super::{StoreError, StoreResult};
 
@@ -48,7 +49,7 @@ impl ToSql for Val {
 /// Opens a connection to the SQLite file at `path` (which the migrations
 /// created): WAL, every commit synced, a writer waiting up to 10 s for
 /// another process's write lock.
-pub(super) fn open(path: &Path) -> StoreResult<Connection> {
+fn open(path: &Path) -> StoreResult<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::Backend(format!("cannot open the database ({}): {e}", path.display())))?;
@@ -64,7 +65,14 @@ pub(super) fn open(path: &Path) -> StoreResult<Connection> {
 }
 
 /// Starts the writer thread on `conn`; it ends when every sender of `queue` is gone.
-pub(super) fn spawn(
+/// The writer of the SQLite file at `path`: a thread of its own holding a
+/// synchronous connection to it.
+pub(super) fn writer(path: &Path, anchor: Option<Arc<AnchorFile>>) -> StoreResult<Writer> {
+    let conn = open(path)?;
+    Writer::start(|queue, stats| spawn(conn, queue, stats, anchor))
+}
+
+fn spawn(
     conn: Connection,
     queue: mpsc::Receiver<Job>,
     stats: Arc<Stats>,

@@ -105,13 +105,12 @@ impl Writer {
         Self { jobs, stats }
     }
 
-    /// Starts the writer of an SQLite file: a thread of its own holding a
-    /// synchronous connection to `path` ([`super::sqlite_writer`]).
-    pub(super) fn spawn_sqlite(path: &std::path::Path, anchor: Option<Arc<AnchorFile>>) -> StoreResult<Self> {
-        let conn = super::sqlite_writer::open(path)?;
+    /// A writer whose jobs are taken by whatever `start` starts with the
+    /// queue and the counts (the SQLite file's writer thread).
+    pub(super) fn start(start: impl FnOnce(mpsc::Receiver<Job>, Arc<Stats>) -> StoreResult<()>) -> StoreResult<Self> {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let stats = Arc::new(Stats::default());
-        super::sqlite_writer::spawn(conn, queue, stats.clone(), anchor)?;
+        start(queue, stats.clone())?;
         Ok(Self { jobs, stats })
     }
 
