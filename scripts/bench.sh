@@ -230,7 +230,8 @@ fi
 
 # --- memory over HTTP: RSS while delegations go through a server ---------------
 # wrk runs of MEMORY_HTTP_STEP seconds at MEMORY_HTTP_C connections, one after
-# another, until MEMORY_HTTP_N delegations went through (at most 100 runs);
+# another, until MEMORY_HTTP_N delegations went through (at least 2 runs, at
+# most 100);
 # RSS (VmRSS) is read after each run. The first tenth is the warm-up
 # (table.py measures the drift from there). Durable SQLite, PostgreSQL, and
 # A2A SendMessage (SQLite).
@@ -238,7 +239,8 @@ memory_http() { # memory_http NAME KIND PATH TOKEN
   local name=$1 kind=$2 path=$3 token=$4 port samples="" errors=0 done=0 runs=0 line
   port=$(free_port)
   start_server "$name" "$port" memory
-  while [ "$done" -lt "$MEMORY_HTTP_N" ] && [ "$runs" -lt 100 ]; do
+  # at least two runs: a drift needs two readings, even when one run passes N
+  while [ "$runs" -lt 2 ] || { [ "$done" -lt "$MEMORY_HTTP_N" ] && [ "$runs" -lt 100 ]; }; do
     line=$(wrk_run "$port" "$path" "$kind" "$token" "$MEMORY_HTTP_C" "$MEMORY_HTTP_STEP" | grep '^BENCH_JSON' || true)
     read -r n e < <(python3 -c 'import json,sys
 d = json.loads(sys.argv[1][len("BENCH_JSON "):]) if sys.argv[1] else {"requests": 0, "socket_errors": 1}
