@@ -328,7 +328,7 @@ impl A2aService {
                 outbox: Vec::new(),
                 writer: Arc::default(),
                 watching: false,
-                pushless: push.is_none(),
+                pushless: true,
             });
             entry.seq = seq;
             entry.task.status = TaskStatus::now(state, None);
@@ -498,24 +498,20 @@ impl A2aService {
     /// Stores the task's version `record` (when given) with the events
     /// waiting in its outbox, in one write, then sends the events to its
     /// live subscribers, in order; one flush per task at a time. A store
-    /// that fails is logged and the events are sent anyway (the stream goes
-    /// on; a client that reconnects misses them).
+    /// that fails is logged: the task goes on in this process (the
+    /// delegations it ran are on file anyway) and the events are sent (the
+    /// stream goes on; a client that reconnects misses them).
     async fn flush(&self, task_id: &str, record: Option<A2aTaskRecord>) {
-        let Some(writer) = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone()) else {
-            if let Some(record) = record {
-                self.save(record).await;
-            }
-            return;
+        let writer = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone());
+        let _one_at_a_time = match &writer {
+            Some(w) => Some(w.lock().await),
+            None => None,
         };
-        let _one_at_a_time = writer.lock().await;
         let (batch, pushless) = match lock(&self.tasks).map.get_mut(task_id) {
             Some(e) => (std::mem::take(&mut e.outbox), e.pushless),
             None => (Vec::new(), true),
         };
-        if batch.is_empty() {
-            if let Some(record) = record {
-                self.save(record).await;
-            }
+        if batch.is_empty() && record.is_none() {
             return;
         }
         let records: Vec<A2aEventRecord> = batch
@@ -525,6 +521,9 @@ impl A2aService {
             .collect();
         if let Err(e) = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records).await {
             tracing::warn!(task = task_id, error = %e, "an A2A task's change could not be stored");
+        }
+        if batch.is_empty() {
+            return;
         }
         // on file: the task's push configs, if it has any, get them. A task this process made
         // with no config it knows of is only looked up when its turn ends (a config another
@@ -540,14 +539,6 @@ impl A2aService {
                 }
             }
             e.close_if_terminal();
-        }
-    }
-
-    /// Writes a task's version to the store. A failure is logged: the task
-    /// goes on in this process, and the delegations it ran are on file anyway.
-    async fn save(&self, record: A2aTaskRecord) {
-        if let Err(e) = self.runtime.store().put_a2a_task(&record).await {
-            tracing::warn!(task = %record.id, error = %e, "an A2A task could not be stored");
         }
     }
 
