@@ -218,18 +218,23 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
 }
 
 impl SqlStore {
+    /// The placeholder sign of this store's hot reads: `?n` for the SQLite
+    /// read connections, `$n` for sqlx.
+    fn mark(&self) -> &'static str {
+        if self.readers.is_some() { "?" } else { "$" }
+    }
+
     async fn session_by_id(&self, id: SessionId) -> StoreResult<Option<Session>> {
-        if let Some(readers) = &self.readers {
-            let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1");
-            let rows = readers.rows(&sql, [id.to_string()], session_row)?;
-            return rows.into_iter().next().map(Session::try_from).transpose();
-        }
-        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1");
-        let row = sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend_err)?;
+        let m = self.mark();
+        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = {m}1");
+        let row = match &self.readers {
+            Some(readers) => readers.rows(&sql, [id.to_string()], session_row)?.into_iter().next(),
+            None => sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
+                .bind(id.to_string())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend_err)?,
+        };
         row.map(Session::try_from).transpose()
     }
 
@@ -285,21 +290,23 @@ impl Store for SqlStore {
         agent: &AgentSlug,
         parent: SessionId,
     ) -> StoreResult<Option<Session>> {
-        if let Some(readers) = &self.readers {
-            let sql =
-                format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE user_id = ?1 AND agent = ?2 AND parent_id = ?3");
-            let rows = readers.rows(&sql, [user.to_string(), agent.to_string(), parent.to_string()], session_row)?;
-            return rows.into_iter().next().map(Session::try_from).transpose();
-        }
-        let sql =
-            format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE user_id = $1 AND agent = $2 AND parent_id = $3");
-        let row = sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
-            .bind(user.to_string())
-            .bind(agent.to_string())
-            .bind(parent.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend_err)?;
+        let m = self.mark();
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE user_id = {m}1 AND agent = {m}2 AND parent_id = {m}3"
+        );
+        let row = match &self.readers {
+            Some(readers) => readers
+                .rows(&sql, [user.to_string(), agent.to_string(), parent.to_string()], session_row)?
+                .into_iter()
+                .next(),
+            None => sqlx::query_as::<_, SessionRow>(AssertSqlSafe(sql))
+                .bind(user.to_string())
+                .bind(agent.to_string())
+                .bind(parent.to_string())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(backend_err)?,
+        };
         row.map(Session::try_from).transpose()
     }
 
@@ -308,8 +315,8 @@ impl Store for SqlStore {
     }
 
     async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>> {
-        if let Some(readers) = &self.readers {
-            let rows = readers.rows(
+        let rows = if let Some(readers) = &self.readers {
+            readers.rows(
                 "SELECT session_id, role, content, metadata, created_at FROM messages WHERE session_id = ?1 \
                  ORDER BY id DESC LIMIT ?2",
                 rusqlite::params![session.to_string(), limit as i64],
@@ -322,20 +329,18 @@ impl Store for SqlStore {
                         created_at: r.get(4)?,
                     })
                 },
-            )?;
-            let mut out: Vec<Message> = convert(rows)?;
-            out.reverse();
-            return Ok(out);
-        }
-        let rows = sqlx::query_as::<_, MessageRow>(
-            "SELECT session_id, role, content, metadata, created_at FROM messages WHERE session_id = $1 \
-             ORDER BY id DESC LIMIT $2",
-        )
-        .bind(session.to_string())
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend_err)?;
+            )?
+        } else {
+            sqlx::query_as::<_, MessageRow>(
+                "SELECT session_id, role, content, metadata, created_at FROM messages WHERE session_id = $1 \
+                 ORDER BY id DESC LIMIT $2",
+            )
+            .bind(session.to_string())
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend_err)?
+        };
         let mut out: Vec<Message> = convert(rows)?;
         out.reverse();
         Ok(out)
@@ -346,15 +351,16 @@ impl Store for SqlStore {
             return Ok(Vec::new());
         }
         // placeholders only: no value is spliced into the SQL text
-        if let Some(readers) = &self.readers {
-            let marks: Vec<String> = (0..scopes.len()).map(|i| format!("?{}", i + 2)).collect();
-            let sql = format!(
-                "SELECT user_id, scope, fact, source_request, created_at FROM memory_facts \
-                 WHERE user_id = ?1 AND scope IN ({}) ORDER BY created_at, id",
-                marks.join(", ")
-            );
+        let mark = self.mark();
+        let marks: Vec<String> = (0..scopes.len()).map(|i| format!("{mark}{}", i + 2)).collect();
+        let sql = format!(
+            "SELECT user_id, scope, fact, source_request, created_at FROM memory_facts \
+             WHERE user_id = {mark}1 AND scope IN ({}) ORDER BY created_at, id",
+            marks.join(", ")
+        );
+        let rows = if let Some(readers) = &self.readers {
             let params = std::iter::once(user.as_str()).chain(scopes.iter().map(String::as_str));
-            let rows = readers.rows(&sql, rusqlite::params_from_iter(params), |r| {
+            readers.rows(&sql, rusqlite::params_from_iter(params), |r| {
                 Ok(FactRow {
                     user_id: r.get(0)?,
                     scope: r.get(1)?,
@@ -362,20 +368,15 @@ impl Store for SqlStore {
                     source_request: r.get(3)?,
                     created_at: r.get(4)?,
                 })
-            })?;
-            return convert(rows);
-        }
-        let marks: Vec<String> = (0..scopes.len()).map(|i| format!("${}", i + 2)).collect();
-        let sql = format!(
-            "SELECT user_id, scope, fact, source_request, created_at FROM memory_facts \
-             WHERE user_id = $1 AND scope IN ({}) ORDER BY created_at, id",
-            marks.join(", ")
-        );
-        let mut q = sqlx::query_as::<_, FactRow>(AssertSqlSafe(sql)).bind(user.to_string());
-        for s in scopes {
-            q = q.bind(s.clone());
-        }
-        convert(q.fetch_all(&self.pool).await.map_err(backend_err)?)
+            })?
+        } else {
+            let mut q = sqlx::query_as::<_, FactRow>(AssertSqlSafe(sql)).bind(user.to_string());
+            for s in scopes {
+                q = q.bind(s.clone());
+            }
+            q.fetch_all(&self.pool).await.map_err(backend_err)?
+        };
+        convert(rows)
     }
 
     async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
