@@ -91,16 +91,23 @@ pub struct Config {
 pub struct ServerConfig {
     /// Delegations the HTTP routes run at once, at most (at least 1).
     pub max_in_flight: usize,
+    /// How long a replica's lease lasts without a renewal (ms, 1,000 to
+    /// 600,000). Replicas on one database renew theirs four times per
+    /// period; the trees of one that stopped renewing are taken over by
+    /// another after this long (at once when it ran on the same host).
+    pub replica_lease_ms: u64,
 }
 
 impl ServerConfig {
     /// The default `max_in_flight`.
     pub const DEFAULT_MAX_IN_FLIGHT: usize = 512;
+    /// The default `replica_lease_ms`.
+    pub const DEFAULT_REPLICA_LEASE_MS: u64 = 10_000;
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT }
+        Self { max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT, replica_lease_ms: Self::DEFAULT_REPLICA_LEASE_MS }
     }
 }
 

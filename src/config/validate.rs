@@ -39,6 +39,12 @@ impl Config {
         if self.server.max_in_flight == 0 {
             return bad("server.max_in_flight must be at least 1".into());
         }
+        if !(1_000..=600_000).contains(&self.server.replica_lease_ms) {
+            return bad(format!(
+                "server.replica_lease_ms must be between 1000 and 600000 (ms), not {}",
+                self.server.replica_lease_ms
+            ));
+        }
         match self.prime.planner.as_str() {
             "rules" => {}
             "llm" if self.llm.base_url.is_some() && self.llm.model.is_some() => {}

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::registry::Registry;
 use super::runtime::{Inner, Runtime};
@@ -104,6 +105,7 @@ impl RuntimeBuilder {
                 running: Default::default(),
                 lineage,
                 keeps_lineage,
+                lease: super::replica::Lease::new(Duration::from_millis(config.server.replica_lease_ms)),
                 registry,
                 config,
             }),

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::node::Node;
 use super::pii::Pii;
+use super::replica::Census;
 use super::{Runtime, journal, record};
 use crate::auth::Principal;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId};
@@ -26,6 +27,14 @@ pub struct Resumed {
     pub expired: Vec<RequestId>,
     /// Trees still waiting for a person's approval (they keep waiting).
     pub waiting: Vec<RequestId>,
+    /// Trees running on another replica that is alive (left to it).
+    pub elsewhere: Vec<RequestId>,
+}
+
+impl Resumed {
+    fn has(&self, id: RequestId) -> bool {
+        self.resumed.contains(&id) || self.expired.contains(&id)
+    }
 }
 
 /// The approval rail, for a running node's agent (see `Dispatch::approval`).
@@ -83,24 +92,43 @@ impl Runtime {
     /// leaves trees that wait for approval waiting. Finished steps are not
     /// run again: the journal answers for them.
     pub async fn resume_open_trees(&self) -> Result<Resumed, DelegationError> {
+        self.announce().await;
+        let census = Census::take(self).await?;
         let mut found = Resumed::default();
-        for step in self.inner.store.open_steps().await? {
+        let open = self.inner.store.open_steps().await?;
+        for step in &open {
             let id = step.request_id;
             if lock(&self.inner.running).contains_key(&id) {
                 continue;
             }
+            if step.state == StepState::Waiting && step.deadline_at > now_ms() {
+                found.waiting.push(id);
+                continue;
+            }
+            // a tree another replica runs (or let wait past its deadline) is that replica's
+            if !self.claim(step, &census).await? {
+                if step.state == StepState::Running {
+                    found.elsewhere.push(id);
+                }
+                continue;
+            }
+            let step = TreeStep { owner: Some(self.replica_id().to_string()), ..step.clone() };
             if step.deadline_at <= now_ms() {
                 self.expire(step).await?;
                 found.expired.push(id);
-            } else if step.state == StepState::Waiting {
-                found.waiting.push(id);
             } else {
                 // counted before it runs again (the dashboard marks resumed trees)
-                let counted = TreeStep { resumes: step.resumes.saturating_add(1), ..step.clone() };
+                let counted = TreeStep { resumes: step.resumes.saturating_add(1), ..step };
                 self.inner.store.put_step(&counted).await?;
                 let rt = self.clone();
                 tokio::spawn(async move { rt.resume_step(counted).await });
                 found.resumed.push(id);
+            }
+        }
+        // a dead replica whose trees were all taken over is forgotten
+        for dead in census.dead_ones() {
+            if !open.iter().any(|s| s.owner.as_deref() == Some(dead.as_str()) && !found.has(s.request_id)) {
+                self.inner.store.forget_replica(&dead).await?;
             }
         }
         if !found.resumed.is_empty() || !found.expired.is_empty() {
@@ -108,10 +136,28 @@ impl Runtime {
                 resumed = found.resumed.len(),
                 expired = found.expired.len(),
                 waiting = found.waiting.len(),
+                elsewhere = found.elsewhere.len(),
                 "open trees"
             );
         }
         Ok(found)
+    }
+
+    /// Whether this replica may act on the open top step `step`: it owns
+    /// it and it waits, or it took it over (compare-and-set) from a dead replica. Of
+    /// several replicas claiming one step at once, exactly one gets it.
+    ///
+    /// A running step this replica owns but does not run is between its
+    /// start and its end being written here: not claimed again.
+    async fn claim(&self, step: &TreeStep, census: &Census) -> Result<bool, DelegationError> {
+        let me = self.replica_id();
+        if step.owner.as_deref() == Some(me) {
+            return Ok(step.state != StepState::Running);
+        }
+        if !census.orphaned(step) {
+            return Ok(false);
+        }
+        Ok(self.inner.store.take_step(step.request_id, step.owner.as_deref(), me).await?)
     }
 
     /// Runs the top step `id` again, to its end (after a restart, or once
@@ -119,16 +165,25 @@ impl Runtime {
     /// for one that has ended or runs in this process now.
     pub async fn resume_tree(&self, id: RequestId) -> Result<DelegationResponse, DelegationError> {
         let step = self.top_step(id).await?;
-        if step.state.is_terminal() || lock(&self.inner.running).contains_key(&id) {
-            return Err(DelegationError::new(
-                ErrorCode::AlreadyDecided,
-                format!(
-                    "tree {id} is {} already; nothing to resume",
-                    if step.state.is_terminal() { "ended" } else { "running" }
-                ),
-            ));
+        let refused = |why: String| DelegationError::new(ErrorCode::AlreadyDecided, why);
+        if step.state.is_terminal() {
+            return Err(refused(format!("tree {id} is ended already; nothing to resume")));
         }
-        Ok(self.resume_step(step).await)
+        if lock(&self.inner.running).contains_key(&id) {
+            return Err(refused(format!("tree {id} is running already; nothing to resume")));
+        }
+        // a waiting tree is anyone's to resume, once; a running one its live owner's
+        let census = Census::take(self).await?;
+        let taken = match step.state {
+            StepState::Waiting if step.owner.as_deref() != Some(self.replica_id()) => {
+                self.inner.store.take_step(id, step.owner.as_deref(), self.replica_id()).await?
+            }
+            _ => self.claim(&step, &census).await?,
+        };
+        if !taken {
+            return Err(refused(format!("tree {id} is running on another replica already; nothing to resume")));
+        }
+        Ok(self.resume_step(TreeStep { owner: Some(self.replica_id().to_string()), ..step }).await)
     }
 
     /// Ends the trees that wait for approval past their deadline (a server
@@ -136,8 +191,16 @@ impl Runtime {
     pub async fn expire_overdue(&self) -> Result<Vec<RequestId>, DelegationError> {
         let now = now_ms();
         let mut ended = Vec::new();
+        let mut census = None;
         for step in self.inner.store.open_steps().await? {
             if step.state == StepState::Waiting && step.deadline_at <= now {
+                if census.is_none() {
+                    census = Some(Census::take(self).await?);
+                }
+                // one replica ends it: its owner, or the one that took it from a dead owner
+                if !self.claim(&step, census.as_ref().expect("taken above")).await? {
+                    continue;
+                }
                 ended.push(step.request_id);
                 self.expire(step).await?;
             }
@@ -196,7 +259,8 @@ impl Runtime {
 
     /// Cancels the tree rooted at `root` for good: every running or waiting
     /// step is marked cancelled (a resumed process does not start them
-    /// again), what runs in this process stops, a tree that waited is
+    /// again), what runs in this process stops (what another live replica
+    /// runs stops at its next lease renewal), a tree that waited is
     /// recorded as cancelled, and its pending approvals are closed. How
     /// many steps were cancelled.
     pub async fn cancel_tree(&self, caller: &Principal, root: RequestId) -> Result<u64, DelegationError> {
@@ -214,10 +278,17 @@ impl Runtime {
                 .decide_approval(&a.id, ApprovalState::Rejected, &caller.label(), Some("the tree was cancelled"))
                 .await?;
         }
+        let census = Census::take(self).await?;
         if lock(&self.inner.running).contains_key(&root) {
             // cancelled in the store first, so a crash now does not resume it; then here
             store.cancel_steps(step.root_id).await?;
             self.cancel(root);
+        } else if step.state == StepState::Running
+            && step.owner.as_deref() != Some(self.replica_id())
+            && !census.orphaned(&step)
+        {
+            // another replica runs it: cancelled in the store, it stops there at its next renewal
+            store.cancel_steps(step.root_id).await?;
         } else {
             // nothing runs it here: every open step gets its record, cancelled
             let why = DelegationError::new(ErrorCode::Cancelled, format!("cancelled by {}", caller.label()));

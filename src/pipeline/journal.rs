@@ -38,6 +38,7 @@ pub(super) fn entry_name(entry: &Entry, has_parent: bool) -> &'static str {
 /// the async workers and is waited for only until the deadline (a
 /// delegation out of time keeps no envelope and fails at once).
 pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'static str) -> TreeStep {
+    super::replica::hold(rt);
     let (request, pii) = if entry == CHILD {
         (String::new(), None)
     } else if small(&adm.req) {
@@ -95,6 +96,7 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
         pii,
         created_at: now,
         updated_at: now,
+        owner: Some(rt.inner.lease.id.clone()),
     }
 }
 

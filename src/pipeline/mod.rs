@@ -31,6 +31,7 @@ mod pii;
 mod record;
 pub mod registry;
 mod replay;
+mod replica;
 mod respond;
 mod route;
 mod runtime;

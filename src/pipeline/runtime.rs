@@ -50,6 +50,8 @@ pub(super) struct Inner {
     pub lineage: crate::lineage::Authority,
     /// Whether nodes keep their lineage: some agent sends to another runtime.
     pub keeps_lineage: bool,
+    /// This runtime's lease among the replicas on its store.
+    pub lease: super::replica::Lease,
 }
 
 impl Runtime {

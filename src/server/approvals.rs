@@ -336,6 +336,7 @@ mod tests {
             pii: None,
             created_at: 1,
             updated_at: 2,
+            owner: None,
         }
     }
 

@@ -100,6 +100,10 @@ pub struct TreeStep {
     pub created_at: i64,
     /// When it was last written.
     pub updated_at: i64,
+    /// The replica running it (`replicas.id`), taken over when that
+    /// replica's lease runs out; None for steps written before replicas
+    /// were kept.
+    pub owner: Option<String>,
 }
 
 impl TreeStep {
@@ -227,6 +231,9 @@ pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
     if out.pii.is_none() {
         out.pii = before.pii.clone();
     }
+    if out.owner.is_none() {
+        out.owner = before.owner.clone();
+    }
     out.resumes = out.resumes.max(before.resumes);
     if before.state.is_terminal() && !next.state.is_terminal() {
         (out.state, out.response, out.attempts) = (before.state, before.response.clone(), before.attempts);
@@ -262,6 +269,7 @@ struct StepRow {
     pii: Option<String>,
     created_at: i64,
     updated_at: i64,
+    owner: Option<String>,
 }
 
 impl TryFrom<StepRow> for TreeStep {
@@ -287,17 +295,18 @@ impl TryFrom<StepRow> for TreeStep {
             pii: r.pii,
             created_at: r.created_at,
             updated_at: r.updated_at,
+            owner: r.owner,
         })
     }
 }
 
 const STEP_COLUMNS: &str = "request_id, root_id, parent_id, user_id, target, state, entry, caller, request, \
-                            response, deadline_at, budget, attempts, reads, resumes, pii, created_at, updated_at";
+                            response, deadline_at, budget, attempts, reads, resumes, pii, created_at, updated_at, owner";
 
 /// The `INSERT` of a step, and how a later write of the same step replaces it
 /// (its first write's `created_at` stays).
 pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_id, parent_id, user_id, target, state, \
-     entry, caller, request, response, deadline_at, budget, attempts, reads, resumes, pii, created_at, updated_at) VALUES ";
+     entry, caller, request, response, deadline_at, budget, attempts, reads, resumes, pii, created_at, updated_at, owner) VALUES ";
 /// A step never moves back from an end it reached (a late write of its
 /// start keeps the end), and an empty envelope keeps the stored one.
 pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
@@ -311,6 +320,7 @@ pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
      reads = COALESCE(excluded.reads, tree_steps.reads), \
      pii = COALESCE(excluded.pii, tree_steps.pii), \
      resumes = CASE WHEN excluded.resumes > tree_steps.resumes THEN excluded.resumes ELSE tree_steps.resumes END, \
+     owner = COALESCE(excluded.owner, tree_steps.owner), \
      deadline_at = excluded.deadline_at, budget = excluded.budget, updated_at = excluded.updated_at";
 
 fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
@@ -350,6 +360,7 @@ pub(super) fn step_sqlite(readers: &super::sqlite_read::Readers, id: RequestId) 
             pii: r.get(15)?,
             created_at: r.get(16)?,
             updated_at: r.get(17)?,
+            owner: r.get(18)?,
         })
     })?;
     rows.into_iter().next().map(TreeStep::try_from).transpose()

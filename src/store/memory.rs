@@ -41,6 +41,7 @@ struct Inner {
     /// (user, kind, name) → the plan
     plans: std::collections::BTreeMap<(UserId, String, String), MoneyPlan>,
     steps: HashMap<RequestId, TreeStep>,
+    replicas: Vec<super::Replica>,
     approvals: std::collections::BTreeMap<String, Approval>,
     replays: Vec<ReplayRecord>,
 }
@@ -388,6 +389,48 @@ impl Store for MemoryStore {
             n += 1;
         }
         Ok(n)
+    }
+
+    fn shared(&self) -> bool {
+        false
+    }
+
+    async fn heartbeat(&self, replica: &super::Replica) -> StoreResult<()> {
+        let mut inner = lock(&self.inner);
+        match inner.replicas.iter_mut().find(|r| r.id == replica.id) {
+            Some(r) => r.alive_until = replica.alive_until,
+            None => inner.replicas.push(replica.clone()),
+        }
+        Ok(())
+    }
+
+    async fn replicas(&self) -> StoreResult<Vec<super::Replica>> {
+        Ok(lock(&self.inner).replicas.clone())
+    }
+
+    async fn forget_replica(&self, id: &str) -> StoreResult<()> {
+        let now = super::now_ms();
+        lock(&self.inner).replicas.retain(|r| r.id != id || !r.dead_at(now));
+        Ok(())
+    }
+
+    async fn take_step(&self, id: RequestId, from: Option<&str>, owner: &str) -> StoreResult<bool> {
+        let mut inner = lock(&self.inner);
+        let Some(step) = inner.steps.get_mut(&id) else { return Ok(false) };
+        if step.state.is_terminal() || step.owner.as_deref() != from {
+            return Ok(false);
+        }
+        step.owner = Some(owner.to_string());
+        Ok(true)
+    }
+
+    async fn cancelled_steps(&self, ids: &[RequestId]) -> StoreResult<Vec<RequestId>> {
+        let inner = lock(&self.inner);
+        Ok(ids
+            .iter()
+            .filter(|id| inner.steps.get(id).is_some_and(|s| s.state == super::StepState::Cancelled))
+            .copied()
+            .collect())
     }
 
     async fn put_replay(&self, replay: &ReplayRecord) -> StoreResult<()> {

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod journal;
 pub mod ledger;
 pub mod memory;
+pub mod replicas;
 mod rows;
 mod signature;
 pub mod sql;
@@ -29,6 +30,7 @@ pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
 pub use journal::{Approval, ApprovalState, REPLAYS_LIMIT, ReplayRecord, StepState, TreeStep};
 pub use ledger::{LedgerEntry, MoneyPlan, entry_id};
 pub use memory::MemoryStore;
+pub use replicas::Replica;
 pub use signature::task_signature;
 pub use sql::SqlStore;
 
@@ -400,6 +402,31 @@ pub trait Store: Send + Sync + 'static {
 
     /// Marks every running or waiting step of the tree cancelled; how many were.
     async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64>;
+
+    // replicas sharing the store (replicas.rs)
+
+    /// Whether other processes may share this store (a file or a server):
+    /// only then does a runtime hold a lease. An in-memory store is its process's own.
+    fn shared(&self) -> bool {
+        true
+    }
+
+    /// Renews `replica`'s lease (to `alive_until`), registering it the first time.
+    async fn heartbeat(&self, replica: &Replica) -> StoreResult<()>;
+
+    /// Every replica on record, oldest first.
+    async fn replicas(&self) -> StoreResult<Vec<Replica>>;
+
+    /// Forgets replica `id` if its lease has run out (it runs nothing any more).
+    async fn forget_replica(&self, id: &str) -> StoreResult<()>;
+
+    /// Takes the open step `id` for `owner` if its owner is still `from`
+    /// (None: it had none): whether this call took it. Of several replicas
+    /// taking one step at once, exactly one does.
+    async fn take_step(&self, id: RequestId, from: Option<&str>, owner: &str) -> StoreResult<bool>;
+
+    /// Of `ids`, the steps the store holds as cancelled (by another replica, say).
+    async fn cancelled_steps(&self, ids: &[RequestId]) -> StoreResult<Vec<RequestId>>;
 
     /// Asks for an approval; if the node already asked for that action, the
     /// stored one (perhaps decided) comes back unchanged.

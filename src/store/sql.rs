@@ -61,6 +61,7 @@ fn migrator() -> Migrator {
         m(7, "replay", include_str!("migrations/0007_replay.sql")),
         m(8, "a2a_events", include_str!("migrations/0008_a2a_events.sql")),
         m(9, "a2a_push", include_str!("migrations/0009_a2a_push.sql")),
+        m(10, "replicas", include_str!("migrations/0010_replicas.sql")),
     ])
 }
 
@@ -631,6 +632,31 @@ impl Store for SqlStore {
 
     async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64> {
         super::journal::cancel_steps(&self.pool, root, now_ms()).await
+    }
+
+    fn shared(&self) -> bool {
+        // PostgreSQL, or an SQLite file (only a file has read connections)
+        self.backend == Backend::Postgres || self.readers.is_some()
+    }
+
+    async fn heartbeat(&self, replica: &super::Replica) -> StoreResult<()> {
+        super::replicas::heartbeat(&self.pool, replica).await
+    }
+
+    async fn replicas(&self) -> StoreResult<Vec<super::Replica>> {
+        super::replicas::replicas(&self.pool).await
+    }
+
+    async fn forget_replica(&self, id: &str) -> StoreResult<()> {
+        super::replicas::forget(&self.pool, id, now_ms()).await
+    }
+
+    async fn take_step(&self, id: RequestId, from: Option<&str>, owner: &str) -> StoreResult<bool> {
+        super::replicas::take_step(&self.pool, id, from, owner).await
+    }
+
+    async fn cancelled_steps(&self, ids: &[RequestId]) -> StoreResult<Vec<RequestId>> {
+        super::replicas::cancelled(&self.pool, ids).await
     }
 
     async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval> {

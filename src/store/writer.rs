@@ -519,6 +519,7 @@ fn step_row(s: &TreeStep) -> Vec<Val> {
         Val::Opt(s.pii.clone()),
         Val::Int(s.created_at),
         Val::Int(s.updated_at),
+        Val::Opt(s.owner.clone()),
     ]
 }
 

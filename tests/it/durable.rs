@@ -268,6 +268,7 @@ async fn the_journal_holds_on_every_store() {
             pii: None,
             created_at: 1,
             updated_at: 1,
+            owner: None,
         };
         let child = RequestId::new();
         store.put_step(&step(root, None, "user", StepState::Running)).await.unwrap();

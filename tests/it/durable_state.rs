@@ -380,7 +380,8 @@ async fn a_working_task_cut_off_by_a_restart_streams_its_end_once_its_tree_resum
     for db in db::both().await {
         let name = db.name;
         let slow = Arc::new(Slow::default());
-        let one = router_for(events_team(db.dyn_store(), &slow, true)).await;
+        let first = events_team(db.dyn_store(), &slow, true);
+        let one = router_for(first.clone()).await;
         let started = slow.started.notified();
         let sent = rpc(
             &one,
@@ -394,7 +395,10 @@ async fn a_working_task_cut_off_by_a_restart_streams_its_end_once_its_tree_resum
         tokio::time::timeout(Duration::from_secs(10), started).await.expect("slow started");
         let store = db.dyn_store();
         eventually("the working event on file", async || store.a2a_event_seq(&task).await.unwrap() >= 1).await;
-        drop(one); // the process "dies" with the turn in flight
+        // the process "dies" with the turn in flight: its lease ends with it
+        // (its agent hangs on in this test process, so its end is declared)
+        drop(one);
+        first.release_lease().await;
 
         let store = reopen(&db).await;
         let rt = events_team(store.clone(), &slow, false);
