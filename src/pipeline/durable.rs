@@ -112,7 +112,7 @@ impl Runtime {
                 }
                 continue;
             }
-            let step = TreeStep { owner: Some(self.replica_id().to_string()), ..step.clone() };
+            let step = TreeStep { owner: Some(self.replica_id().to_string()), updated_at: now_ms(), ..step.clone() };
             if step.deadline_at <= now_ms() {
                 self.expire(step).await?;
                 found.expired.push(id);
@@ -143,21 +143,18 @@ impl Runtime {
         Ok(found)
     }
 
-    /// Whether this replica may act on the open top step `step`: it owns
-    /// it and it waits, or it took it over (compare-and-set) from a dead replica. Of
-    /// several replicas claiming one step at once, exactly one gets it.
-    ///
-    /// A running step this replica owns but does not run is between its
-    /// start and its end being written here: not claimed again.
+    /// Whether this replica may act on the open top step `step` (resume it,
+    /// end it): a waiting one is anyone's, a running one only once its owner
+    /// is dead. Either is taken with a compare-and-set on its owner, so of
+    /// several replicas claiming one step at once exactly one gets it. A
+    /// running step this replica owns but does not run is between its start
+    /// and its end being written here: not claimed again.
     async fn claim(&self, step: &TreeStep, census: &Census) -> Result<bool, DelegationError> {
         let me = self.replica_id();
-        if step.owner.as_deref() == Some(me) {
-            return Ok(step.state != StepState::Running);
-        }
-        if !census.orphaned(step) {
+        if step.state == StepState::Running && (step.owner.as_deref() == Some(me) || !census.orphaned(step)) {
             return Ok(false);
         }
-        Ok(self.inner.store.take_step(step.request_id, step.owner.as_deref(), me).await?)
+        Ok(self.inner.store.take_step(step, me).await?)
     }
 
     /// Runs the top step `id` again, to its end (after a restart, or once
@@ -173,14 +170,7 @@ impl Runtime {
             return Err(refused(format!("tree {id} is running already; nothing to resume")));
         }
         // a waiting tree is anyone's to resume, once; a running one its live owner's
-        let census = Census::take(self).await?;
-        let taken = match step.state {
-            StepState::Waiting if step.owner.as_deref() != Some(self.replica_id()) => {
-                self.inner.store.take_step(id, step.owner.as_deref(), self.replica_id()).await?
-            }
-            _ => self.claim(&step, &census).await?,
-        };
-        if !taken {
+        if !self.claim(&step, &Census::take(self).await?).await? {
             return Err(refused(format!("tree {id} is running on another replica already; nothing to resume")));
         }
         Ok(self.resume_step(TreeStep { owner: Some(self.replica_id().to_string()), ..step }).await)

@@ -414,13 +414,14 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn take_step(&self, id: RequestId, from: Option<&str>, owner: &str) -> StoreResult<bool> {
+    async fn take_step(&self, seen: &TreeStep, owner: &str) -> StoreResult<bool> {
         let mut inner = lock(&self.inner);
-        let Some(step) = inner.steps.get_mut(&id) else { return Ok(false) };
-        if step.state.is_terminal() || step.owner.as_deref() != from {
+        let Some(step) = inner.steps.get_mut(&seen.request_id) else { return Ok(false) };
+        if step.state.is_terminal() || step.owner != seen.owner || step.updated_at != seen.updated_at {
             return Ok(false);
         }
         step.owner = Some(owner.to_string());
+        step.updated_at = super::replicas::taken_at(seen);
         Ok(true)
     }
 

@@ -420,10 +420,10 @@ pub trait Store: Send + Sync + 'static {
     /// Forgets replica `id` if its lease has run out (it runs nothing any more).
     async fn forget_replica(&self, id: &str) -> StoreResult<()>;
 
-    /// Takes the open step `id` for `owner` if its owner is still `from`
-    /// (None: it had none): whether this call took it. Of several replicas
-    /// taking one step at once, exactly one does.
-    async fn take_step(&self, id: RequestId, from: Option<&str>, owner: &str) -> StoreResult<bool>;
+    /// Takes the open step `seen` for `owner` if the store still holds it as
+    /// seen (the same owner and write time): whether this call took it. Of
+    /// several replicas taking one step at once, exactly one does.
+    async fn take_step(&self, seen: &TreeStep, owner: &str) -> StoreResult<bool>;
 
     /// Of `ids`, the steps the store holds as cancelled (by another replica, say).
     async fn cancelled_steps(&self, ids: &[RequestId]) -> StoreResult<Vec<RequestId>>;

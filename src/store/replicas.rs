@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
-use super::{StoreError, StoreResult};
+use super::{StoreError, StoreResult, TreeStep};
 use crate::protocol::RequestId;
 
 /// A process running trees on the store, and how long it counts as alive.
@@ -80,19 +80,27 @@ pub(super) async fn forget(pool: &AnyPool, id: &str, now: i64) -> StoreResult<()
     Ok(())
 }
 
-pub(super) async fn take_step(pool: &AnyPool, id: RequestId, from: Option<&str>, owner: &str) -> StoreResult<bool> {
-    // '' stands for "none": `owner = NULL` is never true in SQL
+pub(super) async fn take_step(pool: &AnyPool, seen: &TreeStep, owner: &str) -> StoreResult<bool> {
+    // '' stands for "none" (`owner = NULL` is never true in SQL); the
+    // write time moves on, so a second taker that saw the same version fails
     let done = sqlx::query(
-        "UPDATE tree_steps SET owner = $1 WHERE request_id = $2 AND state IN ('running', 'waiting') \
-         AND COALESCE(owner, '') = $3",
+        "UPDATE tree_steps SET owner = $1, updated_at = $2 WHERE request_id = $3 \
+         AND state IN ('running', 'waiting') AND COALESCE(owner, '') = $4 AND updated_at = $5",
     )
     .bind(owner.to_string())
-    .bind(id.to_string())
-    .bind(from.unwrap_or_default().to_string())
+    .bind(taken_at(seen))
+    .bind(seen.request_id.to_string())
+    .bind(seen.owner.clone().unwrap_or_default())
+    .bind(seen.updated_at)
     .execute(pool)
     .await
     .map_err(backend_err)?;
     Ok(done.rows_affected() == 1)
+}
+
+/// The write time of a step taken over: now, and always after the version taken.
+pub(super) fn taken_at(seen: &TreeStep) -> i64 {
+    super::now_ms().max(seen.updated_at.saturating_add(1))
 }
 
 pub(super) async fn cancelled(pool: &AnyPool, ids: &[RequestId]) -> StoreResult<Vec<RequestId>> {

@@ -651,8 +651,8 @@ impl Store for SqlStore {
         super::replicas::forget(&self.pool, id, now_ms()).await
     }
 
-    async fn take_step(&self, id: RequestId, from: Option<&str>, owner: &str) -> StoreResult<bool> {
-        super::replicas::take_step(&self.pool, id, from, owner).await
+    async fn take_step(&self, seen: &TreeStep, owner: &str) -> StoreResult<bool> {
+        super::replicas::take_step(&self.pool, seen, owner).await
     }
 
     async fn cancelled_steps(&self, ids: &[RequestId]) -> StoreResult<Vec<RequestId>> {

@@ -30,7 +30,7 @@ const CLIENTS: usize = 4;
 const SLOW_TREES: usize = 6;
 const DEADLINE_ROUND: u32 = 2;
 const SLOW_DEADLINE_MS: u64 = 2500;
-const TOKEN: &str = "crash-trees-client";
+pub(crate) const TOKEN: &str = "crash-trees-client";
 
 /// One command agent: logs its runs to `log` and naps `nap` seconds.
 fn command_agent(slug: &str, nap: &str, log: &Path) -> String {
@@ -48,7 +48,7 @@ backend = {{ kind = "command", command = "sh", args = ["-c", '''{script}'''], en
     )
 }
 
-fn config(log: &Path) -> String {
+pub(crate) fn config(log: &Path) -> String {
     let mut c = String::from(
         r#"
 [limits]
@@ -168,14 +168,14 @@ const SHAPES: [&str; 4] = ["Run the chain", "Run in parallel", "Run the workflow
 
 /// One run of a command agent, as its log line says.
 #[derive(Debug)]
-struct Run {
-    generation: u32,
-    agent: String,
+pub(crate) struct Run {
+    pub(crate) generation: u32,
+    pub(crate) agent: String,
     id: String,
-    start: bool,
+    pub(crate) start: bool,
 }
 
-fn runs(log: &Path) -> Vec<Run> {
+pub(crate) fn runs(log: &Path) -> Vec<Run> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
@@ -213,7 +213,7 @@ struct Shared {
     acked: Mutex<HashMap<RequestId, Ack>>,
 }
 
-fn envelope(id: RequestId, objective: &str, deadline_ms: u64) -> Value {
+pub(crate) fn envelope(id: RequestId, objective: &str, deadline_ms: u64) -> Value {
     json!({
         "request_id": id.to_string(), "origin_employee": "client", "target_employee": "lead",
         "user_id": "alice", "objective": objective, "input": "",
@@ -273,7 +273,7 @@ struct Report {
     records_lost: usize,
 }
 
-fn start_server(config: &str, db: &Db, generation: u32, log: &Path) -> Server {
+pub(crate) fn start_server(config: &str, db: &Db, generation: u32, log: &Path) -> Server {
     let env = [("SB_GEN", generation.to_string()), ("SB_LOG", log.display().to_string())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Server::start(Some(config), Some(&db.url), "127.0.0.1:0", &env, 100)

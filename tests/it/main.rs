@@ -30,6 +30,7 @@ mod rails;
 mod real_model;
 mod replay;
 mod replay_http;
+mod replicas;
 mod resilience;
 mod seeds;
 mod service;

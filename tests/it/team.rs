@@ -13,6 +13,7 @@ use std::time::Duration;
 use switchboard::agent::Call;
 use switchboard::config::Config;
 use switchboard::protocol::RequestId;
+use switchboard::store::Store;
 use switchboard::{AgentOutput, AskOptions, Runtime};
 use tokio::sync::Notify;
 
@@ -60,11 +61,17 @@ pub(crate) struct Runs {
 /// The team on `db` under `config` (its `[[agents]]` name which of gateway,
 /// boss, first, second and mailer take part).
 pub(crate) fn runtime(db: &Db, config: &str, runs: &Arc<Runs>, second_hangs: bool) -> Runtime {
+    runtime_on(db.dyn_store(), config, runs, second_hangs)
+}
+
+/// [`runtime`] on a store of its own: a replica, when it is a second
+/// connection to the same database.
+pub(crate) fn runtime_on(store: Arc<dyn Store>, config: &str, runs: &Arc<Runs>, second_hangs: bool) -> Runtime {
     let config = Config::from_toml(config).unwrap();
     let has = |slug: &str| config.agent(slug).is_some();
     let helpers: Vec<&'static str> = ["first", "second"].into_iter().filter(|s| has(s)).collect();
     let mails = has("mailer");
-    let (present, mut b) = (config.clone(), Runtime::builder().config(config).store(db.dyn_store()));
+    let (present, mut b) = (config.clone(), Runtime::builder().config(config).store(store));
     b = b.agent(
         "boss",
         agent(move |ctx, task| {

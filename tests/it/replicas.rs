@@ -1,0 +1,223 @@
+//! Replicas on one database (SQLite file and PostgreSQL) behave as one
+//! service. Real `switchboard serve` processes: a tree running on a replica
+//! that is killed is taken over by a live one (and not before), and ends
+//! once without running a finished step again; a tree running on one is
+//! cancelled through another. Runtimes in this process on their own
+//! connections: an approval answered on two replicas at once is taken once
+//! and the tree resumes once; the same idempotency key sent to two replicas
+//! at once runs once, 1,000 times over, and the audit chain written by three
+//! replicas at once stays one valid chain.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use switchboard::protocol::{ErrorCode, RequestId, Status};
+use switchboard::store::{SqlStore, StepState, Store};
+
+use crate::crash_trees::{TOKEN, config, envelope, runs, start_server};
+use crate::db::{self, Db};
+use crate::support::{nested_request, operator, user};
+use crate::team::{Runs, runtime_on, served_config, to_boss};
+
+/// The crash-trees team (command agents that log their runs), with a short lease.
+fn replica_config(log: &Path) -> String {
+    config(log) + "\n[server]\nreplica_lease_ms = 2000\n"
+}
+
+/// Polls `done` every 50 ms for up to 30 s.
+async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    for _ in 0..600 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what}: not within 30 s");
+}
+
+/// Sends the slow chain (a, then slow for 1.2 s, then b) as tree `id` to `base`; its answer.
+fn send_slow(base: &str, id: RequestId) -> tokio::task::JoinHandle<Option<serde_json::Value>> {
+    let (url, body) = (format!("{base}/v1/delegate"), envelope(id, "Take the slow path", 30_000));
+    tokio::spawn(async move {
+        let http = switchboard::util::http_client().unwrap();
+        let sent = http
+            .post(url)
+            .bearer_auth(TOKEN)
+            .header("X-Agent-Request-ID", id.to_string())
+            .header("X-Agent-Origin", "client")
+            .json(&body)
+            .send()
+            .await;
+        sent.ok()?.json().await.ok()
+    })
+}
+
+fn started(log: &Path, agent: &str) -> Vec<u32> {
+    runs(log).into_iter().filter(|r| r.start && r.agent == agent).map(|r| r.generation).collect()
+}
+
+async fn top(store: &Arc<dyn Store>, id: RequestId) -> switchboard::store::TreeStep {
+    store.step(id).await.unwrap().unwrap_or_else(|| panic!("tree {id} has no step"))
+}
+
+/// How many audit entries record the end of delegation `id`.
+async fn ends(store: &Arc<dyn Store>, id: RequestId) -> usize {
+    store.audit_log().await.unwrap().iter().filter(|e| e.record.request_id == id).count()
+}
+
+async fn killed_replica(db: &Db) {
+    let name = db.name;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let config = replica_config(&log);
+    let store = db.dyn_store();
+    let one = start_server(&config, db, 1, &log);
+    let two = start_server(&config, db, 2, &log);
+    let id = RequestId::new();
+    let answer = send_slow(&one.url, id);
+    eventually("slow started on replica one", async || !started(&log, "slow").is_empty()).await;
+    let owner = top(&store, id).await.owner.expect("the step names its replica");
+    // replica two looks for trees to take over twice a second: it leaves a live replica's alone
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(runs(&log).iter().all(|r| r.generation == 1), "{name}: replica two ran a step of a live replica's tree");
+    drop(one); // SIGKILL, mid-step
+    assert!(answer.await.unwrap().is_none(), "{name}: the client of the killed replica got no answer");
+
+    eventually("the tree ended on replica two", async || top(&store, id).await.state.is_terminal()).await;
+    let step = top(&store, id).await;
+    assert_eq!(step.state, StepState::Done, "{name}: {step:?}");
+    assert_ne!(step.owner.as_deref(), Some(owner.as_str()), "{name}: taken over by another replica");
+    assert_eq!(step.resumes, 1, "{name}");
+    assert_eq!(started(&log, "a"), [1], "{name}: the finished first step did not run again");
+    assert_eq!(started(&log, "slow"), [1, 2], "{name}: the cut-off step ran again on replica two");
+    assert_eq!(started(&log, "b"), [2], "{name}");
+    assert_eq!(ends(&store, id).await, 1, "{name}: the tree ended once");
+    drop(two);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_on_a_killed_replica_is_taken_over_by_a_live_one_not_before_and_ends_once() {
+    for db in db::both().await {
+        killed_replica(&db).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_running_on_one_replica_is_cancelled_through_another() {
+    for db in db::both().await {
+        let name = db.name;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs.log");
+        let config = replica_config(&log);
+        let store = db.dyn_store();
+        let one = start_server(&config, &db, 1, &log);
+        let two = start_server(&config, &db, 2, &log);
+        let id = RequestId::new();
+        let answer = send_slow(&one.url, id);
+        eventually("slow started on replica one", async || !started(&log, "slow").is_empty()).await;
+
+        let http = switchboard::util::http_client().unwrap();
+        let cancelled = http.post(format!("{}/v1/trees/{id}/cancel", two.url)).bearer_auth(TOKEN).send().await.unwrap();
+        assert_eq!(cancelled.status().as_u16(), 200, "{name}: {:?}", cancelled.text().await);
+        let answer = tokio::time::timeout(Duration::from_secs(15), answer)
+            .await
+            .expect("replica one answers once it sees the cancel")
+            .unwrap()
+            .expect("an answer");
+        assert_eq!(answer["status"], "failed", "{name}: {answer}");
+        assert_eq!(answer["error"]["code"], "CANCELLED", "{name}: {answer}");
+        assert_eq!(top(&store, id).await.state, StepState::Cancelled, "{name}");
+        assert!(started(&log, "b").is_empty(), "{name}: nothing after the cancel ran");
+        assert_eq!(ends(&store, id).await, 1, "{name}: the tree ended once");
+        // once ended, it is ended for every replica
+        let again = http.post(format!("{}/v1/trees/{id}/cancel", two.url)).bearer_auth(TOKEN).send().await.unwrap();
+        assert_eq!(again.status().as_u16(), 409, "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_on_two_replicas_at_once_is_taken_once_and_its_tree_resumes_once() {
+    let config = served_config(&["first", "mailer"]);
+    for db in db::both().await {
+        let name = db.name;
+        let runs = Arc::new(Runs::default());
+        let second: Arc<dyn Store> = Arc::new(SqlStore::connect(&db.url).await.unwrap());
+        let (one, two) = (runtime_on(db.dyn_store(), &config, &runs, false), runtime_on(second, &config, &runs, false));
+        let root = RequestId::new();
+        let paused = one.ask(&user("alice"), "Please mail the report", to_boss(root)).await.unwrap();
+        assert_eq!(paused.status, Status::NeedsApproval, "{name}");
+        let pending = two.approvals(&operator(), true).await.unwrap();
+        let approval = pending.iter().find(|a| a.root_id == root).expect("replica two sees the approval").id.clone();
+
+        let ops = operator();
+        let (a, b) = tokio::join!(one.decide(&ops, &approval, true, None), two.decide(&ops, &approval, true, None));
+        assert_eq!(
+            usize::from(a.is_ok()) + usize::from(b.is_ok()),
+            1,
+            "{name}: one answer is taken, the other is ALREADY_DECIDED: {a:?} {b:?}"
+        );
+        let refused = a.err().or(b.err()).unwrap();
+        assert_eq!(refused.code, ErrorCode::AlreadyDecided, "{name}");
+
+        let (a, b) = tokio::join!(one.resume_tree(root), two.resume_tree(root));
+        let (ran, refused): (Vec<_>, Vec<_>) = [a, b].into_iter().partition(Result::is_ok);
+        assert_eq!((ran.len(), refused.len()), (1, 1), "{name}: the tree resumes on one replica");
+        let ran = ran.into_iter().next().unwrap().unwrap();
+        assert_eq!(ran.status, Status::Success, "{name}: {ran:?}");
+        assert_eq!(ran.result, "one + sent", "{name}");
+        assert_eq!(refused.into_iter().next().unwrap().unwrap_err().code, ErrorCode::AlreadyDecided, "{name}");
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 1, "{name}: mailed once");
+        assert_eq!(runs.first.load(Ordering::SeqCst), 1, "{name}: the first step was not run again");
+        let store = db.dyn_store();
+        let log = store.audit_log().await.unwrap();
+        let outcomes: Vec<&str> =
+            log.iter().filter(|e| e.record.request_id == root).map(|e| e.record.outcome.as_str()).collect();
+        assert_eq!(outcomes.iter().filter(|o| **o == "success").count(), 1, "{name}: the tree ended once: {outcomes:?}");
+    }
+}
+
+/// Pairs of requests with one idempotency key, each pair sent to two replicas at once.
+const PAIRS: usize = 1000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_idempotency_key_on_two_replicas_at_once_runs_once_and_three_replicas_keep_one_audit_chain() {
+    let config = served_config(&["first"]);
+    for db in db::both().await {
+        let name = db.name;
+        let runs = Arc::new(Runs::default());
+        let mut replicas = Vec::new();
+        for _ in 0..3 {
+            let store: Arc<dyn Store> = Arc::new(SqlStore::connect(&db.url).await.unwrap());
+            replicas.push(runtime_on(store, &config, &runs, false));
+        }
+        let replicas = Arc::new(replicas);
+        let mut pairs = tokio::task::JoinSet::new();
+        let gate = Arc::new(tokio::sync::Semaphore::new(32));
+        for n in 0..PAIRS {
+            let (replicas, gate) = (replicas.clone(), gate.clone());
+            pairs.spawn(async move {
+                let _place = gate.acquire_owned().await.unwrap();
+                let mut req = nested_request("gateway", "boss", &format!("Report {n}"));
+                req.idempotency_key = Some(format!("pair-{n}"));
+                let (x, y) = (&replicas[n % 3], &replicas[(n + 1) % 3]);
+                let mut again = req.clone();
+                again.request_id = RequestId::new();
+                let ops = operator();
+                let (a, b) = tokio::join!(x.delegate(&ops, req), y.delegate(&ops, again));
+                (n, a, b)
+            });
+        }
+        while let Some(done) = pairs.join_next().await {
+            let (n, a, b) = done.unwrap();
+            assert_eq!((a.status, b.status), (Status::Success, Status::Success), "{name}: pair {n}: {a:?} {b:?}");
+            assert_eq!(a.request_id, b.request_id, "{name}: pair {n} ran twice");
+            assert_eq!(a.result, "one", "{name}: pair {n}: {a:?}");
+        }
+        assert_eq!(runs.first.load(Ordering::SeqCst), PAIRS, "{name}: each key's tree ran once");
+        let report = db.dyn_store().verify_audit().await.unwrap();
+        assert!(report.valid, "{name}: {report:?}");
+        assert_eq!(report.records, 2 * PAIRS, "{name}: the boss and first, once per key");
+    }
+}
