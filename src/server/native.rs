@@ -248,7 +248,12 @@ pub async fn agents(State(state): State<Arc<AppState>>, _caller: Principal) -> J
 /// `GET /healthz`.
 pub async fn health(State(state): State<Arc<AppState>>) -> Response {
     match state.runtime.store().counts().await {
-        Ok(_) => Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")})).into_response(),
+        Ok(_) => Json(json!({
+            "status": "ok",
+            "version": env!("CARGO_PKG_VERSION"),
+            "replica": state.runtime.replica_id(),
+        }))
+        .into_response(),
         Err(e) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable", "reason": e.to_string()})))
             .into_response(),
     }

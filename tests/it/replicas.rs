@@ -79,6 +79,10 @@ async fn killed_replica(db: &Db) {
     let answer = send_slow(&one.url, id);
     eventually("slow started on replica one", async || !started(&log, "slow").is_empty()).await;
     let owner = top(&store, id).await.owner.expect("the step names its replica");
+    let http = switchboard::util::http_client().unwrap();
+    let health: serde_json::Value =
+        http.get(format!("{}/healthz", one.url)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(health["replica"], owner.as_str(), "{name}: /healthz names the replica");
     // replica two looks for trees to take over twice a second: it leaves a live replica's alone
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(runs(&log).iter().all(|r| r.generation == 1), "{name}: replica two ran a step of a live replica's tree");
@@ -174,7 +178,11 @@ async fn an_approval_answered_on_two_replicas_at_once_is_taken_once_and_its_tree
         let log = store.audit_log().await.unwrap();
         let outcomes: Vec<&str> =
             log.iter().filter(|e| e.record.request_id == root).map(|e| e.record.outcome.as_str()).collect();
-        assert_eq!(outcomes.iter().filter(|o| **o == "success").count(), 1, "{name}: the tree ended once: {outcomes:?}");
+        assert_eq!(
+            outcomes.iter().filter(|o| **o == "success").count(),
+            1,
+            "{name}: the tree ended once: {outcomes:?}"
+        );
     }
 }
 
@@ -219,5 +227,41 @@ async fn one_idempotency_key_on_two_replicas_at_once_runs_once_and_three_replica
         let report = db.dyn_store().verify_audit().await.unwrap();
         assert!(report.valid, "{name}: {report:?}");
         assert_eq!(report.records, 2 * PAIRS, "{name}: the boss and first, once per key");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_of_a_replica_on_another_host_is_taken_over_only_once_its_lease_ran_out() {
+    let config = served_config(&["first", "second"]);
+    for db in db::both().await {
+        let name = db.name;
+        let runs = Arc::new(Runs::default());
+        let root = crate::team::cut_off_mid_tree(&db, &config, &runs, "Do both steps").await;
+        // the tree's owner, as if it ran on another host: only its lease tells whether it lives
+        let store = db.dyn_store();
+        let far = switchboard::store::Replica {
+            id: "far-host/7/0f0f0f0f".into(),
+            host: "far-host".into(),
+            pid: 7,
+            started_at: 1,
+            alive_until: switchboard::store::now_ms() + 1500,
+        };
+        store.heartbeat(&far).await.unwrap();
+        assert!(store.take_step(&top(&store, root).await, &far.id).await.unwrap(), "{name}");
+
+        let live = runtime_on(Arc::new(SqlStore::connect(&db.url).await.unwrap()), &config, &runs, false);
+        let found = live.resume_open_trees().await.unwrap();
+        assert!(found.elsewhere.contains(&root) && found.resumed.is_empty(), "{name}: {found:?}");
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        let found = live.resume_open_trees().await.unwrap();
+        assert_eq!(found.resumed, [root], "{name}: taken over once the lease ran out");
+        eventually("the tree ended", async || top(&store, root).await.state.is_terminal()).await;
+        let step = top(&store, root).await;
+        assert_eq!((step.state, step.owner.as_deref()), (StepState::Done, Some(live.replica_id())), "{name}");
+        assert_eq!(runs.first.load(Ordering::SeqCst), 1, "{name}: the finished step did not run again");
+        assert_eq!(runs.second.load(Ordering::SeqCst), 1, "{name}: the cut-off step ran once, here");
+        // the dead replica owns nothing open any more: forgotten at the next look
+        live.resume_open_trees().await.unwrap();
+        assert!(store.replicas().await.unwrap().iter().all(|r| r.id != far.id), "{name}");
     }
 }
