@@ -36,6 +36,7 @@ LAYERS = {
     "pipeline": (6, "middle: the pipeline"),
     "a2a": (7, "top: protocol services"),
     "mcp": (7, "top: protocol services"),
+    "queue": (7, "top: protocol services"),
     "server": (8, "top: HTTP"),
     "cli": (9, "top: command line"),
 }

@@ -66,6 +66,9 @@ pub mod cli;
 pub mod mcp;
 #[doc(hidden)]
 pub mod orchestrate;
+#[cfg(feature = "queue")]
+#[doc(hidden)]
+pub mod queue;
 #[doc(hidden)]
 pub mod rails;
 #[doc(hidden)]

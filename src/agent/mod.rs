@@ -16,6 +16,8 @@ pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod off_thread;
+#[cfg(feature = "queue")]
+pub mod queue;
 pub mod reads;
 pub mod tokens;
 

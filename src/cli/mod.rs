@@ -32,6 +32,8 @@ mod keys;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod replay;
+#[cfg(feature = "queue")]
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -120,6 +122,9 @@ enum Command {
     /// Serve MCP on stdin/stdout as a user, for desktop clients (Claude Desktop, Cursor).
     #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
+    /// Run the delegations `queue` agents publish to NATS JetStream (`[queue] url`), until SIGTERM.
+    #[cfg(feature = "queue")]
+    Worker(worker::WorkerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -330,6 +335,8 @@ async fn run(cli: Cli) -> u8 {
         Command::Cancel(args) => approvals::cancel(&runtime, args, cli.json).await,
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => mcp::run(runtime, args).await,
+        #[cfg(feature = "queue")]
+        Command::Worker(args) => worker::run(runtime, args).await,
     }
 }
 

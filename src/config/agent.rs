@@ -287,6 +287,18 @@ pub enum Backend {
         #[serde(default)]
         transport: Option<A2aTransport>,
     },
+    /// Workers behind a durable queue (NATS JetStream at `[queue] url`):
+    /// the delegation, with its signed lineage, waits in the stream until a
+    /// `switchboard worker` serving the agent takes it, within its deadline
+    /// (docs/SCALE.md).
+    Queue {
+        /// The workers' `[lineage] name`: every delegation carries a token
+        /// addressed to it, and a worker runs nothing unsigned.
+        peer: String,
+        /// The agent's slug at the workers (default: the same slug).
+        #[serde(default)]
+        agent: Option<AgentSlug>,
+    },
     /// A subprocess: the request as JSON on stdin, the response as JSON on stdout.
     Command {
         /// The program to run (looked up in `PATH` when not a path).
@@ -305,6 +317,7 @@ impl Backend {
     pub fn peer(&self) -> Option<&str> {
         match self {
             Self::Http { peer, .. } | Self::A2a { peer, .. } => peer.as_deref(),
+            Self::Queue { peer, .. } => Some(peer),
             _ => None,
         }
     }

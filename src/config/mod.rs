@@ -76,9 +76,36 @@ pub struct Config {
     /// Where the key that seals a tree's PII vault in the journal lives (`[pii]`).
     #[serde(default)]
     pub pii: PiiConfig,
-    /// The HTTP service's admission control (`[server]`).
+    /// The HTTP service's admission control and replica leases (`[server]`).
     #[serde(default)]
     pub server: ServerConfig,
+    /// The durable queue behind `queue` agents and `switchboard worker` (`[queue]`).
+    #[serde(default)]
+    pub queue: QueueConfig,
+}
+
+/// `[queue]`: the NATS JetStream server behind `queue` agents and
+/// `switchboard worker`, and how long its streams keep what passed
+/// through them (what `switchboard queue replay` can send again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// The NATS server, `nats://host:port`.
+    pub url: String,
+    /// Hours the work, reply and dead-letter streams keep a message (1 to 8,760).
+    pub retention_hours: u64,
+    /// Times a worker may be handed one delegation before it is dead-lettered (1 to 100).
+    pub max_deliver: u32,
+    /// How long a worker holds a delegation without a sign of life before
+    /// another worker is handed it (ms, 1,000 to 600,000); a worker that is
+    /// running it says so every third of this.
+    pub ack_wait_ms: u64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self { url: "nats://127.0.0.1:4222".into(), retention_hours: 168, max_deliver: 5, ack_wait_ms: 30_000 }
+    }
 }
 
 /// `[server]`: how much the HTTP service takes on at once. A delegation

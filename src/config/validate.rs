@@ -39,6 +39,19 @@ impl Config {
         if self.server.max_in_flight == 0 {
             return bad("server.max_in_flight must be at least 1".into());
         }
+        let q = &self.queue;
+        if !(q.url.starts_with("nats://") || q.url.starts_with("tls://")) || q.url.len() <= "nats://".len() {
+            return bad(format!("queue.url must be a NATS URL like nats://127.0.0.1:4222, not '{}'", q.url));
+        }
+        if !(1..=8_760).contains(&q.retention_hours) {
+            return bad(format!("queue.retention_hours must be between 1 and 8760, not {}", q.retention_hours));
+        }
+        if !(1..=100).contains(&q.max_deliver) {
+            return bad(format!("queue.max_deliver must be between 1 and 100, not {}", q.max_deliver));
+        }
+        if !(1_000..=600_000).contains(&q.ack_wait_ms) {
+            return bad(format!("queue.ack_wait_ms must be between 1000 and 600000 (ms), not {}", q.ack_wait_ms));
+        }
         if !(1_000..=600_000).contains(&self.server.replica_lease_ms) {
             return bad(format!(
                 "server.replica_lease_ms must be between 1000 and 600000 (ms), not {}",

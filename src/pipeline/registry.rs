@@ -128,6 +128,12 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
         #[cfg(not(feature = "remote"))]
         Backend::Http { .. } => Err(not_built(spec, "the http backend", "remote")),
         Backend::Command { command, args, env } => Ok(Arc::new(CommandAgent::new(command, args, env)?)),
+        #[cfg(feature = "queue")]
+        Backend::Queue { peer, agent } => {
+            Ok(Arc::new(crate::agent::queue::QueueAgent::new(&config.queue, peer, agent.clone())))
+        }
+        #[cfg(not(feature = "queue"))]
+        Backend::Queue { .. } => Err(not_built(spec, "the queue backend", "queue")),
         #[cfg(feature = "llm")]
         Backend::Llm { .. } => crate::agent::llm::for_spec(spec, config),
         #[cfg(not(feature = "llm"))]
@@ -140,7 +146,7 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
 }
 
 /// The error for a configured agent whose backend this build left out.
-#[cfg_attr(all(feature = "remote", feature = "llm", feature = "a2a"), allow(dead_code))]
+#[cfg_attr(all(feature = "remote", feature = "llm", feature = "a2a", feature = "queue"), allow(dead_code))]
 fn not_built(spec: &AgentSpec, what: &str, feature: &str) -> DelegationError {
     DelegationError::invalid(format!(
         "agent '{}' needs {what}, which this build of Switchboard leaves out: build it with the `{feature}` feature",

@@ -221,3 +221,49 @@ impl Runtime {
         }
     }
 }
+
+/// How often a keeper looks for trees that waited for approval past their deadline.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
+
+impl Runtime {
+    /// Keeps this replica's share of the trees, until the future is dropped
+    /// (a server and a worker run it): at start, the trees a restart cut
+    /// off resume (those past their deadline end `DEADLINE_EXCEEDED`); then
+    /// every second trees that waited for approval past their deadline end
+    /// the same way, and every half lease period the trees of a replica
+    /// that died are taken over.
+    pub async fn keep_trees(self) {
+        let report = |found: &super::Resumed| {
+            if !(found.resumed.is_empty() && found.expired.is_empty()) {
+                eprintln!(
+                    "switchboard: {} trees resumed, {} ended past their deadline, {} waiting for approval, \
+                     {} running on other replicas",
+                    found.resumed.len(),
+                    found.expired.len(),
+                    found.waiting.len(),
+                    found.elsewhere.len()
+                );
+            }
+        };
+        match self.resume_open_trees().await {
+            Ok(found) => report(&found),
+            Err(e) => eprintln!("switchboard: open trees not resumed: {e}"),
+        }
+        let takeover = self.inner.lease.period / 2;
+        let mut last_takeover = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval(EXPIRY_SWEEP.min(takeover));
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.expire_overdue().await {
+                tracing::warn!("overdue trees not ended: {e}");
+            }
+            if last_takeover.elapsed() >= takeover {
+                last_takeover = tokio::time::Instant::now();
+                match self.resume_open_trees().await {
+                    Ok(found) => report(&found),
+                    Err(e) => tracing::warn!("trees of dead replicas not taken over: {e}"),
+                }
+            }
+        }
+    }
+}

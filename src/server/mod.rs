@@ -83,7 +83,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let runtime = state.runtime.clone();
-    let trees = tokio::spawn(keep_trees(runtime.clone()));
+    let trees = tokio::spawn(runtime.clone().keep_trees());
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
         let mut rx = rx;
@@ -105,48 +105,6 @@ pub async fn serve(
     // what did not finish is another replica's to take over, at once
     runtime.release_lease().await;
     served
-}
-
-/// How often a server looks for trees that waited for approval past their deadline.
-const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
-
-/// The trees a server keeps: at start, the ones a restart cut off resume
-/// (those past their deadline end `DEADLINE_EXCEEDED`); then, now and then,
-/// trees that waited for approval past their deadline end the same way, and
-/// every half lease period the trees of a replica that died are taken over.
-async fn keep_trees(runtime: crate::pipeline::Runtime) {
-    let report = |found: &crate::pipeline::Resumed| {
-        if !(found.resumed.is_empty() && found.expired.is_empty()) {
-            eprintln!(
-                "switchboard: {} trees resumed, {} ended past their deadline, {} waiting for approval, \
-                 {} running on other replicas",
-                found.resumed.len(),
-                found.expired.len(),
-                found.waiting.len(),
-                found.elsewhere.len()
-            );
-        }
-    };
-    match runtime.resume_open_trees().await {
-        Ok(found) => report(&found),
-        Err(e) => eprintln!("switchboard: open trees not resumed: {e}"),
-    }
-    let takeover = Duration::from_millis(runtime.config().server.replica_lease_ms / 2);
-    let mut last_takeover = tokio::time::Instant::now();
-    let mut tick = tokio::time::interval(EXPIRY_SWEEP.min(takeover));
-    loop {
-        tick.tick().await;
-        if let Err(e) = runtime.expire_overdue().await {
-            tracing::warn!("overdue trees not ended: {e}");
-        }
-        if last_takeover.elapsed() >= takeover {
-            last_takeover = tokio::time::Instant::now();
-            match runtime.resume_open_trees().await {
-                Ok(found) => report(&found),
-                Err(e) => tracing::warn!("trees of dead replicas not taken over: {e}"),
-            }
-        }
-    }
 }
 
 /// SIGTERM or Ctrl-C.
