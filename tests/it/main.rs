@@ -26,6 +26,7 @@ mod money;
 mod money_ui;
 mod pii;
 mod protocol;
+mod queue;
 mod rails;
 mod real_model;
 mod replay;

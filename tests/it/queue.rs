@@ -1,0 +1,377 @@
+//! Agents on other processes over a durable queue (NATS JetStream on
+//! 127.0.0.1:4222, started by `.ci/run` where none runs): a runtime whose
+//! agent has the `queue` backend publishes the delegation with its signed
+//! lineage; `switchboard worker` processes (sharing one SQLite file) pull
+//! and run it. A delegation sent while no worker is up waits and runs when
+//! one starts; one whose deadline passes first ends DEADLINE_EXCEEDED and
+//! is dead-lettered, never run; three workers share the load and a slow one
+//! takes fewer; a worker killed mid-delegation loses nothing and runs
+//! nothing twice; unsigned, malformed and forged messages are dead-lettered
+//! with their reason.
+//!
+//! Every test uses agent slugs of its own, so tests (and earlier runs,
+//! whose messages the streams keep) do not meet on a subject.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use async_nats::jetstream;
+use switchboard::config::Config;
+use switchboard::protocol::{DelegationRequest, ErrorCode, Status};
+use switchboard::{DelegationResponse, Runtime};
+
+use crate::service::lineage_keys;
+use crate::support::{operator, request};
+
+const NATS: &str = "nats://127.0.0.1:4222";
+
+/// Whether NATS answers on 127.0.0.1:4222; without it the test is skipped,
+/// except under `CI=true` (where `.ci/run` starts one), where that fails.
+fn nats_up() -> bool {
+    if std::net::TcpStream::connect_timeout(&"127.0.0.1:4222".parse().unwrap(), Duration::from_secs(1)).is_ok() {
+        return true;
+    }
+    assert_ne!(std::env::var("CI").ok().as_deref(), Some("true"), "CI=true but no NATS answers on 127.0.0.1:4222");
+    eprintln!("no NATS on 127.0.0.1:4222: skipping the queue test");
+    false
+}
+
+/// A fresh agent slug for one test.
+fn fresh(prefix: &str) -> String {
+    format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..10])
+}
+
+/// One test's world: the caller's and the workers' configurations, keys, a log of the agent's runs.
+struct World {
+    dir: tempfile::TempDir,
+    agent: String,
+    caller: String,
+    worker: String,
+}
+
+impl World {
+    fn new(prefix: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = fresh(prefix);
+        let (caller_lineage, caller_key) = lineage_keys(dir.path(), "caller");
+        let (worker_lineage, _) = lineage_keys(dir.path(), "workers");
+        let caller = format!(
+            r#"
+[[agents]]
+slug = "client"
+name = "Client"
+backend = {{ kind = "command", command = "true" }}
+may_delegate_to = ["{agent}"]
+
+[[agents]]
+slug = "{agent}"
+name = "Queued"
+backend = {{ kind = "queue", peer = "workers" }}
+
+[queue]
+url = "{NATS}"
+
+{caller_lineage}
+"#
+        );
+        // the agent at the workers: logs "<worker> start|end <id>", naps $NAP, answers who ran it
+        let script = r#"in=$(cat); id=$(printf '%s' "$in" | sed -n 's/.*"request_id":"\([0-9a-f-]*\)".*/\1/p' | head -1); echo "$W start $id" >> "$LOG"; sleep $NAP; echo "$W end $id" >> "$LOG"; printf '{"summary":"done","result":"done by %s"}\n' "$W""#;
+        let worker = format!(
+            r#"
+[[agents]]
+slug = "client"
+name = "The caller's client"
+backend = {{ kind = "command", command = "true" }}
+may_delegate_to = ["{agent}"]
+
+[[agents]]
+slug = "{agent}"
+name = "Queued"
+backend = {{ kind = "command", command = "sh", args = ["-c", '''{script}'''] }}
+
+[queue]
+url = "{NATS}"
+ack_wait_ms = 2000
+max_deliver = 5
+
+{worker_lineage}
+[[trust]]
+name = "caller"
+public_key = "{caller_key}"
+may_call = ["{agent}"]
+may_start_trees = true
+"#
+        );
+        Self { dir, agent, caller, worker }
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("runs.log")
+    }
+
+    /// (worker, start?) of every run the agent logged.
+    fn runs(&self) -> Vec<(String, bool, String)> {
+        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                Some((w.next()?.to_string(), w.next()? == "start", w.next().unwrap_or_default().to_string()))
+            })
+            .collect()
+    }
+
+    fn caller(&self) -> Runtime {
+        Runtime::builder().config(Config::from_toml(&self.caller).unwrap()).build().unwrap()
+    }
+
+    /// Starts `switchboard worker` named `name` for the agent; its agent naps `nap` seconds.
+    fn worker(&self, name: &str, nap: &str, concurrency: u16) -> Worker {
+        let config = self.dir.path().join("worker.toml");
+        std::fs::write(&config, &self.worker).unwrap();
+        let db = format!("sqlite://{}", self.dir.path().join("workers.db").display());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(self.dir.path())
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("SWITCHBOARD_DATABASE_URL")
+            .env("W", name)
+            .env("NAP", nap)
+            .env("LOG", self.log())
+            .args(["--config", config.to_str().unwrap(), "--database-url", &db, "worker", "--agents", &self.agent])
+            .args(["--concurrency", &concurrency.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with("switchboard worker serving"), "unexpected first line: {first:?}");
+        Worker(child)
+    }
+
+    fn ask(&self, objective: &str, deadline_ms: u64) -> DelegationRequest {
+        let mut req = request("client", &self.agent, objective);
+        req.constraints.deadline_ms = deadline_ms;
+        req
+    }
+}
+
+/// A worker process, SIGKILLed when dropped.
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn jetstream() -> jetstream::Context {
+    jetstream::new(async_nats::connect(NATS).await.expect("NATS with JetStream on 127.0.0.1:4222 (.ci/run starts one)"))
+}
+
+/// The dead letters of `agent` so far: (reason, payload).
+async fn dead_letters(agent: &str) -> Vec<(String, String)> {
+    let js = jetstream().await;
+    let Ok(stream) = js.get_stream("SWITCHBOARD_DEAD").await else { return Vec::new() };
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::OrderedConfig {
+            filter_subject: format!("sb.dead.{agent}"),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    let mut messages = consumer.messages().await.unwrap();
+    use futures::StreamExt;
+    while let Ok(Some(Ok(m))) = tokio::time::timeout(Duration::from_millis(500), messages.next()).await {
+        let reason = m.headers.as_ref().and_then(|h| h.get("Switchboard-Reason")).map(|v| v.to_string());
+        out.push((reason.unwrap_or_default(), String::from_utf8_lossy(&m.payload).into_owned()));
+    }
+    out
+}
+
+fn done(r: &DelegationResponse) -> &str {
+    assert_eq!(r.status, Status::Success, "{r:?}");
+    &r.result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegation_waits_for_a_worker_within_its_deadline_and_past_it_is_dead_lettered_never_run() {
+    if !nats_up() {
+        return;
+    }
+    let world = World::new("qwait");
+    let caller = world.caller();
+    // no worker yet: it waits in the stream
+    let waiting = tokio::spawn({
+        let (caller, req) = (caller.clone(), world.ask("Tag the coffee", 20_000));
+        async move { caller.delegate(&operator(), req).await }
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!waiting.is_finished(), "it waits for a worker");
+    let _w = world.worker("w1", "0.01", 4);
+    let answer = tokio::time::timeout(Duration::from_secs(15), waiting).await.unwrap().unwrap();
+    assert_eq!(done(&answer), "done by w1");
+    drop(_w);
+
+    // no worker within the deadline: DEADLINE_EXCEEDED, and no worker ever runs it
+    let late = caller.delegate(&operator(), world.ask("Tag the tea", 1200)).await;
+    assert_eq!(late.error_code(), Some(ErrorCode::DeadlineExceeded), "{late:?}");
+    let runs_before = world.runs().len();
+    let _w = world.worker("w2", "0.01", 4);
+    let mut dead = Vec::new();
+    for _ in 0..40 {
+        dead = dead_letters(&world.agent).await;
+        if !dead.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(dead[0].0.starts_with("expired"), "{dead:?}");
+    assert!(dead[0].1.contains("Tag the tea"), "the dead letter keeps the delegation");
+    assert_eq!(world.runs().len(), runs_before, "the expired delegation never ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsigned_malformed_and_forged_messages_are_dead_lettered_with_their_reason() {
+    if !nats_up() {
+        return;
+    }
+    let world = World::new("qdead");
+    let _w = world.worker("w1", "0.01", 2);
+    let js = jetstream().await;
+    let subject = format!("sb.work.{}", world.agent);
+    let deadline = (switchboard::store::now_ms() + 60_000).to_string();
+    let envelope = serde_json::to_vec(&world.ask("Tag the forged one", 30_000)).unwrap();
+    let send = |token: Option<&str>, body: Vec<u8>| {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert("Switchboard-Deadline-At", deadline.as_str());
+        h.insert("Nats-Msg-Id", uuid::Uuid::new_v4().to_string().as_str());
+        if let Some(t) = token {
+            h.insert("Switchboard-Lineage", t);
+        }
+        let (js, subject) = (js.clone(), subject.clone());
+        async move { js.publish_with_headers(subject, h, body.into()).await.unwrap().await.unwrap() }
+    };
+    send(None, envelope.clone()).await;
+    send(Some("AQA"), b"{not json".to_vec()).await;
+    send(Some("not-a-token"), envelope).await;
+    let mut dead = Vec::new();
+    for _ in 0..40 {
+        dead = dead_letters(&world.agent).await;
+        if dead.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let reasons: Vec<&str> = dead.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("unsigned")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("malformed envelope")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.contains("lineage was refused")), "{reasons:?}");
+    assert!(world.runs().is_empty(), "none of them ran: {:?}", world.runs());
+}
+
+/// Delegations sent through three workers per round in [`three_workers_share_the_load_and_a_slow_one_takes_fewer`].
+const SHARED: usize = 45;
+
+/// Sends [`SHARED`] delegations at once through `world`'s workers; how many each worker ran.
+async fn share(world: &World, names: &[&str]) -> Vec<usize> {
+    let caller = world.caller();
+    let before = world.runs().len();
+    let mut sent = tokio::task::JoinSet::new();
+    for n in 0..SHARED {
+        let (caller, req) = (caller.clone(), world.ask(&format!("Tag line {n}"), 60_000));
+        sent.spawn(async move { caller.delegate(&operator(), req).await });
+    }
+    while let Some(r) = sent.join_next().await {
+        let r = r.unwrap();
+        assert!(done(&r).starts_with("done by "), "{r:?}");
+    }
+    let runs = world.runs();
+    let ends: Vec<&String> = runs[before..].iter().filter(|(_, start, _)| !start).map(|(w, _, _)| w).collect();
+    assert_eq!(ends.len(), SHARED, "each delegation ran once");
+    let took: Vec<usize> = names.iter().map(|w| ends.iter().filter(|e| **e == w).count()).collect();
+    eprintln!("{names:?} took {took:?}");
+    took
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_share_the_load_and_a_slow_one_takes_fewer() {
+    if !nats_up() {
+        return;
+    }
+    let world = World::new("qshare");
+    let even = [world.worker("a", "0.05", 2), world.worker("b", "0.05", 2), world.worker("c", "0.05", 2)];
+    let took = share(&world, &["a", "b", "c"]).await;
+    assert!(took.iter().all(|n| *n >= SHARED / 6), "three like workers each take a fair share: {took:?}");
+    drop(even);
+
+    let uneven = [world.worker("fast1", "0.05", 2), world.worker("fast2", "0.05", 2), world.worker("slow", "0.5", 2)];
+    let took = share(&world, &["fast1", "fast2", "slow"]).await;
+    let (f1, f2, slow) = (took[0], took[1], took[2]);
+    assert!(slow >= 1, "the slow worker takes some: {took:?}");
+    assert!(slow < f1 && slow < f2, "the slow worker takes fewer: {took:?}");
+    drop(uneven);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_delegation_loses_nothing_and_runs_nothing_twice() {
+    if !nats_up() {
+        return;
+    }
+    let world = World::new("qkill");
+    let first = world.worker("doomed", "3", 1);
+    let caller = world.caller();
+    let answer = tokio::spawn({
+        let (caller, req) = (caller.clone(), world.ask("Tag the long one", 60_000));
+        async move { caller.delegate(&operator(), req).await }
+    });
+    for _ in 0..100 {
+        if world.runs().iter().any(|(_, start, _)| *start) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(world.runs().len(), 1, "the doomed worker started it");
+    drop(first); // SIGKILL mid-delegation
+    let _second = world.worker("second", "0.05", 2);
+    let r = tokio::time::timeout(Duration::from_secs(40), answer).await.expect("answered after the kill").unwrap();
+    assert_eq!(done(&r), "done by second");
+    let runs = world.runs();
+    let ends: Vec<&(String, bool, String)> = runs.iter().filter(|(_, start, _)| !start).collect();
+    assert_eq!(ends.len(), 1, "one effect: {runs:?}");
+    assert_eq!(ends[0].0, "second");
+}
+
+#[tokio::test]
+async fn nats_down_is_a_clear_error_naming_its_url_for_the_worker_and_the_backend() {
+    let world = World::new("qdown");
+    let config = world.dir.path().join("worker.toml");
+    std::fs::write(&config, world.worker.replace(NATS, "nats://127.0.0.1:9")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["--config", config.to_str().unwrap(), "--database-url", "memory:", "worker", "--agents", &world.agent])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nats://127.0.0.1:9") && err.contains("cannot be reached"), "{err}");
+
+    let caller = Runtime::builder()
+        .config(Config::from_toml(&world.caller.replace(NATS, "nats://127.0.0.1:9")).unwrap())
+        .build()
+        .unwrap();
+    let r = caller.delegate(&operator(), world.ask("Tag it", 5000)).await;
+    assert_eq!(r.error_code(), Some(ErrorCode::AgentUnavailable), "{r:?}");
+    assert!(r.error.unwrap().message.contains("nats://127.0.0.1:9"));
+
+    let bad = world.caller.replace(NATS, "http://127.0.0.1:4222");
+    let err = match Config::from_toml(&bad) {
+        Err(e) => e,
+        Ok(c) => Runtime::builder().config(c).build().err().expect("refused"),
+    };
+    assert!(err.message.contains("queue.url"), "{}", err.message);
+}
