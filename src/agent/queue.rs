@@ -72,10 +72,15 @@ pub mod wire {
         }
     }
 
-    /// The three streams, made if missing (their retention is `cfg`'s).
+    /// The three streams, made if missing, with their retention from `cfg`
+    /// (changed when `cfg` changed it).
     pub async fn streams(js: &jetstream::Context, cfg: &QueueConfig) -> Result<(), String> {
-        let keep = Duration::from_secs(cfg.retention_hours.saturating_mul(3600));
-        for (name, subjects) in [(WORK_STREAM, "sb.work.*"), (REPLY_STREAM, "sb.reply.*"), (DEAD_STREAM, "sb.dead.*")] {
+        let hours = |h: u64| Duration::from_secs(h.saturating_mul(3600));
+        for (name, subjects, keep) in [
+            (WORK_STREAM, "sb.work.*", hours(cfg.work_retention_hours)),
+            (REPLY_STREAM, "sb.reply.*", hours(cfg.reply_retention_hours)),
+            (DEAD_STREAM, "sb.dead.*", hours(cfg.dead_retention_hours)),
+        ] {
             let config = stream::Config {
                 name: name.into(),
                 subjects: vec![subjects.into()],
@@ -86,9 +91,9 @@ pub mod wire {
                 duplicate_window: Duration::from_secs(120),
                 ..Default::default()
             };
-            js.get_or_create_stream(config)
+            js.create_or_update_stream(config)
                 .await
-                .map_err(|e| format!("the JetStream stream {name} cannot be made or opened: {e}"))?;
+                .map_err(|e| format!("the JetStream stream {name} cannot be made or updated: {e}"))?;
         }
         Ok(())
     }

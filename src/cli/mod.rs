@@ -125,6 +125,9 @@ enum Command {
     /// Run the delegations `queue` agents publish to NATS JetStream (`[queue] url`), until SIGTERM.
     #[cfg(feature = "queue")]
     Worker(worker::WorkerArgs),
+    /// The durable queue: `replay` sends recorded delegations to today's workers again and compares.
+    #[cfg(feature = "queue")]
+    Queue(worker::QueueArgs),
 }
 
 #[derive(Debug, Args)]
@@ -337,6 +340,8 @@ async fn run(cli: Cli) -> u8 {
         Command::Mcp(args) => mcp::run(runtime, args).await,
         #[cfg(feature = "queue")]
         Command::Worker(args) => worker::run(runtime, args).await,
+        #[cfg(feature = "queue")]
+        Command::Queue(args) => worker::queue(runtime, args, cli.json).await,
     }
 }
 

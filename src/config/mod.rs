@@ -92,8 +92,15 @@ pub struct Config {
 pub struct QueueConfig {
     /// The NATS server, `nats://host:port`.
     pub url: String,
-    /// Hours the work, reply and dead-letter streams keep a message (1 to 8,760).
-    pub retention_hours: u64,
+    /// Hours the work stream keeps a delegation (1 to 8,760): how far back
+    /// `switchboard queue replay` reaches.
+    pub work_retention_hours: u64,
+    /// Hours the reply stream keeps an answer (1 to 8,760): a tree resumed
+    /// within it takes an answer that came while nobody waited, and a replay
+    /// compares with it.
+    pub reply_retention_hours: u64,
+    /// Hours the dead-letter stream keeps what was not run (1 to 8,760).
+    pub dead_retention_hours: u64,
     /// Times a worker may be handed one delegation before it is dead-lettered (1 to 100).
     pub max_deliver: u32,
     /// How long a worker holds a delegation without a sign of life before
@@ -104,7 +111,14 @@ pub struct QueueConfig {
 
 impl Default for QueueConfig {
     fn default() -> Self {
-        Self { url: "nats://127.0.0.1:4222".into(), retention_hours: 168, max_deliver: 5, ack_wait_ms: 30_000 }
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            work_retention_hours: 168,
+            reply_retention_hours: 168,
+            dead_retention_hours: 720,
+            max_deliver: 5,
+            ack_wait_ms: 30_000,
+        }
     }
 }
 

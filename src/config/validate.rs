@@ -43,8 +43,14 @@ impl Config {
         if !(q.url.starts_with("nats://") || q.url.starts_with("tls://")) || q.url.len() <= "nats://".len() {
             return bad(format!("queue.url must be a NATS URL like nats://127.0.0.1:4222, not '{}'", q.url));
         }
-        if !(1..=8_760).contains(&q.retention_hours) {
-            return bad(format!("queue.retention_hours must be between 1 and 8760, not {}", q.retention_hours));
+        for (name, hours) in [
+            ("work_retention_hours", q.work_retention_hours),
+            ("reply_retention_hours", q.reply_retention_hours),
+            ("dead_retention_hours", q.dead_retention_hours),
+        ] {
+            if !(1..=8_760).contains(&hours) {
+                return bad(format!("queue.{name} must be between 1 and 8760, not {hours}"));
+            }
         }
         if !(1..=100).contains(&q.max_deliver) {
             return bad(format!("queue.max_deliver must be between 1 and 100, not {}", q.max_deliver));

@@ -14,6 +14,8 @@
 //! an answer that came after the caller's deadline (recorded, discarded by
 //! the caller). See docs/SCALE.md.
 
+pub mod replay;
+
 use std::sync::Arc;
 use std::time::Duration;
 

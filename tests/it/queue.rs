@@ -375,3 +375,69 @@ async fn nats_down_is_a_clear_error_naming_its_url_for_the_worker_and_the_backen
     };
     assert!(err.message.contains("queue.url"), "{}", err.message);
 }
+
+/// Runs the `switchboard` CLI as the caller; (exit code, stdout, stderr).
+fn caller_cli(world: &World, args: &[&str]) -> (i32, String, String) {
+    let config = world.dir.path().join("caller.toml");
+    std::fs::write(&config, &world.caller).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(world.dir.path())
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("SWITCHBOARD_DATABASE_URL")
+        .args(["--config", config.to_str().unwrap(), "--database-url", "memory:"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_replay_sends_recorded_delegations_to_todays_workers_and_compares() {
+    if !nats_up() {
+        return;
+    }
+    let world = World::new("qreplay");
+    let since = chrono::Utc::now().to_rfc3339();
+    let first = world.worker("v1", "0.01", 2);
+    let caller = world.caller();
+    for n in 0..3 {
+        let r = caller.delegate(&operator(), world.ask(&format!("Tag entry {n}"), 20_000)).await;
+        assert_eq!(done(&r), "done by v1");
+    }
+    let replay = |limit: &'static str| {
+        let agent = world.agent.clone();
+        let since = since.clone();
+        let world = &world;
+        move || {
+            caller_cli(world, &["--json", "queue", "replay", "--agent", &agent, "--since", &since, "--limit", limit])
+        }
+    };
+    // the same deployment answers the same
+    let (code, out, err) = replay("3")();
+    assert_eq!(code, 0, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((report["replayed"].as_u64(), report["differing"].as_u64()), (Some(3), Some(0)), "{report}");
+
+    // redeployed: the recorded delegations go to the new worker, and each answer differs from the record
+    drop(first);
+    let _second = world.worker("v2", "0.01", 2);
+    let (code, out, err) = replay("3")();
+    assert_eq!(code, 4, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((report["replayed"].as_u64(), report["differing"].as_u64()), (Some(3), Some(3)), "{report}");
+    let one = &report["delegations"][0];
+    assert_eq!(
+        (one["original"]["result"].as_str(), one["now"]["result"].as_str()),
+        (Some("done by v1"), Some("done by v2"))
+    );
+    assert_eq!(one["objective"], "Tag entry 0", "oldest first");
+
+    // bad input is a usage error naming the flag
+    let (code, _, err) = caller_cli(&world, &["queue", "replay", "--agent", &world.agent, "--since", "yesterday"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--since") && err.contains("RFC 3339"), "{err}");
+    let (code, _, err) = caller_cli(&world, &["queue", "replay", "--agent", "client", "--since", "1h"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a queue agent"), "{err}");
+}
