@@ -152,34 +152,6 @@ fn kept_answer(payload: &[u8]) -> Option<DelegationResponse> {
         .filter(|r| r.error.is_none() && matches!(r.status, Status::Success | Status::Partial))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_nodes_hop_id_is_stable_and_never_its_own() {
-        let node = RequestId::new();
-        assert_eq!(hop_id(node), hop_id(node));
-        assert_ne!(hop_id(node), node);
-        assert_ne!(hop_id(node), hop_id(RequestId::new()));
-    }
-
-    #[test]
-    fn only_a_whole_successful_answer_is_taken_from_the_stream() {
-        let failed = DelegationResponse::failed(
-            RequestId::new(),
-            AgentSlug::parse("tag-ai").unwrap(),
-            DelegationError::new(ErrorCode::AgentFailed, "no"),
-        );
-        let mut ok = serde_json::to_value(&failed).unwrap();
-        ok["status"] = "success".into();
-        ok.as_object_mut().unwrap().remove("error");
-        assert!(kept_answer(&serde_json::to_vec(&ok).unwrap()).is_some());
-        assert!(kept_answer(&serde_json::to_vec(&failed).unwrap()).is_none());
-        assert!(kept_answer(b"garbage").is_none());
-    }
-}
-
 #[async_trait]
 impl Agent for QueueAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
@@ -241,5 +213,33 @@ impl Agent for QueueAgent {
                 ),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nodes_hop_id_is_stable_and_never_its_own() {
+        let node = RequestId::new();
+        assert_eq!(hop_id(node), hop_id(node));
+        assert_ne!(hop_id(node), node);
+        assert_ne!(hop_id(node), hop_id(RequestId::new()));
+    }
+
+    #[test]
+    fn only_a_whole_successful_answer_is_taken_from_the_stream() {
+        let failed = DelegationResponse::failed(
+            RequestId::new(),
+            AgentSlug::parse("tag-ai").unwrap(),
+            DelegationError::new(ErrorCode::AgentFailed, "no"),
+        );
+        let mut ok = serde_json::to_value(&failed).unwrap();
+        ok["status"] = "success".into();
+        ok.as_object_mut().unwrap().remove("error");
+        assert!(kept_answer(&serde_json::to_vec(&ok).unwrap()).is_some());
+        assert!(kept_answer(&serde_json::to_vec(&failed).unwrap()).is_none());
+        assert!(kept_answer(b"garbage").is_none());
     }
 }
