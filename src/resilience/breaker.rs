@@ -19,6 +19,14 @@
 //! on file are loaded when that task starts. A breaker reloaded after its
 //! cool-down (on the wall clock) is half-open. A crash (or dropping the
 //! breakers) loses at most the last [`WRITE_EVERY`] of counts.
+//!
+//! Replicas on one shared store share what their breakers open: each reads
+//! the stored breakers back every [`SHARED_EVERY`] and takes on one that
+//! another replica opened (after its own last opening) while its own is
+//! closed; and the store keeps an open breaker open through its cool-down
+//! against a replica that has not seen it open yet and writes its closed
+//! one. Each replica counts its own calls: failures on two replicas do not
+//! add up to an opening.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -32,6 +40,10 @@ use crate::store::{BreakerCounters, BreakerRecord, RecentCall, Store, now_ms};
 
 /// A breaker that changed is written at most this often (its latest state).
 pub const WRITE_EVERY: Duration = Duration::from_millis(200);
+
+/// How often the breakers on a shared store are read back, so that what
+/// another replica opened is open here too.
+pub const SHARED_EVERY: Duration = Duration::from_secs(1);
 use crate::util::lock;
 
 /// When a target's breaker opens, and how it closes again.
@@ -262,6 +274,15 @@ impl Breaker {
             i.run_users = r.run_users.iter().cloned().collect();
         }
         b
+    }
+
+    /// Whether it is closed and last opened (or was made) before `opened_at`
+    /// (epoch ms): another replica's opening is newer than anything it saw.
+    fn closed_before(&self, opened_at: i64) -> bool {
+        let mut i = lock(&self.inner);
+        self.refresh(&mut i);
+        let opened_here = now_ms().saturating_sub(i64::try_from(i.opened_at.elapsed().as_millis()).unwrap_or(i64::MAX));
+        i.state == BreakerState::Closed && opened_here < opened_at
     }
 
     /// The current state (an open breaker whose cool-down has ended is half-open).
@@ -536,7 +557,8 @@ impl Breakers {
                 }
                 Err(e) => tracing::warn!(error = %e, "the stored circuit breakers could not be loaded"),
             }
-            drop(log);
+            // held weakly: the channel closes (and this task ends) when the breakers are dropped
+            let log = Arc::downgrade(&log);
             let _ = loaded.send(true);
             let mut dirty: HashSet<Key> = HashSet::new();
             let mut waiting = Vec::new();
@@ -546,7 +568,31 @@ impl Breakers {
                 }
                 Change::Flush(done) => waiting.push(done),
             };
-            while let Some(change) = rx.recv().await {
+            // other replicas on the store: what they opened is read back now and then
+            let shared = store.shared();
+            let mut look = tokio::time::interval(SHARED_EVERY);
+            look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            look.tick().await; // the first tick is now: just loaded
+            loop {
+                let change = tokio::select! {
+                    change = rx.recv() => match change {
+                        Some(change) => change,
+                        None => break,
+                    },
+                    _ = look.tick(), if shared => {
+                        let (Some(map), Some(users), Some(log)) = (map.upgrade(), users.upgrade(), log.upgrade()) else {
+                            break;
+                        };
+                        match store.breakers().await {
+                            Ok(records) => {
+                                on_file.extend(records.iter().map(|r| (r.agent.clone(), r.user.clone())));
+                                adopt_opened(cfg, &map, &users, &log, &records);
+                            }
+                            Err(e) => tracing::warn!(error = %e, "the other replicas' circuit breakers could not be read"),
+                        }
+                        continue;
+                    }
+                };
                 take(change, &mut dirty, &mut waiting);
                 // coalesce: what else changes within WRITE_EVERY is written with it (a flush does not wait)
                 let until = Instant::now() + WRITE_EVERY;
@@ -560,7 +606,7 @@ impl Breakers {
                     }
                 }
                 for key in dirty.drain() {
-                    write(store.as_ref(), &map, &users, &mut on_file, key).await;
+                    write(store.as_ref(), &map, &users, &mut on_file, key, cfg.cool_down_ms).await;
                 }
                 for done in waiting.drain(..) {
                     let _ = done.send(());
@@ -639,6 +685,7 @@ async fn write(
     users: &std::sync::Weak<UserBreakers>,
     on_file: &mut HashSet<Key>,
     key: Key,
+    hold_open_ms: u64,
 ) {
     // the breakers themselves are gone (dropped with their runtime): nothing to read, and nothing to remove
     let breaker = match &key.1 {
@@ -658,13 +705,46 @@ async fn write(
     let done = match record {
         Some(r) => {
             on_file.insert(key);
-            store.put_breaker(&r).await
+            store.put_breaker(&r, hold_open_ms).await
         }
-        None if on_file.remove(&key) => store.remove_breaker(&key.0, key.1.as_ref()).await,
+        None if on_file.remove(&key) => store.remove_breaker(&key.0, key.1.as_ref(), hold_open_ms).await,
         None => Ok(()),
     };
     if let Err(e) = done {
         tracing::warn!(error = %e, "a circuit breaker's state could not be stored");
+    }
+}
+
+/// Puts in place what another replica opened: a stored breaker that is
+/// open or half-open and opened after this replica's own breaker last did,
+/// while this replica's is closed (one that is open here keeps its state).
+fn adopt_opened(
+    cfg: BreakerConfig,
+    map: &AgentBreakers,
+    users: &UserBreakers,
+    log: &Arc<Log>,
+    records: &[BreakerRecord],
+) {
+    let newer = |live: Option<&Arc<Breaker>>, r: &BreakerRecord| live.is_none_or(|b| b.closed_before(r.opened_at));
+    for r in records.iter().filter(|r| r.state != BreakerState::Closed.as_str()) {
+        match &r.user {
+            None => {
+                let mut map = lock(map);
+                if newer(map.get(&r.agent), r) {
+                    tracing::info!(agent = %r.agent, "circuit breaker opened by another replica");
+                    let b = Breaker::restored(r.agent.clone(), cfg, r).logged(Some(log), None);
+                    map.insert(r.agent.clone(), Arc::new(b));
+                }
+            }
+            Some(user) => {
+                let mut users = lock(users);
+                let key = (r.agent.clone(), user.clone());
+                if newer(users.get(&key), r) {
+                    let b = Breaker::restored(r.agent.clone(), user_config(cfg), r).logged(Some(log), Some(user));
+                    users.insert(key, Arc::new(b));
+                }
+            }
+        }
     }
 }
 
@@ -958,7 +1038,7 @@ mod tests {
             counters: BreakerCounters::default(),
         };
         let cfg = BreakerConfig { cool_down_ms: 60_000, probes: 1, ..BreakerConfig::default() };
-        store.put_breaker(&record(now_ms() - 59_000)).await.unwrap();
+        store.put_breaker(&record(now_ms() - 59_000), 0).await.unwrap();
         let b = stored(cfg, &store);
         b.settled().await;
         assert_eq!(b.state(&slug), BreakerState::Open, "a minute's cool-down, 59 s of it passed on the wall clock");
@@ -966,7 +1046,7 @@ mod tests {
         let ms: u64 = wait.message.split("Retry in ").nth(1).and_then(|t| t.split(' ').next()?.parse().ok()).unwrap();
         assert!(ms <= 1_000, "the time already waited counts: {}", wait.message);
 
-        store.put_breaker(&record(now_ms() - 61_000)).await.unwrap();
+        store.put_breaker(&record(now_ms() - 61_000), 0).await.unwrap();
         let b = stored(cfg, &store);
         b.settled().await;
         assert_eq!(b.state(&slug), BreakerState::HalfOpen, "its cool-down passed while nothing ran");

@@ -466,7 +466,19 @@ fn user_key(user: Option<&UserId>) -> String {
 }
 
 /// Writes a breaker that counts something, replacing the agent's (and user's) one.
-pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord) -> StoreResult<()> {
+/// Whether a stored breaker `stored` stays as it is against `next`: it is
+/// open, within `hold_open_ms` of its opening, and `next` is not open and
+/// opened before it (a replica that has not seen it open yet).
+/// [`put_breaker`]'s SQL applies the same rule.
+fn held_open(stored: &BreakerRecord, next: &BreakerRecord, hold_open_ms: u64) -> bool {
+    let hold = i64::try_from(hold_open_ms).unwrap_or(i64::MAX);
+    stored.state == "open"
+        && next.state != "open"
+        && next.opened_at < stored.opened_at
+        && stored.opened_at.saturating_add(hold) > next.updated_at
+}
+
+pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord, hold_open_ms: u64) -> StoreResult<()> {
     let users = serde_json::to_string(&b.run_users).map_err(backend_err)?;
     let counters = serde_json::to_string(&b.counters).map_err(backend_err)?;
     sqlx::query(
@@ -474,7 +486,9 @@ pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord) -> StoreResul
          probe_successes, updated_at, counters) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
          ON CONFLICT (agent, user_id) DO UPDATE SET state = excluded.state, opened_at = excluded.opened_at, \
          consecutive = excluded.consecutive, run_faults = excluded.run_faults, run_users = excluded.run_users, \
-         probe_successes = excluded.probe_successes, updated_at = excluded.updated_at, counters = excluded.counters",
+         probe_successes = excluded.probe_successes, updated_at = excluded.updated_at, counters = excluded.counters \
+         WHERE NOT (breakers.state = 'open' AND excluded.state <> 'open' AND excluded.opened_at < breakers.opened_at \
+         AND breakers.opened_at + $11 > excluded.updated_at)",
     )
     .bind(b.agent.to_string())
     .bind(user_key(b.user.as_ref()))
@@ -486,6 +500,7 @@ pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord) -> StoreResul
     .bind(i64::from(b.probe_successes))
     .bind(b.updated_at)
     .bind(counters)
+    .bind(i64::try_from(hold_open_ms).unwrap_or(i64::MAX))
     .execute(pool)
     .await
     .map_err(backend_err)?;
@@ -493,13 +508,22 @@ pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord) -> StoreResul
 }
 
 /// Removes the breaker of `agent` (and `user`).
-pub(super) async fn remove_breaker(pool: &AnyPool, agent: &AgentSlug, user: Option<&UserId>) -> StoreResult<()> {
-    sqlx::query("DELETE FROM breakers WHERE agent = $1 AND user_id = $2")
-        .bind(agent.to_string())
-        .bind(user_key(user))
-        .execute(pool)
-        .await
-        .map_err(backend_err)?;
+pub(super) async fn remove_breaker(
+    pool: &AnyPool,
+    agent: &AgentSlug,
+    user: Option<&UserId>,
+    hold_open_ms: u64,
+) -> StoreResult<()> {
+    sqlx::query(
+        "DELETE FROM breakers WHERE agent = $1 AND user_id = $2 AND NOT (state = 'open' AND opened_at + $3 > $4)",
+    )
+    .bind(agent.to_string())
+    .bind(user_key(user))
+    .bind(i64::try_from(hold_open_ms).unwrap_or(i64::MAX))
+    .bind(super::now_ms())
+    .execute(pool)
+    .await
+    .map_err(backend_err)?;
     Ok(())
 }
 
@@ -620,12 +644,24 @@ impl InMemory {
         lock(&self.inner).events.get(task_id).and_then(|l| l.last_key_value()).map_or(0, |(k, _)| *k)
     }
 
-    pub fn put_breaker(&self, b: &BreakerRecord) {
-        lock(&self.inner).breakers.insert((b.agent.to_string(), user_key(b.user.as_ref())), b.clone());
+    pub fn put_breaker(&self, b: &BreakerRecord, hold_open_ms: u64) {
+        let mut inner = lock(&self.inner);
+        let key = (b.agent.to_string(), user_key(b.user.as_ref()));
+        if inner.breakers.get(&key).is_some_and(|stored| held_open(stored, b, hold_open_ms)) {
+            return;
+        }
+        inner.breakers.insert(key, b.clone());
     }
 
-    pub fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>) {
-        lock(&self.inner).breakers.remove(&(agent.to_string(), user_key(user)));
+    pub fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>, hold_open_ms: u64) {
+        let mut inner = lock(&self.inner);
+        let key = (agent.to_string(), user_key(user));
+        let now = super::now_ms();
+        let hold = i64::try_from(hold_open_ms).unwrap_or(i64::MAX);
+        if inner.breakers.get(&key).is_some_and(|b| b.state == "open" && b.opened_at.saturating_add(hold) > now) {
+            return;
+        }
+        inner.breakers.remove(&key);
     }
 
     pub fn breakers(&self) -> Vec<BreakerRecord> {
@@ -721,15 +757,40 @@ mod tests {
             updated_at: 5,
             counters: BreakerCounters::default(),
         };
-        store.put_breaker(&b(None)).await.unwrap();
-        store.put_breaker(&b(Some(alice.clone()))).await.unwrap();
-        store.put_breaker(&BreakerRecord { opened_at: 9, ..b(None) }).await.unwrap();
+        store.put_breaker(&b(None), 0).await.unwrap();
+        store.put_breaker(&b(Some(alice.clone())), 0).await.unwrap();
+        store.put_breaker(&BreakerRecord { opened_at: 9, ..b(None) }, 0).await.unwrap();
         let all = store.breakers().await.unwrap();
         assert_eq!(all, [BreakerRecord { opened_at: 9, ..b(None) }, b(Some(alice.clone()))]);
-        store.remove_breaker(&agent, None).await.unwrap();
+        store.remove_breaker(&agent, None, 0).await.unwrap();
         assert_eq!(store.breakers().await.unwrap(), [b(Some(alice.clone()))], "alice's own stays");
-        store.remove_breaker(&agent, Some(&alice)).await.unwrap();
+        store.remove_breaker(&agent, Some(&alice), 0).await.unwrap();
         assert!(store.breakers().await.unwrap().is_empty());
+
+        // opened at 1,000 with a 10 s cool-down: a closed record of a replica that
+        // has not seen it open does not replace it, nor does a remove, until it ends
+        let open = BreakerRecord { opened_at: 1_000, updated_at: 1_000, ..b(None) };
+        store.put_breaker(&open, 10_000).await.unwrap();
+        let closed = BreakerRecord { state: "closed".into(), opened_at: 0, updated_at: 2_000, ..b(None) };
+        store.put_breaker(&closed, 10_000).await.unwrap();
+        assert_eq!(store.breakers().await.unwrap(), [open.clone()], "held open");
+        let adopted = BreakerRecord { state: "half_open".into(), updated_at: 2_000, ..open.clone() };
+        store.put_breaker(&adopted, 10_000).await.unwrap();
+        assert_eq!(store.breakers().await.unwrap(), [adopted.clone()], "a replica that saw it open moves it on");
+        let recent = BreakerRecord { opened_at: crate::store::now_ms(), ..open };
+        store.put_breaker(&recent, 10_000).await.unwrap();
+        store.remove_breaker(&agent, None, 10_000).await.unwrap();
+        assert_eq!(store.breakers().await.unwrap(), [recent], "an open one within its cool-down stays");
+        let late = BreakerRecord { updated_at: 20_000, ..closed };
+        store
+            .put_breaker(
+                &BreakerRecord { opened_at: 1_000, updated_at: 1_000, state: "open".into(), ..late.clone() },
+                0,
+            )
+            .await
+            .unwrap();
+        store.put_breaker(&late, 10_000).await.unwrap();
+        assert_eq!(store.breakers().await.unwrap(), [late], "past its cool-down, anyone's record replaces it");
     }
 
     #[tokio::test]
@@ -822,7 +883,7 @@ mod tests {
                 updated_at: 7,
                 counters,
             };
-            store.put_breaker(&b).await.unwrap();
+            store.put_breaker(&b, 0).await.unwrap();
             assert_eq!(store.breakers().await.unwrap(), [b], "{name}");
         }
     }

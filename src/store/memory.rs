@@ -498,13 +498,13 @@ impl Store for MemoryStore {
         Ok(self.a2a.tasks(query))
     }
 
-    async fn put_breaker(&self, breaker: &BreakerRecord) -> StoreResult<()> {
-        self.a2a.put_breaker(breaker);
+    async fn put_breaker(&self, breaker: &BreakerRecord, hold_open_ms: u64) -> StoreResult<()> {
+        self.a2a.put_breaker(breaker, hold_open_ms);
         Ok(())
     }
 
-    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>) -> StoreResult<()> {
-        self.a2a.remove_breaker(agent, user);
+    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>, hold_open_ms: u64) -> StoreResult<()> {
+        self.a2a.remove_breaker(agent, user, hold_open_ms);
         Ok(())
     }
 

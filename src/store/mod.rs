@@ -465,11 +465,16 @@ pub trait Store: Send + Sync + 'static {
     /// A page of the A2A tasks `query` names, the latest status first, and how many match.
     async fn a2a_tasks(&self, query: &A2aTaskQuery) -> StoreResult<A2aTaskPage>;
 
-    /// Saves a breaker that is open, replacing the one of the same agent and user.
-    async fn put_breaker(&self, breaker: &BreakerRecord) -> StoreResult<()>;
+    /// Saves a breaker, replacing the one of the same agent and user, except
+    /// that a breaker another replica opened stays open for `hold_open_ms`
+    /// (the cool-down) against a record that is not open and opened before
+    /// it: a replica that has not seen it open yet does not close it.
+    async fn put_breaker(&self, breaker: &BreakerRecord, hold_open_ms: u64) -> StoreResult<()>;
 
-    /// Forgets the breaker of `agent` (the user's own one when `user` is given): it closed.
-    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>) -> StoreResult<()>;
+    /// Forgets the breaker of `agent` (the user's own one when `user` is
+    /// given): it counts nothing. One that is open and within `hold_open_ms`
+    /// of its opening stays.
+    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>, hold_open_ms: u64) -> StoreResult<()>;
 
     /// Every breaker on file, by agent and user.
     async fn breakers(&self) -> StoreResult<Vec<BreakerRecord>>;

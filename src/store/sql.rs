@@ -702,12 +702,12 @@ impl Store for SqlStore {
         super::a2a_state::tasks(&self.pool, query).await
     }
 
-    async fn put_breaker(&self, breaker: &BreakerRecord) -> StoreResult<()> {
-        super::a2a_state::put_breaker(&self.pool, breaker).await
+    async fn put_breaker(&self, breaker: &BreakerRecord, hold_open_ms: u64) -> StoreResult<()> {
+        super::a2a_state::put_breaker(&self.pool, breaker, hold_open_ms).await
     }
 
-    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>) -> StoreResult<()> {
-        super::a2a_state::remove_breaker(&self.pool, agent, user).await
+    async fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>, hold_open_ms: u64) -> StoreResult<()> {
+        super::a2a_state::remove_breaker(&self.pool, agent, user, hold_open_ms).await
     }
 
     async fn breakers(&self) -> StoreResult<Vec<BreakerRecord>> {

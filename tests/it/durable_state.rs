@@ -135,7 +135,7 @@ async fn a_task_cut_short_by_a_restart_keeps_its_stored_state_until_it_is_set() 
 
 /// A team whose `down` agent is unreachable (a fault: it opens for
 /// everyone) and whose `picky` agent fails alice's requests only.
-fn breaker_team(cool_down_ms: u64, store: Arc<dyn Store>) -> Runtime {
+pub(crate) fn breaker_team(cool_down_ms: u64, store: Arc<dyn Store>) -> Runtime {
     builder(&[("caller", &["down", "picky"], &[]), ("down", &[], &[]), ("picky", &[], &[])])
         .store(store)
         .breaker(BreakerConfig { consecutive_failures: 3, cool_down_ms, probes: 1, ..BreakerConfig::default() })
@@ -154,7 +154,7 @@ fn breaker_team(cool_down_ms: u64, store: Arc<dyn Store>) -> Runtime {
         .unwrap()
 }
 
-fn ask(to: &str, who: &str, objective: &str) -> DelegationRequest {
+pub(crate) fn ask(to: &str, who: &str, objective: &str) -> DelegationRequest {
     DelegationRequest::new(slug("caller"), slug(to), user(who), objective, "")
 }
 

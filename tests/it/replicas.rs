@@ -265,3 +265,47 @@ async fn a_tree_of_a_replica_on_another_host_is_taken_over_only_once_its_lease_r
         assert!(store.replicas().await.unwrap().iter().all(|r| r.id != far.id), "{name}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaker_one_replica_opens_is_open_on_the_others_and_a_replica_that_missed_it_does_not_close_it() {
+    use crate::durable_state::{ask, breaker_team};
+    use crate::support::slug;
+    use switchboard::resilience::BreakerState;
+    for db in db::both().await {
+        let name = db.name;
+        let one = breaker_team(600_000, db.dyn_store());
+        let two = breaker_team(600_000, Arc::new(SqlStore::connect(&db.url).await.unwrap()));
+        // one attempt per delegation on replica two: one failure each, too few to open it there
+        let once = |objective: &str| {
+            let mut req = ask("down", "bob", objective);
+            req.retry_policy = Some(serde_json::from_value(serde_json::json!({"enabled": false})).unwrap());
+            req
+        };
+        // replica two has counted a failure of its own (a closed breaker with counts, written)
+        let first = two.delegate(&operator(), once("down on two")).await;
+        assert_eq!(first.error_code(), Some(ErrorCode::AgentUnavailable), "{name}");
+        for n in 0..3 {
+            one.delegate(&operator(), ask("down", "carol", &format!("down {n}"))).await;
+        }
+        assert_eq!(one.breaker_state(&slug("down")), BreakerState::Open, "{name}");
+        let store = db.dyn_store();
+        eventually("one's opening on file", async || {
+            store.breakers().await.unwrap().iter().any(|b| b.agent.as_str() == "down" && b.state == "open")
+        })
+        .await;
+        // two counts one more failure and writes its closed breaker after one opened: the store keeps it open
+        two.delegate(&operator(), once("down on two again")).await;
+        eventually("replica two sees it open", async || two.breaker_state(&slug("down")) == BreakerState::Open).await;
+        let refused = two.delegate(&operator(), ask("down", "dave", "down once more")).await;
+        let message = refused.error.expect("refused").message;
+        assert!(message.contains("circuit breaker for 'down' is open"), "{name}: {message}");
+        tokio::time::sleep(Duration::from_millis(600)).await; // both replicas' writes are on file
+        let on_file = store.breakers().await.unwrap();
+        let down = on_file.iter().find(|b| b.agent.as_str() == "down" && b.user.is_none()).expect("on file");
+        assert_eq!(down.state, "open", "{name}: {down:?}");
+        // a replica started now loads it open
+        let three = breaker_team(600_000, Arc::new(SqlStore::connect(&db.url).await.unwrap()));
+        eventually("replica three loads it open", async || three.breaker_state(&slug("down")) == BreakerState::Open)
+            .await;
+    }
+}
