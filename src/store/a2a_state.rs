@@ -773,10 +773,14 @@ mod tests {
         store.put_breaker(&open, 10_000).await.unwrap();
         let closed = BreakerRecord { state: "closed".into(), opened_at: 0, updated_at: 2_000, ..b(None) };
         store.put_breaker(&closed, 10_000).await.unwrap();
-        assert_eq!(store.breakers().await.unwrap(), [open.clone()], "held open");
+        assert_eq!(store.breakers().await.unwrap(), std::slice::from_ref(&open), "held open");
         let adopted = BreakerRecord { state: "half_open".into(), updated_at: 2_000, ..open.clone() };
         store.put_breaker(&adopted, 10_000).await.unwrap();
-        assert_eq!(store.breakers().await.unwrap(), [adopted.clone()], "a replica that saw it open moves it on");
+        assert_eq!(
+            store.breakers().await.unwrap(),
+            std::slice::from_ref(&adopted),
+            "a replica that saw it open moves it on"
+        );
         let recent = BreakerRecord { opened_at: crate::store::now_ms(), ..open };
         store.put_breaker(&recent, 10_000).await.unwrap();
         store.remove_breaker(&agent, None, 10_000).await.unwrap();
