@@ -2,8 +2,12 @@
 # Switchboard's performance, side by side with the limit and the peers, in one
 # run on one machine (docs/PERFORMANCE.md explains every row):
 #
-#   scripts/bench.sh           the full run (about 15 minutes on 2 cores)
-#   scripts/bench.sh --smoke   a short run that checks every part still works
+#   scripts/bench.sh              the full run (about 15 minutes on 2 cores)
+#   scripts/bench.sh --smoke      a short run that checks every part still works
+#   scripts/bench.sh --replicas 3 scale-out only (docs/SCALE.md): 1, 2 … 3
+#                                 replicas on one PostgreSQL behind nginx, and
+#                                 a hop through NATS JetStream to a worker
+#                                 beside the same hop over HTTP
 #
 # It installs what it needs (wrk from Debian, a Python venv under
 # target/bench with langgraph and a2a-sdk from PyPI; for the full run only,
@@ -16,12 +20,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SMOKE=0
+SMOKE=0; REPLICAS=0
 case "${1:-}" in
   "") ;;
-  --smoke) SMOKE=1 ;;
-  *) echo "usage: scripts/bench.sh [--smoke]" >&2; exit 2 ;;
+  --smoke) SMOKE=1; REPLICAS=2 ;;
+  --replicas)
+    REPLICAS=${2:-}
+    case "$REPLICAS" in [1-8]) ;; *) echo "--replicas takes a count from 1 to 8, not '${2:-}'" >&2; exit 2 ;; esac ;;
+  *) echo "usage: scripts/bench.sh [--smoke | --replicas N]" >&2; exit 2 ;;
 esac
+# --replicas alone: only the scale-out part
+SCALE_ONLY=0
+[ "$SMOKE" = 0 ] && [ "$REPLICAS" -gt 0 ] && SCALE_ONLY=1
 
 OUT=target/bench
 mkdir -p "$OUT"
@@ -50,8 +60,14 @@ if ! command -v wrk >/dev/null; then
   if [ "$(id -u)" != 0 ]; then echo "wrk is missing: apt-get install wrk (as root)" >&2; exit 2; fi
   apt-get install -y -q wrk >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }
 fi
+if [ "$REPLICAS" -gt 0 ] && ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  say "installing nginx (the replicas' proxy)"
+  if [ "$(id -u)" != 0 ]; then echo "nginx is missing: apt-get install nginx (as root)" >&2; exit 2; fi
+  apt-get install -y -q nginx >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx >/dev/null; }
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 VENV=$OUT/venv
-if ! "$VENV/bin/python" -c "import langgraph, a2a, uvicorn" 2>/dev/null; then
+if [ "$SCALE_ONLY" = 0 ] && ! "$VENV/bin/python" -c "import langgraph, a2a, uvicorn" 2>/dev/null; then
   say "installing langgraph and a2a-sdk into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check langgraph "a2a-sdk[http-server]" uvicorn
@@ -74,6 +90,10 @@ if ! command -v psql >/dev/null; then
 fi
 if ! psql "$PG_ADMIN" -qAtc 'select 1' >/dev/null 2>&1; then
   echo "PostgreSQL does not answer at $PG_ADMIN (set BENCH_POSTGRES_URL)" >&2
+  exit 2
+fi
+if [ "$REPLICAS" -gt 0 ] && ! python3 -c 'import socket; socket.create_connection(("127.0.0.1", 4222), 1)' 2>/dev/null; then
+  echo "NATS with JetStream does not answer on 127.0.0.1:4222 (the queue hop needs it; .ci/run starts one)" >&2
   exit 2
 fi
 PG_DBS=""
@@ -102,6 +122,7 @@ record() { # record SECTION NAME EXTRA-JSON < lines; keeps the BENCH_JSON lines
 }
 
 # --- in process --------------------------------------------------------------
+if [ "$SCALE_ONLY" = 0 ]; then
 say "in process: one delegation, a 2-step chain, a 3-way fan-out (cargo bench)"
 BENCH_N=$BENCH_N cargo bench --quiet --bench overhead 2>"$LOGS/bench.err" | record inprocess - '{}'
 say "memory: $IN_FLIGHT delegations in flight, then $MEMORY_N more (durable SQLite)"
@@ -109,6 +130,7 @@ BENCH_MEMORY_N=$MEMORY_N BENCH_IN_FLIGHT=$IN_FLIGHT cargo bench --quiet --bench 
   | record memory - '{}'
 say "LangGraph: a supervisor -> worker hop with fake chat models"
 "$VENV/bin/python" scripts/bench/langgraph_hop.py "$HOP_N" | record langgraph hop '{}'
+fi
 
 # --- over HTTP ---------------------------------------------------------------
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -205,6 +227,7 @@ load() { # load NAME KIND PATH TOKEN CONNECTIONS [SECTION] [SECONDS]
   stop_server
 }
 
+[ "$SCALE_ONLY" = 1 ] && LEVELS=""
 for c in $LEVELS; do
   say "over HTTP at $c connections: switchboard (SQLite, PostgreSQL, in memory), bare axum, a2a-sdk, switchboard's A2A"
   load switchboard-http delegate /v1/delegate bench-token "$c"
@@ -220,12 +243,14 @@ done
 # a2a backend, durable SQLite store), then behind the LiteLLM proxy's
 # /a2a/{agent} route (full run only: LiteLLM is heavy). A fresh echo agent
 # for each row.
+if [ "$SCALE_ONLY" = 0 ]; then
 say "A2A gateways at $GATEWAY_C connections: the echo agent alone, behind Switchboard, behind LiteLLM"
 load echo-alone a2a / "" "$GATEWAY_C" gateway "$GATEWAY_DURATION"
 BENCH_TARGET=remote-echo load switchboard-gateway a2a /a2a/remote-echo bench-user-token "$GATEWAY_C" gateway \
   "$GATEWAY_DURATION"
 if [ "$SMOKE" = 0 ]; then
   load litellm-gateway a2a /a2a/echo sk-bench-master "$GATEWAY_C" gateway "$GATEWAY_DURATION"
+fi
 fi
 
 # --- memory over HTTP: RSS while delegations go through a server ---------------
@@ -251,10 +276,12 @@ print(d["requests"], d.get("non_2xx", 0) + d.get("rpc_errors", 0) + d.get("socke
   echo "{\"section\": \"memory-http\", \"name\": \"$name\", \"total\": $done, \"connections\": $MEMORY_HTTP_C, \"samples\": [$samples], \"peak_kib\": $(peak_kib "$SERVER_PID"), \"errors\": $errors}" >> "$RESULTS"
   stop_server
 }
+if [ "$SCALE_ONLY" = 0 ]; then
 say "memory over HTTP: $MEMORY_HTTP_N delegations at $MEMORY_HTTP_C connections, RSS after each ${MEMORY_HTTP_STEP} s"
 memory_http switchboard-http delegate /v1/delegate bench-token
 memory_http switchboard-pg delegate /v1/delegate bench-token
 memory_http switchboard-a2a a2a /a2a/echo bench-user-token
+fi
 
 # --- a hop between two Switchboards, without and with signed lineage --------
 # A's `echo` is served by B over HTTP: once without a token (B trusts A's
@@ -280,20 +307,32 @@ for peer, extra in [("plain", ""), ("lineage", ', peer = "b"')]:
             f'url = "http://127.0.0.1:{b_port}", token_env = "B_TOKEN"{extra} }}\n\n')
     trust = f'\n[[trust]]\nname = "b"\npublic_key = "{key["b"]}"\n'
     open(f"{hop}/a-{peer}.toml", "w").write(team[:start] + echo + team[end:] + "\n" + lineage["a"] + trust)
+# the same hop through NATS JetStream: B runs `switchboard worker --agents echo`
+echo = '[[agents]]\nslug = "echo"\nname = "Echo, on B\'s workers"\nbackend = { kind = "queue", peer = "b" }\n\n'
+open(f"{hop}/a-queue.toml", "w").write(team[:start] + echo + team[end:] + "\n" + lineage["a"])
 trust = f'\n[[trust]]\nname = "a"\npublic_key = "{key["a"]}"\nmay_call = ["echo"]\nmay_start_trees = true\n'
 open(f"{hop}/b.toml", "w").write(team + "\n" + lineage["b"] + trust)
 PY
 }
 B_PID=""
 stop_b() { stop_pid "$B_PID"; B_PID=""; }
-load_hop() { # load_hop plain|lineage CONNECTIONS
+load_hop() { # load_hop plain|lineage|queue CONNECTIONS
   local peer=$1 c=$2 a_port b_port threads name="hop-$1"
   a_port=$(free_port); b_port=$(free_port)
   hop_configs "$b_port"
-  "$SWITCHBOARD" serve --config "$HOP/b.toml" --addr "127.0.0.1:$b_port" --database-url memory: \
-    >"$LOGS/$name-b-$c.log" 2>&1 &
-  B_PID=$!
-  wait_port "$b_port" "$B_PID" || { cat "$LOGS/$name-b-$c.log" >&2; exit 1; }
+  if [ "$peer" = queue ]; then
+    # B's worker: its first line says it is pulling
+    "$SWITCHBOARD" --config "$HOP/b.toml" --database-url memory: worker --agents echo --concurrency 64 \
+      >"$LOGS/$name-b-$c.log" 2>&1 &
+    B_PID=$!
+    for _ in $(seq 1 100); do grep -q "worker serving" "$LOGS/$name-b-$c.log" && break; sleep 0.1; done
+    grep -q "worker serving" "$LOGS/$name-b-$c.log" || { cat "$LOGS/$name-b-$c.log" >&2; exit 1; }
+  else
+    "$SWITCHBOARD" serve --config "$HOP/b.toml" --addr "127.0.0.1:$b_port" --database-url memory: \
+      >"$LOGS/$name-b-$c.log" 2>&1 &
+    B_PID=$!
+    wait_port "$b_port" "$B_PID" || { cat "$LOGS/$name-b-$c.log" >&2; exit 1; }
+  fi
   B_TOKEN=bench-token "$SWITCHBOARD" serve --config "$HOP/a-$peer.toml" --addr "127.0.0.1:$a_port" \
     --database-url memory: >"$LOGS/$name-a-$c.log" 2>&1 &
   SERVER_PID=$!
@@ -308,18 +347,69 @@ load_hop() { # load_hop plain|lineage CONNECTIONS
   stop_b
 }
 for c in $HOP_LEVELS; do
-  say "a hop between two Switchboards at $c connections: without, then with signed lineage"
-  load_hop plain "$c"
+  if [ "$SCALE_ONLY" = 0 ]; then
+    say "a hop between two Switchboards at $c connections: without, then with signed lineage"
+    load_hop plain "$c"
+  fi
   load_hop lineage "$c"
+  if [ "$REPLICAS" -gt 0 ]; then
+    say "the same hop through NATS JetStream to a worker at $c connections"
+    load_hop queue "$c"
+  fi
 done
+
+# --- scale-out: 1 … REPLICAS replicas on one PostgreSQL behind nginx ------------
+# deploy/nginx.conf as it is but for its listen ports, its upstreams the
+# replicas of the run; a fresh database per replica count; the same load
+# through nginx each time (docs/SCALE.md).
+SCALE_C=64
+scale_run() { # scale_run K: K replicas behind nginx, SCALE_C connections
+  local k=$1 db="sbscale_${1}_$$" i port ngx dir="$OUT/nginx-$1" pids=() ngx_pid
+  pg_create "$db"
+  # the schema first, once: replicas starting together would race to make it
+  "$SWITCHBOARD" --config scripts/bench/team.toml --database-url "${PG_ADMIN%/*}/$db" agents >/dev/null
+  mkdir -p "$dir"
+  : >"$dir/nginx-upstreams.conf"
+  for i in $(seq 1 "$k"); do
+    port=$(free_port)
+    "$SWITCHBOARD" serve --config scripts/bench/team.toml --addr "127.0.0.1:$port" \
+      --database-url "${PG_ADMIN%/*}/$db" >"$LOGS/scale-$k-$i.log" 2>&1 &
+    pids+=($!)
+    wait_port "$port" "$!" || { cat "$LOGS/scale-$k-$i.log" >&2; exit 1; }
+    echo "server 127.0.0.1:$port max_fails=3 fail_timeout=10s;" >>"$dir/nginx-upstreams.conf"
+  done
+  ngx=$(free_port)
+  sed -e "s/^\(\s*listen\) 8080;$/\1 127.0.0.1:$ngx;/" -e "s/^\(\s*listen\) 8081 http2;$/\1 127.0.0.1:$(free_port) http2;/" \
+    deploy/nginx.conf >"$dir/nginx.conf"
+  local user=""
+  [ "$(id -u)" = 0 ] && id www-data >/dev/null 2>&1 && user=" user www-data;"
+  "$NGINX" -c "$dir/nginx.conf" -p "$dir/" -e stderr -g "daemon off; pid $dir/nginx.pid;$user" \
+    >"$dir/access.log" 2>"$LOGS/nginx-$k.log" &
+  ngx_pid=$!
+  wait_port "$ngx" "$ngx_pid" || { cat "$LOGS/nginx-$k.log" >&2; exit 1; }
+  wrk_run "$ngx" /v1/delegate delegate bench-token "$SCALE_C" 1 >/dev/null
+  wrk_run "$ngx" /v1/delegate delegate bench-token "$SCALE_C" "$DURATION" >"$LOGS/scale-$k.wrk"
+  grep '^BENCH_JSON' "$LOGS/scale-$k.wrk" | record scale "replicas-$k" "{\"replicas\": $k, \"connections\": $SCALE_C}"
+  kill -QUIT "$ngx_pid" 2>/dev/null || true; wait "$ngx_pid" 2>/dev/null || true
+  for i in "${pids[@]}"; do stop_pid "$i"; done
+  pg_drop "$db"
+}
+if [ "$REPLICAS" -gt 0 ]; then
+  for k in $(seq 1 "$REPLICAS"); do
+    say "scale-out: $k replica(s) on one PostgreSQL behind nginx, $SCALE_C connections"
+    scale_run "$k"
+  done
+fi
 
 say "versions"
 {
-  echo "{\"section\": \"machine\", \"name\": \"machine\", \"cores\": $(nproc), \"cpu\": \"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)\", \"rustc\": \"$(rustc --version)\", \"wrk\": \"$(wrk -v 2>&1 | head -1 | awk '{print $2}')\", \"python\": \"$("$VENV/bin/python" --version | awk '{print $2}')\", \"a2a_sdk\": \"$("$VENV/bin/pip" show a2a-sdk | awk '/^Version/ {print $2}')\", \"uvicorn\": \"$("$VENV/bin/pip" show uvicorn | awk '/^Version/ {print $2}')\", \"postgres\": \"$(psql "$PG_ADMIN" -qAtc 'show server_version' | awk '{print $1}')\", \"litellm\": \"$( [ "$SMOKE" = 0 ] && "$LITELLM_VENV/bin/pip" show litellm | awk '/^Version/ {print $2}')\", \"smoke\": $SMOKE}"
+  echo "{\"section\": \"machine\", \"name\": \"machine\", \"cores\": $(nproc), \"cpu\": \"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)\", \"rustc\": \"$(rustc --version)\", \"wrk\": \"$(wrk -v 2>&1 | head -1 | awk '{print $2}')\", \"python\": \"$("$VENV/bin/python" --version 2>/dev/null | awk '{print $2}')\", \"a2a_sdk\": \"$("$VENV/bin/pip" show a2a-sdk 2>/dev/null | awk '/^Version/ {print $2}')\", \"uvicorn\": \"$("$VENV/bin/pip" show uvicorn 2>/dev/null | awk '/^Version/ {print $2}')\", \"postgres\": \"$(psql "$PG_ADMIN" -qAtc 'show server_version' | awk '{print $1}')\", \"litellm\": \"$( [ "$SMOKE" = 0 ] && "$LITELLM_VENV/bin/pip" show litellm | awk '/^Version/ {print $2}')\", \"smoke\": $SMOKE}"
 } >> "$RESULTS"
 
 if [ "$SMOKE" = 1 ]; then
   python3 scripts/bench/table.py "$RESULTS" --check
+elif [ "$SCALE_ONLY" = 1 ]; then
+  python3 scripts/bench/table.py "$RESULTS" --scale
 else
   python3 scripts/bench/table.py "$RESULTS"
 fi

@@ -3,7 +3,9 @@ table of docs/PERFORMANCE.md, then issue 20's table: each figure beside its
 goal, with a check mark or a cross. Goals are reported, not asserted: a run on
 a shared machine is evidence, not a verdict.
 
-python3 scripts/bench/table.py target/bench/results.jsonl [--check]
+python3 scripts/bench/table.py target/bench/results.jsonl [--check | --scale]
+
+--scale (scripts/bench.sh --replicas N): the hop and scale-out tables only.
 
 --check (the smoke run): exits 1 when a part is missing or a load saw
 errors, so the benchmark cannot rot unnoticed. It checks that the parts
@@ -233,6 +235,7 @@ def main():
     gateway = {r["name"]: r for r in rows if r.get("section") == "gateway"}
     mem_http = {r["name"]: r for r in rows if r.get("section") == "memory-http"}
     hop_levels = sorted({c for (_, c) in hops})
+    scale = sorted((r for r in rows if r.get("section") == "scale"), key=lambda r: r["replicas"])
 
     out = []
     p = out.append
@@ -267,7 +270,8 @@ def main():
     for c in hop_levels:
         p(f"A hop between two Switchboards over HTTP, {c} connection{'s' if c > 1 else ''} (in-memory stores)")
         p(f"  {'through A to its agent served by B':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'errors':>7}")
-        for name, label in [("hop-plain", "without lineage"), ("hop-lineage", "with signed lineage (sign + verify)")]:
+        for name, label in [("hop-plain", "without lineage"), ("hop-lineage", "with signed lineage (sign + verify)"),
+                            ("hop-queue", "through NATS JetStream to a worker (lineage)")]:
             r = hops.get((name, c))
             if r:
                 errors = r.get("non_2xx", 0) + r.get("socket_errors", 0)
@@ -276,7 +280,25 @@ def main():
         if a and b:
             p(f"  lineage adds {us(a['p50_us'] - b['p50_us'])} p50 per hop "
               f"(goal < 50 us: {verdict((a['p50_us'] - b['p50_us']), 50, higher=False)})")
+        q = hops.get(("hop-queue", c))
+        if a and q and q["rps"] and a["rps"]:
+            p(f"  the queue: {q['rps'] / a['rps']:.2f}x the direct hop's throughput; "
+              f"adds {us(q['p50_us'] - a['p50_us'])} p50, {us(q['p99_us'] - a['p99_us'])} p99")
         p("")
+    if scale:
+        c = scale[0]["connections"]
+        p(f"Scale-out: replicas on one PostgreSQL behind nginx (deploy/nginx.conf), {c} connections, "
+          f"/v1/delegate (audit)")
+        p(f"  {'replicas':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'errors':>7}")
+        one = scale[0]["rps"] if scale[0]["replicas"] == 1 else None
+        for r in scale:
+            gain = f"  ({r['rps'] / one:.2f}x one)" if one and r["replicas"] > 1 else ""
+            p(f"  {r['replicas']:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
+              f"{errors_of(r):>7}{gain}")
+        p("")
+    if "--scale" in sys.argv:
+        print("\n".join(out))
+        return
     if gateway:
         c = next(iter(gateway.values()))["connections"]
         p(f"A2A gateways in front of the same a2a-sdk echo agent, {c} connections (JSON-RPC SendMessage)")
@@ -367,6 +389,17 @@ def main():
                     problems.append(f"{name} at {c} connections is missing")
                 elif r["requests"] == 0 or r.get("non_2xx", 0) + r.get("socket_errors", 0):
                     problems.append(f"{name} at {c} connections: {r}")
+        if not scale:
+            problems.append("the scale-out rows are missing")
+        for r in scale:
+            if r["requests"] == 0 or errors_of(r):
+                problems.append(f"scale-out with {r['replicas']} replicas: {r}")
+        for c in hop_levels:
+            r = hops.get(("hop-queue", c))
+            if r is None:
+                problems.append(f"hop-queue at {c} connections is missing")
+            elif r["requests"] == 0 or errors_of(r):
+                problems.append(f"hop-queue at {c} connections: {r}")
         for p_ in problems:
             print("bench check: " + p_, file=sys.stderr)
         sys.exit(1 if problems else 0)
