@@ -158,17 +158,6 @@ pub(crate) fn ask(to: &str, who: &str, objective: &str) -> DelegationRequest {
     DelegationRequest::new(slug("caller"), slug(to), user(who), objective, "")
 }
 
-/// Waits (a bounded number of turns) until `done` holds; the breakers load and write in a task of their own.
-async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    for _ in 0..500 {
-        if done().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("never: {what}");
-}
-
 #[tokio::test]
 async fn an_open_breaker_is_open_after_a_restart_and_each_users_own_stays_theirs() {
     for db in db::both().await {

@@ -18,23 +18,12 @@ use switchboard::store::{SqlStore, StepState, Store};
 
 use crate::crash_trees::{TOKEN, config, envelope, runs, start_server};
 use crate::db::{self, Db};
-use crate::support::{nested_request, operator, user};
+use crate::support::{eventually, nested_request, operator, user};
 use crate::team::{Runs, runtime_on, served_config, to_boss};
 
 /// The crash-trees team (command agents that log their runs), with a short lease.
 fn replica_config(log: &Path) -> String {
     config(log) + "\n[server]\nreplica_lease_ms = 2000\n"
-}
-
-/// Polls `done` every 50 ms for up to 30 s.
-async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    for _ in 0..600 {
-        if done().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{what}: not within 30 s");
 }
 
 /// Sends the slow chain (a, then slow for 1.2 s, then b) as tree `id` to `base`; its answer.

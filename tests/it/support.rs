@@ -104,3 +104,16 @@ pub fn python_has(modules: &str, package: &str) -> bool {
     }
     ok
 }
+
+/// Polls `done` every 20 ms until it holds (what runs in tasks of their own,
+/// or in other processes, gets there in its time); a panic naming `what`
+/// after 30 s.
+pub async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    for _ in 0..1500 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("never within 30 s: {what}");
+}
