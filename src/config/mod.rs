@@ -429,6 +429,26 @@ mod tests {
     }
 
     #[test]
+    fn bad_queue_and_lease_settings_name_their_field() {
+        let bad = |toml: &str| {
+            let c = Config::from_toml(toml);
+            c.and_then(|c| c.validate().map(|()| c)).expect_err(toml).to_string()
+        };
+        for (toml, field) in [
+            ("[queue]\nurl = \"http://127.0.0.1:4222\"\n", "queue.url"),
+            ("[queue]\nmax_deliver = 0\n", "queue.max_deliver"),
+            ("[queue]\nack_wait_ms = 10\n", "queue.ack_wait_ms"),
+            ("[queue]\nreply_retention_hours = 0\n", "queue.reply_retention_hours"),
+            ("[server]\nreplica_lease_ms = 100\n", "server.replica_lease_ms"),
+        ] {
+            assert!(bad(toml).contains(field), "{toml}: {}", bad(toml));
+        }
+        assert!(bad("[queue]\nretention_hours = 5\n").contains("retention_hours"), "an unknown field is named");
+        let peerless = "[[agents]]\nslug = \"q\"\nname = \"Q\"\nbackend = { kind = \"queue\" }\n";
+        assert!(bad(peerless).contains("peer"), "{}", bad(peerless));
+    }
+
+    #[test]
     fn builtin_config_describes_the_seed_team() {
         let c = Config::builtin();
         for slug in [

@@ -441,3 +441,33 @@ async fn queue_replay_sends_recorded_delegations_to_todays_workers_and_compares(
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a queue agent"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_answers_garbage_is_a_failed_attempt_and_is_retried() {
+    use futures::StreamExt;
+    if !nats_up() {
+        return;
+    }
+    let world = World::new("qgarbage");
+    // a "worker" that answers every delegation on the agent's subject with garbage
+    let client = async_nats::connect(NATS).await.unwrap();
+    let mut work = client.subscribe(format!("sb.work.{}", world.agent)).await.unwrap();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let fake = tokio::spawn({
+        let (client, seen) = (client.clone(), seen.clone());
+        async move {
+            while let Some(m) = work.next().await {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let req: DelegationRequest = serde_json::from_slice(&m.payload).unwrap();
+                client.publish(format!("sb.reply.{}", req.request_id), "<html>oops</html>".into()).await.unwrap();
+            }
+        }
+    });
+    let r = world.caller().delegate(&operator(), world.ask("Tag it", 20_000)).await;
+    fake.abort();
+    assert_eq!(r.error_code(), Some(ErrorCode::AgentFailed), "{r:?}");
+    assert!(r.error.unwrap().message.contains("without a Switchboard response"));
+    let attempts = r.execution.map(|e| e.attempts).unwrap_or(0);
+    assert!(attempts >= 2, "retried as any failed attempt: {attempts}");
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), attempts as usize, "one publish per attempt");
+}
