@@ -389,9 +389,14 @@ scale_run() { # scale_run K: K replicas behind nginx, SCALE_C connections
   wait_port "$ngx" "$ngx_pid" || { cat "$LOGS/nginx-$k.log" >&2; exit 1; }
   wrk_run "$ngx" /v1/delegate delegate bench-token "$SCALE_C" 1 >/dev/null
   wrk_run "$ngx" /v1/delegate delegate bench-token "$SCALE_C" "$DURATION" >"$LOGS/scale-$k.wrk"
-  grep '^BENCH_JSON' "$LOGS/scale-$k.wrk" | record scale "replicas-$k" "{\"replicas\": $k, \"connections\": $SCALE_C}"
   kill -QUIT "$ngx_pid" 2>/dev/null || true; wait "$ngx_pid" 2>/dev/null || true
   for i in "${pids[@]}"; do stop_pid "$i"; done
+  # the audit chain the replicas wrote at once: one valid chain (switchboard audit --verify)
+  local audit
+  audit=$("$SWITCHBOARD" --config scripts/bench/team.toml --database-url "${PG_ADMIN%/*}/$db" --json audit --verify \
+    --last 1 | python3 -c 'import json,sys; v=json.load(sys.stdin)["verify"]; print(json.dumps({"audit_valid": v["valid"], "audit_records": v["records"]}))')
+  grep '^BENCH_JSON' "$LOGS/scale-$k.wrk" \
+    | record scale "replicas-$k" "$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(replicas=int(sys.argv[2]), connections=int(sys.argv[3])); print(json.dumps(d))' "$audit" "$k" "$SCALE_C")"
   pg_drop "$db"
 }
 if [ "$REPLICAS" -gt 0 ]; then
@@ -403,7 +408,7 @@ fi
 
 say "versions"
 {
-  echo "{\"section\": \"machine\", \"name\": \"machine\", \"cores\": $(nproc), \"cpu\": \"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)\", \"rustc\": \"$(rustc --version)\", \"wrk\": \"$(wrk -v 2>&1 | head -1 | awk '{print $2}')\", \"python\": \"$("$VENV/bin/python" --version 2>/dev/null | awk '{print $2}')\", \"a2a_sdk\": \"$("$VENV/bin/pip" show a2a-sdk 2>/dev/null | awk '/^Version/ {print $2}')\", \"uvicorn\": \"$("$VENV/bin/pip" show uvicorn 2>/dev/null | awk '/^Version/ {print $2}')\", \"postgres\": \"$(psql "$PG_ADMIN" -qAtc 'show server_version' | awk '{print $1}')\", \"litellm\": \"$( [ "$SMOKE" = 0 ] && "$LITELLM_VENV/bin/pip" show litellm | awk '/^Version/ {print $2}')\", \"smoke\": $SMOKE}"
+  echo "{\"section\": \"machine\", \"name\": \"machine\", \"cores\": $(nproc), \"cpu\": \"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)\", \"rustc\": \"$(rustc --version)\", \"wrk\": \"$(wrk -v 2>&1 | head -1 | awk '{print $2}')\", \"python\": \"$("$VENV/bin/python" --version 2>/dev/null | awk '{print $2}')\", \"a2a_sdk\": \"$("$VENV/bin/pip" show a2a-sdk 2>/dev/null | awk '/^Version/ {print $2}')\", \"uvicorn\": \"$("$VENV/bin/pip" show uvicorn 2>/dev/null | awk '/^Version/ {print $2}')\", \"postgres\": \"$(psql "$PG_ADMIN" -qAtc 'show server_version' | awk '{print $1}')\", \"litellm\": \"$( [ "$SMOKE" = 0 ] && [ "$SCALE_ONLY" = 0 ] && "$LITELLM_VENV/bin/pip" show litellm | awk '/^Version/ {print $2}')\", \"smoke\": $SMOKE}"
 } >> "$RESULTS"
 
 if [ "$SMOKE" = 1 ]; then

@@ -219,6 +219,22 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
     return "\n".join(out)
 
 
+def in_process(p, inproc, hop):
+    """The in-process rows."""
+    p("In process (one thread of work per call, zero-work agents)")
+    p(f"  {'case':<44} {'p50':>10} {'p99':>10} {'per second':>12}")
+    for key, label in [("direct", "agent called directly (no rails)"), ("single", "one delegation, full pipeline"),
+                       ("chain", "2-step chain (3 delegations)"), ("fanout", "3-way fan-out (4 delegations)")]:
+        r = inproc.get(key)
+        if r:
+            p(f"  {label:<44} {us(r['p50_us']):>10} {us(r['p99_us']):>10} {r['per_sec']:>12.0f}")
+    if hop:
+        g, m = hop["graph"], hop["models"]
+        p(f"  {'LangGraph supervisor -> worker hop':<44} {us(g['p50_us']):>10} {us(g['p99_us']):>10} {g['per_sec']:>12.0f}")
+        p(f"  {'  of which the two fake model calls':<44} {us(m['p50_us']):>10} {us(m['p99_us']):>10} {m['per_sec']:>12.0f}")
+    p("")
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--check"]
     rows = load(args[0] if args else "target/bench/results.jsonl")
@@ -245,18 +261,9 @@ def main():
       f"PostgreSQL {machine.get('postgres', '?')}" + (f", LiteLLM {machine['litellm']}" if machine.get("litellm") else "")
       + ("  [SMOKE RUN: short, not for comparison]" if machine.get("smoke") else ""))
     p("")
-    p("In process (one thread of work per call, zero-work agents)")
-    p(f"  {'case':<44} {'p50':>10} {'p99':>10} {'per second':>12}")
-    for key, label in [("direct", "agent called directly (no rails)"), ("single", "one delegation, full pipeline"),
-                       ("chain", "2-step chain (3 delegations)"), ("fanout", "3-way fan-out (4 delegations)")]:
-        r = inproc.get(key)
-        if r:
-            p(f"  {label:<44} {us(r['p50_us']):>10} {us(r['p99_us']):>10} {r['per_sec']:>12.0f}")
-    if hop:
-        g, m = hop["graph"], hop["models"]
-        p(f"  {'LangGraph supervisor -> worker hop':<44} {us(g['p50_us']):>10} {us(g['p99_us']):>10} {g['per_sec']:>12.0f}")
-        p(f"  {'  of which the two fake model calls':<44} {us(m['p50_us']):>10} {us(m['p99_us']):>10} {m['per_sec']:>12.0f}")
-    p("")
+    scale_only = "--scale" in sys.argv
+    if not scale_only:
+        in_process(p, inproc, hop)
     for c in levels:
         p(f"Over HTTP, {c} connection{'s' if c > 1 else ''} (wrk; peak RSS of the server)")
         p(f"  {'server':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'peak RSS':>10} {'errors':>7}")
@@ -289,14 +296,15 @@ def main():
         c = scale[0]["connections"]
         p(f"Scale-out: replicas on one PostgreSQL behind nginx (deploy/nginx.conf), {c} connections, "
           f"/v1/delegate (audit)")
-        p(f"  {'replicas':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'errors':>7}")
+        p(f"  {'replicas':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'errors':>7}  audit chain after the load")
         one = scale[0]["rps"] if scale[0]["replicas"] == 1 else None
         for r in scale:
             gain = f"  ({r['rps'] / one:.2f}x one)" if one and r["replicas"] > 1 else ""
+            chain = f"{'valid' if r.get('audit_valid') else 'BROKEN'}, {r.get('audit_records', '?')} records"
             p(f"  {r['replicas']:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
-              f"{errors_of(r):>7}{gain}")
+              f"{errors_of(r):>7}  {chain}{gain}")
         p("")
-    if "--scale" in sys.argv:
+    if scale_only:
         print("\n".join(out))
         return
     if gateway:
@@ -392,7 +400,7 @@ def main():
         if not scale:
             problems.append("the scale-out rows are missing")
         for r in scale:
-            if r["requests"] == 0 or errors_of(r):
+            if r["requests"] == 0 or errors_of(r) or not r.get("audit_valid"):
                 problems.append(f"scale-out with {r['replicas']} replicas: {r}")
         for c in hop_levels:
             r = hops.get(("hop-queue", c))

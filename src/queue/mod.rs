@@ -1,7 +1,7 @@
 //! `switchboard worker`: runs the delegations that `queue` agents publish
 //! to NATS JetStream (`agent::queue`). Every worker serving an agent pulls
-//! from the agent's one durable consumer, one delegation per free place, so
-//! the load is shared and a slow worker takes fewer. A delegation runs
+//! from the agent's one durable consumer, as many delegations at once as it
+//! has free places, so the load is shared and a slow worker takes fewer. A delegation runs
 //! through this worker's own runtime (its rails, its store, the agent's
 //! real backend) under the lineage token it carries, with the
 //! delegation's id as its idempotency key: a redelivery (a worker killed
@@ -133,12 +133,22 @@ impl Worker {
         this.runtime.release_lease().await;
     }
 
-    /// Pulls for consumer `i`, one delegation per free place.
+    /// Pulls for consumer `i`: as many delegations at once as this worker has
+    /// free places (its share of them, when it serves several agents), so a
+    /// busy or slow worker asks for fewer.
     async fn pull(self: Arc<Self>, i: usize) {
         let (agent, consumer) = &self.consumers[i];
+        let share = self.concurrency.div_ceil(self.consumers.len()).max(1);
         loop {
-            let Ok(place) = self.places.clone().acquire_owned().await else { return };
-            let batch = consumer.fetch().max_messages(1).expires(PULL_WAIT).messages().await;
+            let Ok(first) = self.places.clone().acquire_owned().await else { return };
+            let mut places = vec![first];
+            while places.len() < share {
+                match self.places.clone().try_acquire_owned() {
+                    Ok(p) => places.push(p),
+                    Err(_) => break,
+                }
+            }
+            let batch = consumer.fetch().max_messages(places.len()).expires(PULL_WAIT).messages().await;
             let mut batch = match batch {
                 Ok(b) => b,
                 Err(e) => {
@@ -147,20 +157,24 @@ impl Worker {
                     continue;
                 }
             };
-            match batch.next().await {
-                Some(Ok(message)) => {
-                    let this = self.clone();
-                    let agent = agent.clone();
-                    tokio::spawn(async move {
-                        this.handle(&agent, message).await;
-                        drop(place);
-                    });
+            // each message takes a place; the places left over are free again when the batch ends
+            while let Some(next) = batch.next().await {
+                match next {
+                    Ok(message) => {
+                        let Some(place) = places.pop() else { break };
+                        let this = self.clone();
+                        let agent = agent.clone();
+                        tokio::spawn(async move {
+                            this.handle(&agent, message).await;
+                            drop(place);
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(%agent, "pull failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        break;
+                    }
                 }
-                Some(Err(e)) => {
-                    tracing::warn!(%agent, "pull failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                None => {} // nothing waited: ask again
             }
         }
     }
