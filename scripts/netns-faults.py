@@ -40,6 +40,10 @@ Phases, each with a bounded number of trees (NETNS_FAULTS_PHASES=a,b,... picks):
       and never run
   e   NATS SIGKILLed while trees run and started again 3 s later on the same
       store: every tree succeeds, every effect once
+  e2  the same with the replicas cut off from NATS until 2 s after it is
+      back, so that the workers reconnect first and publish the answers they
+      finished meanwhile before the waiting replicas are subscribed again
+      (which of the two reconnects first is left to chance in e)
 After each phase: trees completed, effects duplicated (an "end" logged twice
 for one node: goal 0), trees lost (admitted or answered but never ended, no
 record, or an answer that is not what is on file: goal 0), which steps ended
@@ -1229,6 +1233,33 @@ def phase_e(world, down_s=3.0):
     return ph
 
 
+def phase_e2(world, down_s=1.0, later_s=2.0):
+    """NATS restarted while the replicas are cut off from it: the workers reconnect first and
+    publish the answers they finished meanwhile; the replicas reach NATS 2 s later."""
+    world.nap(tagq=1.0, tagd=0.05)
+    r1, r2 = world.hosts["r1"], world.hosts["r2"]
+    s = Sent(world, "e2")
+    s.add(8, deadline_ms=30000)
+    ph = Phase(world, "e2", f"NATS restarted, the replicas back on it {later_s:g} s after the workers", s, nats_state())
+    s.start(4)
+    wait_for("two delegations at the workers",
+             lambda: len(running_tagq(world, s.ids())) >= 2, 60)
+    r1.cut_from_nats()
+    r2.cut_from_nats()
+    world.kill_nats()
+    say(f"e2: replicas cut from NATS, NATS SIGKILLed; back in {down_s:g} s, the replicas {later_s:g} s later")
+    time.sleep(down_s)
+    world.start_nats()
+    time.sleep(later_s)
+    r1.heal()
+    r2.heal()
+    s.join()
+    ph.examine()
+    ph.check_common()
+    ph.expect(ph.count(lambda f: f["status"] == "success") == len(s.trees), "e2: every tree succeeds")
+    return ph
+
+
 def table(rows):
     cols = list(rows[0])
     width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
@@ -1255,9 +1286,9 @@ def scenario(world, smoke):
     times = latency(world, n)
     say(f"latency: {n} delegations each through the queue and direct")
     phases = []
-    wanted = os.environ.get("NETNS_FAULTS_PHASES", "" if smoke else "a,b,b2,c,d,e")
+    wanted = os.environ.get("NETNS_FAULTS_PHASES", "" if smoke else "a,b,b2,c,d,e,e2")
     for key in [k for k in wanted.split(",") if k]:
-        fn = {"a": phase_a, "b": phase_b, "b2": phase_b2, "c": phase_c, "d": phase_d, "e": phase_e}[key]
+        fn = {"a": phase_a, "b": phase_b, "b2": phase_b2, "c": phase_c, "d": phase_d, "e": phase_e, "e2": phase_e2}[key]
         t0 = time.monotonic()
         ph = fn(world)
         ph.seconds = time.monotonic() - t0
