@@ -370,6 +370,7 @@ class Host:
 
     def kill(self):
         """SIGKILL: the host's process and every process of its pid namespace (its agent commands) die."""
+        self.world.kills.append((f"{self.name} killed", time.time()))
         os.kill(self.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
 
@@ -442,6 +443,7 @@ class World:
         self.replicas_toml = os.path.join(tmp, "replicas.toml")
         self.workers_toml = os.path.join(tmp, "workers.toml")
         self.hosts = {h: Host(self, h, "replica" if h.startswith("r") else "worker") for h in HOSTS}
+        self.kills = []  # (what, epoch seconds) of every SIGKILL, for the timelines
 
     # network
     def network(self):
@@ -894,9 +896,10 @@ class Phase:
             audit.setdefault(a["request_id"], []).append(a)
         runs = [r for r in w.runs() if r[5] in ids]
         self.nodes = {}  # node id -> {"agent", "root", "starts": [host], "ends": [host]}
-        for (_, h, agent, start, node, root) in runs:
-            n = self.nodes.setdefault(node, {"agent": agent, "root": root, "starts": [], "ends": []})
+        for (t, h, agent, start, node, root) in runs:
+            n = self.nodes.setdefault(node, {"agent": agent, "root": root, "starts": [], "ends": [], "lines": []})
             n["starts" if start else "ends"].append(h)
+            n["lines"].append((t, h, "start" if start else "end"))
         self.hop = {}  # tree key -> hop ids of its tagq nodes
         for st in steps:
             if st["target"] == "tagq":
@@ -987,8 +990,11 @@ class Phase:
                 f"in {'SWITCHBOARD_REPLY'} at {at}, in time: the waiting caller never took it")
         for n in self.duplicated():
             v = self.nodes[n]
-            self.problems.append(f"{v['agent']} node {n} of tree {v['root']} ran to its end {len(v['ends'])} times "
-                                 f"(on {', '.join(v['ends'])})")
+            t0 = v["lines"][0][0]
+            when = ", ".join(f"{h[len(PREFIX) + 1:]} {what} {t - t0:+.2f} s" for (t, h, what) in v["lines"])
+            kills = ", ".join(f"{k} {t - t0:+.2f} s" for (k, t) in self.world.kills if t0 - 5 <= t <= v["lines"][-1][0])
+            self.problems.append(f"{v['agent']} node {n} of tree {v['root']} ran to its end {len(v['ends'])} times: "
+                                 f"{when} (kills: {kills or 'none'})")
 
     def queue_evidence(self):
         """For every queue step that failed: what the workers, the log and the streams say about its delegation."""
@@ -1301,7 +1307,8 @@ def scenario(world, smoke):
     for (_, h, agent, start, node, root) in world.runs():
         if not start:
             ends.setdefault(node, []).append(h)
-    twice = {nd: hs for nd, hs in ends.items() if len(hs) > 1}
+    seen = {nd for ph in phases for nd in ph.nodes}  # the phases report their own
+    twice = {nd: hs for nd, hs in ends.items() if len(hs) > 1 and nd not in seen}
     for nd, hs in twice.items():
         problems.append(f"node {nd} ran to its end {len(hs)} times over the run (on {', '.join(hs)})")
     for toml, db in [(world.replicas_toml, world.replicas_db), (world.workers_toml, world.workers_db)]:
