@@ -879,7 +879,7 @@ class Phase:
         time.sleep(quiet_s)  # a command that outlived its answer logs its end
         steps = w.query("sb_replicas",
                         f"SELECT request_id, root_id, target, state, response, deadline_at FROM tree_steps WHERE root_id IN ({q})")
-        self.failed_steps = []  # (tree key, target, code, message) of every step that failed
+        self.failed_steps = []  # {key, target, id, code, message, deadline_at} of every step below a top that failed
         for st in steps:
             if st["state"] == "failed" and st["request_id"] != st["root_id"]:
                 try:
@@ -929,6 +929,9 @@ class Phase:
                 "answer": ans,
                 "tries": t["tries"],
             }
+            if f["answered"] and not roots and ans[2] == "failed":
+                # refused before it became a tree (a rail, an overload): the answer is all there is
+                f["status"], f["code"], f["message"], f["state"] = "failed", ans[3], ans[4], "refused"
             f["admitted"] = bool(roots) or f["records"] > 0 or f["answered"]
             f["ended"] = f["state"] in ("done", "failed", "cancelled") and f["records"] >= 1
             # what the client heard is what is on file, for the tree that ran
@@ -952,7 +955,7 @@ class Phase:
         t = self.trees
         failed = {}
         for f in t.values():
-            if f["state"] == "failed":
+            if f["status"] == "failed":
                 failed[f["code"]] = failed.get(f["code"], 0) + 1
         return {
             "phase": f"{self.key} {self.title}",
@@ -972,7 +975,8 @@ class Phase:
         }
 
     def lost(self):
-        return [rid for rid, f in self.trees.items() if f["admitted"] and (not f["ended"] or not f["agrees"])]
+        return [rid for rid, f in self.trees.items()
+                if f["admitted"] and f["state"] != "refused" and (not f["ended"] or not f["agrees"])]
 
     def check_common(self):
         """What every phase must hold: nothing lost, nothing ended twice, no effect twice."""
