@@ -88,6 +88,7 @@ TOKEN = "netns-faults-client"
 TMP_GLOB = "/tmp/switchboard-netns-faults.*"
 LEASE_MS = 2000
 ACK_WAIT_MS = 2000
+PHASES = ["a", "b", "b2", "c", "d", "e", "e2"]
 
 started = time.monotonic()
 
@@ -533,7 +534,7 @@ class World:
         replicas = f"""{LIMITS}
 [auth]
 service_tokens = {{ "client" = "{TOKEN}" }}
-service_roots = {{ "client" = ["alice"] }}
+service_roots = {{ "client" = {json.dumps(["alice"] + [f"phase-{k}" for k in PHASES])} }}
 
 [server]
 replica_lease_ms = {LEASE_MS}
@@ -654,9 +655,9 @@ description = "The command the replicas' tagq delegations run."
 # --- the client ----------------------------------------------------------------
 
 
-def envelope(rid, objective, deadline_ms, target="lead", key=None):
+def envelope(rid, objective, deadline_ms, target="lead", key=None, user="alice"):
     env = {
-        "request_id": rid, "origin_employee": "client", "target_employee": target, "user_id": "alice",
+        "request_id": rid, "origin_employee": "client", "target_employee": target, "user_id": user,
         "objective": objective, "input": "",
         "constraints": {"max_tokens": 200000, "max_depth": 4, "deadline_ms": deadline_ms},
     }
@@ -754,8 +755,10 @@ class Sent:
                 if rid not in t["ids"]:
                     t["ids"].append(rid)
                 t["inflight"] = (target, rid)
-                res = post(self.world.hosts[target].ip, envelope(rid, t["objective"], t["deadline"], key=f"netns-{key}"),
-                           t["deadline"] / 1000 + 30)
+                # each phase as a user of its own: one phase's failures do not rest tagq for the next
+                # (a user's run of failures opens that user's breaker)
+                env = envelope(rid, t["objective"], t["deadline"], key=f"netns-{key}", user=f"phase-{self.name}")
+                res = post(self.world.hosts[target].ip, env, t["deadline"] / 1000 + 30)
                 t["inflight"] = None
                 t["tries"].append((target, rid, res[0]))
                 if res[0] == "answer" or len(t["tries"]) >= 4:
@@ -1296,9 +1299,11 @@ def scenario(world, smoke):
     times = latency(world, n)
     say(f"latency: {n} delegations each through the queue and direct")
     phases = []
-    wanted = os.environ.get("NETNS_FAULTS_PHASES", "" if smoke else "a,b,b2,c,d,e,e2")
+    wanted = os.environ.get("NETNS_FAULTS_PHASES", "" if smoke else ",".join(PHASES))
     for key in [k for k in wanted.split(",") if k]:
-        fn = {"a": phase_a, "b": phase_b, "b2": phase_b2, "c": phase_c, "d": phase_d, "e": phase_e, "e2": phase_e2}[key]
+        if key not in PHASES:
+            raise Fail(f"NETNS_FAULTS_PHASES: no phase {key!r} (phases: {', '.join(PHASES)})")
+        fn = globals()[f"phase_{key}"]
         t0 = time.monotonic()
         ph = fn(world)
         ph.seconds = time.monotonic() - t0
