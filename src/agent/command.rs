@@ -156,6 +156,18 @@ impl Agent for CommandAgent {
         // its own process group, so that what it starts goes too
         #[cfg(unix)]
         command.process_group(0);
+        // and it dies with the process that started it: a server or worker
+        // killed with SIGKILL leaves no command behind to finish its work
+        // after another replica took the delegation over and ran it again
+        // SAFETY: the closure runs in the child between fork and exec and only
+        // calls prctl(2), which is async-signal-safe; it touches no memory of the parent
+        #[cfg(target_os = "linux")]
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
+            });
+        }
         let mut child = command.spawn().map_err(|e| {
             DelegationError::new(
                 ErrorCode::AgentUnavailable,

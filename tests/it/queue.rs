@@ -338,9 +338,12 @@ async fn a_worker_killed_mid_delegation_loses_nothing_and_runs_nothing_twice() {
     }
     assert_eq!(world.runs().len(), 1, "the doomed worker started it");
     drop(first); // SIGKILL mid-delegation
+    let killed = std::time::Instant::now();
     let _second = world.worker("second", "0.05", 2);
     let r = tokio::time::timeout(Duration::from_secs(40), answer).await.expect("answered after the kill").unwrap();
     assert_eq!(done(&r), "done by second");
+    // the doomed worker's command (a 3 s nap) died with it: nothing of it ends later
+    tokio::time::sleep(Duration::from_secs(4).saturating_sub(killed.elapsed())).await;
     let runs = world.runs();
     let ends: Vec<&(String, bool, String)> = runs.iter().filter(|(_, start, _)| !start).collect();
     assert_eq!(ends.len(), 1, "one effect: {runs:?}");
