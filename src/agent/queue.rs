@@ -202,18 +202,44 @@ impl Agent for QueueAgent {
                 DelegationError::new(ErrorCode::DeadlineExceeded, "the queue did not store the delegation in time")
             })?
             .map_err(|e| unavailable(&format!("{} was not stored", wire::work(&target)), e))?;
-        match tokio::time::timeout_at(deadline, answers.next()).await {
-            Ok(Some(answer)) => super::http::reply_to_output(200, &answer.payload, &format!("the worker of {target}")),
-            Ok(None) => Err(unavailable("queue", "the connection to the NATS server closed")),
-            Err(_) => Err(DelegationError::new(
-                ErrorCode::DeadlineExceeded,
-                format!(
-                    "no worker of {target} answered within the deadline ({} ms); a late answer is discarded",
-                    lineage.remaining.as_millis()
-                ),
-            )),
+        let from = format!("the worker of {target}");
+        // the subscription misses what was published while the connection was
+        // down (a NATS restart): the reply stream is looked at every second too
+        let mine = format!("reply-{id}-{}", task.attempt);
+        let mut look = tokio::time::interval_at(tokio::time::Instant::now() + LOOK_EVERY, LOOK_EVERY);
+        loop {
+            tokio::select! {
+                answer = answers.next() => return match answer {
+                    Some(answer) => super::http::reply_to_output(200, &answer.payload, &from),
+                    None => Err(unavailable("queue", "the connection to the NATS server closed")),
+                },
+                _ = look.tick() => {
+                    if let Some(payload) = stored_reply(js, id, &mine).await {
+                        return super::http::reply_to_output(200, &payload, &from);
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => return Err(DelegationError::new(
+                    ErrorCode::DeadlineExceeded,
+                    format!(
+                        "no worker of {target} answered within the deadline ({} ms); a late answer is discarded",
+                        lineage.remaining.as_millis()
+                    ),
+                )),
+            }
         }
     }
+}
+
+/// How often a waiting delegation looks in the reply stream besides listening.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The answer the reply stream holds for delegation `id`: this attempt's
+/// (its message id is `mine`), or a whole successful one of any attempt.
+async fn stored_reply(js: &async_nats::jetstream::Context, id: RequestId, mine: &str) -> Option<Vec<u8>> {
+    let replies = js.get_stream_no_info(wire::REPLY_STREAM).await.ok()?;
+    let kept = replies.get_last_raw_message_by_subject(&wire::reply(id)).await.ok()?;
+    let ours = kept.headers.get(wire::MSG_ID).is_some_and(|v| v.as_str() == mine);
+    (ours || kept_answer(&kept.payload).is_some()).then(|| kept.payload.to_vec())
 }
 
 #[cfg(test)]

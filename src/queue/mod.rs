@@ -181,7 +181,8 @@ impl Worker {
 
     /// Runs one delegation, or dead-letters it with the reason it was not run.
     async fn handle(&self, agent: &AgentSlug, message: jetstream::Message) {
-        let job = match Job::read(agent, &message) {
+        let delivered = message.info().map_or(1, |i| i.delivered);
+        let job = match Job::read(agent, &message, delivered) {
             Ok(job) => job,
             Err(reason) => return self.dead(agent, &message, &reason).await,
         };
@@ -279,7 +280,7 @@ struct Job {
 
 impl Job {
     /// The delegation in `message` on `agent`'s subject, or why it must not run.
-    fn read(agent: &AgentSlug, message: &async_nats::Message) -> Result<Self, String> {
+    fn read(agent: &AgentSlug, message: &async_nats::Message, delivered: i64) -> Result<Self, String> {
         let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string());
         let token = header(wire::LINEAGE)
             .filter(|t| !t.trim().is_empty())
@@ -290,7 +291,14 @@ impl Job {
             .map_err(|_| "the deadline header is not a number of milliseconds")?;
         let left = deadline_at.saturating_sub(now_ms());
         if left <= 0 {
-            return Err("expired: the caller's deadline passed before a worker took it; not run".into());
+            return Err(if delivered > 1 {
+                format!(
+                    "expired: the caller's deadline passed; not run now (handed out {delivered} times: \
+                     an earlier worker may have run it and not answered in time)"
+                )
+            } else {
+                "expired: the caller's deadline passed before a worker took it; not run".into()
+            });
         }
         let mut req = crate::protocol::parse_request(&message.payload)
             .map_err(|e| format!("malformed envelope ({}): {}", e.code, e.message))?;

@@ -63,13 +63,16 @@ impl SealKey {
     }
 
     fn create(path: &Path) -> std::io::Result<()> {
+        // the directories it makes are its own (0700); one that exists is left as it is
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+            let mut make = std::fs::DirBuilder::new();
+            make.recursive(true);
             #[cfg(unix)]
             {
-                use std::os::unix::fs::PermissionsExt;
-                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+                use std::os::unix::fs::DirBuilderExt;
+                make.mode(0o700);
             }
+            make.create(dir)?;
         }
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
@@ -163,6 +166,14 @@ mod tests {
         {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            let made = dir.path().join("keys");
+            assert_eq!(std::fs::metadata(&made).unwrap().permissions().mode() & 0o777, 0o700, "the directory it made");
+            // a directory that exists keeps its mode
+            let shared = dir.path().join("srv");
+            std::fs::create_dir(&shared).unwrap();
+            std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+            SealKey::from_file(&shared.join("pii-seal.key")).unwrap();
+            assert_eq!(std::fs::metadata(&shared).unwrap().permissions().mode() & 0o777, 0o755);
         }
         std::fs::write(&path, "not hex").unwrap();
         let e = SealKey::from_file(&path).unwrap_err();
