@@ -363,6 +363,35 @@ done
 # replicas of the run; a fresh database per replica count; the same load
 # through nginx each time (docs/SCALE.md).
 SCALE_C=64
+cpu_of() { # cpu_of PID… -- PID: CPU seconds of the first PIDs, of the last one, and of every postgres process
+  python3 - "$@" <<'PY'
+import os, sys
+tick = os.sysconf("SC_CLK_TCK")
+def cpu(pid):
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / tick  # utime stime cutime cstime
+    except (OSError, IndexError, ValueError):
+        return 0.0
+def comm(pid):
+    try:
+        return open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        return ""
+def ppid(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):
+        return ""
+def tree(pids):  # the processes and their children (nginx's workers)
+    pids = set(pids)
+    return pids | {p for p in os.listdir("/proc") if p.isdigit() and ppid(p) in pids}
+args = sys.argv[1:]
+split = args.index("--")
+pg = sum(cpu(p) for p in os.listdir("/proc") if p.isdigit() and comm(p) == "postgres")
+print(sum(cpu(p) for p in tree(args[:split])), sum(cpu(p) for p in tree(args[split + 1:])), pg)
+PY
+}
 scale_run() { # scale_run K: K replicas behind nginx, SCALE_C connections
   local k=$1 db="sbscale_${1}_$$" i port ngx dir="$OUT/nginx-$1" pids=() ngx_pid
   pg_create "$db"
@@ -388,7 +417,11 @@ scale_run() { # scale_run K: K replicas behind nginx, SCALE_C connections
   ngx_pid=$!
   wait_port "$ngx" "$ngx_pid" || { cat "$LOGS/nginx-$k.log" >&2; exit 1; }
   wrk_run "$ngx" /v1/delegate delegate bench-token "$SCALE_C" 1 >/dev/null
+  # where the CPU goes during the measured run: the replicas, nginx, PostgreSQL (all its processes)
+  local before after
+  before=$(cpu_of "${pids[@]}" -- "$ngx_pid")
   wrk_run "$ngx" /v1/delegate delegate bench-token "$SCALE_C" "$DURATION" >"$LOGS/scale-$k.wrk"
+  after=$(cpu_of "${pids[@]}" -- "$ngx_pid")
   kill -QUIT "$ngx_pid" 2>/dev/null || true; wait "$ngx_pid" 2>/dev/null || true
   for i in "${pids[@]}"; do stop_pid "$i"; done
   # the audit chain the replicas wrote at once: one valid chain (switchboard audit --verify)
@@ -396,7 +429,11 @@ scale_run() { # scale_run K: K replicas behind nginx, SCALE_C connections
   audit=$("$SWITCHBOARD" --config scripts/bench/team.toml --database-url "${PG_ADMIN%/*}/$db" --json audit --verify \
     --last 1 | python3 -c 'import json,sys; v=json.load(sys.stdin)["verify"]; print(json.dumps({"audit_valid": v["valid"], "audit_records": v["records"]}))')
   grep '^BENCH_JSON' "$LOGS/scale-$k.wrk" \
-    | record scale "replicas-$k" "$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(replicas=int(sys.argv[2]), connections=int(sys.argv[3])); print(json.dumps(d))' "$audit" "$k" "$SCALE_C")"
+    | record scale "replicas-$k" "$(python3 -c 'import json,sys
+d = json.loads(sys.argv[1]); b, a = sys.argv[4].split(), sys.argv[5].split()
+d.update(replicas=int(sys.argv[2]), connections=int(sys.argv[3]),
+         cpu_s={k: round(float(y) - float(x), 2) for k, x, y in zip(["replicas", "nginx", "postgres"], b, a)})
+print(json.dumps(d))' "$audit" "$k" "$SCALE_C" "$before" "$after")"
   pg_drop "$db"
 }
 if [ "$REPLICAS" -gt 0 ]; then

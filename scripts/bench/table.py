@@ -303,6 +303,13 @@ def main():
             chain = f"{'valid' if r.get('audit_valid') else 'BROKEN'}, {r.get('audit_records', '?')} records"
             p(f"  {r['replicas']:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
               f"{errors_of(r):>7}  {chain}{gain}")
+        p(f"  CPU seconds per 1,000 delegations during the measured run (of {r['seconds']:.0f} s x 2 cores):")
+        for r in scale:
+            cpu = r.get("cpu_s") or {}
+            per = lambda k: 1000 * cpu.get(k, 0) / r["requests"] if r["requests"] else 0
+            total = sum(cpu.values())
+            p(f"    {r['replicas']} replica(s): replicas {per('replicas'):.2f}, PostgreSQL {per('postgres'):.2f}, "
+              f"nginx {per('nginx'):.2f}; all three used {total:.1f} CPU s")
         p("")
     if scale_only:
         print("\n".join(out))
