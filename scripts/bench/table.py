@@ -74,6 +74,16 @@ MEMORY_HTTP = [
 ]
 
 
+def served(r):
+    """Answers per second that were answers: 2xx without a JSON-RPC error.
+    A server turning requests away (503 over its admission limit) answers
+    fast; those do not count as throughput."""
+    if not r.get("seconds"):
+        return r.get("rps", 0)
+    ok = r["requests"] - r.get("non_2xx", 0) - r.get("rpc_errors", 0)
+    return max(ok, 0) / r["seconds"]
+
+
 def errors_of(r):
     return r.get("non_2xx", 0) + r.get("rpc_errors", 0) + r.get("socket_errors", 0)
 
@@ -108,7 +118,7 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
 
     def rps(name, c):
         r = http.get((name, c))
-        return r["rps"] if r else None
+        return served(r) if r else None
 
     def pct(name, c, goal=None):
         t = ratio(rps(name, c), rps("bare-axum", c))
@@ -169,7 +179,7 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
     c = next(iter(gateway.values()))["connections"] if gateway else "?"
 
     def fig(r):
-        return "-" if not r else f"{r['rps']:.0f} req/s, p99 {us(r['p99_us'])}"
+        return "-" if not r else f"{served(r):.0f} req/s, p99 {us(r['p99_us'])}"
 
     out.append("")
     out.append(f"| A2A gateway in front of the same echo agent, c={c} | measured | goal |")
@@ -178,7 +188,7 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
     out.append(f"| LiteLLM proxy `/a2a/{{agent}}` | {fig(lite) if lite else ('not run (smoke)' if smoke else '-')} "
                f"| (issue 20: 36 req/s, p99 822 ms) |")
     out.append(f"| Switchboard A2A, our a2a backend (SQLite) | {fig(ours)} | |")
-    t = ratio(ours and ours["rps"], lite and lite["rps"])
+    t = ratio(ours and served(ours), lite and served(lite))
     out.append(f"| Switchboard vs LiteLLM, throughput | {'-' if t is None else f'{t:.1f}×' + mark(t, 20)} "
                f"| ≥ 20× |")
     if ours and lite:
@@ -187,7 +197,7 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
                    f"{mark(q, 1.0, higher=False) if q is not None else ''} | lower |")
     else:
         out.append("| Switchboard vs LiteLLM, p99 | - | lower |")
-    t = ratio(ours and ours["rps"], echo and echo["rps"])
+    t = ratio(ours and served(ours), echo and served(echo))
     out.append(f"| Switchboard in front vs the echo agent alone | {'-' if t is None else f'{t * 100:.0f}%'} "
                f"| (for context) |")
 
@@ -271,7 +281,7 @@ def main():
             r = http.get((name, c))
             if r:
                 errors = r.get("non_2xx", 0) + r.get("rpc_errors", 0) + r.get("socket_errors", 0)
-                p(f"  {label:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
+                p(f"  {label:<44} {served(r):>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
                   f"{mib(r.get('peak_rss_kib')):>10} {errors:>7}")
         p("")
     for c in hop_levels:
@@ -282,14 +292,14 @@ def main():
             r = hops.get((name, c))
             if r:
                 errors = r.get("non_2xx", 0) + r.get("socket_errors", 0)
-                p(f"  {label:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} {errors:>7}")
+                p(f"  {label:<44} {served(r):>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} {errors:>7}")
         a, b = hops.get(("hop-lineage", c)), hops.get(("hop-plain", c))
         if a and b:
             p(f"  lineage adds {us(a['p50_us'] - b['p50_us'])} p50 per hop "
               f"(goal < 50 us: {verdict((a['p50_us'] - b['p50_us']), 50, higher=False)})")
         q = hops.get(("hop-queue", c))
-        if a and q and q["rps"] and a["rps"]:
-            p(f"  the queue: {q['rps'] / a['rps']:.2f}x the direct hop's throughput; "
+        if a and q and served(q) and served(a):
+            p(f"  the queue: {served(q) / served(a):.2f}x the direct hop's throughput; "
               f"adds {us(q['p50_us'] - a['p50_us'])} p50, {us(q['p99_us'] - a['p99_us'])} p99")
         p("")
     if scale:
@@ -297,11 +307,11 @@ def main():
         p(f"Scale-out: replicas on one PostgreSQL behind nginx (deploy/nginx.conf), {c} connections, "
           f"/v1/delegate (audit)")
         p(f"  {'replicas':<44} {'req/s':>10} {'p50':>10} {'p99':>10} {'errors':>7}  audit chain after the load")
-        one = scale[0]["rps"] if scale[0]["replicas"] == 1 else None
+        one = served(scale[0]) if scale[0]["replicas"] == 1 else None
         for r in scale:
-            gain = f"  ({r['rps'] / one:.2f}x one)" if one and r["replicas"] > 1 else ""
+            gain = f"  ({served(r) / one:.2f}x one)" if one and r["replicas"] > 1 else ""
             chain = f"{'valid' if r.get('audit_valid') else 'BROKEN'}, {r.get('audit_records', '?')} records"
-            p(f"  {r['replicas']:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
+            p(f"  {r['replicas']:<44} {served(r):>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
               f"{errors_of(r):>7}  {chain}{gain}")
         p(f"  CPU seconds per 1,000 delegations during the measured run (of {r['seconds']:.0f} s x 2 cores):")
         for r in scale:
@@ -321,7 +331,7 @@ def main():
         for name, label in GATEWAYS:
             r = gateway.get(name)
             if r:
-                p(f"  {label:<44} {r['rps']:>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
+                p(f"  {label:<44} {served(r):>10.0f} {us(r['p50_us']):>10} {us(r['p99_us']):>10} "
                   f"{mib(r.get('peak_rss_kib')):>10} {errors_of(r):>7}")
         p("  (peak RSS: the gateway's own process, not the echo agent behind it)")
         p("")
@@ -344,6 +354,9 @@ def main():
           f"after {memory['total']} more {mib(memory['after_total_kib'])}; peak {mib(memory['peak_kib'])}")
         p("")
 
+    p("(req/s everywhere counts answers only: 2xx without a JSON-RPC error; a 503 over the admission limit")
+    p(" or any other refusal is not throughput, and shows in the errors column)")
+    p("")
     p("Goals (reported, not asserted)")
     p("")
     p(issue_table(http, levels, gateway, mem_http, inproc, hop, hops, bool(machine.get("smoke"))))
@@ -353,7 +366,7 @@ def main():
         for c in levels:
             a, b = http.get((ours, c)), http.get(("a2a-sdk", c))
             if a and b:
-                t = ratio(a["rps"], b["rps"])
+                t = ratio(served(a), served(b))
                 q = ratio(a["p99_us"], b["p99_us"])
                 if t is None or q is None:
                     p(f"  {label} vs a2a-sdk at {c}: not measured (a server answered nothing)")
