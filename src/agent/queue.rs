@@ -180,12 +180,10 @@ impl Agent for QueueAgent {
 
         // listening before asking: an answer cannot slip past
         let mut answers = js.client().subscribe(wire::reply(id)).await.map_err(|e| unavailable("queue", e))?;
+        let from = format!("the worker of {target}");
         // a resumed delegation whose answer came while nobody waited takes it
-        if let Ok(replies) = js.get_stream_no_info(wire::REPLY_STREAM).await
-            && let Ok(kept) = replies.get_last_raw_message_by_subject(&wire::reply(id)).await
-            && let Some(answer) = kept_answer(&kept.payload)
-        {
-            return super::http::reply_to_output(200, &serde_json::to_vec(&answer).unwrap_or_default(), "the queue");
+        if let Some(payload) = stored_reply(js, id, None).await {
+            return super::http::reply_to_output(200, &payload, &from);
         }
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(wire::MSG_ID, format!("{id}-{}", task.attempt).as_str());
@@ -202,7 +200,6 @@ impl Agent for QueueAgent {
                 DelegationError::new(ErrorCode::DeadlineExceeded, "the queue did not store the delegation in time")
             })?
             .map_err(|e| unavailable(&format!("{} was not stored", wire::work(&target)), e))?;
-        let from = format!("the worker of {target}");
         // the subscription misses what was published while the connection was
         // down (a NATS restart): the reply stream is looked at every second too
         let mine = format!("reply-{id}-{}", task.attempt);
@@ -214,7 +211,7 @@ impl Agent for QueueAgent {
                     None => Err(unavailable("queue", "the connection to the NATS server closed")),
                 },
                 _ = look.tick() => {
-                    if let Some(payload) = stored_reply(js, id, &mine).await {
+                    if let Some(payload) = stored_reply(js, id, Some(&mine)).await {
                         return super::http::reply_to_output(200, &payload, &from);
                     }
                 }
@@ -233,12 +230,13 @@ impl Agent for QueueAgent {
 /// How often a waiting delegation looks in the reply stream besides listening.
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The answer the reply stream holds for delegation `id`: this attempt's
-/// (its message id is `mine`), or a whole successful one of any attempt.
-async fn stored_reply(js: &async_nats::jetstream::Context, id: RequestId, mine: &str) -> Option<Vec<u8>> {
+/// The answer the reply stream holds for delegation `id`: a whole successful
+/// one of any attempt, or any answer to this attempt (its message id is
+/// `mine`; None before this attempt was sent).
+async fn stored_reply(js: &async_nats::jetstream::Context, id: RequestId, mine: Option<&str>) -> Option<Vec<u8>> {
     let replies = js.get_stream_no_info(wire::REPLY_STREAM).await.ok()?;
     let kept = replies.get_last_raw_message_by_subject(&wire::reply(id)).await.ok()?;
-    let ours = kept.headers.get(wire::MSG_ID).is_some_and(|v| v.as_str() == mine);
+    let ours = mine.is_some_and(|mine| kept.headers.get(wire::MSG_ID).is_some_and(|v| v.as_str() == mine));
     (ours || kept_answer(&kept.payload).is_some()).then(|| kept.payload.to_vec())
 }
 

@@ -29,7 +29,7 @@ fn parse_slug(s: &str) -> Result<AgentSlug, String> {
 pub async fn run(runtime: Runtime, args: WorkerArgs) -> u8 {
     use std::io::Write as _;
     let url = args.nats_url.unwrap_or_else(|| runtime.config().queue.url.clone());
-    if !(url.starts_with("nats://") || url.starts_with("tls://")) {
+    if !crate::config::QueueConfig::is_nats_url(&url) {
         return usage_error(format!("--nats-url: '{url}' is not a NATS URL like nats://127.0.0.1:4222"));
     }
     let options =

@@ -109,6 +109,13 @@ pub struct QueueConfig {
     pub ack_wait_ms: u64,
 }
 
+impl QueueConfig {
+    /// Whether `url` names a NATS server (`nats://host:port`, or `tls://…`).
+    pub fn is_nats_url(url: &str) -> bool {
+        (url.starts_with("nats://") || url.starts_with("tls://")) && url.len() > "nats://".len()
+    }
+}
+
 impl Default for QueueConfig {
     fn default() -> Self {
         Self {

@@ -40,7 +40,7 @@ impl Config {
             return bad("server.max_in_flight must be at least 1".into());
         }
         let q = &self.queue;
-        if !(q.url.starts_with("nats://") || q.url.starts_with("tls://")) || q.url.len() <= "nats://".len() {
+        if !super::QueueConfig::is_nats_url(&q.url) {
             return bad(format!("queue.url must be a NATS URL like nats://127.0.0.1:4222, not '{}'", q.url));
         }
         for (name, hours) in [

@@ -106,13 +106,12 @@ impl Runtime {
                 continue;
             }
             // a tree another replica runs (or let wait past its deadline) is that replica's
-            if !self.claim(step, &census).await? {
+            let Some(step) = self.claim(step, &census).await? else {
                 if step.state == StepState::Running {
                     found.elsewhere.push(id);
                 }
                 continue;
-            }
-            let step = TreeStep { owner: Some(self.replica_id().to_string()), updated_at: now_ms(), ..step.clone() };
+            };
             if step.deadline_at <= now_ms() {
                 self.expire(step).await?;
                 found.expired.push(id);
@@ -148,13 +147,15 @@ impl Runtime {
     /// is dead. Either is taken with a compare-and-set on its owner, so of
     /// several replicas claiming one step at once exactly one gets it. A
     /// running step this replica owns but does not run is between its start
-    /// and its end being written here: not claimed again.
-    async fn claim(&self, step: &TreeStep, census: &Census) -> Result<bool, DelegationError> {
+    /// and its end being written here: not claimed again. The step as taken
+    /// (this replica its owner), or None.
+    async fn claim(&self, step: &TreeStep, census: &Census) -> Result<Option<TreeStep>, DelegationError> {
         let me = self.replica_id();
         if step.state == StepState::Running && (step.owner.as_deref() == Some(me) || !census.orphaned(step)) {
-            return Ok(false);
+            return Ok(None);
         }
-        Ok(self.inner.store.take_step(step, me).await?)
+        let taken = self.inner.store.take_step(step, me).await?;
+        Ok(taken.then(|| TreeStep { owner: Some(me.to_string()), updated_at: now_ms(), ..step.clone() }))
     }
 
     /// Runs the top step `id` again, to its end (after a restart, or once
@@ -170,10 +171,10 @@ impl Runtime {
             return Err(refused(format!("tree {id} is running already; nothing to resume")));
         }
         // a waiting tree is anyone's to resume, once; a running one its live owner's
-        if !self.claim(&step, &Census::take(self).await?).await? {
+        let Some(step) = self.claim(&step, &Census::take(self).await?).await? else {
             return Err(refused(format!("tree {id} is running on another replica already; nothing to resume")));
-        }
-        Ok(self.resume_step(TreeStep { owner: Some(self.replica_id().to_string()), ..step }).await)
+        };
+        Ok(self.resume_step(step).await)
     }
 
     /// Ends the trees that wait for approval past their deadline (a server
@@ -188,9 +189,9 @@ impl Runtime {
                     census = Some(Census::take(self).await?);
                 }
                 // one replica ends it: its owner, or the one that took it from a dead owner
-                if !self.claim(&step, census.as_ref().expect("taken above")).await? {
+                let Some(step) = self.claim(&step, census.as_ref().expect("taken above")).await? else {
                     continue;
-                }
+                };
                 ended.push(step.request_id);
                 self.expire(step).await?;
             }
@@ -268,14 +269,13 @@ impl Runtime {
                 .decide_approval(&a.id, ApprovalState::Rejected, &caller.label(), Some("the tree was cancelled"))
                 .await?;
         }
-        let census = Census::take(self).await?;
         if lock(&self.inner.running).contains_key(&root) {
             // cancelled in the store first, so a crash now does not resume it; then here
             store.cancel_steps(step.root_id).await?;
             self.cancel(root);
         } else if step.state == StepState::Running
             && step.owner.as_deref() != Some(self.replica_id())
-            && !census.orphaned(&step)
+            && !Census::take(self).await?.orphaned(&step)
         {
             // another replica runs it: cancelled in the store, it stops there at its next renewal
             store.cancel_steps(step.root_id).await?;

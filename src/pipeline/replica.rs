@@ -145,11 +145,11 @@ impl Census {
 }
 
 /// Starts this runtime's lease (once, on a shared store): renewed four
-/// times per period by a task that ends with the runtime.
-pub(super) fn hold(rt: &Runtime) {
+/// times per period by a task that ends with the runtime. Whether this call started it.
+pub(super) fn hold(rt: &Runtime) -> bool {
     let lease = &rt.inner.lease;
     if !rt.inner.store.shared() || lease.started.swap(true, Ordering::AcqRel) {
-        return;
+        return false;
     }
     let weak = Arc::downgrade(&rt.inner);
     let every = (lease.period / 4).max(Duration::from_millis(10));
@@ -162,6 +162,7 @@ pub(super) fn hold(rt: &Runtime) {
             Runtime { inner }.renew().await;
         }
     });
+    true
 }
 
 impl Runtime {
@@ -179,11 +180,17 @@ impl Runtime {
         lease.released.store(true, Ordering::Release);
         lock(&LIVE).remove(&lease.id);
         if self.inner.store.shared() {
-            let gone = Replica { alive_until: 0, ..lease.record() };
-            if let Err(e) = self.inner.store.heartbeat(&gone).await {
-                tracing::warn!("replica lease not given up: {e}");
-            }
+            self.beat(&Replica { alive_until: 0, ..lease.record() }, "given up").await;
         }
+    }
+
+    /// Writes the lease `replica` to the store; whether it was (a failure is logged as not `what`).
+    async fn beat(&self, replica: &Replica, what: &str) -> bool {
+        let written = self.inner.store.heartbeat(replica).await;
+        if let Err(e) = &written {
+            tracing::warn!("replica lease not {what}: {e}");
+        }
+        written.is_ok()
     }
 
     /// Renews the lease, then cancels here what another replica cancelled in the store.
@@ -191,8 +198,7 @@ impl Runtime {
         if self.inner.lease.released.load(Ordering::Acquire) {
             return;
         }
-        if let Err(e) = self.inner.store.heartbeat(&self.inner.lease.record()).await {
-            tracing::warn!("replica lease not renewed: {e}");
+        if !self.beat(&self.inner.lease.record(), "renewed").await {
             return;
         }
         let running: Vec<_> = lock(&self.inner.running).keys().copied().collect();
@@ -211,13 +217,12 @@ impl Runtime {
         }
     }
 
-    /// Takes the lease now (a server does before it looks for trees to take over).
+    /// Takes the lease before this replica looks for trees to take over: on
+    /// file at once the first time (the renewing task's first write may come
+    /// after the look); afterwards that task keeps it.
     pub(super) async fn announce(&self) {
-        hold(self);
-        if self.inner.store.shared()
-            && let Err(e) = self.inner.store.heartbeat(&self.inner.lease.record()).await
-        {
-            tracing::warn!("replica lease not taken: {e}");
+        if hold(self) {
+            self.beat(&self.inner.lease.record(), "taken").await;
         }
     }
 }

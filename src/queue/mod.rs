@@ -220,17 +220,12 @@ impl Worker {
     /// Publishes the answer on the delegation's reply subject, then acknowledges the delegation.
     async fn reply(&self, message: &jetstream::Message, id: crate::protocol::RequestId, response: &DelegationResponse) {
         let mut headers = async_nats::HeaderMap::new();
-        let msg_id = message.headers.as_ref().and_then(|h| h.get(wire::MSG_ID)).map(|v| v.as_str().to_string());
-        headers.insert(wire::MSG_ID, format!("reply-{}", msg_id.unwrap_or_else(|| id.to_string())).as_str());
+        let msg_id = header(message, wire::MSG_ID).unwrap_or_else(|| id.to_string());
+        headers.insert(wire::MSG_ID, format!("reply-{msg_id}").as_str());
         let body = serde_json::to_vec(response).unwrap_or_default();
-        match self.js.publish_with_headers(wire::reply(id), headers, body.into()).await {
-            Ok(stored) => {
-                if let Err(e) = stored.await {
-                    // not acknowledged: JetStream hands it out again, and the store answers for it
-                    return tracing::warn!(request_id = %id, "the answer was not stored: {e}");
-                }
-            }
-            Err(e) => return tracing::warn!(request_id = %id, "the answer was not published: {e}"),
+        if let Err(e) = self.store(wire::reply(id), headers, body.into()).await {
+            // not acknowledged: JetStream hands it out again, and the store answers for it
+            return tracing::warn!(request_id = %id, "the answer was {e}");
         }
         if let Err(e) = message.double_ack().await {
             tracing::warn!(request_id = %id, "not acknowledged (it will be handed out again): {e}");
@@ -252,18 +247,28 @@ impl Worker {
         // a dead letter is its own message: not a duplicate of the work it copies
         headers.insert(wire::MSG_ID, uuid::Uuid::new_v4().to_string().as_str());
         headers.insert(wire::REASON, reason);
-        let published =
-            self.js.publish_with_headers(wire::dead(agent.as_str()), headers, message.payload.clone()).await;
-        match published {
-            Ok(stored) => {
-                if let Err(e) = stored.await {
-                    tracing::warn!(%agent, "a dead letter was not stored: {e}");
-                }
-            }
-            Err(e) => tracing::warn!(%agent, "a dead letter was not published: {e}"),
+        if let Err(e) = self.store(wire::dead(agent.as_str()), headers, message.payload.clone()).await {
+            tracing::warn!(%agent, "a dead letter was {e}");
         }
         self.tally.dead.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+
+    /// Publishes to a stream's subject and waits for the stream to store it;
+    /// what went wrong, as "not published: …" or "not stored: …".
+    async fn store(
+        &self,
+        subject: String,
+        headers: async_nats::HeaderMap,
+        payload: bytes::Bytes,
+    ) -> Result<(), String> {
+        let stored = self.js.publish_with_headers(subject, headers, payload).await;
+        stored.map_err(|e| format!("not published: {e}"))?.await.map(drop).map_err(|e| format!("not stored: {e}"))
+    }
+}
+
+/// The value of header `name` of `message`, if it has one.
+fn header(message: &async_nats::Message, name: &str) -> Option<String> {
+    message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string())
 }
 
 /// Whether `code` is a refusal of the delegation's signed lineage.
@@ -281,11 +286,10 @@ struct Job {
 impl Job {
     /// The delegation in `message` on `agent`'s subject, or why it must not run.
     fn read(agent: &AgentSlug, message: &async_nats::Message, delivered: i64) -> Result<Self, String> {
-        let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string());
-        let token = header(wire::LINEAGE)
+        let token = header(message, wire::LINEAGE)
             .filter(|t| !t.trim().is_empty())
             .ok_or("unsigned: no lineage token (a worker runs only signed delegations)")?;
-        let deadline_at = header(wire::DEADLINE_AT)
+        let deadline_at = header(message, wire::DEADLINE_AT)
             .ok_or("no deadline header")?
             .parse::<i64>()
             .map_err(|_| "the deadline header is not a number of milliseconds")?;
