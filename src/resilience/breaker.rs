@@ -725,23 +725,43 @@ fn adopt_opened(
     log: &Arc<Log>,
     records: &[BreakerRecord],
 ) {
-    let newer = |live: Option<&Arc<Breaker>>, r: &BreakerRecord| live.is_none_or(|b| b.closed_before(r.opened_at));
-    for r in records.iter().filter(|r| r.state != BreakerState::Closed.as_str()) {
+    let opened = records.iter().filter(|r| r.state != BreakerState::Closed.as_str());
+    put_in_place(cfg, map, users, log, opened, |b, live, r| {
+        live.is_none_or(|l| l.closed_before(r.opened_at)).then(|| {
+            if r.user.is_none() {
+                tracing::info!(agent = %r.agent, "circuit breaker opened by another replica");
+            }
+            Arc::new(b)
+        })
+    });
+}
+
+/// Each of `records` as a breaker, in place of the live one of its agent (and
+/// user) when `take` says so: it gets the stored breaker, the live one if
+/// there is one, and the record, and answers the breaker to keep (None: the live one).
+fn put_in_place<'r>(
+    cfg: BreakerConfig,
+    map: &AgentBreakers,
+    users: &UserBreakers,
+    log: &Arc<Log>,
+    records: impl Iterator<Item = &'r BreakerRecord>,
+    take: impl Fn(Breaker, Option<&Arc<Breaker>>, &BreakerRecord) -> Option<Arc<Breaker>>,
+) {
+    for r in records {
         match &r.user {
             None => {
+                let b = Breaker::restored(r.agent.clone(), cfg, r).logged(Some(log), None);
                 let mut map = lock(map);
-                if newer(map.get(&r.agent), r) {
-                    tracing::info!(agent = %r.agent, "circuit breaker opened by another replica");
-                    let b = Breaker::restored(r.agent.clone(), cfg, r).logged(Some(log), None);
-                    map.insert(r.agent.clone(), Arc::new(b));
+                if let Some(b) = take(b, map.get(&r.agent), r) {
+                    map.insert(r.agent.clone(), b);
                 }
             }
             Some(user) => {
+                let b = Breaker::restored(r.agent.clone(), user_config(cfg), r).logged(Some(log), Some(user));
                 let mut users = lock(users);
                 let key = (r.agent.clone(), user.clone());
-                if newer(users.get(&key), r) {
-                    let b = Breaker::restored(r.agent.clone(), user_config(cfg), r).logged(Some(log), Some(user));
-                    users.insert(key, Arc::new(b));
+                if let Some(b) = take(b, users.get(&key), r) {
+                    users.insert(key, b);
                 }
             }
         }
@@ -759,7 +779,7 @@ fn user_config(cfg: BreakerConfig) -> BreakerConfig {
 /// (the failures before the restart and after it both count).
 fn install(cfg: BreakerConfig, map: &AgentBreakers, users: &UserBreakers, log: &Arc<Log>, records: &[BreakerRecord]) {
     // the stored breaker, with the calls `live` counted replayed on it; None: keep `live`
-    let adopt = |b: Breaker, live: Option<&Arc<Breaker>>| -> Option<Arc<Breaker>> {
+    let adopt = |b: Breaker, live: Option<&Arc<Breaker>>, _: &BreakerRecord| -> Option<Arc<Breaker>> {
         let Some(live) = live else { return Some(Arc::new(b)) };
         let calls: Vec<(Option<Failure>, Option<UserId>)> = {
             let i = lock(&live.inner);
@@ -776,25 +796,7 @@ fn install(cfg: BreakerConfig, map: &AgentBreakers, users: &UserBreakers, log: &
         }
         Some(Arc::new(b))
     };
-    for r in records {
-        match &r.user {
-            None => {
-                let b = Breaker::restored(r.agent.clone(), cfg, r).logged(Some(log), None);
-                let mut map = lock(map);
-                if let Some(b) = adopt(b, map.get(&r.agent)) {
-                    map.insert(r.agent.clone(), b);
-                }
-            }
-            Some(user) => {
-                let b = Breaker::restored(r.agent.clone(), user_config(cfg), r).logged(Some(log), Some(user));
-                let mut users = lock(users);
-                let key = (r.agent.clone(), user.clone());
-                if let Some(b) = adopt(b, users.get(&key)) {
-                    users.insert(key, b);
-                }
-            }
-        }
-    }
+    put_in_place(cfg, map, users, log, records.iter(), adopt);
 }
 
 /// Leave to call an agent for one user: reports the outcome to the agent's

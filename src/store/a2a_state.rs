@@ -465,19 +465,20 @@ fn user_key(user: Option<&UserId>) -> String {
     user.map(ToString::to_string).unwrap_or_default()
 }
 
-/// Writes a breaker that counts something, replacing the agent's (and user's) one.
+/// Whether `stored` is open and within `hold_open_ms` of its opening at `at` (epoch ms).
+fn open_within(stored: &BreakerRecord, hold_open_ms: u64, at: i64) -> bool {
+    stored.state == "open" && stored.opened_at.saturating_add(i64::try_from(hold_open_ms).unwrap_or(i64::MAX)) > at
+}
+
 /// Whether a stored breaker `stored` stays as it is against `next`: it is
 /// open, within `hold_open_ms` of its opening, and `next` is not open and
 /// opened before it (a replica that has not seen it open yet).
 /// [`put_breaker`]'s SQL applies the same rule.
 fn held_open(stored: &BreakerRecord, next: &BreakerRecord, hold_open_ms: u64) -> bool {
-    let hold = i64::try_from(hold_open_ms).unwrap_or(i64::MAX);
-    stored.state == "open"
-        && next.state != "open"
-        && next.opened_at < stored.opened_at
-        && stored.opened_at.saturating_add(hold) > next.updated_at
+    open_within(stored, hold_open_ms, next.updated_at) && next.state != "open" && next.opened_at < stored.opened_at
 }
 
+/// Writes a breaker that counts something, replacing the agent's (and user's) one.
 pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord, hold_open_ms: u64) -> StoreResult<()> {
     let users = serde_json::to_string(&b.run_users).map_err(backend_err)?;
     let counters = serde_json::to_string(&b.counters).map_err(backend_err)?;
@@ -507,7 +508,8 @@ pub(super) async fn put_breaker(pool: &AnyPool, b: &BreakerRecord, hold_open_ms:
     Ok(())
 }
 
-/// Removes the breaker of `agent` (and `user`).
+/// Removes the breaker of `agent` (and `user`), unless it is open within
+/// `hold_open_ms` of its opening (the SQL form of `open_within`).
 pub(super) async fn remove_breaker(
     pool: &AnyPool,
     agent: &AgentSlug,
@@ -656,9 +658,7 @@ impl InMemory {
     pub fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>, hold_open_ms: u64) {
         let mut inner = lock(&self.inner);
         let key = (agent.to_string(), user_key(user));
-        let now = super::now_ms();
-        let hold = i64::try_from(hold_open_ms).unwrap_or(i64::MAX);
-        if inner.breakers.get(&key).is_some_and(|b| b.state == "open" && b.opened_at.saturating_add(hold) > now) {
+        if inner.breakers.get(&key).is_some_and(|b| open_within(b, hold_open_ms, super::now_ms())) {
             return;
         }
         inner.breakers.remove(&key);
