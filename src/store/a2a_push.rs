@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sqlx::{AnyPool, FromRow};
 
-use super::{StoreError, StoreResult};
+use super::StoreResult;
+use super::backend_err;
 use crate::util::lock;
 
 /// The most push configs a task may have.
@@ -33,10 +34,6 @@ pub struct A2aPushConfigRecord {
     pub failures: i64,
     /// The last such failure: the event's number and what went wrong.
     pub last_error: Option<String>,
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 // ---- SQL (SQLite and PostgreSQL through the Any driver) ----

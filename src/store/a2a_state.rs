@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, FromRow};
 
+use super::backend_err;
 use super::{Store, StoreError, StoreResult, now_ms};
 use crate::protocol::a2a::types::{StreamResponse, Task, TaskState};
 use crate::protocol::{AgentSlug, SessionId, UserId};
@@ -186,10 +187,6 @@ impl A2aEventRecord {
         serde_json::from_str(&self.event)
             .map_err(|e| backend_err(format!("corrupt event {} of A2A task '{}': {e}", self.seq, self.task_id)))
     }
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 /// Sets the status of a stored A2A task from outside the A2A service (a

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::{AnyPool, FromRow};
 
+use super::backend_err;
 use super::{StoreError, StoreResult};
 use crate::protocol::{RequestId, UserId};
 
@@ -239,10 +240,6 @@ pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
         (out.state, out.response, out.attempts) = (before.state, before.response.clone(), before.attempts);
     }
     out
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 fn corrupt(what: &str, value: &str) -> StoreError {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use sqlx::{AnyPool, FromRow};
 
+use super::backend_err;
 use super::{StoreError, StoreResult, now_ms};
 use crate::protocol::UserId;
 
@@ -76,10 +77,6 @@ pub fn entry_id(user: &UserId, date: Option<&str>, merchant: &str, amount: i64, 
     let key = format!("{user}\n{}\n{letters}\n{amount}\n{}\n{nth}", date.unwrap_or(""), currency.to_uppercase());
     let digest = Sha256::digest(key.as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 #[derive(Debug, FromRow)]

@@ -546,3 +546,8 @@ pub async fn open_anchored(url: &str, anchor_file: Option<&std::path::Path>) -> 
     }
     Ok(std::sync::Arc::new(SqlStore::connect_anchored(url, anchor_file).await?))
 }
+
+/// A backend's failure (a connection, a query, a migration) as a [`StoreError`].
+pub(super) fn backend_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}

@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
-use super::{StoreError, StoreResult, TreeStep};
+use super::backend_err;
+use super::{StoreResult, TreeStep};
 use crate::protocol::RequestId;
 
 /// A process running trees on the store, and how long it counts as alive.
@@ -30,10 +31,6 @@ impl Replica {
     pub fn dead_at(&self, now: i64) -> bool {
         self.alive_until < now
     }
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 pub(super) async fn heartbeat(pool: &AnyPool, r: &Replica) -> StoreResult<()> {

@@ -16,6 +16,7 @@ use sqlx::{AnyPool, AssertSqlSafe, Executor, SqlSafeStr};
 use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::anchor::AnchorFile;
 use super::audit::{AuditEntry, AuditHead, AuditRecord};
+use super::backend_err;
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
@@ -41,10 +42,6 @@ pub struct SqlStore {
     anchor: Option<Arc<AnchorFile>>,
     /// An SQLite file's hot reads, off the pool (None for PostgreSQL and an in-memory SQLite).
     readers: Option<Arc<Readers>>,
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 fn migrator() -> Migrator {

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::backend_err;
 use super::{StoreError, StoreResult};
 
 /// Idle read connections kept for the next reads.
@@ -27,10 +28,6 @@ const IDLE: usize = 8;
 pub(super) struct Readers {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 impl Readers {

@@ -25,15 +25,12 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, ToSql, TransactionBehav
 use tokio::sync::mpsc;
 
 use super::anchor::{Advanced, AnchorFile};
+use super::backend_err;
 use super::writer::{
     AUDIT, HEAD, HEAD_READ, Job, LOG_TAIL, MAX_BATCH, Plan, Stats, Table, Val, Write, Writer, Written, anchor_span,
     report_kept,
 };
 use super::{StoreError, StoreResult};
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
-}
 
 impl ToSql for Val {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::anchor::{Advanced, AnchorFile};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
+use super::backend_err;
 use super::journal::{STEP_INSERT, STEP_UPSERT};
 use super::signature::task_signature;
 use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult, TreeStep};
@@ -86,10 +87,6 @@ impl Stats {
         self.writes.fetch_add(n as u64, Ordering::Relaxed);
         self.commits.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-fn backend_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
 }
 
 fn stopped() -> StoreError {
