@@ -259,15 +259,15 @@ impl Runtime {
         let mut tick = tokio::time::interval(EXPIRY_SWEEP.min(takeover));
         loop {
             tick.tick().await;
-            if let Err(e) = self.expire_overdue().await {
-                tracing::warn!("overdue trees not ended: {e}");
-            }
+            // the takeover's look ends the overdue waiting trees too: one read of the open steps per tick
             if last_takeover.elapsed() >= takeover {
                 last_takeover = tokio::time::Instant::now();
                 match self.resume_open_trees().await {
                     Ok(found) => report(&found),
                     Err(e) => tracing::warn!("trees of dead replicas not taken over: {e}"),
                 }
+            } else if let Err(e) = self.expire_overdue().await {
+                tracing::warn!("overdue trees not ended: {e}");
             }
         }
     }
