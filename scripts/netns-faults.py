@@ -868,6 +868,13 @@ class Phase:
         if not cond:
             self.problems.append(what)
 
+    def all_succeed(self, how="", **examine):
+        """Examines the phase, checks what every phase checks, and that every tree succeeded."""
+        self.examine(**examine)
+        self.check_common()
+        self.expect(self.count(lambda f: f["status"] == "success") == len(self.sent.trees),
+                    f"{self.key}: every tree succeeds{how}")
+
     def examine(self, settle_s=40, quiet_s=1.5):
         w, ids = self.world, self.sent.ids()
         q = quoted(ids)
@@ -1101,10 +1108,7 @@ def phase_a(world):
     r1.kill()
     say(f"a: r1 SIGKILLed with {len(victims)} trees in flight")
     s.join()
-    ph.examine()
-    ph.check_common()
-    ph.expect(ph.count(lambda f: f["status"] == "success") == len(s.trees),
-              "a: every tree succeeds (resent, or taken over by r2)")
+    ph.all_succeed(" (resent, or taken over by r2)")
     for key, rid in victims:
         f = ph.trees[key]
         ph.expect(f["roots"] == [rid] and f["owner"] == r2.replica_id and f["resumes"] >= 1 and f["status"] == "success",
@@ -1127,9 +1131,7 @@ def phase_b(world):
     w1.kill()
     say(f"b: w1 SIGKILLed while it ran {len(cut)} delegations")
     s.join()
-    ph.examine()
-    ph.check_common()
-    ph.expect(ph.count(lambda f: f["status"] == "success") == len(s.trees), "b: every tree succeeds")
+    ph.all_succeed()
     for node in cut:
         v = ph.nodes[node]
         ph.expect(v["ends"] == [f"{PREFIX}-w2"],
@@ -1154,9 +1156,7 @@ def phase_b2(world):
     w1.kill()
     say(f"b2: w1's process SIGKILLed while it ran {len(cut)} delegations; their commands run on")
     s.join()
-    ph.examine(quiet_s=2.5)
-    ph.check_common()
-    ph.expect(ph.count(lambda f: f["status"] == "success") == len(s.trees), "b2: every tree succeeds")
+    ph.all_succeed(quiet_s=2.5)
     w1.start()
     return ph
 
@@ -1175,9 +1175,7 @@ def phase_c(world, cut_s=4.0):
     time.sleep(cut_s)
     w1.heal()
     s.join()
-    ph.examine()
-    ph.check_common()
-    ph.expect(ph.count(lambda f: f["status"] == "success") == len(s.trees), "c: every tree succeeds")
+    ph.all_succeed()
     return ph
 
 
@@ -1240,9 +1238,7 @@ def phase_e(world, down_s=3.0):
     world.start_nats()
     s.join()
     # deliveries are counted from the restarted server's store: the same numbers carry on
-    ph.examine()
-    ph.check_common()
-    ph.expect(ph.count(lambda f: f["status"] == "success") == len(s.trees), "e: every tree succeeds")
+    ph.all_succeed()
     return ph
 
 
@@ -1267,9 +1263,7 @@ def phase_e2(world, down_s=1.0, later_s=2.0):
     r1.heal()
     r2.heal()
     s.join()
-    ph.examine()
-    ph.check_common()
-    ph.expect(ph.count(lambda f: f["status"] == "success") == len(s.trees), "e2: every tree succeeds")
+    ph.all_succeed()
     return ph
 
 
