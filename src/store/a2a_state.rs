@@ -268,53 +268,71 @@ impl TryFrom<TaskRow> for A2aTaskRecord {
     }
 }
 
-/// Writes the task unless a version with a higher or equal seq is stored; true when written.
-pub(super) async fn put_task(pool: &AnyPool, t: &A2aTaskRecord) -> StoreResult<bool> {
-    let mut conn = pool.acquire().await.map_err(backend_err)?;
-    put_task_on(&mut conn, t).await
+/// Writes a task's version unless one with a higher or equal seq is
+/// stored: one row affected when it was written.
+pub(super) const TASK_UPSERT: &str = "INSERT INTO a2a_tasks (id, owner, agent, context_id, session_id, state, task, seq, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+     ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, state = excluded.state, \
+     task = excluded.task, seq = excluded.seq, updated_at = excluded.updated_at \
+     WHERE excluded.seq > a2a_tasks.seq";
+/// Appends an event; one already on file is left as it is.
+pub(super) const EVENT_INSERT: &str = "INSERT INTO a2a_task_events (task_id, seq, event, created_at) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (task_id, seq) DO NOTHING";
+/// Drops a task's events up to a seq (the ones beyond [`MAX_EVENTS_PER_TASK`]).
+pub(super) const EVENT_TRIM: &str = "DELETE FROM a2a_task_events WHERE task_id = $1 AND seq <= $2";
+
+/// The newest event of each task in `events`, over [`MAX_EVENTS_PER_TASK`]:
+/// where [`EVENT_TRIM`] cuts each task's events.
+pub(super) fn trims(events: &[A2aEventRecord]) -> Vec<(&str, i64)> {
+    let mut newest: HashMap<&str, i64> = HashMap::new();
+    for e in events {
+        let n = newest.entry(&e.task_id).or_insert(e.seq);
+        *n = (*n).max(e.seq);
+    }
+    newest
+        .into_iter()
+        .filter(|&(_, seq)| seq > MAX_EVENTS_PER_TASK)
+        .map(|(t, seq)| (t, seq - MAX_EVENTS_PER_TASK))
+        .collect()
 }
 
-/// [`put_task`] on one connection (or inside a transaction).
-async fn put_task_on(conn: &mut AnyConnection, t: &A2aTaskRecord) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "INSERT INTO a2a_tasks (id, owner, agent, context_id, session_id, state, task, seq, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, state = excluded.state, \
-         task = excluded.task, seq = excluded.seq, updated_at = excluded.updated_at \
-         WHERE excluded.seq > a2a_tasks.seq",
-    )
-    .bind(t.id.clone())
-    .bind(t.owner.clone())
-    .bind(t.agent.clone())
-    .bind(t.context_id.clone())
-    .bind(t.session_id.map(|s| s.to_string()))
-    .bind(t.state.clone())
-    .bind(t.task.clone())
-    .bind(t.seq)
-    .bind(t.updated_at)
-    .execute(conn)
-    .await
-    .map_err(backend_err)?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// A task's version and its events in one transaction (one commit, one
-/// sync of the log): true when the version was written.
-pub(super) async fn put_task_with_events(
-    pool: &AnyPool,
+/// Writes a task's version (true when written, see [`TASK_UPSERT`]) and
+/// appends its events, inside the writer's transaction (writer.rs).
+pub(super) async fn put_task_with_events_on(
+    conn: &mut AnyConnection,
     t: Option<&A2aTaskRecord>,
     events: &[A2aEventRecord],
 ) -> StoreResult<bool> {
-    if t.is_none() && events.is_empty() {
-        return Ok(false);
+    let mut written = false;
+    if let Some(t) = t {
+        let done = sqlx::query(TASK_UPSERT)
+            .bind(t.id.clone())
+            .bind(t.owner.clone())
+            .bind(t.agent.clone())
+            .bind(t.context_id.clone())
+            .bind(t.session_id.map(|s| s.to_string()))
+            .bind(t.state.clone())
+            .bind(t.task.clone())
+            .bind(t.seq)
+            .bind(t.updated_at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend_err)?;
+        written = done.rows_affected() == 1;
     }
-    let mut tx = pool.begin().await.map_err(backend_err)?;
-    let written = match t {
-        Some(t) => put_task_on(&mut tx, t).await?,
-        None => false,
-    };
-    append_events_on(&mut tx, events).await?;
-    tx.commit().await.map_err(backend_err)?;
+    for e in events {
+        sqlx::query(EVENT_INSERT)
+            .bind(e.task_id.clone())
+            .bind(e.seq)
+            .bind(e.event.clone())
+            .bind(e.created_at)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend_err)?;
+    }
+    for (task, upto) in trims(events) {
+        sqlx::query(EVENT_TRIM).bind(task.to_string()).bind(upto).execute(&mut *conn).await.map_err(backend_err)?;
+    }
     Ok(written)
 }
 
@@ -378,48 +396,6 @@ pub(super) async fn tasks(pool: &AnyPool, q: &A2aTaskQuery) -> StoreResult<A2aTa
         .map(|r| TaskRow::from_row(r).map_err(backend_err).and_then(A2aTaskRecord::try_from))
         .collect::<StoreResult<Vec<_>>>()?;
     Ok(A2aTaskPage { tasks, total: total.max(0) as u64 })
-}
-
-/// Appends events (one already on file is left as it is) and drops each
-/// task's events older than its newest [`MAX_EVENTS_PER_TASK`].
-pub(super) async fn append_events(pool: &AnyPool, events: &[A2aEventRecord]) -> StoreResult<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let mut tx = pool.begin().await.map_err(backend_err)?;
-    append_events_on(&mut tx, events).await?;
-    tx.commit().await.map_err(backend_err)
-}
-
-/// [`append_events`] inside a transaction the caller commits.
-async fn append_events_on(tx: &mut AnyConnection, events: &[A2aEventRecord]) -> StoreResult<()> {
-    let mut newest: HashMap<&str, i64> = HashMap::new();
-    for e in events {
-        sqlx::query(
-            "INSERT INTO a2a_task_events (task_id, seq, event, created_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (task_id, seq) DO NOTHING",
-        )
-        .bind(e.task_id.clone())
-        .bind(e.seq)
-        .bind(e.event.clone())
-        .bind(e.created_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(backend_err)?;
-        let n = newest.entry(&e.task_id).or_insert(e.seq);
-        *n = (*n).max(e.seq);
-    }
-    for (task, seq) in newest {
-        if seq > MAX_EVENTS_PER_TASK {
-            sqlx::query("DELETE FROM a2a_task_events WHERE task_id = $1 AND seq <= $2")
-                .bind(task.to_string())
-                .bind(seq - MAX_EVENTS_PER_TASK)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend_err)?;
-        }
-    }
-    Ok(())
 }
 
 type EventRow = (String, i64, String, i64);

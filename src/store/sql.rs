@@ -65,7 +65,7 @@ fn migrator() -> Migrator {
 fn audited(written: Written) -> StoreResult<AuditEntry> {
     match written {
         Written::Audit(entry) => Ok(*entry),
-        Written::Done => Err(StoreError::Backend("the writer answered an audit append without its entry".into())),
+        _ => Err(StoreError::Backend("the writer answered an audit append without its entry".into())),
     }
 }
 
@@ -688,7 +688,7 @@ impl Store for SqlStore {
 
     // A2A tasks and breakers (a2a_state.rs)
     async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool> {
-        super::a2a_state::put_task(&self.pool, task).await
+        self.put_a2a_task_with_events(Some(task), &[]).await
     }
 
     async fn a2a_task(&self, id: &str) -> StoreResult<Option<A2aTaskRecord>> {
@@ -712,15 +712,23 @@ impl Store for SqlStore {
     }
 
     async fn append_a2a_events(&self, events: &[super::a2a_state::A2aEventRecord]) -> StoreResult<()> {
-        super::a2a_state::append_events(&self.pool, events).await
+        self.put_a2a_task_with_events(None, events).await.map(drop)
     }
 
+    // through the writer: an A2A change rides in the group commit of the
+    // delegations' records instead of taking the write lock on its own
     async fn put_a2a_task_with_events(
         &self,
         task: Option<&A2aTaskRecord>,
         events: &[super::a2a_state::A2aEventRecord],
     ) -> StoreResult<bool> {
-        super::a2a_state::put_task_with_events(&self.pool, task, events).await
+        if task.is_none() && events.is_empty() {
+            return Ok(false);
+        }
+        match self.writer.write(Write::A2a(Box::new((task.cloned(), events.to_vec())))).await? {
+            Written::Task(written) => Ok(written),
+            _ => Err(StoreError::Backend("the writer answered an A2A change without saying if it was kept".into())),
+        }
     }
 
     async fn a2a_events(

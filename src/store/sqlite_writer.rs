@@ -24,6 +24,7 @@ use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, ToSql, TransactionBehavior};
 use tokio::sync::mpsc;
 
+use super::a2a_state::{A2aEventRecord, A2aTaskRecord, EVENT_INSERT, EVENT_TRIM, TASK_UPSERT, trims};
 use super::anchor::{Advanced, AnchorFile};
 use super::backend_err;
 use super::writer::{
@@ -155,8 +156,42 @@ fn commit<'a>(conn: &mut Connection, writes: impl Iterator<Item = &'a Write>) ->
             statement.execute(rusqlite::params_from_iter(row)).map_err(backend_err)?;
         }
     }
+    for &(i, task, events) in &plan.a2a {
+        plan.out[i] = Written::Task(a2a_change(&tx, task, events).map_err(backend_err)?);
+    }
     tx.commit().map_err(backend_err)?;
     Ok(plan.out)
+}
+
+/// An A2A task's version (true when written: no newer one is on file) and
+/// its events, inside the batch's transaction.
+fn a2a_change(
+    tx: &rusqlite::Transaction<'_>,
+    task: Option<&A2aTaskRecord>,
+    events: &[A2aEventRecord],
+) -> rusqlite::Result<bool> {
+    let mut written = false;
+    if let Some(t) = task {
+        let session = t.session_id.map(|s| s.to_string());
+        written = tx.prepare_cached(TASK_UPSERT)?.execute(rusqlite::params![
+            t.id,
+            t.owner,
+            t.agent,
+            t.context_id,
+            session,
+            t.state,
+            t.task,
+            t.seq,
+            t.updated_at
+        ])? == 1;
+    }
+    for e in events {
+        tx.prepare_cached(EVENT_INSERT)?.execute(rusqlite::params![e.task_id, e.seq, e.event, e.created_at])?;
+    }
+    for (task, upto) in trims(events) {
+        tx.prepare_cached(EVENT_TRIM)?.execute(rusqlite::params![task, upto])?;
+    }
+    Ok(written)
 }
 
 /// Moves the anchor file, if there is one, to the head a committed batch

@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, AnyPool};
 use tokio::sync::{mpsc, oneshot};
 
+use super::a2a_state::{A2aEventRecord, A2aTaskRecord};
 use super::anchor::{Advanced, AnchorFile};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::backend_err;
@@ -45,11 +46,17 @@ pub(super) enum Write {
     Step(Box<TreeStep>),
     /// A finished delegation: its conversation, tree node and audit record together.
     Finish(Box<(DelegationRecord, AuditRecord, Conversation)>),
+    /// An A2A task's version and its stream events (a2a_state.rs). Its
+    /// statements run one by one after the batch's other rows: whether the
+    /// version was kept (a newer one may be on file) is its answer.
+    A2a(Box<(Option<A2aTaskRecord>, Vec<A2aEventRecord>)>),
 }
 
 pub(super) enum Written {
     Done,
     Audit(Box<AuditEntry>),
+    /// An A2A task's version: whether it was written.
+    Task(bool),
 }
 
 pub(super) struct Job {
@@ -166,7 +173,7 @@ async fn run(
 pub(super) fn anchor_span(written: &[Written]) -> Option<(AuditHead, AuditHead)> {
     let mut audits = written.iter().filter_map(|w| match w {
         Written::Audit(e) => Some(e),
-        Written::Done => None,
+        Written::Done | Written::Task(_) => None,
     });
     let first = audits.next()?;
     let last = audits.next_back().unwrap_or(first);
@@ -230,6 +237,9 @@ pub(super) struct Plan<'a> {
     pub(super) tables: Vec<(Table, Vec<Vec<Val>>)>,
     /// The audit records, with the index of the write each belongs to.
     audits: Vec<(usize, &'a AuditRecord)>,
+    /// The A2A writes, in order, with the index of each: applied one
+    /// statement at a time, as each answers whether its version was kept.
+    pub(super) a2a: Vec<(usize, Option<&'a A2aTaskRecord>, &'a [A2aEventRecord])>,
     /// One answer per write; an audit append's is filled in by [`Plan::seal`].
     pub(super) out: Vec<Written>,
 }
@@ -238,6 +248,7 @@ impl<'a> Plan<'a> {
     pub(super) fn new(writes: impl Iterator<Item = &'a Write>) -> Self {
         let mut rows = Rows::default();
         let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
+        let mut a2a = Vec::new();
         let mut out = Vec::new();
         for (i, w) in writes.enumerate() {
             out.push(Written::Done);
@@ -261,6 +272,7 @@ impl<'a> Plan<'a> {
                     rows.delegation(r);
                     audits.push((i, record));
                 }
+                Write::A2a(change) => a2a.push((i, change.0.as_ref(), change.1.as_slice())),
             }
         }
         // one row per node: a later write of the same node replaces an earlier one
@@ -288,7 +300,7 @@ impl<'a> Plan<'a> {
             (DELEGATIONS, nodes),
             (STEPS, steps),
         ];
-        Self { tables, audits, out }
+        Self { tables, audits, a2a, out }
     }
 
     /// Whether the batch appends to the audit chain.
@@ -366,6 +378,9 @@ async fn commit<'a>(
         statements.insert(&mut tx, table, rows).await?;
     }
     statements.flush(&mut tx).await?;
+    for &(i, task, events) in &plan.a2a {
+        plan.out[i] = Written::Task(super::a2a_state::put_task_with_events_on(&mut tx, task, events).await?);
+    }
     tx.commit().await.map_err(backend_err)?;
     Ok(plan.out)
 }
