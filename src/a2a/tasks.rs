@@ -18,8 +18,12 @@ use crate::protocol::a2a::types::{StreamResponse, Task};
 use crate::protocol::{AgentSlug, RequestId, SessionId};
 use crate::store::{A2aTaskRecord, now_ms};
 
-/// Tasks kept in memory; the oldest finished ones go first.
-pub(super) const MAX_TASKS: usize = 10_000;
+/// Tasks kept in memory before the oldest finished ones go (a finished
+/// task is read back from the store when asked for); a sweep keeps at most
+/// half as many finished ones. Each finished task holds its history and
+/// artifacts (kilobytes), so this bounds the service's memory more than
+/// anything else it keeps.
+pub(super) const MAX_TASKS: usize = 1_000;
 /// Live events buffered per task for slow readers.
 pub(super) const EVENT_BUFFER: usize = 256;
 
@@ -122,6 +126,9 @@ pub(super) struct Tasks {
     /// (owner, agent, contextId) → the session it names.
     pub contexts: HashMap<(String, String, String), SessionId>,
     seq: u64,
+    /// The map's size at which the next sweep runs (at least MAX_TASKS):
+    /// with many tasks running, a sweep does not run at every new task.
+    sweep_at: usize,
 }
 
 impl Tasks {
@@ -138,12 +145,14 @@ impl Tasks {
         self.seq = self.seq.max(seq);
     }
 
+    /// Drops the oldest finished tasks once the map is full, keeping at
+    /// most MAX_TASKS / 2 finished ones; running tasks always stay.
     pub fn evict(&mut self) {
         if self.contexts.len() > MAX_TASKS * 4 {
             // the sessions stay in the store; only new tasks in old contexts start fresh ones
             self.contexts.clear();
         }
-        if self.map.len() < MAX_TASKS {
+        if self.map.len() < self.sweep_at.max(MAX_TASKS) {
             return;
         }
         let mut done: Vec<(u64, String)> = self
@@ -152,10 +161,12 @@ impl Tasks {
             .filter(|(_, e)| e.running.is_none() && e.outbox.is_empty())
             .map(|(k, e)| (e.seq, k.clone()))
             .collect();
-        done.sort();
-        for (_, k) in done.into_iter().take(MAX_TASKS / 10 + 1) {
+        done.sort_unstable();
+        let over = done.len().saturating_sub(MAX_TASKS / 2);
+        for (_, k) in done.into_iter().take(over) {
             self.map.remove(&k);
         }
+        self.sweep_at = self.map.len() + MAX_TASKS / 10;
     }
 }
 
@@ -180,4 +191,48 @@ pub(super) fn view(task: &Task, history: Option<i32>, artifacts: bool) -> Task {
         t.artifacts = None;
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: u64, state: &str, running: bool) -> Entry {
+        let task: Task = serde_json::from_value(serde_json::json!({
+            "id": format!("t{n}"), "contextId": "c", "status": {"state": state}
+        }))
+        .unwrap();
+        Entry {
+            owner: "user:alice".into(),
+            agent: AgentSlug::parse("echo").unwrap(),
+            task,
+            seq: n,
+            session: None,
+            running: running.then(|| Running { request_id: RequestId::new(), abort: None }),
+            events: None,
+            event_seq: 0,
+            outbox: Vec::new(),
+            writer: Arc::default(),
+            watching: false,
+            pushless: false,
+        }
+    }
+
+    #[test]
+    fn a_full_map_drops_its_oldest_finished_tasks_and_keeps_every_running_one() {
+        let mut tasks = Tasks::default();
+        // a few long-running tasks first, the oldest of all
+        for n in 0..20 {
+            tasks.map.insert(format!("t{n}"), entry(n, "TASK_STATE_WORKING", true));
+        }
+        for n in 20..(3 * MAX_TASKS as u64) {
+            tasks.map.insert(format!("t{n}"), entry(n, "TASK_STATE_COMPLETED", false));
+            tasks.evict();
+            assert!(tasks.map.len() <= MAX_TASKS + MAX_TASKS / 10, "the map stays bounded: {}", tasks.map.len());
+        }
+        assert!((0..20).all(|n| tasks.map.contains_key(&format!("t{n}"))), "running tasks are never dropped");
+        let newest = 3 * MAX_TASKS as u64 - 1;
+        assert!(tasks.map.contains_key(&format!("t{newest}")), "the newest finished task is kept");
+        assert!(!tasks.map.contains_key("t20"), "the oldest finished task went");
+    }
 }
