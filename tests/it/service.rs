@@ -278,6 +278,11 @@ pub fn lineage_keys(dir: &Path, name: &str) -> (String, String) {
 }
 
 fn two_servers(b_db: &str, extra_env: &[(&str, &str)]) -> (Server, Server) {
+    two_servers_with(b_db, extra_env, extra_env)
+}
+
+/// [`two_servers`], with environment variables of A's and of B's own.
+fn two_servers_with(b_db: &str, a_env: &[(&str, &str)], b_env: &[(&str, &str)]) -> (Server, Server) {
     let (a_port, b_port) = (free_port(), free_port());
     // A and B trust each other's keys: every hop between them carries a lineage token
     let keys = Path::new(b_db.trim_start_matches("sqlite://")).parent().unwrap();
@@ -404,18 +409,15 @@ may_call = ["gateway"]
         Some(&b_config),
         Some(b_db),
         &format!("127.0.0.1:{b_port}"),
-        &[&[("A_RELAY_TOKEN", "a-relay"), ("OTEL_SERVICE_NAME", "switchboard-b")], extra_env].concat(),
+        &[&[("A_RELAY_TOKEN", "a-relay"), ("OTEL_SERVICE_NAME", "switchboard-b")], b_env].concat(),
         500,
     );
     let a = Server::start(
         Some(&a_config),
         Some("memory:"),
         &format!("127.0.0.1:{a_port}"),
-        &[
-            &[("B_PRIME_TOKEN", "b-prime"), ("B_RELAY_TOKEN", "b-relay"), ("OTEL_SERVICE_NAME", "switchboard-a")],
-            extra_env,
-        ]
-        .concat(),
+        &[&[("B_PRIME_TOKEN", "b-prime"), ("B_RELAY_TOKEN", "b-relay"), ("OTEL_SERVICE_NAME", "switchboard-a")], a_env]
+            .concat(),
         500,
     );
     (a, b)
@@ -612,6 +614,44 @@ async fn one_trace_spans_both_switchboards_and_is_exported_over_otlp() {
     let b_splitter = b_spans.iter().find(|s| s.1 == "delegate splitter").unwrap();
     let workers: Vec<_> = b_spans.iter().filter(|s| s.1.starts_with("delegate worker")).collect();
     assert!(workers.iter().all(|w| w.4 == b_splitter.3), "the workers' spans nest under B's splitter");
+}
+
+#[tokio::test]
+async fn a_switchboard_that_does_not_export_passes_the_callers_trace_on_unchanged() {
+    // A exports nothing, B does: B's spans nest under the caller's span, the
+    // last one anybody exported, not under a span of A's that nobody will see
+    let (collector_url, got) = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let b_db = format!("sqlite://{}", dir.path().join("b.db").display());
+    let (a, _b) = two_servers_with(&b_db, &[], &[("OTEL_EXPORTER_OTLP_ENDPOINT", &collector_url)]);
+    let (trace, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let mut env = envelope("prime-boss", "splitter", "split the statement", "2025-10-01 Starbucks 4.50");
+    env["constraints"] = json!({"max_depth": 3});
+    let res = switchboard::util::http_client()
+        .unwrap()
+        .post(format!("{}/v1/delegate", a.url))
+        .bearer_auth("a-prime")
+        .header("X-Agent-Request-ID", env["request_id"].as_str().unwrap())
+        .header("X-Agent-Origin", "prime-boss")
+        .header("traceparent", format!("00-{trace}-{parent}-01"))
+        .json(&env)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200, "{}", res.text().await.unwrap_or_default());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let all = loop {
+        let all = spans(&got.lock().unwrap());
+        if all.iter().any(|s| s.1 == "POST /v1/delegate") && all.iter().any(|s| s.1 == "delegate splitter") {
+            break all;
+        }
+        assert!(Instant::now() < deadline, "B's spans never arrived: {all:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(all.iter().all(|s| s.0 == "switchboard-b"), "A exported nothing: {all:?}");
+    assert!(all.iter().all(|s| s.2 == trace), "B continued the caller's trace: {all:?}");
+    let b_http = all.iter().find(|s| s.1 == "POST /v1/delegate").unwrap();
+    assert_eq!(b_http.4, parent, "B's request is a child of the caller's span, passed through A unchanged");
 }
 
 #[tokio::test]
