@@ -89,7 +89,11 @@ pub(super) fn starts_with_token(text: &str) -> bool {
 /// vault can sit in structs that get logged.
 #[derive(Clone, Default)]
 pub struct Vault {
-    slots: [Slot; PiiKind::ALL.len()],
+    /// One slot per kind, in [`PiiKind::ALL`] order; empty until the vault
+    /// issues its first token or reserves its first literal. Most trees
+    /// never see PII, and a process keeps thousands of conversations'
+    /// vaults: an empty one is a pointer, not eleven slots of hash maps.
+    slots: Vec<Slot>,
 }
 
 #[derive(Clone, Default)]
@@ -106,6 +110,17 @@ struct Slot {
 impl Vault {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn slot(&self, kind: PiiKind) -> Option<&Slot> {
+        self.slots.get(kind.index())
+    }
+
+    fn slot_mut(&mut self, kind: PiiKind) -> &mut Slot {
+        if self.slots.is_empty() {
+            self.slots.resize_with(PiiKind::ALL.len(), Slot::default);
+        }
+        &mut self.slots[kind.index()]
     }
 
     /// Number of raw values held.
@@ -126,7 +141,7 @@ impl Vault {
     /// The raw value behind `token`, if this vault issued it.
     pub fn get(&self, token: &str) -> Option<&str> {
         let (kind, n) = parse_token(token)?;
-        self.slots[kind.index()].by_number.get(&n).map(|raw| &**raw)
+        self.slot(kind)?.by_number.get(&n).map(|raw| &**raw)
     }
 
     /// Puts raw values back in place of the tokens this vault issued; any
@@ -166,7 +181,7 @@ impl Vault {
         }
         for m in TOKEN.find_iter(text) {
             if let Some((kind, n)) = parse_token(m.as_str()) {
-                let slot = &mut self.slots[kind.index()];
+                let slot = self.slot_mut(kind);
                 if !slot.by_number.contains_key(&n) {
                     slot.reserved.insert(n);
                 }
@@ -176,7 +191,7 @@ impl Vault {
 
     /// Appends the token for `raw` to `out`, issuing a new one if needed.
     pub(super) fn push_token(&mut self, kind: PiiKind, raw: &str, out: &mut String) {
-        let slot = &mut self.slots[kind.index()];
+        let slot = self.slot_mut(kind);
         let key = raw_key(kind, raw);
         let n = match slot.by_raw.get(&*key) {
             Some(&n) => n,
@@ -213,11 +228,13 @@ impl Vault {
         VaultParts(
             PiiKind::ALL
                 .iter()
-                .map(|kind| &self.slots[kind.index()])
-                .map(|s| SlotParts {
-                    last: s.last,
-                    values: s.by_number.iter().map(|(n, raw)| (*n, raw.to_string())).collect(),
-                    reserved: s.reserved.iter().copied().collect(),
+                .map(|kind| match self.slot(*kind) {
+                    Some(s) => SlotParts {
+                        last: s.last,
+                        values: s.by_number.iter().map(|(n, raw)| (*n, raw.to_string())).collect(),
+                        reserved: s.reserved.iter().copied().collect(),
+                    },
+                    None => SlotParts { last: 0, values: Vec::new(), reserved: Vec::new() },
                 })
                 .collect(),
         )
@@ -230,7 +247,10 @@ impl Vault {
         }
         let mut vault = Vault::default();
         for (kind, p) in PiiKind::ALL.iter().zip(parts.0) {
-            let slot = &mut vault.slots[kind.index()];
+            if p.last == 0 && p.values.is_empty() && p.reserved.is_empty() {
+                continue;
+            }
+            let slot = vault.slot_mut(*kind);
             for (n, raw) in p.values {
                 slot.by_raw.insert(raw_key(*kind, &raw).into(), n);
                 slot.by_number.insert(n, raw.into());
@@ -251,5 +271,26 @@ fn raw_key(kind: PiiKind, raw: &str) -> Cow<'_, str> {
 impl fmt::Debug for Vault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Vault").field("len", &self.len()).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod empty_tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_vault_allocates_nothing_until_its_first_token() {
+        let mut vault = Vault::new();
+        assert_eq!(vault.slots.capacity(), 0, "no slots before any PII");
+        assert_eq!(vault.get("<EMAIL_1>"), None);
+        assert_eq!(vault.restore("see <EMAIL_1>"), "see <EMAIL_1>");
+        let empty = Vault::from_parts(vault.parts()).unwrap();
+        assert_eq!(empty.slots.capacity(), 0, "sealing and opening an empty vault keeps it empty");
+        let mut out = String::new();
+        vault.push_token(PiiKind::Email, "ada@example.com", &mut out);
+        assert_eq!(out, "<EMAIL_1>");
+        assert_eq!(vault.slots.len(), PiiKind::ALL.len());
+        let again = Vault::from_parts(vault.parts()).unwrap();
+        assert_eq!(again.restore("write to <EMAIL_1>"), "write to ada@example.com");
     }
 }
