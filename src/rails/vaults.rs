@@ -59,13 +59,12 @@ impl SessionVaults {
         let now = Instant::now();
         held.entry((user.clone(), session)).or_insert_with(|| (vault.clone(), now)).1 = now;
         if held.len() > self.cap {
-            // the least recently used tenth goes, so eviction is rare
-            let mut by_use: Vec<(Instant, Key)> = held.iter().map(|(k, (_, used))| (*used, k.clone())).collect();
-            by_use.sort_unstable_by_key(|(used, _)| *used);
+            // the least recently used tenth goes, so eviction is rare; found
+            // by selecting on the use times alone (no key copied, no full sort)
             let excess = held.len() - self.cap + self.cap.div_ceil(10);
-            for (_, key) in by_use.into_iter().take(excess) {
-                held.remove(&key);
-            }
+            let mut uses: Vec<Instant> = held.values().map(|(_, used)| *used).collect();
+            let (_, &mut cut, _) = uses.select_nth_unstable(excess - 1);
+            held.retain(|_, (_, used)| *used > cut);
         }
     }
 
