@@ -62,12 +62,13 @@ fn open(path: &Path) -> StoreResult<Connection> {
     Ok(conn)
 }
 
-/// Starts the writer thread on `conn`; it ends when every sender of `queue` is gone.
 /// The writer of the SQLite file at `path`: a thread of its own holding a
-/// synchronous connection to it.
+/// synchronous connection to it, and a checkpointer thread beside it.
 pub(super) fn writer(path: &Path, anchor: Option<Arc<AnchorFile>>) -> StoreResult<Writer> {
     let conn = open(path)?;
-    Writer::start(|queue, stats| spawn(conn, queue, stats, anchor))
+    let (alive, writer_gone) = std::sync::mpsc::channel::<()>();
+    checkpointer(open(path)?, writer_gone)?;
+    Writer::start(|queue, stats| spawn(conn, queue, stats, anchor, alive))
 }
 
 fn spawn(
@@ -75,12 +76,51 @@ fn spawn(
     queue: mpsc::Receiver<Job>,
     stats: Arc<Stats>,
     anchor: Option<Arc<AnchorFile>>,
+    alive: std::sync::mpsc::Sender<()>,
 ) -> StoreResult<()> {
     std::thread::Builder::new()
         .name("switchboard-sqlite-writer".into())
-        .spawn(move || run(conn, queue, &stats, anchor.as_ref()))
+        .spawn(move || {
+            run(conn, queue, &stats, anchor.as_ref());
+            drop(alive);
+        })
         .map(drop)
         .map_err(|e| StoreError::Backend(format!("cannot start the store's writer thread: {e}")))
+}
+
+/// How often the checkpointer copies committed pages from the log into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
+
+/// Starts the checkpointer: a thread with a connection of its own that
+/// copies the log's committed pages into the database file (a PASSIVE
+/// checkpoint: it never waits for the writer), off the writer's path.
+///
+/// SQLite's automatic checkpoint stays on for the writer: the commit that
+/// takes the log past 1,000 pages copies what is not copied yet and syncs
+/// the database file, so that its next transaction starts the log over
+/// (only a complete checkpoint between two of the writer's transactions
+/// does that, and under unbroken load only the writer's own can be
+/// between them). Without the checkpointer that commit copied all 1,000
+/// pages before its callers were answered: about a fifth of the writer's
+/// time under load. Now it finds nearly all of them copied. A copy changes
+/// nothing a reader sees, and a crash in the middle of one loses nothing
+/// (the log still holds every page). The thread ends, after a last
+/// checkpoint, when the writer's thread does.
+fn checkpointer(conn: Connection, writer_gone: std::sync::mpsc::Receiver<()>) -> StoreResult<()> {
+    let checkpoint = move || conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    std::thread::Builder::new()
+        .name("switchboard-sqlite-checkpoint".into())
+        .spawn(move || {
+            use std::sync::mpsc::RecvTimeoutError;
+            while let Err(RecvTimeoutError::Timeout) = writer_gone.recv_timeout(CHECKPOINT_EVERY) {
+                if let Err(e) = checkpoint() {
+                    tracing::warn!("SQLite checkpoint: {e}");
+                }
+            }
+            let _ = checkpoint();
+        })
+        .map(drop)
+        .map_err(|e| StoreError::Backend(format!("cannot start the store's checkpoint thread: {e}")))
 }
 
 fn run(mut conn: Connection, mut queue: mpsc::Receiver<Job>, stats: &Stats, anchor: Option<&Arc<AnchorFile>>) {
