@@ -66,6 +66,7 @@ fn open(path: &Path) -> StoreResult<Connection> {
 /// synchronous connection to it, and a checkpointer thread beside it.
 pub(super) fn writer(path: &Path, anchor: Option<Arc<AnchorFile>>) -> StoreResult<Writer> {
     let conn = open(path)?;
+    conn.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT_PAGES).map_err(backend_err)?;
     let (alive, writer_gone) = std::sync::mpsc::channel::<()>();
     checkpointer(open(path)?, writer_gone)?;
     Writer::start(|queue, stats| spawn(conn, queue, stats, anchor, alive))
@@ -89,20 +90,25 @@ fn spawn(
 }
 
 /// How often the checkpointer copies committed pages from the log into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
+/// Log pages at which the writer's own commit checkpoints (SQLite's default is 1,000).
+const AUTOCHECKPOINT_PAGES: i64 = 4_000;
 
 /// Starts the checkpointer: a thread with a connection of its own that
 /// copies the log's committed pages into the database file (a PASSIVE
 /// checkpoint: it never waits for the writer), off the writer's path.
 ///
 /// SQLite's automatic checkpoint stays on for the writer: the commit that
-/// takes the log past 1,000 pages copies what is not copied yet and syncs
-/// the database file, so that its next transaction starts the log over
+/// takes the log past [`AUTOCHECKPOINT_PAGES`] copies what is not copied
+/// yet and syncs the database file, so that its next transaction starts the log over
 /// (only a complete checkpoint between two of the writer's transactions
 /// does that, and under unbroken load only the writer's own can be
-/// between them). Without the checkpointer that commit copied all 1,000
-/// pages before its callers were answered: about a fifth of the writer's
-/// time under load. Now it finds nearly all of them copied. A copy changes
+/// between them). Without the checkpointer, every 1,000 pages
+/// (SQLite's default) a commit copied them all before its callers were
+/// answered: about a fifth of the writer's time under load. Now it finds
+/// most of them copied, four times less often (measured: +9% durable
+/// delegations per second at 64 connections over the 1,000-page default
+/// with the checkpointer, five interleaved runs). A copy changes
 /// nothing a reader sees, and a crash in the middle of one loses nothing
 /// (the log still holds every page). The thread ends, after a last
 /// checkpoint, when the writer's thread does.
