@@ -77,7 +77,7 @@ async fn detached<T: Send + 'static>(work: impl Future<Output = T> + Send + 'sta
 }
 
 /// Seconds a caller turned away for being over `[server] max_in_flight` is asked to wait.
-const RETRY_AFTER_SECONDS: &str = "1";
+pub(super) const RETRY_AFTER_SECONDS: &str = "1";
 
 /// The answer to a delegation over `[server] max_in_flight`: a 503
 /// `AGENT_UNAVAILABLE` with `Retry-After`, at once, before anything ran.

@@ -579,6 +579,98 @@ name = "Gated"
     assert_eq!(again.status, StatusCode::OK, "{}", String::from_utf8_lossy(&again.body));
 }
 
+#[tokio::test]
+async fn over_max_in_flight_an_a2a_send_gets_a_503_with_retry_after_in_both_http_bindings() {
+    let mut config = Config::from_toml(
+        r#"
+[server]
+max_in_flight = 2
+
+[[agents]]
+slug = "prime-boss"
+name = "Prime"
+may_delegate_to = ["gated"]
+
+[[agents]]
+slug = "gated"
+name = "Gated"
+"#,
+    )
+    .unwrap();
+    config.auth.user_tokens = [("alice".to_string(), ALICE.to_string())].into();
+    config.auth.service_tokens = [("prime-boss".to_string(), PRIME.to_string())].into();
+    let auth = config.auth.clone();
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let agent = Gated { inside: inside.clone(), gate: gate.clone() };
+    let runtime = Runtime::builder().config(config).agent("gated", agent).build().unwrap();
+    let state = Arc::new(AppState::new(runtime));
+    state.tokens.load_config(&auth).await.unwrap();
+    let r = app(state);
+    let post = |path: &str, body: Value| {
+        Request::post(path)
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {ALICE}"))
+            .header("a2a-version", "1.0")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let message = |n: u32| json!({"messageId": format!("m-{n}"), "role": "ROLE_USER", "parts": [{"text": "hello"}]});
+    let rpc = |n: u32| {
+        post(
+            "/a2a/gated",
+            json!({"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": message(n)}}),
+        )
+    };
+    // two blocking sends fill both places and wait at the gate
+    let held: Vec<_> = (1..=2)
+        .map(|n| {
+            let (r, req) = (r.clone(), rpc(n));
+            tokio::spawn(async move { call(&r, req).await })
+        })
+        .collect();
+    while inside.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        tokio::task::yield_now().await;
+    }
+    // JSON-RPC: 503, Retry-After, a JSON-RPC error naming the limit; nothing ran
+    // (the bound only turns a send queued at the gate, as before, into a failure instead of a hang)
+    let at_once = std::time::Duration::from_secs(60);
+    let res = tokio::time::timeout(at_once, r.clone().oneshot(rpc(3))).await.expect("not queued").unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let body: Value = serde_json::from_slice(&axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap()).unwrap();
+    assert_eq!(body["id"], 3, "{body}");
+    assert_eq!(body["error"]["code"], -32000, "{body}");
+    assert_eq!(body["error"]["data"][0]["reason"], "AGENT_UNAVAILABLE", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("max_in_flight"), "{body}");
+    // HTTP+JSON: the same 503, as an AIP-193 error
+    let rest = post("/a2a/gated/message:send", json!({"message": message(4)}));
+    let res = tokio::time::timeout(at_once, r.clone().oneshot(rest)).await.expect("not queued").unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let body: Value = serde_json::from_slice(&axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap()).unwrap();
+    assert_eq!(body["error"]["status"], "UNAVAILABLE", "{body}");
+    assert_eq!(inside.load(std::sync::atomic::Ordering::SeqCst), 2, "the refused sends never reached the agent");
+    // the places are shared with /v1/delegate
+    let id = "550e8400-e29b-41d4-a716-446655440009";
+    let native = delegate(
+        Some(PRIME),
+        &[("x-agent-request-id", id), ("x-agent-origin", "prime-boss")],
+        envelope(id, "prime-boss", "gated", "alice").to_string(),
+    );
+    assert_eq!(call(&r, native).await.status, StatusCode::SERVICE_UNAVAILABLE);
+    // the gate opens: the held sends finish, and a send is taken again
+    gate.add_permits(3);
+    for h in held {
+        let reply = h.await.unwrap();
+        assert_eq!(reply.status, StatusCode::OK, "{}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(reply.json()["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{}", reply.json());
+    }
+    let again = call(&r, rpc(5)).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", String::from_utf8_lossy(&again.body));
+    assert!(again.json()["result"]["task"].is_object(), "{}", again.json());
+}
+
 #[test]
 fn a_max_in_flight_of_zero_is_a_configuration_error_that_names_the_field() {
     let err = Config::from_toml("[server]\nmax_in_flight = 0\n").err().unwrap();

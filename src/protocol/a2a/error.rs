@@ -33,6 +33,10 @@ pub enum Kind {
     Unauthenticated,
     /// A valid token that may not do this (JSON-RPC -32000, HTTP 403).
     PermissionDenied,
+    /// The service runs as many delegations as it takes at once (`[server]
+    /// max_in_flight`): not an A2A error; JSON-RPC -32000 with HTTP 503 and
+    /// `Retry-After`, gRPC UNAVAILABLE.
+    Unavailable,
 }
 
 impl Kind {
@@ -52,7 +56,7 @@ impl Kind {
             Self::MethodNotFound => -32601,
             Self::InvalidParams => -32602,
             Self::Internal => -32603,
-            Self::Unauthenticated | Self::PermissionDenied => -32000,
+            Self::Unauthenticated | Self::PermissionDenied | Self::Unavailable => -32000,
         }
     }
 
@@ -67,6 +71,7 @@ impl Kind {
             Self::Internal => 500,
             Self::Unauthenticated => 401,
             Self::PermissionDenied => 403,
+            Self::Unavailable => 503,
             _ => 400,
         }
     }
@@ -81,6 +86,7 @@ impl Kind {
             Self::InvalidAgentResponse | Self::Internal => "INTERNAL",
             Self::Unauthenticated => "UNAUTHENTICATED",
             Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::Unavailable => "UNAVAILABLE",
             _ => "FAILED_PRECONDITION",
         }
     }
@@ -104,12 +110,13 @@ impl Kind {
             Self::Internal => "INTERNAL_ERROR",
             Self::Unauthenticated => "UNAUTHENTICATED",
             Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::Unavailable => "AGENT_UNAVAILABLE",
         }
     }
 
     fn domain(self) -> &'static str {
         match self {
-            Self::Unauthenticated | Self::PermissionDenied => SWITCHBOARD_DOMAIN,
+            Self::Unauthenticated | Self::PermissionDenied | Self::Unavailable => SWITCHBOARD_DOMAIN,
             _ => A2A_DOMAIN,
         }
     }
@@ -188,7 +195,7 @@ impl A2aError {
                 ErrorCode::InvalidRequest
             }
             Kind::VersionNotSupported => ErrorCode::UnsupportedVersion,
-            Kind::Internal => ErrorCode::AgentUnavailable,
+            Kind::Internal | Kind::Unavailable => ErrorCode::AgentUnavailable,
             _ => ErrorCode::AgentFailed,
         }
     }

@@ -140,6 +140,7 @@ impl Grpc {
         } else {
             Mode::Blocking
         };
+        let _place = super::admitted(&self.state).map_err(|e| status(&e))?;
         self.state.a2a.send(&who, &spec.slug, req, mode).await.map_err(|e| status(&e))
     }
 

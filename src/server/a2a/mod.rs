@@ -238,11 +238,39 @@ pub(super) fn params<T: DeserializeOwned>(value: Value, what: &str) -> Result<T,
 /// The HTTP+JSON binding's error response (AIP-193).
 pub(super) fn rest_error(e: &A2aError) -> Response {
     let status = StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-    let mut res = json_response(status, e.rest_body());
-    if e.kind == Kind::Unauthenticated {
-        res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    with_auth_headers(json_response(status, e.rest_body()), e.kind)
+}
+
+/// `WWW-Authenticate` on a 401, `Retry-After` on a 503.
+fn with_auth_headers(mut res: Response, kind: Kind) -> Response {
+    match kind {
+        Kind::Unauthenticated => {
+            res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        Kind::Unavailable => {
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(super::native::RETRY_AFTER_SECONDS));
+        }
+        _ => {}
     }
     res
+}
+
+/// A place among `[server] max_in_flight` for a send, held while it runs
+/// (a blocking send's whole turn, a stream's start): over the limit, an
+/// `Unavailable` error at once, before anything ran, as `/v1/delegate`
+/// answers 503.
+pub(super) fn admitted(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, A2aError> {
+    state.admission.enter().ok_or_else(|| {
+        A2aError::new(
+            Kind::Unavailable,
+            format!(
+                "this Switchboard is running as many delegations as it takes at once ([server] max_in_flight = {}); \
+                 retry after {} s",
+                state.admission.max(),
+                super::native::RETRY_AFTER_SECONDS
+            ),
+        )
+    })
 }
 
 pub(super) fn json_response(status: StatusCode, body: Value) -> Response {
@@ -253,13 +281,10 @@ pub(super) fn rpc_error(id: &Value, e: &A2aError) -> Response {
     let status = match e.kind {
         Kind::Unauthenticated => StatusCode::UNAUTHORIZED,
         Kind::PermissionDenied => StatusCode::FORBIDDEN,
+        Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::OK,
     };
-    let mut res = json_response(status, e.jsonrpc_response(id));
-    if e.kind == Kind::Unauthenticated {
-        res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    res
+    with_auth_headers(json_response(status, e.jsonrpc_response(id)), e.kind)
 }
 
 #[derive(Deserialize)]

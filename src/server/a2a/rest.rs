@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::sse::{last_event_id, sse};
 use super::{
-    check_content_type, check_id, check_version, extended_card, json_response, member_spec, no_agent, params,
+    admitted, check_content_type, check_id, check_version, extended_card, json_response, member_spec, no_agent, params,
     principal, push_config_params, read_body, rest_error,
 };
 use crate::a2a::{ListQuery, Mode, Sent, parse_state};
@@ -159,6 +159,7 @@ async fn dispatch_rest(
                 _ if req.configuration.as_ref().is_some_and(|c| c.return_immediately) => Mode::NonBlocking,
                 _ => Mode::Blocking,
             };
+            let _place = admitted(state)?;
             Ok(match svc.send(&who, &spec.slug, req, mode).await? {
                 Sent::Task(t) => ok(json!({"task": t})),
                 Sent::Message(m) => ok(json!({"message": m})),

@@ -175,6 +175,7 @@ pub fn code_of(kind: Kind) -> tonic::Code {
         "INTERNAL" => tonic::Code::Internal,
         "UNAUTHENTICATED" => tonic::Code::Unauthenticated,
         "PERMISSION_DENIED" => tonic::Code::PermissionDenied,
+        "UNAVAILABLE" => tonic::Code::Unavailable,
         _ => tonic::Code::FailedPrecondition,
     }
 }
@@ -214,7 +215,7 @@ pub fn error_of(status: &tonic::Status) -> A2aError {
     let by_reason = info.as_ref().and_then(|i| {
         (-32700..=-32000)
             .filter_map(jsonrpc_kind)
-            .chain([Kind::Unauthenticated, Kind::PermissionDenied])
+            .chain([Kind::Unauthenticated, Kind::PermissionDenied, Kind::Unavailable])
             .find(|k| k.reason() == i.reason)
     });
     let kind = by_reason.unwrap_or(match status.code() {
@@ -222,6 +223,7 @@ pub fn error_of(status: &tonic::Status) -> A2aError {
         tonic::Code::InvalidArgument | tonic::Code::OutOfRange => Kind::InvalidParams,
         tonic::Code::Unauthenticated => Kind::Unauthenticated,
         tonic::Code::PermissionDenied => Kind::PermissionDenied,
+        tonic::Code::Unavailable => Kind::Unavailable,
         tonic::Code::Unimplemented => Kind::UnsupportedOperation,
         _ => Kind::Internal,
     });
@@ -302,5 +304,23 @@ mod tests {
         assert_eq!(s.code(), tonic::Code::FailedPrecondition);
         assert_eq!(error_of(&s).kind, Kind::VersionNotSupported);
         assert_eq!(error_of(&tonic::Status::not_found("x")).kind, Kind::TaskNotFound);
+    }
+}
+
+#[cfg(test)]
+mod overload_tests {
+    use super::*;
+
+    #[test]
+    fn a_send_over_the_admission_limit_is_unavailable_and_reads_back_as_such() {
+        let e = A2aError::new(Kind::Unavailable, "over max_in_flight");
+        let s = status(&e);
+        assert_eq!(s.code(), tonic::Code::Unavailable);
+        let back = error_of(&s);
+        assert_eq!(back.kind, Kind::Unavailable);
+        assert_eq!(back.code(), crate::protocol::ErrorCode::AgentUnavailable);
+        assert_eq!(Kind::Unavailable.http_status(), 503);
+        assert_eq!(Kind::Unavailable.jsonrpc_code(), -32000);
+        assert_eq!(crate::protocol::a2a::error::jsonrpc_kind(-32000), None, "-32000 is read by its reason");
     }
 }
