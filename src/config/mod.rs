@@ -131,9 +131,9 @@ impl Default for QueueConfig {
 
 /// `[server]`: how much the HTTP service takes on at once. A delegation
 /// (`POST /v1/delegate`, `POST /v1/chat`, an A2A send in any binding) that
-/// arrives while `max_in_flight` are running is answered at once with a 503 `AGENT_UNAVAILABLE` and a
-/// `Retry-After`, instead of waiting in a queue that only makes every
-/// answer later.
+/// arrives while `max_in_flight` are running is answered at once with a
+/// 503 `AGENT_UNAVAILABLE` and a `Retry-After`, instead of waiting in a
+/// queue that only makes every answer later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {

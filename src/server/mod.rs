@@ -42,7 +42,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
-pub use state::AppState;
+pub use state::{Admission, AppState};
 
 /// The router: every surface, with the tower-http stack (see `layers`).
 pub fn app(state: Arc<AppState>) -> Router {

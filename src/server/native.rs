@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::error::status_of;
 use super::extract::{self, Body};
-use super::{ApiError, AppState};
+use super::{Admission, ApiError, AppState};
 use crate::auth::Principal;
 use crate::pipeline::{AskOptions, TreeView};
 use crate::protocol::{self, DelegationRequest, ErrorCode, RequestId, SessionId, Status};
@@ -76,23 +76,13 @@ async fn detached<T: Send + 'static>(work: impl Future<Output = T> + Send + 'sta
     })
 }
 
-/// Seconds a caller turned away for being over `[server] max_in_flight` is asked to wait.
-pub(super) const RETRY_AFTER_SECONDS: &str = "1";
-
 /// The answer to a delegation over `[server] max_in_flight`: a 503
 /// `AGENT_UNAVAILABLE` with `Retry-After`, at once, before anything ran.
 fn busy(state: &AppState) -> Response {
-    let mut res = ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode::AgentUnavailable,
-        format!(
-            "this Switchboard is running as many delegations as it takes at once ([server] max_in_flight = {}); \
-             retry after {RETRY_AFTER_SECONDS} s",
-            state.admission.max()
-        ),
-    )
-    .into_response();
-    res.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static(RETRY_AFTER_SECONDS));
+    let mut res =
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::AgentUnavailable, state.admission.refusal())
+            .into_response();
+    res.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static(Admission::RETRY_AFTER_SECONDS));
     res
 }
 

@@ -55,6 +55,19 @@ impl Admission {
     pub fn max(&self) -> usize {
         self.max
     }
+
+    /// Seconds a caller turned away is asked to wait (`Retry-After`).
+    pub const RETRY_AFTER_SECONDS: &'static str = "1";
+
+    /// What a caller turned away is told, in every binding.
+    pub fn refusal(&self) -> String {
+        format!(
+            "this Switchboard is running as many delegations as it takes at once ([server] max_in_flight = {}); \
+             retry after {} s",
+            self.max,
+            Self::RETRY_AFTER_SECONDS
+        )
+    }
 }
 
 impl AppState {

@@ -513,8 +513,10 @@ impl switchboard::Agent for Gated {
     }
 }
 
-#[tokio::test]
-async fn over_max_in_flight_a_delegation_gets_a_503_with_retry_after_at_once() {
+/// A service with two places (`max_in_flight = 2`) in front of a `Gated`
+/// agent, Prime's service token and Alice's user token: the router, how
+/// many are inside the agent, and the gate that lets them out.
+async fn gated_service() -> (Router, Arc<std::sync::atomic::AtomicUsize>, Arc<tokio::sync::Semaphore>) {
     let mut config = Config::from_toml(
         r#"
 [server]
@@ -531,6 +533,7 @@ name = "Gated"
 "#,
     )
     .unwrap();
+    config.auth.user_tokens = [("alice".to_string(), ALICE.to_string())].into();
     config.auth.service_tokens = [("prime-boss".to_string(), PRIME.to_string())].into();
     let auth = config.auth.clone();
     let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -539,7 +542,12 @@ name = "Gated"
     let runtime = Runtime::builder().config(config).agent("gated", agent).build().unwrap();
     let state = Arc::new(AppState::new(runtime));
     state.tokens.load_config(&auth).await.unwrap();
-    let r = app(state);
+    (app(state), inside, gate)
+}
+
+#[tokio::test]
+async fn over_max_in_flight_a_delegation_gets_a_503_with_retry_after_at_once() {
+    let (r, inside, gate) = gated_service().await;
     let send = |id: &str| {
         let headers = [("x-agent-request-id", id), ("x-agent-origin", "prime-boss")];
         delegate(Some(PRIME), &headers, envelope(id, "prime-boss", "gated", "alice").to_string())
@@ -581,32 +589,7 @@ name = "Gated"
 
 #[tokio::test]
 async fn over_max_in_flight_an_a2a_send_gets_a_503_with_retry_after_in_both_http_bindings() {
-    let mut config = Config::from_toml(
-        r#"
-[server]
-max_in_flight = 2
-
-[[agents]]
-slug = "prime-boss"
-name = "Prime"
-may_delegate_to = ["gated"]
-
-[[agents]]
-slug = "gated"
-name = "Gated"
-"#,
-    )
-    .unwrap();
-    config.auth.user_tokens = [("alice".to_string(), ALICE.to_string())].into();
-    config.auth.service_tokens = [("prime-boss".to_string(), PRIME.to_string())].into();
-    let auth = config.auth.clone();
-    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let agent = Gated { inside: inside.clone(), gate: gate.clone() };
-    let runtime = Runtime::builder().config(config).agent("gated", agent).build().unwrap();
-    let state = Arc::new(AppState::new(runtime));
-    state.tokens.load_config(&auth).await.unwrap();
-    let r = app(state);
+    let (r, inside, gate) = gated_service().await;
     let post = |path: &str, body: Value| {
         Request::post(path)
             .header("content-type", "application/json")

@@ -40,7 +40,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::extract::AnonymousUser;
-use super::{ApiError, AppState};
+use super::{Admission, ApiError, AppState};
 use crate::a2a::agent_card;
 use crate::auth::Principal;
 use crate::config::AgentSpec;
@@ -238,17 +238,17 @@ pub(super) fn params<T: DeserializeOwned>(value: Value, what: &str) -> Result<T,
 /// The HTTP+JSON binding's error response (AIP-193).
 pub(super) fn rest_error(e: &A2aError) -> Response {
     let status = StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-    with_auth_headers(json_response(status, e.rest_body()), e.kind)
+    with_error_headers(json_response(status, e.rest_body()), e.kind)
 }
 
 /// `WWW-Authenticate` on a 401, `Retry-After` on a 503.
-fn with_auth_headers(mut res: Response, kind: Kind) -> Response {
+fn with_error_headers(mut res: Response, kind: Kind) -> Response {
     match kind {
         Kind::Unauthenticated => {
             res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         Kind::Unavailable => {
-            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(super::native::RETRY_AFTER_SECONDS));
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(Admission::RETRY_AFTER_SECONDS));
         }
         _ => {}
     }
@@ -260,17 +260,7 @@ fn with_auth_headers(mut res: Response, kind: Kind) -> Response {
 /// `Unavailable` error at once, before anything ran, as `/v1/delegate`
 /// answers 503.
 pub(super) fn admitted(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, A2aError> {
-    state.admission.enter().ok_or_else(|| {
-        A2aError::new(
-            Kind::Unavailable,
-            format!(
-                "this Switchboard is running as many delegations as it takes at once ([server] max_in_flight = {}); \
-                 retry after {} s",
-                state.admission.max(),
-                super::native::RETRY_AFTER_SECONDS
-            ),
-        )
-    })
+    state.admission.enter().ok_or_else(|| A2aError::new(Kind::Unavailable, state.admission.refusal()))
 }
 
 pub(super) fn json_response(status: StatusCode, body: Value) -> Response {
@@ -284,7 +274,7 @@ pub(super) fn rpc_error(id: &Value, e: &A2aError) -> Response {
         Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::OK,
     };
-    with_auth_headers(json_response(status, e.jsonrpc_response(id)), e.kind)
+    with_error_headers(json_response(status, e.jsonrpc_response(id)), e.kind)
 }
 
 #[derive(Deserialize)]
