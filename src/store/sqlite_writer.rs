@@ -9,7 +9,9 @@
 //! prepared statement costs microseconds), commits (one sync of the log) and
 //! only then answers each caller. So "durable before it is acknowledged"
 //! holds exactly as with the sqlx writer: a caller's answer is sent after
-//! the `COMMIT` that synced its rows returned.
+//! the `COMMIT` that synced its rows returned. A batch of nothing but
+//! steps' starts commits with `synchronous = NORMAL` (written, not synced:
+//! see [`Write::syncs`]); the next synced commit syncs it with its own.
 //!
 //! The audit chain is sealed inside the transaction from the head it reads
 //! there, as before; `BEGIN IMMEDIATE` takes SQLite's write lock up front,
@@ -137,6 +139,7 @@ fn run(
     committed: &std::sync::mpsc::SyncSender<()>,
 ) {
     let mut jobs: Vec<Job> = Vec::with_capacity(MAX_BATCH);
+    let mut sync = Sync::Full;
     while let Some(job) = queue.blocking_recv() {
         jobs.push(job);
         while jobs.len() < MAX_BATCH {
@@ -145,9 +148,9 @@ fn run(
                 Err(_) => break,
             }
         }
-        match commit(&mut conn, jobs.iter().map(|j| &j.write)) {
+        match commit(&mut conn, &mut sync, jobs.iter().map(|j| &j.write)) {
             Ok(written) => {
-                stats.counted(written.len());
+                stats.counted(written.len(), jobs.iter().any(|j| j.write.syncs()));
                 anchored(&conn, anchor, &written);
                 for (job, w) in jobs.drain(..).zip(written) {
                     let _ = job.reply.send(Ok(w));
@@ -159,9 +162,9 @@ fn run(
             Err(_) => {
                 // one bad write fails alone: the others go one per transaction
                 for job in jobs.drain(..) {
-                    let one = commit(&mut conn, std::iter::once(&job.write));
+                    let one = commit(&mut conn, &mut sync, std::iter::once(&job.write));
                     if let Ok(written) = &one {
-                        stats.counted(1);
+                        stats.counted(1, job.write.syncs());
                         anchored(&conn, anchor, written);
                     }
                     let _ = job.reply.send(one.map(|mut w| w.remove(0)));
@@ -180,10 +183,31 @@ fn one_row(table: Table, columns: usize) -> String {
     format!("{head}({marks}){tail}")
 }
 
-/// Applies `writes` in one transaction and commits it (synced: WAL with
-/// `synchronous = FULL`); on any error the transaction rolls back whole.
-fn commit<'a>(conn: &mut Connection, writes: impl Iterator<Item = &'a Write>) -> StoreResult<Vec<Written>> {
+/// The connection's `synchronous` setting, changed only between transactions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    /// Every commit syncs the log.
+    Full,
+    /// A commit writes the log without syncing it (WAL: durable against
+    /// the process's crash, and against power loss from the next sync on).
+    Normal,
+}
+
+/// Applies `writes` in one transaction and commits it: synced (WAL with
+/// `synchronous = FULL`) unless the batch holds nothing but steps' starts
+/// ([`Write::syncs`]); on any error the transaction rolls back whole.
+fn commit<'a>(
+    conn: &mut Connection,
+    sync: &mut Sync,
+    writes: impl Iterator<Item = &'a Write>,
+) -> StoreResult<Vec<Written>> {
     let mut plan = Plan::new(writes);
+    let wanted = if plan.sync { Sync::Full } else { Sync::Normal };
+    if wanted != *sync {
+        let pragma = if plan.sync { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+        conn.execute_batch(pragma).map_err(backend_err)?;
+        *sync = wanted;
+    }
     // take the write lock up front: the head we read stays the head
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend_err)?;
     let (mut entries, mut head_row) = (Vec::new(), Vec::new());

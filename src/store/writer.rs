@@ -15,9 +15,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use sqlx::{AnyConnection, AnyPool};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Connection as _};
 use tokio::sync::{mpsc, oneshot};
 
 use super::a2a_state::{A2aEventRecord, A2aTaskRecord};
@@ -52,6 +54,26 @@ pub(super) enum Write {
     A2a(Box<(Option<A2aTaskRecord>, Vec<A2aEventRecord>)>),
 }
 
+impl Write {
+    /// Whether the commit that holds this write must sync the log before it
+    /// returns. Every write must but a step's start (or a resume's count of
+    /// it): a step in state `running`. That one is written before its agent
+    /// runs so that a restart finds the tree, and a commit that holds only
+    /// such steps skips its sync (SQLite: `synchronous = NORMAL` for that
+    /// transaction; PostgreSQL: `synchronous_commit = off`). It survives the
+    /// process's crash as soon as it is acknowledged (the database, or the
+    /// operating system, has it), and a power failure once the next synced
+    /// commit returns: the log is written in order, so syncing it syncs every
+    /// commit before. Its own delegation's end is such a commit, so nothing
+    /// acknowledged to a caller, and no audit record, ever waits for a sync
+    /// that has not happened. What a power failure can take is a step whose
+    /// caller has had no answer yet: the tree then was never started, as if
+    /// the failure had come a moment earlier.
+    pub(super) fn syncs(&self) -> bool {
+        !matches!(self, Write::Step(step) if step.state == super::StepState::Running)
+    }
+}
+
 pub(super) enum Written {
     Done,
     Audit(Box<AuditEntry>),
@@ -76,6 +98,7 @@ pub(super) struct Writer {
 pub(super) struct Stats {
     writes: AtomicU64,
     commits: AtomicU64,
+    synced: AtomicU64,
 }
 
 /// Writes committed and the transactions they took; `writes / commits` is
@@ -86,13 +109,19 @@ pub struct WriteStats {
     pub writes: u64,
     /// Transactions they were committed in.
     pub commits: u64,
+    /// Of those, the ones that synced the log before they returned. The
+    /// others held nothing but steps' starts (see [`Plan::sync`]).
+    pub synced: u64,
 }
 
 impl Stats {
-    /// Counts a commit of `n` writes.
-    pub(super) fn counted(&self, n: usize) {
+    /// Counts a commit of `n` writes, `synced` or not.
+    pub(super) fn counted(&self, n: usize, synced: bool) {
         self.writes.fetch_add(n as u64, Ordering::Relaxed);
         self.commits.fetch_add(1, Ordering::Relaxed);
+        if synced {
+            self.synced.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -122,6 +151,7 @@ impl Writer {
         WriteStats {
             writes: self.stats.writes.load(Ordering::Relaxed),
             commits: self.stats.commits.load(Ordering::Relaxed),
+            synced: self.stats.synced.load(Ordering::Relaxed),
         }
     }
 
@@ -141,11 +171,11 @@ async fn run(
     anchor: Option<Arc<AnchorFile>>,
 ) {
     let mut jobs = Vec::with_capacity(MAX_BATCH);
-    let counted = |n: usize| stats.counted(n);
+    let mut held = None;
     while queue.recv_many(&mut jobs, MAX_BATCH).await > 0 {
-        match commit(&pool, postgres, jobs.iter().map(|j| &j.write)).await {
+        match commit(&pool, &mut held, postgres, jobs.iter().map(|j| &j.write)).await {
             Ok(written) => {
-                counted(written.len());
+                stats.counted(written.len(), jobs.iter().any(|j| j.write.syncs()));
                 anchored(&pool, anchor.as_ref(), &written).await;
                 for (job, w) in jobs.drain(..).zip(written) {
                     let _ = job.reply.send(Ok(w));
@@ -156,9 +186,9 @@ async fn run(
             }
             Err(_) => {
                 for job in jobs.drain(..) {
-                    let one = commit(&pool, postgres, std::iter::once(&job.write)).await;
+                    let one = commit(&pool, &mut held, postgres, std::iter::once(&job.write)).await;
                     if let Ok(written) = &one {
-                        counted(1);
+                        stats.counted(1, job.write.syncs());
                         anchored(&pool, anchor.as_ref(), written).await;
                     }
                     let _ = job.reply.send(one.map(|mut w| w.remove(0)));
@@ -242,6 +272,8 @@ pub(super) struct Plan<'a> {
     pub(super) a2a: Vec<(usize, Option<&'a A2aTaskRecord>, &'a [A2aEventRecord])>,
     /// One answer per write; an audit append's is filled in by [`Plan::seal`].
     pub(super) out: Vec<Written>,
+    /// Whether the commit must sync the log before it returns ([`Write::syncs`]).
+    pub(super) sync: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -250,8 +282,10 @@ impl<'a> Plan<'a> {
         let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
         let mut a2a = Vec::new();
         let mut out = Vec::new();
+        let mut sync = false;
         for (i, w) in writes.enumerate() {
             out.push(Written::Done);
+            sync |= w.syncs();
             match w {
                 Write::Session(s) => rows.session(s),
                 Write::Messages(m) => m.iter().for_each(|m| rows.message(m)),
@@ -300,7 +334,7 @@ impl<'a> Plan<'a> {
             (DELEGATIONS, nodes),
             (STEPS, steps),
         ];
-        Self { tables, audits, a2a, out }
+        Self { tables, audits, a2a, out, sync }
     }
 
     /// Whether the batch appends to the audit chain.
@@ -334,28 +368,78 @@ pub(super) const LOG_TAIL: &str = "SELECT seq, hash FROM audit_log ORDER BY seq 
 /// to the database's thread or server, so a batch costs a handful of them
 /// rather than five per delegation). Tables have no foreign keys between
 /// them, so the order across tables does not matter; within a table, rows
-/// keep the order of the writes.
+/// keep the order of the writes. On PostgreSQL the writer keeps its
+/// connection from one batch to the next while batches follow each other
+/// closely (see [`Held`]).
 async fn commit<'a>(
     pool: &AnyPool,
+    held: &mut Option<Held>,
+    postgres: bool,
+    writes: impl Iterator<Item = &'a Write>,
+) -> StoreResult<Vec<Written>> {
+    if held.as_ref().is_some_and(|h| h.used.elapsed() > Held::FOR) {
+        *held = None;
+    }
+    let conn = match held {
+        Some(h) => &mut h.conn,
+        None => &mut held.insert(Held { conn: pool.acquire().await.map_err(backend_err)?, used: Instant::now() }).conn,
+    };
+    let out = commit_on(conn, postgres, writes).await;
+    match held {
+        // back to the pool after a failure, and always on SQLite, where the
+        // writer shares its pool (one connection to a database in memory) with the readers
+        Some(_) if out.is_err() || !postgres => *held = None,
+        Some(h) => h.used = Instant::now(),
+        None => {}
+    }
+    out
+}
+
+/// The PostgreSQL writer's connection, kept between batches: taking it
+/// from the pool costs a round trip each time (the pool checks the
+/// connection before it hands it out). Kept only while batches follow each
+/// other within [`Held::FOR`]: after a pause, or a failed batch, the next
+/// batch takes a connection the pool has checked, so a server restarted
+/// meanwhile costs no write.
+struct Held {
+    conn: PoolConnection<Any>,
+    used: Instant,
+}
+
+impl Held {
+    const FOR: Duration = Duration::from_secs(1);
+}
+
+/// `BEGIN` on PostgreSQL, in one round trip with what the transaction needs
+/// first (a simple query runs its statements in order): the audit chain's
+/// lock when the batch appends to it (one chain across every server
+/// process: appends take turns), and no wait for the log's flush when the
+/// batch holds nothing but steps' starts ([`Write::syncs`]).
+fn pg_begin(audits: bool, sync: bool) -> String {
+    let mut begin = String::from("BEGIN");
+    if audits {
+        begin.push_str(&format!("; DO $$ BEGIN PERFORM pg_advisory_xact_lock({AUDIT_LOCK}); END $$"));
+    }
+    if !sync {
+        begin.push_str("; SET LOCAL synchronous_commit = off");
+    }
+    begin
+}
+
+/// [`commit`] on the writer's connection.
+async fn commit_on<'a>(
+    conn: &mut AnyConnection,
     postgres: bool,
     writes: impl Iterator<Item = &'a Write>,
 ) -> StoreResult<Vec<Written>> {
     let mut plan = Plan::new(writes);
-    let mut tx = if postgres {
-        let mut tx = pool.begin().await.map_err(backend_err)?;
-        if plan.audits() {
-            // one chain across every server process: appends take turns
-            sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(AUDIT_LOCK)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend_err)?;
-        }
-        tx
+    let begin = if postgres {
+        pg_begin(plan.audits(), plan.sync)
     } else {
         // take the write lock up front: the head we read stays the head
-        pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend_err)?
+        "BEGIN IMMEDIATE".to_string()
     };
+    let mut tx = conn.begin_with(sqlx::AssertSqlSafe(begin)).await.map_err(backend_err)?;
     let (mut entries, mut head_row) = (Vec::new(), Vec::new());
     if plan.audits() {
         // chain from the anchored head, not from the log's last row: records

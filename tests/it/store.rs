@@ -484,3 +484,51 @@ async fn an_sqlite_files_log_is_copied_into_it_off_the_writers_path_and_starts_o
     assert_eq!(log.len(), 10_000);
     assert!(audit::verify(&log).valid);
 }
+
+/// A step's start (state `running`, written before its agent runs) commits
+/// without a sync of the log of its own: the next synced commit, at the
+/// latest its own delegation's end, syncs it. Every other write syncs before
+/// it is acknowledged, and the start is there at once for every reader.
+#[tokio::test]
+async fn a_steps_start_commits_without_a_sync_of_its_own_and_every_other_write_syncs() {
+    use switchboard::store::{StepState, TreeStep};
+    for db in db::both().await {
+        let s = db.dyn_store();
+        let id = RequestId::new();
+        let start = TreeStep {
+            request_id: id,
+            root_id: id,
+            parent_id: None,
+            user_id: user("alice"),
+            target: "byte-doc".into(),
+            state: StepState::Running,
+            entry: "user".into(),
+            caller: "user:alice".into(),
+            request: "{}".into(),
+            response: None,
+            deadline_at: now_ms() + 60_000,
+            budget: 100,
+            attempts: 0,
+            reads: None,
+            resumes: 0,
+            pii: None,
+            created_at: now_ms(),
+            updated_at: now_ms(),
+            owner: None,
+        };
+        let stats = || db.store.write_stats();
+        let before = stats();
+        s.put_step(&start).await.unwrap();
+        let started = stats();
+        assert_eq!((started.commits - before.commits, started.synced - before.synced), (1, 0), "{}", db.name);
+        assert_eq!(s.step(id).await.unwrap().unwrap().state, StepState::Running, "{}: written at once", db.name);
+        // its end, the delegation's record and an audit append: each synced
+        s.put_step(&TreeStep { state: StepState::Done, response: Some("{}".into()), ..start.clone() }).await.unwrap();
+        s.record_delegation(&node(1), record(1), Default::default()).await.unwrap();
+        s.append_audit(record(2)).await.unwrap();
+        let after = stats();
+        assert_eq!((after.commits - started.commits, after.synced - started.synced), (3, 3), "{}", db.name);
+        assert_eq!(s.step(id).await.unwrap().unwrap().state, StepState::Done, "{}", db.name);
+        assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
+    }
+}
