@@ -69,6 +69,10 @@ fn audited(written: Written) -> StoreResult<AuditEntry> {
     }
 }
 
+/// How long a pooled connection may sit idle before it is checked (a round
+/// trip) before it is used again.
+const CHECK_AFTER_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl SqlStore {
     /// Connects (creating an SQLite file if needed) and runs the migrations.
     /// URLs: `sqlite://PATH`, `sqlite::memory:`, `postgres://user@host:port/db`.
@@ -104,8 +108,21 @@ impl SqlStore {
         };
         let memory = url.contains(":memory:") || url.contains("mode=memory");
         let open = |connections: u32| {
-            let mut options =
-                AnyPoolOptions::new().max_connections(connections).acquire_timeout(std::time::Duration::from_secs(5));
+            let mut options = AnyPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(std::time::Duration::from_secs(5))
+                // sqlx checks a connection when it comes back to the pool; checking
+                // it again when it is handed out cost a round trip per query. Only
+                // one idle for a while is checked again (a server restarted meanwhile).
+                .test_before_acquire(false)
+                .before_acquire(|conn, meta| {
+                    Box::pin(async move {
+                        if meta.idle_for > CHECK_AFTER_IDLE {
+                            sqlx::Connection::ping(conn).await?;
+                        }
+                        Ok(true)
+                    })
+                });
             if backend == Backend::Sqlite {
                 options = options.after_connect(|conn, _meta| {
                     Box::pin(async move {
