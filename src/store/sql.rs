@@ -69,10 +69,6 @@ fn audited(written: Written) -> StoreResult<AuditEntry> {
     }
 }
 
-/// How long a pooled connection may sit idle before it is checked (a round
-/// trip) before it is used again.
-const CHECK_AFTER_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
-
 impl SqlStore {
     /// Connects (creating an SQLite file if needed) and runs the migrations.
     /// URLs: `sqlite://PATH`, `sqlite::memory:`, `postgres://user@host:port/db`.
@@ -108,21 +104,8 @@ impl SqlStore {
         };
         let memory = url.contains(":memory:") || url.contains("mode=memory");
         let open = |connections: u32| {
-            let mut options = AnyPoolOptions::new()
-                .max_connections(connections)
-                .acquire_timeout(std::time::Duration::from_secs(5))
-                // sqlx checks a connection when it comes back to the pool; checking
-                // it again when it is handed out cost a round trip per query. Only
-                // one idle for a while is checked again (a server restarted meanwhile).
-                .test_before_acquire(false)
-                .before_acquire(|conn, meta| {
-                    Box::pin(async move {
-                        if meta.idle_for > CHECK_AFTER_IDLE {
-                            sqlx::Connection::ping(conn).await?;
-                        }
-                        Ok(true)
-                    })
-                });
+            let mut options =
+                AnyPoolOptions::new().max_connections(connections).acquire_timeout(std::time::Duration::from_secs(5));
             if backend == Backend::Sqlite {
                 options = options.after_connect(|conn, _meta| {
                     Box::pin(async move {
