@@ -49,11 +49,15 @@ function request()
   return wrk.format("POST", "/v1/delegate", headers, body)
 end
 
--- A2A answers errors with 200 and a JSON-RPC error: count them too.
+-- A2A answers errors with 200 and a JSON-RPC error: count them too (only
+-- in a 2xx: a refusal such as a 503 over the admission limit also carries a
+-- JSON-RPC error, and wrk counts it among the non-2xx already).
 rpc_errors = 0
 if kind == "a2a" then
   function response(status, headers, body)
-    if body and body:find('"error":', 1, true) then rpc_errors = rpc_errors + 1 end
+    if status >= 200 and status < 300 and body and body:find('"error":', 1, true) then
+      rpc_errors = rpc_errors + 1
+    end
   end
 end
 
