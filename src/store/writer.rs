@@ -110,7 +110,8 @@ pub struct WriteStats {
     /// Transactions they were committed in.
     pub commits: u64,
     /// Of those, the ones that synced the log before they returned. The
-    /// others held nothing but steps' starts (see [`Plan::sync`]).
+    /// others held nothing but steps' starts, written before their agents
+    /// run: the next synced commit syncs them (`docs/DURABILITY.md`).
     pub synced: u64,
 }
 
