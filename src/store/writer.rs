@@ -177,7 +177,7 @@ async fn run(
         match commit(&pool, &mut held, postgres, jobs.iter().map(|j| &j.write)).await {
             Ok(written) => {
                 stats.counted(written.len(), jobs.iter().any(|j| j.write.syncs()));
-                anchored(&pool, anchor.as_ref(), &written).await;
+                anchored(&pool, &mut held, anchor.as_ref(), &written).await;
                 for (job, w) in jobs.drain(..).zip(written) {
                     let _ = job.reply.send(Ok(w));
                 }
@@ -190,7 +190,7 @@ async fn run(
                     let one = commit(&pool, &mut held, postgres, std::iter::once(&job.write)).await;
                     if let Ok(written) = &one {
                         stats.counted(1, job.write.syncs());
-                        anchored(&pool, anchor.as_ref(), written).await;
+                        anchored(&pool, &mut held, anchor.as_ref(), written).await;
                     }
                     let _ = job.reply.send(one.map(|mut w| w.remove(0)));
                 }
@@ -234,7 +234,7 @@ pub(super) fn report_kept(anchor: &AnchorFile, kept: &AuditHead, from: &AuditHea
 /// here: a file that cannot be written, or that holds a head the log does
 /// not (records deleted or replaced behind the store's back), is logged, and
 /// `audit --verify` reports it.
-async fn anchored(pool: &AnyPool, anchor: Option<&Arc<AnchorFile>>, written: &[Written]) {
+async fn anchored(pool: &AnyPool, held: &mut Option<Held>, anchor: Option<&Arc<AnchorFile>>, written: &[Written]) {
     let Some(anchor) = anchor else { return };
     let Some((from, to)) = anchor_span(written) else { return };
     let file = anchor.clone();
@@ -252,12 +252,15 @@ async fn anchored(pool: &AnyPool, anchor: Option<&Arc<AnchorFile>>, written: &[W
         }
     };
     // another process sharing the file may have anchored a later head of this same log
-    let held: Option<(String,)> = sqlx::query_as("SELECT hash FROM audit_log WHERE seq = $1")
-        .bind(i64::try_from(kept.seq).unwrap_or(i64::MAX))
-        .fetch_optional(pool)
-        .await
-        .unwrap_or_default();
-    report_kept(anchor, &kept, &from, held.map(|(h,)| h));
+    let query =
+        sqlx::query_as("SELECT hash FROM audit_log WHERE seq = $1").bind(i64::try_from(kept.seq).unwrap_or(i64::MAX));
+    // on the connection the writer keeps, if it keeps one: its pool has no other
+    let hash: Option<(String,)> = match held {
+        Some(h) => query.fetch_optional(&mut *h.conn).await,
+        None => query.fetch_optional(pool).await,
+    }
+    .unwrap_or_default();
+    report_kept(anchor, &kept, &from, hash.map(|(h,)| h));
 }
 
 /// A batch, ready to be written: its rows by table (nodes and steps merged

@@ -532,3 +532,41 @@ async fn a_steps_start_commits_without_a_sync_of_its_own_and_every_other_write_s
         assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
     }
 }
+
+/// Two server processes on one database share one anchor file: each append
+/// of one finds the file at the other's later head, reads that head's record
+/// back to tell it from a tampered log, and goes on; the chain and the file
+/// verify. On PostgreSQL that read goes over the connection the writer keeps
+/// between batches (its pool has no other).
+#[tokio::test]
+async fn two_processes_sharing_an_anchor_file_append_in_turn_and_both_verify() {
+    use switchboard::store::{SqlStore, anchor};
+    for db in db::both().await {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("anchor.json");
+        let a = SqlStore::connect_anchored(&db.url, Some(&file)).await.unwrap();
+        let b = SqlStore::connect_anchored(&db.url, Some(&file)).await.unwrap();
+        for n in 0..6u64 {
+            let store = if n % 2 == 0 { &a } else { &b };
+            let entry = store.append_audit(record(n)).await.unwrap_or_else(|e| panic!("{}: {e}", db.name));
+            assert_eq!(entry.seq, n + 1, "{}", db.name);
+        }
+        let log = a.audit_log().await.unwrap();
+        assert_eq!(log.len(), 6, "{}", db.name);
+        let head = anchor::read(&file).unwrap();
+        assert_eq!(head.as_ref().map(|h| h.seq), Some(6), "{}: the file is at the last head", db.name);
+        assert!(audit::verify_anchor_file(&log, head.as_ref()).valid, "{}", db.name);
+        // a file at the head this append goes on from, with another hash, is
+        // kept as the evidence, after the writer read that record back (A
+        // last wrote record 5, so it looks at the file before it moves it)
+        let forged = serde_json::json!({"seq": 6, "hash": log[4].hash, "updated_at": 0});
+        std::fs::write(&file, forged.to_string()).unwrap();
+        let entry = a.append_audit(record(6)).await.unwrap_or_else(|e| panic!("{}: {e}", db.name));
+        assert_eq!(entry.seq, 7, "{}", db.name);
+        let kept = anchor::read(&file).unwrap().unwrap();
+        assert_eq!((kept.seq, kept.hash.as_str()), (6, log[4].hash.as_str()), "{}: the file is kept", db.name);
+        // the chain holds; the file that disagrees with it is what verify reports
+        assert!(audit::verify(&b.audit_log().await.unwrap()).valid, "{}", db.name);
+        assert!(!b.verify_audit().await.unwrap().valid, "{}: the forged file is reported", db.name);
+    }
+}
