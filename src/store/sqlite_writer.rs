@@ -139,7 +139,8 @@ fn run(
     committed: &std::sync::mpsc::SyncSender<()>,
 ) {
     let mut jobs: Vec<Job> = Vec::with_capacity(MAX_BATCH);
-    let mut sync = Sync::Full;
+    // the connection opens with synchronous = FULL
+    let mut full = true;
     while let Some(job) = queue.blocking_recv() {
         jobs.push(job);
         while jobs.len() < MAX_BATCH {
@@ -148,9 +149,9 @@ fn run(
                 Err(_) => break,
             }
         }
-        match commit(&mut conn, &mut sync, jobs.iter().map(|j| &j.write)) {
+        match commit(&mut conn, &mut full, jobs.iter().map(|j| &j.write)) {
             Ok(written) => {
-                stats.counted(written.len(), jobs.iter().any(|j| j.write.syncs()));
+                stats.counted(jobs.iter().map(|j| &j.write));
                 anchored(&conn, anchor, &written);
                 for (job, w) in jobs.drain(..).zip(written) {
                     let _ = job.reply.send(Ok(w));
@@ -162,9 +163,9 @@ fn run(
             Err(_) => {
                 // one bad write fails alone: the others go one per transaction
                 for job in jobs.drain(..) {
-                    let one = commit(&mut conn, &mut sync, std::iter::once(&job.write));
+                    let one = commit(&mut conn, &mut full, std::iter::once(&job.write));
                     if let Ok(written) = &one {
-                        stats.counted(1, job.write.syncs());
+                        stats.counted(std::iter::once(&job.write));
                         anchored(&conn, anchor, written);
                     }
                     let _ = job.reply.send(one.map(|mut w| w.remove(0)));
@@ -183,30 +184,23 @@ fn one_row(table: Table, columns: usize) -> String {
     format!("{head}({marks}){tail}")
 }
 
-/// The connection's `synchronous` setting, changed only between transactions.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Sync {
-    /// Every commit syncs the log.
-    Full,
-    /// A commit writes the log without syncing it (WAL: durable against
-    /// the process's crash, and against power loss from the next sync on).
-    Normal,
-}
-
 /// Applies `writes` in one transaction and commits it: synced (WAL with
 /// `synchronous = FULL`) unless the batch holds nothing but steps' starts
-/// ([`Write::syncs`]); on any error the transaction rolls back whole.
+/// ([`Write::syncs`]), which commit with `synchronous = NORMAL` (the log
+/// written, not synced: durable against the process's crash, and against
+/// power loss from the next sync on). `full` is the connection's setting,
+/// changed here, between transactions, only when the batch needs the other.
+/// On any error the transaction rolls back whole.
 fn commit<'a>(
     conn: &mut Connection,
-    sync: &mut Sync,
+    full: &mut bool,
     writes: impl Iterator<Item = &'a Write>,
 ) -> StoreResult<Vec<Written>> {
     let mut plan = Plan::new(writes);
-    let wanted = if plan.sync { Sync::Full } else { Sync::Normal };
-    if wanted != *sync {
+    if plan.sync != *full {
         let pragma = if plan.sync { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
         conn.execute_batch(pragma).map_err(backend_err)?;
-        *sync = wanted;
+        *full = plan.sync;
     }
     // take the write lock up front: the head we read stays the head
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend_err)?;

@@ -116,9 +116,14 @@ pub struct WriteStats {
 }
 
 impl Stats {
-    /// Counts a commit of `n` writes, `synced` or not.
-    pub(super) fn counted(&self, n: usize, synced: bool) {
-        self.writes.fetch_add(n as u64, Ordering::Relaxed);
+    /// Counts a commit of `writes`, which synced the log if any of them must ([`Write::syncs`]).
+    pub(super) fn counted<'a>(&self, writes: impl Iterator<Item = &'a Write>) {
+        let (mut n, mut synced) = (0, false);
+        for w in writes {
+            n += 1;
+            synced |= w.syncs();
+        }
+        self.writes.fetch_add(n, Ordering::Relaxed);
         self.commits.fetch_add(1, Ordering::Relaxed);
         if synced {
             self.synced.fetch_add(1, Ordering::Relaxed);
@@ -176,7 +181,7 @@ async fn run(
     while queue.recv_many(&mut jobs, MAX_BATCH).await > 0 {
         match commit(&pool, &mut held, postgres, jobs.iter().map(|j| &j.write)).await {
             Ok(written) => {
-                stats.counted(written.len(), jobs.iter().any(|j| j.write.syncs()));
+                stats.counted(jobs.iter().map(|j| &j.write));
                 anchored(&pool, &mut held, anchor.as_ref(), &written).await;
                 for (job, w) in jobs.drain(..).zip(written) {
                     let _ = job.reply.send(Ok(w));
@@ -189,7 +194,7 @@ async fn run(
                 for job in jobs.drain(..) {
                     let one = commit(&pool, &mut held, postgres, std::iter::once(&job.write)).await;
                     if let Ok(written) = &one {
-                        stats.counted(1, job.write.syncs());
+                        stats.counted(std::iter::once(&job.write));
                         anchored(&pool, &mut held, anchor.as_ref(), written).await;
                     }
                     let _ = job.reply.send(one.map(|mut w| w.remove(0)));
