@@ -545,6 +545,38 @@ name = "Gated"
     (app(state), inside, gate)
 }
 
+/// Sends `requests` (one per place of [`gated_service`]) and waits until
+/// each is inside the agent, held at its gate: every place is taken.
+async fn take_every_place(
+    r: &Router,
+    inside: &std::sync::atomic::AtomicUsize,
+    requests: Vec<Request<Body>>,
+) -> Vec<tokio::task::JoinHandle<Reply>> {
+    let n = requests.len();
+    let held = requests
+        .into_iter()
+        .map(|req| {
+            let r = r.clone();
+            tokio::spawn(async move { call(&r, req).await })
+        })
+        .collect();
+    while inside.load(std::sync::atomic::Ordering::SeqCst) < n {
+        tokio::task::yield_now().await;
+    }
+    held
+}
+
+/// `req` while every place is taken: a 503 with `Retry-After: 1`, at once
+/// (the bound only turns a request queued at the gate into a failure
+/// instead of a hang); its JSON body.
+async fn refused_at_once(r: &Router, req: Request<Body>) -> Value {
+    let at_once = std::time::Duration::from_secs(60);
+    let res = tokio::time::timeout(at_once, r.clone().oneshot(req)).await.expect("not queued").unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    serde_json::from_slice(&axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap()).unwrap()
+}
+
 #[tokio::test]
 async fn over_max_in_flight_a_delegation_gets_a_503_with_retry_after_at_once() {
     let (r, inside, gate) = gated_service().await;
@@ -559,21 +591,9 @@ async fn over_max_in_flight_a_delegation_gets_a_503_with_retry_after_at_once() {
         "550e8400-e29b-41d4-a716-446655440004",
     ];
     // two delegations fill both places and wait at the gate
-    let held: Vec<_> = ids[..2]
-        .iter()
-        .map(|id| {
-            let (r, req) = (r.clone(), send(id));
-            tokio::spawn(async move { call(&r, req).await })
-        })
-        .collect();
-    while inside.load(std::sync::atomic::Ordering::SeqCst) < 2 {
-        tokio::task::yield_now().await;
-    }
+    let held = take_every_place(&r, &inside, ids[..2].iter().map(|id| send(id)).collect()).await;
     // a third is turned away at once: 503, Retry-After, a stable code; nothing ran
-    let res = r.clone().oneshot(send(ids[2])).await.unwrap();
-    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
-    let body: Value = serde_json::from_slice(&axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap()).unwrap();
+    let body = refused_at_once(&r, send(ids[2])).await;
     assert_eq!(body["error"]["code"], "AGENT_UNAVAILABLE", "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("max_in_flight"), "{body}");
     assert_eq!(inside.load(std::sync::atomic::Ordering::SeqCst), 2);
@@ -606,32 +626,15 @@ async fn over_max_in_flight_an_a2a_send_gets_a_503_with_retry_after_in_both_http
         )
     };
     // two blocking sends fill both places and wait at the gate
-    let held: Vec<_> = (1..=2)
-        .map(|n| {
-            let (r, req) = (r.clone(), rpc(n));
-            tokio::spawn(async move { call(&r, req).await })
-        })
-        .collect();
-    while inside.load(std::sync::atomic::Ordering::SeqCst) < 2 {
-        tokio::task::yield_now().await;
-    }
+    let held = take_every_place(&r, &inside, (1..=2).map(rpc).collect()).await;
     // JSON-RPC: 503, Retry-After, a JSON-RPC error naming the limit; nothing ran
-    // (the bound only turns a send queued at the gate, as before, into a failure instead of a hang)
-    let at_once = std::time::Duration::from_secs(60);
-    let res = tokio::time::timeout(at_once, r.clone().oneshot(rpc(3))).await.expect("not queued").unwrap();
-    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
-    let body: Value = serde_json::from_slice(&axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap()).unwrap();
+    let body = refused_at_once(&r, rpc(3)).await;
     assert_eq!(body["id"], 3, "{body}");
     assert_eq!(body["error"]["code"], -32000, "{body}");
     assert_eq!(body["error"]["data"][0]["reason"], "AGENT_UNAVAILABLE", "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("max_in_flight"), "{body}");
     // HTTP+JSON: the same 503, as an AIP-193 error
-    let rest = post("/a2a/gated/message:send", json!({"message": message(4)}));
-    let res = tokio::time::timeout(at_once, r.clone().oneshot(rest)).await.expect("not queued").unwrap();
-    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(res.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
-    let body: Value = serde_json::from_slice(&axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap()).unwrap();
+    let body = refused_at_once(&r, post("/a2a/gated/message:send", json!({"message": message(4)}))).await;
     assert_eq!(body["error"]["status"], "UNAVAILABLE", "{body}");
     assert_eq!(inside.load(std::sync::atomic::Ordering::SeqCst), 2, "the refused sends never reached the agent");
     // the places are shared with /v1/delegate
