@@ -41,7 +41,7 @@ use crate::protocol::a2a::types::{
 use crate::protocol::{
     AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, Status, TokenUsage,
 };
-use crate::store::{A2aEventRecord, A2aTaskQuery, A2aTaskRecord, MAX_EVENTS_PER_TASK, StoreError};
+use crate::store::{A2aEventRecord, A2aTaskQuery, A2aTaskRecord, Durability, MAX_EVENTS_PER_TASK, StoreError};
 use crate::util::lock;
 
 /// The A2A side of one service: its runtime and its tasks. Each server
@@ -378,8 +378,11 @@ impl A2aService {
             }
             (task_id, snapshot, live, latest, handle, record)
         };
-        // on file before the caller hears of it (later versions, written by the turn, are not replaced)
-        self.flush(&task_id, Some(record)).await;
+        // on file before the caller hears of it (later versions, written by the turn, are not
+        // replaced). A blocking caller hears of it at the turn's end, whose synced commit syncs
+        // this one too, so its commit does not wait for a sync of its own
+        let durability = if mode == Mode::Blocking { Durability::WithNext } else { Durability::Now };
+        self.flush(&task_id, Some(record), durability).await;
         if let Some(c) = push {
             // from the events of this turn on (those stored meanwhile included)
             let after = i64::try_from(latest).unwrap_or(i64::MAX);
@@ -401,7 +404,16 @@ impl A2aService {
             }
             (Mode::Stream | Mode::NonBlocking, _) => Ok(Sent::Task(snapshot)),
             (Mode::Blocking, _) => {
-                let reply = handle.await.ok().flatten();
+                let reply = match handle.await {
+                    Ok(reply) => reply,
+                    Err(_) => {
+                        // the turn stopped before its end's synced write (a cancel aborted it): what
+                        // the caller is told is on file, synced, first
+                        let record = lock(&self.tasks).map.get(&task_id).map(Entry::record);
+                        self.flush(&task_id, record, Durability::Now).await;
+                        None
+                    }
+                };
                 let tasks = lock(&self.tasks);
                 let e = tasks.map.get(&task_id).ok_or_else(|| A2aError::task_not_found(&task_id))?;
                 match reply {
@@ -429,7 +441,7 @@ impl A2aService {
                     metadata: None,
                 })]
             });
-            self.flush(&turn.task_id, working).await;
+            self.flush(&turn.task_id, working, Durability::Now).await;
         }
         let hints = vec![format!("{}{}", MESSAGE_ID_HINT, turn.message.message_id)];
         let outcome = match (&turn.rails, turn.caller.user()) {
@@ -476,7 +488,7 @@ impl A2aService {
             )),
         };
         let (reply, record) = self.finish(&turn, outcome);
-        self.flush(&turn.task_id, record).await;
+        self.flush(&turn.task_id, record, Durability::Now).await;
         reply
     }
 
@@ -496,12 +508,12 @@ impl A2aService {
     }
 
     /// Stores the task's version `record` (when given) with the events
-    /// waiting in its outbox, in one write, then sends the events to its
+    /// waiting in its outbox, in one write (synced as `durability` says), then sends the events to its
     /// live subscribers, in order; one flush per task at a time. A store
     /// that fails is logged: the task goes on in this process (the
     /// delegations it ran are on file anyway) and the events are sent (the
     /// stream goes on; a client that reconnects misses them).
-    async fn flush(&self, task_id: &str, record: Option<A2aTaskRecord>) {
+    async fn flush(&self, task_id: &str, record: Option<A2aTaskRecord>, durability: Durability) {
         let writer = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone());
         let _one_at_a_time = match &writer {
             Some(w) => Some(w.lock().await),
@@ -519,7 +531,7 @@ impl A2aService {
             .filter(|(_, stored)| !stored)
             .map(|(ev, _)| A2aEventRecord::new(task_id, i64::try_from(ev.seq).unwrap_or(i64::MAX), &ev.event))
             .collect();
-        if let Err(e) = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records).await {
+        if let Err(e) = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records, durability).await {
             tracing::warn!(task = task_id, error = %e, "an A2A task's change could not be stored");
         }
         if batch.is_empty() {
@@ -622,7 +634,7 @@ impl A2aService {
             None => (Vec::new(), store.a2a_event_seq(id).await.map_err(store_error)?),
         };
         self.apply_loaded(id, &record, stored, u64::try_from(newest).unwrap_or(0));
-        self.flush(id, None).await;
+        self.flush(id, None, Durability::Now).await;
         Ok(())
     }
 
@@ -841,7 +853,7 @@ impl A2aService {
         let owner = principal.label();
         self.cached(id).await?;
         let (task, record, tree) = self.cancel_cached(&owner, agent, id)?;
-        self.flush(id, Some(record)).await;
+        self.flush(id, Some(record), Durability::Now).await;
         // the tree stays cancelled: in the store, for this process and any that resumes it
         if let Some(root) = tree
             && let Err(e) = self.runtime.cancel_tree(&Principal::Admin, root).await

@@ -39,6 +39,20 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// When a write must be on stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Before it is acknowledged: its commit syncs the log.
+    Now,
+    /// With the next synced commit: its commit does not wait for a sync of
+    /// its own. It survives the process's crash as soon as it is
+    /// acknowledged, and a power failure once any later commit has synced
+    /// the log (the log is written in order). Only for a write nobody is
+    /// answered on before such a commit: the start of work whose caller
+    /// waits for its end (`docs/DURABILITY.md`).
+    WithNext,
+}
+
 /// One conversation of one agent with one user; a child session hangs under the session of the agent that delegated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
@@ -488,12 +502,16 @@ pub trait Store: Send + Sync + 'static {
     /// Saves a task's version (as [`Store::put_a2a_task`], when there is
     /// one) and appends events (as [`Store::append_a2a_events`]) together:
     /// in one transaction where the store has them, so a change of a task
-    /// costs one commit. True when the version was written.
+    /// costs one commit, synced before it returns unless `durability` says
+    /// the next synced commit may sync it. True when the version was written.
     async fn put_a2a_task_with_events(
         &self,
         task: Option<&A2aTaskRecord>,
         events: &[A2aEventRecord],
+        durability: Durability,
     ) -> StoreResult<bool> {
+        // a store without a log to sync keeps every write as it returns
+        let _ = durability;
         let written = match task {
             Some(t) => self.put_a2a_task(t).await?,
             None => false,

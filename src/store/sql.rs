@@ -20,7 +20,7 @@ use super::backend_err;
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
-use super::writer::{Write, Writer, Written};
+use super::writer::{A2aChange, Write, Writer, Written};
 use super::{
     Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome,
     ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
@@ -688,7 +688,7 @@ impl Store for SqlStore {
 
     // A2A tasks and breakers (a2a_state.rs)
     async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool> {
-        self.put_a2a_task_with_events(Some(task), &[]).await
+        self.put_a2a_task_with_events(Some(task), &[], super::Durability::Now).await
     }
 
     async fn a2a_task(&self, id: &str) -> StoreResult<Option<A2aTaskRecord>> {
@@ -712,7 +712,7 @@ impl Store for SqlStore {
     }
 
     async fn append_a2a_events(&self, events: &[super::a2a_state::A2aEventRecord]) -> StoreResult<()> {
-        self.put_a2a_task_with_events(None, events).await.map(drop)
+        self.put_a2a_task_with_events(None, events, super::Durability::Now).await.map(drop)
     }
 
     // through the writer: an A2A change rides in the group commit of the
@@ -721,11 +721,13 @@ impl Store for SqlStore {
         &self,
         task: Option<&A2aTaskRecord>,
         events: &[super::a2a_state::A2aEventRecord],
+        durability: super::Durability,
     ) -> StoreResult<bool> {
         if task.is_none() && events.is_empty() {
             return Ok(false);
         }
-        match self.writer.write(Write::A2a(Box::new((task.cloned(), events.to_vec())))).await? {
+        let change = A2aChange { task: task.cloned(), events: events.to_vec(), durability };
+        match self.writer.write(Write::A2a(Box::new(change))).await? {
             Written::Task(written) => Ok(written),
             _ => Err(StoreError::Backend("the writer answered an A2A change without saying if it was kept".into())),
         }

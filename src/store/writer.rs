@@ -28,7 +28,7 @@ use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::backend_err;
 use super::journal::{STEP_INSERT, STEP_UPSERT};
 use super::signature::task_signature;
-use super::{Conversation, DelegationRecord, Fact, Message, Session, StoreError, StoreResult, TreeStep};
+use super::{Conversation, DelegationRecord, Durability, Fact, Message, Session, StoreError, StoreResult, TreeStep};
 
 /// The most writes committed together.
 pub(super) const MAX_BATCH: usize = 512;
@@ -51,15 +51,24 @@ pub(super) enum Write {
     /// An A2A task's version and its stream events (a2a_state.rs). Its
     /// statements run one by one after the batch's other rows: whether the
     /// version was kept (a newer one may be on file) is its answer.
-    A2a(Box<(Option<A2aTaskRecord>, Vec<A2aEventRecord>)>),
+    A2a(Box<A2aChange>),
+}
+
+/// A change of an A2A task: its version, its new events, and whether the
+/// commit must sync for it.
+pub(super) struct A2aChange {
+    pub(super) task: Option<A2aTaskRecord>,
+    pub(super) events: Vec<A2aEventRecord>,
+    pub(super) durability: Durability,
 }
 
 impl Write {
     /// Whether the commit that holds this write must sync the log before it
     /// returns. Every write must but a step's start (or a resume's count of
-    /// it): a step in state `running`. That one is written before its agent
-    /// runs so that a restart finds the tree, and a commit that holds only
-    /// such steps skips its sync (SQLite: `synchronous = NORMAL` for that
+    /// it): a step in state `running`, and an A2A change marked
+    /// [`Durability::WithNext`] (a blocking send's task, working). Those are
+    /// written before their agents run so that a restart finds the tree and
+    /// the task, and a commit that holds only such writes skips its sync (SQLite: `synchronous = NORMAL` for that
     /// transaction; PostgreSQL: `synchronous_commit = off`). It survives the
     /// process's crash as soon as it is acknowledged (the database, or the
     /// operating system, has it), and a power failure once the next synced
@@ -70,7 +79,11 @@ impl Write {
     /// caller has had no answer yet: the tree then was never started, as if
     /// the failure had come a moment earlier.
     pub(super) fn syncs(&self) -> bool {
-        !matches!(self, Write::Step(step) if step.state == super::StepState::Running)
+        match self {
+            Write::Step(step) => step.state != super::StepState::Running,
+            Write::A2a(change) => change.durability == Durability::Now,
+            _ => true,
+        }
     }
 }
 
@@ -315,7 +328,7 @@ impl<'a> Plan<'a> {
                     rows.delegation(r);
                     audits.push((i, record));
                 }
-                Write::A2a(change) => a2a.push((i, change.0.as_ref(), change.1.as_slice())),
+                Write::A2a(change) => a2a.push((i, change.task.as_ref(), change.events.as_slice())),
             }
         }
         // one row per node: a later write of the same node replaces an earlier one

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use switchboard::protocol::a2a::types::TaskState;
 use switchboard::protocol::{DelegationError, DelegationRequest, ErrorCode};
 use switchboard::resilience::{BreakerConfig, BreakerState};
-use switchboard::store::{A2aTaskRecord, SqlStore, Store, a2a_state};
+use switchboard::store::sql::WriteStats;
+use switchboard::store::{A2aTaskQuery, A2aTaskRecord, SqlStore, Store, a2a_state};
 use switchboard::{AgentOutput, Runtime};
 
 use crate::a2a::{ALICE, BOB, error_code, message, router_for, rpc, team_config};
@@ -247,6 +248,132 @@ fn events_team(store: Arc<dyn Store>, slow: &Arc<Slow>, hangs: bool) -> Runtime 
         )
         .build()
         .unwrap()
+}
+
+/// One agent, `slow`, for alice.
+const GATED_TEAM: &str = r#"
+[[agents]]
+slug = "slow"
+name = "Slow"
+
+[auth]
+user_tokens = { "alice" = "ev-alice" }
+"#;
+
+/// [`GATED_TEAM`]: its `slow` agent says it started, then waits for a
+/// permit of `gate` before it answers.
+fn gated_team(
+    store: Arc<dyn Store>,
+    gate: &Arc<tokio::sync::Semaphore>,
+    started: &Arc<tokio::sync::Notify>,
+) -> Runtime {
+    let (gate, started) = (gate.clone(), started.clone());
+    Runtime::builder()
+        .config(switchboard::config::Config::from_toml(GATED_TEAM).unwrap())
+        .store(store)
+        .agent(
+            "slow",
+            agent(move |_ctx, _task| {
+                let (gate, started) = (gate.clone(), started.clone());
+                async move {
+                    started.notify_one();
+                    gate.acquire().await.unwrap().forget();
+                    Ok(AgentOutput::new("gated done", "gated done"))
+                }
+            }),
+        )
+        .build()
+        .unwrap()
+}
+
+/// A blocking SendMessage writes its task before its agent runs in a commit
+/// that does not sync the log: its caller hears of the task only at the
+/// turn's end, whose synced commit syncs the task too. A non-blocking send,
+/// whose caller hears of the task at once, syncs it before it answers.
+/// Either way another process reads the task, working, while its agent
+/// works, and every commit from then on (the delegation's end, the task's)
+/// syncs before it is acknowledged.
+#[tokio::test]
+async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_before_the_answer() {
+    for db in db::both().await {
+        let name = db.name;
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let started = Arc::new(tokio::sync::Notify::new());
+        let r = router_for(gated_team(db.dyn_store(), &gate, &started)).await;
+        let other = reopen(&db).await;
+        for (n, blocking) in [(1, true), (2, false)] {
+            let context = format!("gated-{name}-{n}");
+            let mut msg = message(&format!("gated-{n}"), "work");
+            msg["contextId"] = json!(context);
+            let mut params = json!({ "message": msg });
+            if !blocking {
+                params["configuration"] = json!({"returnImmediately": true});
+            }
+            let before = db.store.write_stats();
+            let unsynced = |w: WriteStats| (w.commits - w.synced) - (before.commits - before.synced);
+            let send = tokio::spawn({
+                let r = r.clone();
+                async move { rpc(&r, "slow", EV_ALICE, "SendMessage", params).await }
+            });
+            // a non-blocking send answers with the task while its agent waits
+            let (answered, send) = if blocking { (None, Some(send)) } else { (Some(send.await.unwrap()), None) };
+            started.notified().await;
+            // the task, as another process finds it while the agent works
+            let query = A2aTaskQuery {
+                owner: None,
+                agent: "slow".into(),
+                context_id: Some(context.clone()),
+                state: None,
+                updated_after: None,
+                offset: 0,
+                limit: 10,
+            };
+            let mut on_file = Vec::new();
+            for _ in 0..500 {
+                on_file = other.a2a_tasks(&query).await.unwrap().tasks;
+                if !on_file.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(on_file.len(), 1, "{name}: blocking {blocking}: the task is on file while its agent works");
+            assert_eq!(on_file[0].state, "TASK_STATE_WORKING", "{name}");
+            let id = on_file[0].id.clone();
+            let working = db.store.write_stats();
+            // synced before the agent ran: nothing for a blocking send (the task's start and the
+            // step's wait for the end's sync), the task for a non-blocking one (its caller has it)
+            assert_eq!(working.synced - before.synced, u64::from(!blocking), "{name}: blocking {blocking}");
+            gate.add_permits(1);
+            let state = match answered {
+                None => {
+                    let answer = send.expect("a blocking send answers at its end").await.unwrap();
+                    let task = &answer["result"]["task"];
+                    assert_eq!(task["id"], id.as_str(), "{name}: {answer}");
+                    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "gated done", "{name}: {answer}");
+                    task["status"]["state"].clone()
+                }
+                Some(answer) => {
+                    assert_eq!(answer["result"]["task"]["id"], id.as_str(), "{name}: {answer}");
+                    let mut got = Value::Null;
+                    for _ in 0..500 {
+                        got = rpc(&r, "slow", EV_ALICE, "GetTask", json!({"id": id})).await;
+                        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    got["result"]["status"]["state"].clone()
+                }
+            };
+            let end = db.store.write_stats();
+            assert!(end.synced > working.synced, "{name}: blocking {blocking}: the turn's end synced");
+            // the starts that did not sync: the step's and (blocking) the task's, one commit or two
+            let expected = if blocking { 1..=2 } else { 0..=1 };
+            assert!(expected.contains(&unsynced(end)), "{name}: blocking {blocking}: {before:?} → {end:?}");
+            let stored = other.a2a_task(&id).await.unwrap().unwrap();
+            assert_eq!(stored.state, "TASK_STATE_COMPLETED", "{name}: blocking {blocking}: {state}");
+        }
+    }
 }
 
 /// SubscribeToTask over JSON-RPC (`rest`: over HTTP+JSON), with a `Last-Event-ID`.

@@ -485,13 +485,17 @@ async fn an_sqlite_files_log_is_copied_into_it_off_the_writers_path_and_starts_o
     assert!(audit::verify(&log).valid);
 }
 
-/// A step's start (state `running`, written before its agent runs) commits
-/// without a sync of the log of its own: the next synced commit, at the
-/// latest its own delegation's end, syncs it. Every other write syncs before
-/// it is acknowledged, and the start is there at once for every reader.
+/// A step's start (state `running`, written before its agent runs) and an
+/// A2A task's change marked `Durability::WithNext` (a blocking send's task,
+/// written before its turn runs) commit without a sync of the log of their
+/// own: the next synced commit, at the latest their delegation's end, syncs
+/// them. Every other write syncs before it is acknowledged, and the starts
+/// are there at once for every reader.
 #[tokio::test]
-async fn a_steps_start_commits_without_a_sync_of_its_own_and_every_other_write_syncs() {
-    use switchboard::store::{StepState, TreeStep};
+async fn a_steps_start_and_a_blocking_sends_task_commit_without_a_sync_of_their_own_and_every_other_write_syncs() {
+    use switchboard::protocol::AgentSlug;
+    use switchboard::protocol::a2a::types::{Task, TaskState, TaskStatus};
+    use switchboard::store::{A2aTaskRecord, Durability, StepState, TreeStep};
     for db in db::both().await {
         let s = db.dyn_store();
         let id = RequestId::new();
@@ -522,12 +526,32 @@ async fn a_steps_start_commits_without_a_sync_of_its_own_and_every_other_write_s
         let started = stats();
         assert_eq!((started.commits - before.commits, started.synced - before.synced), (1, 0), "{}", db.name);
         assert_eq!(s.step(id).await.unwrap().unwrap().state, StepState::Running, "{}: written at once", db.name);
+        let task = |state, seq| {
+            let task = Task {
+                id: id.to_string(),
+                context_id: "ctx".into(),
+                status: TaskStatus::now(state, None),
+                artifacts: None,
+                history: None,
+                metadata: None,
+            };
+            A2aTaskRecord::new(&task, "user:alice", &AgentSlug::parse("byte-doc").unwrap(), None, seq)
+        };
+        let before = stats();
+        assert!(
+            s.put_a2a_task_with_events(Some(&task(TaskState::Working, 1)), &[], Durability::WithNext).await.unwrap()
+        );
+        let started = stats();
+        assert_eq!((started.commits - before.commits, started.synced - before.synced), (1, 0), "{}", db.name);
+        let stored = s.a2a_task(&id.to_string()).await.unwrap();
+        assert_eq!(stored.map(|t| t.seq), Some(1), "{}: the task is written at once", db.name);
         // its end, the delegation's record and an audit append: each synced
         s.put_step(&TreeStep { state: StepState::Done, response: Some("{}".into()), ..start.clone() }).await.unwrap();
         s.record_delegation(&node(1), record(1), Default::default()).await.unwrap();
         s.append_audit(record(2)).await.unwrap();
+        assert!(s.put_a2a_task_with_events(Some(&task(TaskState::Completed, 2)), &[], Durability::Now).await.unwrap());
         let after = stats();
-        assert_eq!((after.commits - started.commits, after.synced - started.synced), (3, 3), "{}", db.name);
+        assert_eq!((after.commits - started.commits, after.synced - started.synced), (4, 4), "{}", db.name);
         assert_eq!(s.step(id).await.unwrap().unwrap().state, StepState::Done, "{}", db.name);
         assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
     }
