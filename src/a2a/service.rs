@@ -508,8 +508,9 @@ impl A2aService {
     }
 
     /// Stores the task's version `record` (when given) with the events
-    /// waiting in its outbox, in one write (synced as `durability` says), then sends the events to its
-    /// live subscribers, in order; one flush per task at a time. A store
+    /// waiting in its outbox, in one write (synced as `durability` says),
+    /// then sends the events to its live subscribers, in order; one flush
+    /// per task at a time. A store
     /// that fails is logged: the task goes on in this process (the
     /// delegations it ran are on file anyway) and the events are sent (the
     /// stream goes on; a client that reconnects misses them).

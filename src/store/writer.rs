@@ -123,8 +123,9 @@ pub struct WriteStats {
     /// Transactions they were committed in.
     pub commits: u64,
     /// Of those, the ones that synced the log before they returned. The
-    /// others held nothing but steps' starts, written before their agents
-    /// run: the next synced commit syncs them (`docs/DURABILITY.md`).
+    /// others held nothing but starts written before their agents run
+    /// (steps', and blocking A2A sends' tasks): the next synced commit syncs
+    /// them (`docs/DURABILITY.md`).
     pub synced: u64,
 }
 
@@ -436,7 +437,7 @@ impl Held {
 /// first (a simple query runs its statements in order): the audit chain's
 /// lock when the batch appends to it (one chain across every server
 /// process: appends take turns), and no wait for the log's flush when the
-/// batch holds nothing but steps' starts ([`Write::syncs`]).
+/// batch holds nothing but starts ([`Write::syncs`]).
 fn pg_begin(audits: bool, sync: bool) -> String {
     let mut begin = String::from("BEGIN");
     if audits {

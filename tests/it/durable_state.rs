@@ -250,26 +250,18 @@ fn events_team(store: Arc<dyn Store>, slow: &Arc<Slow>, hangs: bool) -> Runtime 
         .unwrap()
 }
 
-/// One agent, `slow`, for alice.
-const GATED_TEAM: &str = r#"
-[[agents]]
-slug = "slow"
-name = "Slow"
-
-[auth]
-user_tokens = { "alice" = "ev-alice" }
-"#;
-
-/// [`GATED_TEAM`]: its `slow` agent says it started, then waits for a
-/// permit of `gate` before it answers.
+/// [`EVENTS_TEAM`]'s `slow` agent alone: it says it started, then waits
+/// for a permit of `gate` before it answers.
 fn gated_team(
     store: Arc<dyn Store>,
     gate: &Arc<tokio::sync::Semaphore>,
     started: &Arc<tokio::sync::Notify>,
 ) -> Runtime {
     let (gate, started) = (gate.clone(), started.clone());
+    let mut config = switchboard::config::Config::from_toml(EVENTS_TEAM).unwrap();
+    config.agents.retain(|a| a.slug.as_str() == "slow");
     Runtime::builder()
-        .config(switchboard::config::Config::from_toml(GATED_TEAM).unwrap())
+        .config(config)
         .store(store)
         .agent(
             "slow",
