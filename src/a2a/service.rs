@@ -112,6 +112,10 @@ struct Turn {
     message: Message,
     owner: String,
     context_id: String,
+    /// How the turn's delegation ends on file: without a sync of its own
+    /// ([`Durability::WithNext`]) for a blocking send, whose caller is
+    /// answered only after the task's last version, which syncs.
+    end: Durability,
 }
 
 /// Whether a turn that ended with `code` waits for a person (their answer,
@@ -367,6 +371,7 @@ impl A2aService {
                 message: message.clone(),
                 owner: owner.clone(),
                 context_id,
+                end: if mode == Mode::Blocking { Durability::WithNext } else { Durability::Now },
             };
             // spawned under the lock, so that a cancel always finds its abort handle
             let service = self.clone();
@@ -381,7 +386,10 @@ impl A2aService {
         // on file before the caller hears of it (later versions, written by the turn, are not
         // replaced). A blocking caller hears of it at the turn's end, whose synced commit syncs
         // this one too, so its commit does not wait for a sync of its own
-        let durability = if mode == Mode::Blocking { Durability::WithNext } else { Durability::Now };
+        let (durability, first) = match mode {
+            Mode::Blocking => (Durability::WithNext, Some(record.clone())),
+            _ => (Durability::Now, None),
+        };
         self.flush(&task_id, Some(record), durability).await;
         if let Some(c) = push {
             // from the events of this turn on (those stored meanwhile included)
@@ -404,16 +412,22 @@ impl A2aService {
             }
             (Mode::Stream | Mode::NonBlocking, _) => Ok(Sent::Task(snapshot)),
             (Mode::Blocking, _) => {
-                let reply = match handle.await {
-                    Ok(reply) => reply,
-                    Err(_) => {
-                        // the turn stopped before its end's synced write (a cancel aborted it): what
-                        // the caller is told is on file, synced, first
-                        let record = lock(&self.tasks).map.get(&task_id).map(Entry::record);
-                        self.flush(&task_id, record, Durability::Now).await;
-                        None
+                let (reply, synced) = handle.await.unwrap_or_default();
+                if !synced {
+                    // the turn's end was not written by a synced commit (a cancel stopped the turn or
+                    // wrote the task's end first, or the write failed): its delegation's end, and
+                    // what the caller is told, are on file, synced, before the answer
+                    let record = lock(&self.tasks).map.get(&task_id).map(Entry::record).or(first);
+                    if !self.flush(&task_id, record, Durability::Now).await {
+                        return Err(A2aError::new(
+                            Kind::Internal,
+                            format!(
+                                "task '{task_id}' ended, but the store could not make its end durable; \
+                                 read it later with GetTask"
+                            ),
+                        ));
                     }
-                };
+                }
                 let tasks = lock(&self.tasks);
                 let e = tasks.map.get(&task_id).ok_or_else(|| A2aError::task_not_found(&task_id))?;
                 match reply {
@@ -425,8 +439,10 @@ impl A2aService {
     }
 
     /// Runs one turn to its end; returns the direct reply message when the
-    /// agent answered with one (the conformance agent does).
-    async fn run_turn(self: Arc<Self>, turn: Turn) -> Option<Message> {
+    /// agent answered with one (the conformance agent does), and whether the
+    /// turn's end was written by a synced commit (not when a cancel ended
+    /// the task first).
+    async fn run_turn(self: Arc<Self>, turn: Turn) -> (Option<Message>, bool) {
         let runtime = &self.runtime;
         // a streamed turn starts submitted: now it works (`send` stored the working event of any other)
         let submitted =
@@ -452,6 +468,7 @@ impl A2aService {
                     agent: Some(turn.agent.clone()),
                     request_id: Some(turn.request_id),
                     context_hints: hints,
+                    end: turn.end,
                 };
                 match runtime.ask(user, &turn.objective, opts).await {
                     Ok(r) => match r.response.error.clone() {
@@ -473,7 +490,7 @@ impl A2aService {
                 let mut req = rails.request(turn.agent.clone(), turn.objective.clone(), turn.input.clone());
                 req.child_session_id = turn.session;
                 req.context_hints.extend(hints);
-                let r = runtime.delegate_from(&turn.caller, req, turn.lineage.as_deref()).await;
+                let r = runtime.delegate_from_ending(&turn.caller, req, turn.lineage.as_deref(), turn.end).await;
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),
@@ -488,8 +505,9 @@ impl A2aService {
             )),
         };
         let (reply, record) = self.finish(&turn, outcome);
-        self.flush(&turn.task_id, record, Durability::Now).await;
-        reply
+        let ended = record.is_some();
+        let synced = self.flush(&turn.task_id, record, Durability::Now).await;
+        (reply, ended && synced)
     }
 
     /// Applies `f` to a task's entry and sends the events it returns, under
@@ -510,11 +528,11 @@ impl A2aService {
     /// Stores the task's version `record` (when given) with the events
     /// waiting in its outbox, in one write (synced as `durability` says),
     /// then sends the events to its live subscribers, in order; one flush
-    /// per task at a time. A store
-    /// that fails is logged: the task goes on in this process (the
-    /// delegations it ran are on file anyway) and the events are sent (the
-    /// stream goes on; a client that reconnects misses them).
-    async fn flush(&self, task_id: &str, record: Option<A2aTaskRecord>, durability: Durability) {
+    /// per task at a time. A store that fails is logged: the task goes on
+    /// in this process and the events are sent (the stream goes on; a client
+    /// that reconnects misses them). False when there was something to
+    /// write and the store failed.
+    async fn flush(&self, task_id: &str, record: Option<A2aTaskRecord>, durability: Durability) -> bool {
         let writer = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone());
         let _one_at_a_time = match &writer {
             Some(w) => Some(w.lock().await),
@@ -525,18 +543,19 @@ impl A2aService {
             None => (Vec::new(), true),
         };
         if batch.is_empty() && record.is_none() {
-            return;
+            return true;
         }
         let records: Vec<A2aEventRecord> = batch
             .iter()
             .filter(|(_, stored)| !stored)
             .map(|(ev, _)| A2aEventRecord::new(task_id, i64::try_from(ev.seq).unwrap_or(i64::MAX), &ev.event))
             .collect();
-        if let Err(e) = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records, durability).await {
+        let stored = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records, durability).await;
+        if let Err(e) = &stored {
             tracing::warn!(task = task_id, error = %e, "an A2A task's change could not be stored");
         }
         if batch.is_empty() {
-            return;
+            return stored.is_ok();
         }
         // on file: the task's push configs, if it has any, get them. A task this process made
         // with no config it knows of is only looked up when its turn ends (a config another
@@ -553,6 +572,7 @@ impl A2aService {
             }
             e.close_if_terminal();
         }
+        stored.is_ok()
     }
 
     /// Makes sure the cache holds the latest version of task `id` that this

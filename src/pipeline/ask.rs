@@ -12,6 +12,7 @@ use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, SessionId,
     Status, UserId,
 };
+use crate::store::Durability;
 
 /// A user's turn with Prime.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +27,12 @@ pub struct AskOptions {
     pub request_id: Option<RequestId>,
     /// Hints for the agent (the request's `context_hints`).
     pub context_hints: Vec<String>,
+    /// When the turn's end (its root delegation's record, audit record and
+    /// conversation) is on stable storage: before `ask` returns (the
+    /// default), or, with [`Durability::WithNext`], with the next synced
+    /// commit, for a caller that commits a synced write of its own before
+    /// it answers anyone (A2A's blocking send: the task's last version).
+    pub end: Durability,
 }
 
 /// Prime's answer with the tree of work behind it.
@@ -101,7 +108,7 @@ impl Runtime {
             deadline_ms: limits.deadline_ms,
         };
         let request_id = req.request_id;
-        let response = self.dispatch(None, &Principal::User(user.clone()), req, Entry::UserTurn).await;
+        let response = self.dispatch_top(&Principal::User(user.clone()), req, Entry::UserTurn, opts.end).await;
         if let Some(err) = response.error.as_ref().filter(|e| e.code.is_refusal()) {
             return Err(err.clone());
         }

@@ -13,6 +13,7 @@ use crate::agent::{AgentContext, Delegator, Dispatch, Ledger};
 use crate::auth::Principal;
 use crate::lineage::{Claims, Relay};
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Status};
+use crate::store::Durability;
 
 /// The context one attempt of this node's agent runs with: its delegator,
 /// its effective tools, a cancellation that ends with the attempt, its deadline.
@@ -71,7 +72,10 @@ impl Dispatch for NodeDispatch {
             }
         }
         let caller = Principal::Agent(self.node.agent.clone());
-        let response = self.runtime.dispatch_step(Some(&self.node), &caller, request, Entry::Delegation, resumed).await;
+        let response = self
+            .runtime
+            .dispatch_step(Some(&self.node), &caller, request, Entry::Delegation, resumed, Durability::Now)
+            .await;
         if let Some(why) = response.error.as_ref().filter(|_| response.status == Status::NeedsApproval) {
             self.node.child_waits(why.clone());
         }

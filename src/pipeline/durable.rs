@@ -15,7 +15,7 @@ use super::replica::Census;
 use super::{Runtime, journal, record};
 use crate::auth::Principal;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId};
-use crate::store::{Approval, ApprovalState, StepState, TreeStep, now_ms};
+use crate::store::{Approval, ApprovalState, Durability, StepState, TreeStep, now_ms};
 use crate::util::lock;
 
 /// What [`Runtime::resume_open_trees`] found in the store.
@@ -321,7 +321,7 @@ impl Runtime {
         // the budget is what was left: finished children spent theirs (the journal answers for them)
         req.constraints.max_tokens = req.constraints.max_tokens.saturating_sub(self.spent_below(&step).await);
         tracing::info!(request_id = %id, "resuming tree");
-        let response = self.dispatch_step(None, &caller, req, journal::entry(&step), true).await;
+        let response = self.dispatch_step(None, &caller, req, journal::entry(&step), true, Durability::Now).await;
         lock(&self.inner.resumed_vaults).remove(&id); // refused before it took it
         response
     }

@@ -58,7 +58,7 @@ pub use tree_view::TreeView;
 
 use crate::auth::Principal;
 use crate::protocol::{DelegationRequest, DelegationResponse, Status};
-use crate::store::now_ms;
+use crate::store::{Durability, now_ms};
 use crate::telemetry::Event;
 use admit::Refused;
 use node::Node;
@@ -95,7 +95,21 @@ impl Runtime {
         req: DelegationRequest,
         entry: Entry,
     ) -> DelegationResponse {
-        self.dispatch_step(parent, caller, req, entry, false).await
+        self.dispatch_step(parent, caller, req, entry, false, Durability::Now).await
+    }
+
+    /// [`Runtime::dispatch`] of a top-level delegation whose end (its
+    /// record, audit record and conversation) is durable as `end` says:
+    /// [`Durability::WithNext`] only for a caller that commits a synced
+    /// write of its own before it answers anyone.
+    pub(crate) async fn dispatch_top(
+        &self,
+        caller: &Principal,
+        req: DelegationRequest,
+        entry: Entry,
+        end: Durability,
+    ) -> DelegationResponse {
+        self.dispatch_step(None, caller, req, entry, false, end).await
     }
 
     /// [`Runtime::dispatch`] of a step that ran before (`resumed`: after a
@@ -108,6 +122,7 @@ impl Runtime {
         req: DelegationRequest,
         entry: Entry,
         resumed: bool,
+        end: Durability,
     ) -> DelegationResponse {
         let depth = parent.map_or(req.current_depth, |p| p.depth).saturating_add(u32::from(entry.is_delegation()));
         let span = tracing::info_span!(
@@ -121,7 +136,7 @@ impl Runtime {
         );
         // boxed: the whole pipeline's state is large, and whoever holds this
         // future (a spawned task, a parent's join) then moves a pointer, not kilobytes
-        let response = Box::pin(self.flow(parent, caller, req, entry, resumed)).instrument(span).await;
+        let response = Box::pin(self.flow(parent, caller, req, entry, resumed, end)).instrument(span).await;
         if let Some(p) = parent {
             p.add_child_usage(response.token_usage);
         }
@@ -135,6 +150,7 @@ impl Runtime {
         req: DelegationRequest,
         entry: Entry,
         resumed: bool,
+        end: Durability,
     ) -> DelegationResponse {
         let clock = Clock::start();
         let parent_scope = parent.map(|p| &*p.scope);
@@ -191,7 +207,7 @@ impl Runtime {
         }
         let tree = Some((self, &*adm.node.tree));
         conversation.step = Some(journal::ended(step, &response, adm.node.reads.take(), tree));
-        running.finish(&mut response, attempts.execution.attempts, conversation).await;
+        running.finish(&mut response, attempts.execution.attempts, conversation, end).await;
         tracing::info!(
             request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,
             depth = adm.node.depth, status = response.status.as_str(), duration_ms = response.duration_ms,

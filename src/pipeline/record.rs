@@ -11,7 +11,7 @@ use super::{Clock, Runtime};
 use crate::agent::Scope;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, TokenUsage, UserId};
 use crate::rails::cycle;
-use crate::store::{AuditRecord, Conversation, DelegationRecord, now_ms, task_signature};
+use crate::store::{AuditRecord, Conversation, DelegationRecord, Durability, now_ms, task_signature};
 use crate::telemetry::{Event, Observation};
 
 /// Where a record sits in its tree and who it is about.
@@ -79,9 +79,10 @@ pub(super) async fn finish(
     conversation: Conversation,
     seconds: f64,
     fallback: bool,
+    durability: Durability,
 ) -> Result<(), DelegationError> {
     let inner = &*rt.inner;
-    let written = inner.store.record_delegation(record, audit_of(record), conversation).await;
+    let written = inner.store.record_delegation(record, audit_of(record), conversation, durability).await;
     if let Ok(target) = crate::protocol::AgentSlug::parse(&record.target) {
         inner.metrics.observe(Observation {
             target: &target,
@@ -127,7 +128,7 @@ pub(super) async fn refuse(rt: &Runtime, refused: Refused, parent: Option<&Scope
     record.duration_ms = clock.elapsed_ms();
     let mut response = DelegationResponse::failed(req.request_id, req.target_employee.clone(), error);
     response.duration_ms = record.duration_ms;
-    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false).await {
+    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false, Durability::Now).await {
         response.error = Some(e);
     }
     response
@@ -156,7 +157,7 @@ pub(super) async fn denied(rt: &Runtime, node: &Scope, what: &str, error: &Deleg
     let mut record = new_record(place, format!("use {what}"), cycle::objective_hash(what), now_ms());
     record.error_code = Some(error.code.to_string());
     tracing::warn!(origin = %node.agent, denied = what, code = %error.code, "action denied");
-    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false).await {
+    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false, Durability::Now).await {
         tracing::error!("denied action not audited: {e}");
     }
 }
@@ -183,7 +184,7 @@ pub(super) async fn tool_used(
     record.error_code = outcome.err().map(|e| e.code.to_string());
     record.attempts = 1;
     record.duration_ms = duration_ms;
-    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false).await {
+    if let Err(e) = finish(rt, &record, Conversation::default(), 0.0, false, Durability::Now).await {
         tracing::error!("tool use not audited: {e}");
     }
 }
@@ -212,7 +213,7 @@ pub(super) async fn offline(
     record.duration_ms = u64::try_from(now_ms().saturating_sub(step.created_at)).unwrap_or(0);
     let conversation =
         Conversation { step: Some(super::journal::ended(step, response, None, None)), ..Default::default() };
-    finish(rt, &record, conversation, 0.0, false).await
+    finish(rt, &record, conversation, 0.0, false, Durability::Now).await
 }
 
 /// The record of an admitted delegation while it runs. If its future is
@@ -247,9 +248,16 @@ impl Running {
         (Self { runtime: rt.clone(), record: Some(record), started: clock.started }, objective)
     }
 
-    /// Finishes the record with the response, durable before it returns; a
-    /// failure to write it fails the response.
-    pub async fn finish(mut self, response: &mut DelegationResponse, attempts: u32, conversation: Conversation) {
+    /// Finishes the record with the response, durable before it returns
+    /// (or with the next synced commit: `end`, see [`Runtime::dispatch_top`]);
+    /// a failure to write it fails the response.
+    pub async fn finish(
+        mut self,
+        response: &mut DelegationResponse,
+        attempts: u32,
+        conversation: Conversation,
+        end: Durability,
+    ) {
         let Some(mut record) = self.record.take() else { return };
         record.status = response.status.as_str().into();
         record.error_code = response.error_code().map(|c| c.to_string());
@@ -257,7 +265,7 @@ impl Running {
         record.duration_ms = response.duration_ms;
         record.tokens = response.token_usage;
         let seconds = self.started.elapsed().as_secs_f64();
-        if let Err(e) = finish(&self.runtime, &record, conversation, seconds, response.fallback.is_some()).await {
+        if let Err(e) = finish(&self.runtime, &record, conversation, seconds, response.fallback.is_some(), end).await {
             response.status = Status::Failed;
             response.error = Some(e);
         }
@@ -271,7 +279,7 @@ impl Drop for Running {
         let runtime = self.runtime.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                if let Err(e) = finish(&runtime, &record, Conversation::default(), 0.0, false).await {
+                if let Err(e) = finish(&runtime, &record, Conversation::default(), 0.0, false, Durability::Now).await {
                     tracing::error!(request_id = %record.request_id, "record of a cancelled delegation not written: {e}");
                 }
             });

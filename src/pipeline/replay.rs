@@ -28,7 +28,7 @@ use crate::agent::{Agent, AgentContext, AgentOutput, Ledger, StepReads, Tape, Ta
 use crate::auth::Principal;
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, Status};
-use crate::store::{MemoryStore, ReplayRecord, StepState, Store, TreeStep, now_ms};
+use crate::store::{Durability, MemoryStore, ReplayRecord, StepState, Store, TreeStep, now_ms};
 
 /// What a replay runs the agents against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -220,7 +220,7 @@ impl Runtime {
         // the root runs as a resumed step: under its recorded clock reading ("today" is the day it ran)
         let start = TreeStep { state: StepState::Running, response: None, ..top.clone() };
         scratch.put_step(&start).await?;
-        replica.dispatch_step(None, &caller, req, journal::entry(&top), true).await;
+        replica.dispatch_step(None, &caller, req, journal::entry(&top), true, Durability::Now).await;
         let replayed = scratch.tree_steps(root).await?;
         let from_record: HashSet<RequestId> = replayed
             .iter()

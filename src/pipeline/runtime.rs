@@ -17,7 +17,7 @@ use crate::rails::{SessionVaults, Trees};
 use crate::redact::Redactor;
 use crate::resilience::{BreakerState, Breakers};
 use crate::route::DomainTable;
-use crate::store::Store;
+use crate::store::{Durability, Store};
 use crate::telemetry::{Event, Events, Metrics};
 use crate::util::lock;
 
@@ -150,13 +150,28 @@ impl Runtime {
         request: DelegationRequest,
         lineage: Option<&str>,
     ) -> DelegationResponse {
+        self.delegate_from_ending(caller, request, lineage, Durability::Now).await
+    }
+
+    /// [`Runtime::delegate_from`], with the delegation's end (its record,
+    /// audit record and conversation) on stable storage as `end` says:
+    /// [`Durability::WithNext`] only for a caller that commits a synced write
+    /// of its own before it answers anyone (A2A's blocking send: the task's
+    /// last version).
+    pub async fn delegate_from_ending(
+        &self,
+        caller: &Principal,
+        request: DelegationRequest,
+        lineage: Option<&str>,
+        end: Durability,
+    ) -> DelegationResponse {
         let Some(text) = lineage else {
-            return self.dispatch(None, caller, request, Entry::Remote(None)).await;
+            return self.dispatch_top(caller, request, Entry::Remote(None), end).await;
         };
         match self.inner.lineage.verify(text) {
             Ok((token, claims)) => {
                 let hop = crate::lineage::Hop::received(token, claims);
-                self.dispatch(None, caller, request, Entry::Remote(Some(hop))).await
+                self.dispatch_top(caller, request, Entry::Remote(Some(hop)), end).await
             }
             Err(e) => self.record_refusal(request, e.into()).await,
         }

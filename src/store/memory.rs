@@ -161,6 +161,7 @@ impl Store for MemoryStore {
         record: &DelegationRecord,
         audit: AuditRecord,
         conversation: Conversation,
+        _durability: super::Durability,
     ) -> StoreResult<AuditEntry> {
         let Conversation { new_session, messages, facts, step } = conversation;
         let mut guard = lock(&self.inner);

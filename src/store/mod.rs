@@ -40,16 +40,18 @@ pub fn now_ms() -> i64 {
 }
 
 /// When a write must be on stable storage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Durability {
     /// Before it is acknowledged: its commit syncs the log.
+    #[default]
     Now,
     /// With the next synced commit: its commit does not wait for a sync of
     /// its own. It survives the process's crash as soon as it is
     /// acknowledged, and a power failure once any later commit has synced
     /// the log (the log is written in order). Only for a write nobody is
     /// answered on before such a commit: the start of work whose caller
-    /// waits for its end (`docs/DURABILITY.md`).
+    /// waits for its end, or an end that a synced write of the caller's
+    /// follows (`docs/DURABILITY.md`).
     WithNext,
 }
 
@@ -323,13 +325,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// A finished delegation's conversation, tree node and audit record,
     /// durable together when it returns (the SQL store commits them in one
-    /// transaction, grouped with whatever else is being written at that moment).
+    /// transaction, grouped with whatever else is being written at that
+    /// moment), or, with [`Durability::WithNext`], written together and
+    /// durable with the next synced commit: for a top-level delegation whose
+    /// caller commits a synced write of its own before it answers anyone (a
+    /// blocking A2A send: the task's last version). A store with an audit
+    /// anchor file syncs it anyway: the file must never name a record the
+    /// log could lose.
     async fn record_delegation(
         &self,
         record: &DelegationRecord,
         audit: AuditRecord,
         conversation: Conversation,
+        durability: Durability,
     ) -> StoreResult<AuditEntry> {
+        // a store without a log to sync keeps every write as it returns
+        let _ = durability;
         if let Some(s) = &conversation.new_session {
             self.ensure_session(&s.user_id, &s.agent, Some(s.id), s.parent_id).await?;
         }

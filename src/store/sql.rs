@@ -20,7 +20,7 @@ use super::backend_err;
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
-use super::writer::{A2aChange, Write, Writer, Written};
+use super::writer::{A2aChange, Finish, Write, Writer, Written};
 use super::{
     Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome,
     ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
@@ -423,8 +423,12 @@ impl Store for SqlStore {
         r: &DelegationRecord,
         audit: AuditRecord,
         conversation: Conversation,
+        durability: super::Durability,
     ) -> StoreResult<AuditEntry> {
-        audited(self.writer.write(Write::Finish(Box::new((r.clone(), audit, conversation)))).await?)
+        // the anchor file is moved after the commit: an unsynced one could put it past what the log keeps
+        let durability = if self.anchor.is_some() { super::Durability::Now } else { durability };
+        let finish = Finish { record: r.clone(), audit, conversation, durability };
+        audited(self.writer.write(Write::Finish(Box::new(finish))).await?)
     }
 
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {

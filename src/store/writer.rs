@@ -47,11 +47,19 @@ pub(super) enum Write {
     /// A step of a durable tree (journal.rs).
     Step(Box<TreeStep>),
     /// A finished delegation: its conversation, tree node and audit record together.
-    Finish(Box<(DelegationRecord, AuditRecord, Conversation)>),
+    Finish(Box<Finish>),
     /// An A2A task's version and its stream events (a2a_state.rs). Its
     /// statements run one by one after the batch's other rows: whether the
     /// version was kept (a newer one may be on file) is its answer.
     A2a(Box<A2aChange>),
+}
+
+/// A finished delegation's writes, and whether the commit must sync for them.
+pub(super) struct Finish {
+    pub(super) record: DelegationRecord,
+    pub(super) audit: AuditRecord,
+    pub(super) conversation: Conversation,
+    pub(super) durability: Durability,
 }
 
 /// A change of an A2A task: its version, its new events, and whether the
@@ -64,24 +72,31 @@ pub(super) struct A2aChange {
 
 impl Write {
     /// Whether the commit that holds this write must sync the log before it
-    /// returns. Every write must but a step's start (or a resume's count of
-    /// it): a step in state `running`, and an A2A change marked
-    /// [`Durability::WithNext`] (a blocking send's task, working). Those are
-    /// written before their agents run so that a restart finds the tree and
-    /// the task, and a commit that holds only such writes skips its sync (SQLite: `synchronous = NORMAL` for that
-    /// transaction; PostgreSQL: `synchronous_commit = off`). It survives the
-    /// process's crash as soon as it is acknowledged (the database, or the
-    /// operating system, has it), and a power failure once the next synced
-    /// commit returns: the log is written in order, so syncing it syncs every
-    /// commit before. Its own delegation's end is such a commit, so nothing
-    /// acknowledged to a caller, and no audit record, ever waits for a sync
-    /// that has not happened. What a power failure can take is a step whose
-    /// caller has had no answer yet: the tree then was never started, as if
-    /// the failure had come a moment earlier.
+    /// returns. Every write must but these, which a commit holding nothing
+    /// else makes without a sync (SQLite: `synchronous = NORMAL` for that
+    /// transaction; PostgreSQL: `synchronous_commit = off`):
+    ///
+    /// - a step's start (or a resume's count of it): a step in state
+    ///   `running`, written before its agent runs so that a restart finds
+    ///   the tree;
+    /// - a blocking A2A send's task, `working`, written before its turn runs
+    ///   ([`Durability::WithNext`]);
+    /// - that send's delegation's end ([`Durability::WithNext`]), followed at
+    ///   once by the task's last version, which syncs.
+    ///
+    /// Such a write survives the process's crash as soon as it is
+    /// acknowledged (the database, or the operating system, has it), and a
+    /// power failure once the next synced commit returns: the log is written
+    /// in order, so syncing it syncs every commit before. Nobody is answered
+    /// on such a write before a synced commit follows it, so nothing
+    /// acknowledged to a caller ever waits for a sync that has not happened.
+    /// What a power failure can take is work whose caller has had no answer
+    /// yet, as if the failure had come a moment earlier.
     pub(super) fn syncs(&self) -> bool {
         match self {
             Write::Step(step) => step.state != super::StepState::Running,
             Write::A2a(change) => change.durability == Durability::Now,
+            Write::Finish(finish) => finish.durability == Durability::Now,
             _ => true,
         }
     }
@@ -317,7 +332,7 @@ impl<'a> Plan<'a> {
                 Write::Step(step) => rows.step(step),
                 Write::Audit(record) => audits.push((i, record)),
                 Write::Finish(finish) => {
-                    let (r, record, conversation) = &**finish;
+                    let Finish { record: r, audit: record, conversation, .. } = &**finish;
                     if let Some(s) = &conversation.new_session {
                         rows.session(s);
                     }

@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use switchboard::protocol::a2a::types::TaskState;
 use switchboard::protocol::{DelegationError, DelegationRequest, ErrorCode};
 use switchboard::resilience::{BreakerConfig, BreakerState};
-use switchboard::store::sql::WriteStats;
 use switchboard::store::{A2aTaskQuery, A2aTaskRecord, SqlStore, Store, a2a_state};
 use switchboard::{AgentOutput, Runtime};
 
@@ -278,13 +277,13 @@ fn gated_team(
         .unwrap()
 }
 
-/// A blocking SendMessage writes its task before its agent runs in a commit
-/// that does not sync the log: its caller hears of the task only at the
-/// turn's end, whose synced commit syncs the task too. A non-blocking send,
-/// whose caller hears of the task at once, syncs it before it answers.
-/// Either way another process reads the task, working, while its agent
-/// works, and every commit from then on (the delegation's end, the task's)
-/// syncs before it is acknowledged.
+/// A blocking SendMessage writes its task before its agent runs, and its
+/// delegation's end after, in commits that do not sync the log: its caller
+/// hears of the task only when the task's last version is written, whose
+/// synced commit syncs them too. A non-blocking send, whose caller hears of
+/// the task at once, syncs it before it answers, and its delegation's end
+/// syncs. Either way another process reads the task, working, while its
+/// agent works, and the task's end syncs.
 #[tokio::test]
 async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_before_the_answer() {
     for db in db::both().await {
@@ -302,7 +301,6 @@ async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_befo
                 params["configuration"] = json!({"returnImmediately": true});
             }
             let before = db.store.write_stats();
-            let unsynced = |w: WriteStats| (w.commits - w.synced) - (before.commits - before.synced);
             let send = tokio::spawn({
                 let r = r.clone();
                 async move { rpc(&r, "slow", EV_ALICE, "SendMessage", params).await }
@@ -331,7 +329,16 @@ async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_befo
             assert_eq!(on_file.len(), 1, "{name}: blocking {blocking}: the task is on file while its agent works");
             assert_eq!(on_file[0].state, "TASK_STATE_WORKING", "{name}");
             let id = on_file[0].id.clone();
-            let working = db.store.write_stats();
+            // both starts counted (the step's and the task's: one commit or two)
+            let mut working = db.store.write_stats();
+            for _ in 0..500 {
+                if working.writes - before.writes >= 2 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                working = db.store.write_stats();
+            }
+            assert_eq!(working.writes - before.writes, 2, "{name}: blocking {blocking}: the two starts");
             // synced before the agent ran: nothing for a blocking send (the task's start and the
             // step's wait for the end's sync), the task for a non-blocking one (its caller has it)
             assert_eq!(working.synced - before.synced, u64::from(!blocking), "{name}: blocking {blocking}");
@@ -357,14 +364,72 @@ async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_befo
                     got["result"]["status"]["state"].clone()
                 }
             };
+            // the delegation's end, then the task's last version: for a blocking send only the
+            // second syncs (and syncs the first with it); for any other, both
             let end = db.store.write_stats();
-            assert!(end.synced > working.synced, "{name}: blocking {blocking}: the turn's end synced");
-            // the starts that did not sync: the step's and (blocking) the task's, one commit or two
-            let expected = if blocking { 1..=2 } else { 0..=1 };
-            assert!(expected.contains(&unsynced(end)), "{name}: blocking {blocking}: {before:?} → {end:?}");
+            let (commits, synced) = (end.commits - working.commits, end.synced - working.synced);
+            assert_eq!((commits, synced), (2, 2 - u64::from(blocking)), "{name}: blocking {blocking}");
             let stored = other.a2a_task(&id).await.unwrap().unwrap();
             assert_eq!(stored.state, "TASK_STATE_COMPLETED", "{name}: blocking {blocking}: {state}");
         }
+    }
+}
+
+/// A blocking send cancelled while its agent works: the cancel writes the
+/// task's end first, so the turn's own end writes nothing of the task, and
+/// the send syncs before it answers `canceled` (its delegation's end went
+/// without a sync of its own). Another process then reads the task canceled
+/// and the delegation on file, cancelled.
+#[tokio::test]
+async fn a_blocking_send_cancelled_while_its_agent_works_answers_canceled_with_its_end_on_file() {
+    for db in db::both().await {
+        let name = db.name;
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let started = Arc::new(tokio::sync::Notify::new());
+        let r = router_for(gated_team(db.dyn_store(), &gate, &started)).await;
+        let other = reopen(&db).await;
+        let mut msg = message("gated-cancel", "work");
+        msg["contextId"] = json!(format!("gated-cancel-{name}"));
+        let send = tokio::spawn({
+            let r = r.clone();
+            async move { rpc(&r, "slow", EV_ALICE, "SendMessage", json!({ "message": msg })).await }
+        });
+        started.notified().await;
+        let query = A2aTaskQuery {
+            owner: None,
+            agent: "slow".into(),
+            context_id: Some(format!("gated-cancel-{name}")),
+            state: None,
+            updated_after: None,
+            offset: 0,
+            limit: 10,
+        };
+        let mut on_file = Vec::new();
+        for _ in 0..500 {
+            on_file = other.a2a_tasks(&query).await.unwrap().tasks;
+            if !on_file.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let id = on_file.first().unwrap_or_else(|| panic!("{name}: the task is on file")).id.clone();
+        let cancelled = rpc(&r, "slow", EV_ALICE, "CancelTask", json!({"id": id})).await;
+        assert_eq!(cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{name}: {cancelled}");
+        let answer = tokio::time::timeout(Duration::from_secs(30), send).await.expect("the send answers").unwrap();
+        assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_CANCELED", "{name}: {answer}");
+        assert_eq!(other.a2a_task(&id).await.unwrap().unwrap().state, "TASK_STATE_CANCELED", "{name}");
+        let request: switchboard::protocol::RequestId = id.parse().unwrap();
+        let mut tree = Vec::new();
+        for _ in 0..500 {
+            tree = other.delegation_tree(request).await.unwrap();
+            if !tree.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(tree.len(), 1, "{name}: the delegation's end is on file");
+        assert_eq!(tree[0].error_code.as_deref(), Some("CANCELLED"), "{name}: {:?}", tree[0]);
+        gate.add_permits(1);
     }
 }
 

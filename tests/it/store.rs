@@ -6,7 +6,8 @@ use futures::future::join_all;
 use sqlx::Executor;
 use switchboard::protocol::{RequestId, SessionId, TokenUsage};
 use switchboard::store::{
-    AuditRecord, Claim, Conversation, DelegationRecord, Fact, Message, Session, Store, StoreError, audit, now_ms,
+    AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Message, Session, Store, StoreError, audit,
+    now_ms,
 };
 
 use crate::db;
@@ -267,7 +268,9 @@ async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
             .map(|i| {
                 let s = s.clone();
                 let n = node(i);
-                tokio::spawn(async move { s.record_delegation(&n, record(i), Default::default()).await })
+                tokio::spawn(
+                    async move { s.record_delegation(&n, record(i), Default::default(), Durability::Now).await },
+                )
             })
             .collect();
         // PostgreSQL refuses a NUL byte in text: that write fails, alone
@@ -350,12 +353,12 @@ async fn a_delegation_and_its_conversation_commit_together() {
                 n.status = "running".into();
                 s.put_delegation(&n).await?;
                 n.status = "success".into();
-                s.record_delegation(&n, record(i), c).await.map(drop)
+                s.record_delegation(&n, record(i), c, Durability::Now).await.map(drop)
             }));
         }
         // PostgreSQL refuses a NUL byte: this delegation fails whole
         let bad_node = node(99);
-        let bad = s.record_delegation(&bad_node, record(99), conversation(99, "nul \0 byte")).await;
+        let bad = s.record_delegation(&bad_node, record(99), conversation(99, "nul \0 byte"), Durability::Now).await;
         for j in jobs {
             j.await.unwrap().unwrap_or_else(|e| panic!("{}: {e}", db.name));
         }
@@ -485,17 +488,18 @@ async fn an_sqlite_files_log_is_copied_into_it_off_the_writers_path_and_starts_o
     assert!(audit::verify(&log).valid);
 }
 
-/// A step's start (state `running`, written before its agent runs) and an
-/// A2A task's change marked `Durability::WithNext` (a blocking send's task,
-/// written before its turn runs) commit without a sync of the log of their
-/// own: the next synced commit, at the latest their delegation's end, syncs
-/// them. Every other write syncs before it is acknowledged, and the starts
-/// are there at once for every reader.
+/// A step's start (state `running`, written before its agent runs), and an
+/// A2A task's change and a delegation's end marked `Durability::WithNext` (a
+/// blocking send's task, written before its turn runs, and its delegation's
+/// end, followed by the task's last version) commit without a sync of the
+/// log of their own: the next synced commit syncs them. Every other write
+/// syncs before it is acknowledged, and they are there at once for every
+/// reader.
 #[tokio::test]
 async fn a_steps_start_and_a_blocking_sends_task_commit_without_a_sync_of_their_own_and_every_other_write_syncs() {
     use switchboard::protocol::AgentSlug;
     use switchboard::protocol::a2a::types::{Task, TaskState, TaskStatus};
-    use switchboard::store::{A2aTaskRecord, Durability, StepState, TreeStep};
+    use switchboard::store::{A2aTaskRecord, StepState, TreeStep};
     for db in db::both().await {
         let s = db.dyn_store();
         let id = RequestId::new();
@@ -541,17 +545,30 @@ async fn a_steps_start_and_a_blocking_sends_task_commit_without_a_sync_of_their_
         assert!(
             s.put_a2a_task_with_events(Some(&task(TaskState::Working, 1)), &[], Durability::WithNext).await.unwrap()
         );
+        let ended = node(1);
+        s.record_delegation(&ended, record(1), Default::default(), Durability::WithNext).await.unwrap();
         let started = stats();
-        assert_eq!((started.commits - before.commits, started.synced - before.synced), (1, 0), "{}", db.name);
+        assert_eq!((started.commits - before.commits, started.synced - before.synced), (2, 0), "{}", db.name);
         let stored = s.a2a_task(&id.to_string()).await.unwrap();
         assert_eq!(stored.map(|t| t.seq), Some(1), "{}: the task is written at once", db.name);
-        // its end, the delegation's record and an audit append: each synced
+        assert_eq!(s.delegation_tree(ended.request_id).await.unwrap().len(), 1, "{}: so is the end", db.name);
+        // the step's end, an audit append, the task's last version and a delegation's end: each synced
         s.put_step(&TreeStep { state: StepState::Done, response: Some("{}".into()), ..start.clone() }).await.unwrap();
-        s.record_delegation(&node(1), record(1), Default::default()).await.unwrap();
         s.append_audit(record(2)).await.unwrap();
+        s.record_delegation(&node(3), record(3), Default::default(), Durability::Now).await.unwrap();
         assert!(s.put_a2a_task_with_events(Some(&task(TaskState::Completed, 2)), &[], Durability::Now).await.unwrap());
         let after = stats();
         assert_eq!((after.commits - started.commits, after.synced - started.synced), (4, 4), "{}", db.name);
+        // with an audit anchor file a delegation's end always syncs: the file is moved after the
+        // commit and must never name a record the log could lose
+        let dir = tempfile::tempdir().unwrap();
+        let anchored = switchboard::store::SqlStore::connect_anchored(&db.url, Some(&dir.path().join("anchor.json")))
+            .await
+            .unwrap();
+        let before = anchored.write_stats();
+        anchored.record_delegation(&node(4), record(4), Default::default(), Durability::WithNext).await.unwrap();
+        let after = anchored.write_stats();
+        assert_eq!((after.commits - before.commits, after.synced - before.synced), (1, 1), "{}", db.name);
         assert_eq!(s.step(id).await.unwrap().unwrap().state, StepState::Done, "{}", db.name);
         assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
     }
