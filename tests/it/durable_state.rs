@@ -249,14 +249,24 @@ fn events_team(store: Arc<dyn Store>, slow: &Arc<Slow>, hangs: bool) -> Runtime 
         .unwrap()
 }
 
-/// [`EVENTS_TEAM`]'s `slow` agent alone: it says it started, then waits
-/// for a permit of `gate` before it answers.
-fn gated_team(
-    store: Arc<dyn Store>,
-    gate: &Arc<tokio::sync::Semaphore>,
-    started: &Arc<tokio::sync::Notify>,
-) -> Runtime {
-    let (gate, started) = (gate.clone(), started.clone());
+/// A service over `db` with [`EVENTS_TEAM`]'s `slow` agent alone, which
+/// says it `started`, then waits for a permit of `gate` before it answers;
+/// and the database as `other` process opens it.
+struct Gated {
+    r: Router,
+    gate: Arc<tokio::sync::Semaphore>,
+    started: Arc<tokio::sync::Notify>,
+    other: Arc<dyn Store>,
+}
+
+async fn gated(db: &db::Db) -> Gated {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let started = Arc::new(tokio::sync::Notify::new());
+    let runtime = gated_team(db.dyn_store(), gate.clone(), started.clone());
+    Gated { r: router_for(runtime).await, gate, started, other: reopen(db).await }
+}
+
+fn gated_team(store: Arc<dyn Store>, gate: Arc<tokio::sync::Semaphore>, started: Arc<tokio::sync::Notify>) -> Runtime {
     let mut config = switchboard::config::Config::from_toml(EVENTS_TEAM).unwrap();
     config.agents.retain(|a| a.slug.as_str() == "slow");
     Runtime::builder()
@@ -277,6 +287,29 @@ fn gated_team(
         .unwrap()
 }
 
+/// The one task sent to `slow` in `context`, as `store` finds it once it is
+/// on file (waiting up to 5 s for it).
+async fn slow_task_on_file(store: &dyn Store, context: &str) -> A2aTaskRecord {
+    let query = A2aTaskQuery {
+        owner: None,
+        agent: "slow".into(),
+        context_id: Some(context.to_string()),
+        state: None,
+        updated_after: None,
+        offset: 0,
+        limit: 10,
+    };
+    for _ in 0..500 {
+        let mut found = store.a2a_tasks(&query).await.unwrap().tasks;
+        if !found.is_empty() {
+            assert_eq!(found.len(), 1, "one task in context {context}: {found:?}");
+            return found.remove(0);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no task in context {context} is on file")
+}
+
 /// A blocking SendMessage writes its task before its agent runs, and its
 /// delegation's end after, in commits that do not sync the log: its caller
 /// hears of the task only when the task's last version is written, whose
@@ -288,10 +321,7 @@ fn gated_team(
 async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_before_the_answer() {
     for db in db::both().await {
         let name = db.name;
-        let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        let started = Arc::new(tokio::sync::Notify::new());
-        let r = router_for(gated_team(db.dyn_store(), &gate, &started)).await;
-        let other = reopen(&db).await;
+        let Gated { r, gate, started, other } = gated(&db).await;
         for (n, blocking) in [(1, true), (2, false)] {
             let context = format!("gated-{name}-{n}");
             let mut msg = message(&format!("gated-{n}"), "work");
@@ -309,26 +339,9 @@ async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_befo
             let (answered, send) = if blocking { (None, Some(send)) } else { (Some(send.await.unwrap()), None) };
             started.notified().await;
             // the task, as another process finds it while the agent works
-            let query = A2aTaskQuery {
-                owner: None,
-                agent: "slow".into(),
-                context_id: Some(context.clone()),
-                state: None,
-                updated_after: None,
-                offset: 0,
-                limit: 10,
-            };
-            let mut on_file = Vec::new();
-            for _ in 0..500 {
-                on_file = other.a2a_tasks(&query).await.unwrap().tasks;
-                if !on_file.is_empty() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            assert_eq!(on_file.len(), 1, "{name}: blocking {blocking}: the task is on file while its agent works");
-            assert_eq!(on_file[0].state, "TASK_STATE_WORKING", "{name}");
-            let id = on_file[0].id.clone();
+            let on_file = slow_task_on_file(other.as_ref(), &context).await;
+            assert_eq!(on_file.state, "TASK_STATE_WORKING", "{name}: blocking {blocking}");
+            let id = on_file.id;
             // both starts counted (the step's and the task's: one commit or two)
             let mut working = db.store.write_stats();
             for _ in 0..500 {
@@ -384,10 +397,7 @@ async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_befo
 async fn a_blocking_send_cancelled_while_its_agent_works_answers_canceled_with_its_end_on_file() {
     for db in db::both().await {
         let name = db.name;
-        let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        let started = Arc::new(tokio::sync::Notify::new());
-        let r = router_for(gated_team(db.dyn_store(), &gate, &started)).await;
-        let other = reopen(&db).await;
+        let Gated { r, gate, started, other } = gated(&db).await;
         let mut msg = message("gated-cancel", "work");
         msg["contextId"] = json!(format!("gated-cancel-{name}"));
         let send = tokio::spawn({
@@ -395,24 +405,7 @@ async fn a_blocking_send_cancelled_while_its_agent_works_answers_canceled_with_i
             async move { rpc(&r, "slow", EV_ALICE, "SendMessage", json!({ "message": msg })).await }
         });
         started.notified().await;
-        let query = A2aTaskQuery {
-            owner: None,
-            agent: "slow".into(),
-            context_id: Some(format!("gated-cancel-{name}")),
-            state: None,
-            updated_after: None,
-            offset: 0,
-            limit: 10,
-        };
-        let mut on_file = Vec::new();
-        for _ in 0..500 {
-            on_file = other.a2a_tasks(&query).await.unwrap().tasks;
-            if !on_file.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let id = on_file.first().unwrap_or_else(|| panic!("{name}: the task is on file")).id.clone();
+        let id = slow_task_on_file(other.as_ref(), &format!("gated-cancel-{name}")).await.id;
         let cancelled = rpc(&r, "slow", EV_ALICE, "CancelTask", json!({"id": id})).await;
         assert_eq!(cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{name}: {cancelled}");
         let answer = tokio::time::timeout(Duration::from_secs(30), send).await.expect("the send answers").unwrap();
