@@ -386,10 +386,7 @@ impl A2aService {
         // on file before the caller hears of it (later versions, written by the turn, are not
         // replaced). A blocking caller hears of it at the turn's end, whose synced commit syncs
         // this one too, so its commit does not wait for a sync of its own
-        let (durability, first) = match mode {
-            Mode::Blocking => (Durability::WithNext, Some(record.clone())),
-            _ => (Durability::Now, None),
-        };
+        let durability = if mode == Mode::Blocking { Durability::WithNext } else { Durability::Now };
         self.flush(&task_id, Some(record), durability).await;
         if let Some(c) = push {
             // from the events of this turn on (those stored meanwhile included)
@@ -416,9 +413,18 @@ impl A2aService {
                 if !synced {
                     // the turn's end was not written by a synced commit (a cancel stopped the turn or
                     // wrote the task's end first, or the write failed): its delegation's end, and
-                    // what the caller is told, are on file, synced, before the answer
-                    let record = lock(&self.tasks).map.get(&task_id).map(Entry::record).or(first);
-                    if !self.flush(&task_id, record, Durability::Now).await {
+                    // what the caller is told, are on file, synced, before the answer. As a new
+                    // version: a write that changes nothing commits without syncing the log
+                    let record = {
+                        let mut tasks = lock(&self.tasks);
+                        let seq = tasks.bump();
+                        tasks.map.get_mut(&task_id).map(|e| {
+                            e.seq = seq;
+                            e.record()
+                        })
+                    };
+                    // a task no longer here is not found below: the caller gets an error, not an answer
+                    if record.is_some() && !self.flush(&task_id, record, Durability::Now).await {
                         return Err(A2aError::new(
                             Kind::Internal,
                             format!(
@@ -530,8 +536,9 @@ impl A2aService {
     /// then sends the events to its live subscribers, in order; one flush
     /// per task at a time. A store that fails is logged: the task goes on
     /// in this process and the events are sent (the stream goes on; a client
-    /// that reconnects misses them). False when there was something to
-    /// write and the store failed.
+    /// that reconnects misses them). True when there was nothing to write,
+    /// or the store wrote some of it (a version it kept, or events): a
+    /// commit that changes nothing does not sync the log.
     async fn flush(&self, task_id: &str, record: Option<A2aTaskRecord>, durability: Durability) -> bool {
         let writer = lock(&self.tasks).map.get(task_id).map(|e| e.writer.clone());
         let _one_at_a_time = match &writer {
@@ -551,11 +558,15 @@ impl A2aService {
             .map(|(ev, _)| A2aEventRecord::new(task_id, i64::try_from(ev.seq).unwrap_or(i64::MAX), &ev.event))
             .collect();
         let stored = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records, durability).await;
-        if let Err(e) = &stored {
-            tracing::warn!(task = task_id, error = %e, "an A2A task's change could not be stored");
-        }
+        let wrote = match &stored {
+            Ok(kept) => *kept || !records.is_empty(),
+            Err(e) => {
+                tracing::warn!(task = task_id, error = %e, "an A2A task's change could not be stored");
+                false
+            }
+        };
         if batch.is_empty() {
-            return stored.is_ok();
+            return wrote;
         }
         // on file: the task's push configs, if it has any, get them. A task this process made
         // with no config it knows of is only looked up when its turn ends (a config another
@@ -572,7 +583,7 @@ impl A2aService {
             }
             e.close_if_terminal();
         }
-        stored.is_ok()
+        wrote
     }
 
     /// Makes sure the cache holds the latest version of task `id` that this

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use switchboard::protocol::a2a::types::TaskState;
 use switchboard::protocol::{DelegationError, DelegationRequest, ErrorCode};
 use switchboard::resilience::{BreakerConfig, BreakerState};
+use switchboard::store::sql::WriteStats;
 use switchboard::store::{A2aTaskQuery, A2aTaskRecord, SqlStore, Store, a2a_state};
 use switchboard::{AgentOutput, Runtime};
 
@@ -287,6 +288,21 @@ fn gated_team(store: Arc<dyn Store>, gate: Arc<tokio::sync::Semaphore>, started:
         .unwrap()
 }
 
+/// The writer's counts once `enough` holds for them (waiting up to 5 s):
+/// a commit is counted right after it returns, so a reader may see its rows
+/// a moment before.
+async fn counted(db: &db::Db, enough: impl Fn(&WriteStats) -> bool) -> WriteStats {
+    let mut stats = db.store.write_stats();
+    for _ in 0..500 {
+        if enough(&stats) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        stats = db.store.write_stats();
+    }
+    stats
+}
+
 /// The one task sent to `slow` in `context`, as `store` finds it once it is
 /// on file (waiting up to 5 s for it).
 async fn slow_task_on_file(store: &dyn Store, context: &str) -> A2aTaskRecord {
@@ -343,14 +359,7 @@ async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_befo
             assert_eq!(on_file.state, "TASK_STATE_WORKING", "{name}: blocking {blocking}");
             let id = on_file.id;
             // both starts counted (the step's and the task's: one commit or two)
-            let mut working = db.store.write_stats();
-            for _ in 0..500 {
-                if working.writes - before.writes >= 2 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                working = db.store.write_stats();
-            }
+            let working = counted(&db, |w| w.writes - before.writes >= 2).await;
             assert_eq!(working.writes - before.writes, 2, "{name}: blocking {blocking}: the two starts");
             // synced before the agent ran: nothing for a blocking send (the task's start and the
             // step's wait for the end's sync), the task for a non-blocking one (its caller has it)
@@ -378,8 +387,9 @@ async fn a_blocking_sends_task_is_synced_by_its_end_and_a_non_blocking_ones_befo
                 }
             };
             // the delegation's end, then the task's last version: for a blocking send only the
-            // second syncs (and syncs the first with it); for any other, both
-            let end = db.store.write_stats();
+            // second syncs (and syncs the first with it); for any other, both. (A non-blocking
+            // send's GetTask may read the task's end before its commit is counted.)
+            let end = counted(&db, |w| w.commits - working.commits >= 2).await;
             let (commits, synced) = (end.commits - working.commits, end.synced - working.synced);
             assert_eq!((commits, synced), (2, 2 - u64::from(blocking)), "{name}: blocking {blocking}");
             let stored = other.a2a_task(&id).await.unwrap().unwrap();
