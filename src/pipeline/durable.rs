@@ -147,8 +147,10 @@ impl Runtime {
     /// is dead. Either is taken with a compare-and-set on its owner, so of
     /// several replicas claiming one step at once exactly one gets it. A
     /// running step this replica owns but does not run is between its start
-    /// and its end being written here: not claimed again. The step as taken
-    /// (this replica its owner), or None.
+    /// and its end being written here: not claimed again. The store marks a
+    /// taken step running, so a waiting one taken here is not anyone's any
+    /// more. The step as taken (this replica its owner; its state as seen,
+    /// which says why it was open), or None.
     async fn claim(&self, step: &TreeStep, census: &Census) -> Result<Option<TreeStep>, DelegationError> {
         let me = self.replica_id();
         if step.state == StepState::Running && (step.owner.as_deref() == Some(me) || !census.orphaned(step)) {

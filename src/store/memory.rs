@@ -423,6 +423,7 @@ impl Store for MemoryStore {
         }
         step.owner = Some(owner.to_string());
         step.updated_at = super::replicas::taken_at(seen);
+        step.state = super::StepState::Running;
         Ok(true)
     }
 

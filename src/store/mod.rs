@@ -447,7 +447,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Takes the open step `seen` for `owner` if the store still holds it as
     /// seen (the same owner and write time): whether this call took it. Of
-    /// several replicas taking one step at once, exactly one does.
+    /// several replicas taking one step at once, exactly one does. A taken
+    /// step is `running` (its owner resumes it or ends it now), so a replica
+    /// that reads it after the take finds it running on a live replica, not
+    /// waiting for anyone to take it again.
     async fn take_step(&self, seen: &TreeStep, owner: &str) -> StoreResult<bool>;
 
     /// Of `ids`, the steps the store holds as cancelled (by another replica, say).

@@ -79,9 +79,10 @@ pub(super) async fn forget(pool: &AnyPool, id: &str, now: i64) -> StoreResult<()
 
 pub(super) async fn take_step(pool: &AnyPool, seen: &TreeStep, owner: &str) -> StoreResult<bool> {
     // '' stands for "none" (`owner = NULL` is never true in SQL); the
-    // write time moves on, so a second taker that saw the same version fails
+    // write time moves on, so a second taker that saw the same version fails,
+    // and the step runs now, so one that reads it after this is refused
     let done = sqlx::query(
-        "UPDATE tree_steps SET owner = $1, updated_at = $2 WHERE request_id = $3 \
+        "UPDATE tree_steps SET owner = $1, updated_at = $2, state = 'running' WHERE request_id = $3 \
          AND state IN ('running', 'waiting') AND COALESCE(owner, '') = $4 AND updated_at = $5",
     )
     .bind(owner.to_string())
