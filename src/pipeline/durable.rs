@@ -173,10 +173,19 @@ impl Runtime {
             return Err(refused(format!("tree {id} is running already; nothing to resume")));
         }
         // a waiting tree is anyone's to resume, once; a running one its live owner's
-        let Some(step) = self.claim(&step, &Census::take(self).await?).await? else {
+        let Some(taken) = self.claim(&step, &Census::take(self).await?).await? else {
             return Err(refused(format!("tree {id} is running on another replica already; nothing to resume")));
         };
-        Ok(self.resume_step(step).await)
+        let response = self.resume_step(taken.clone()).await;
+        if step.state == StepState::Waiting && response.error.as_ref().is_some_and(|e| e.code.is_refusal()) {
+            // a rail refused it before it ran again: it waits again, for any replica (the take
+            // marked it running here; a step that reached its end meanwhile keeps the end)
+            let waiting = TreeStep { state: StepState::Waiting, updated_at: now_ms(), ..taken };
+            if let Err(e) = self.inner.store.put_step(&waiting).await {
+                tracing::warn!(request_id = %id, "a refused resume left tree {id} running on this replica: {e}");
+            }
+        }
+        Ok(response)
     }
 
     /// Ends the trees that wait for approval past their deadline (a server

@@ -180,6 +180,35 @@ async fn a_waiting_tree_one_replica_took_to_resume_is_not_taken_again_by_another
     }
 }
 
+/// A resume that a rail refuses before the tree runs again (here: the
+/// resuming replica's configuration no longer lets alice use boss) leaves
+/// the tree waiting, for any replica to resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_refused_before_the_tree_ran_again_leaves_it_waiting_for_any_replica() {
+    for db in db::both().await {
+        let name = db.name;
+        let Paused { runs, one, two, root, approval } = paused_on_two(&db).await;
+        one.decide(&operator(), &approval, true, None).await.unwrap();
+        let strict = served_config(&["first", "mailer"]).replace(
+            "slug = \"boss\"\nname = \"Boss\"\n",
+            "slug = \"boss\"\nname = \"Boss\"\nallowed_users = [\"bob\"]\n",
+        );
+        assert!(strict.contains("allowed_users"), "{strict}");
+        let third: Arc<dyn Store> = Arc::new(SqlStore::connect(&db.url).await.unwrap());
+        let three = runtime_on(third, &strict, &runs, false);
+
+        let refused = three.resume_tree(root).await.expect("taken, then refused by a rail");
+        let code = refused.error.as_ref().map(|e| e.code);
+        assert!(code.is_some_and(ErrorCode::is_refusal), "{name}: {refused:?}");
+        let store = db.dyn_store();
+        assert_eq!(top(&store, root).await.state, StepState::Waiting, "{name}: waiting again");
+
+        let ran = two.resume_tree(root).await.expect("another replica resumes it");
+        assert_eq!(ran.status, Status::Success, "{name}: {ran:?}");
+        assert_eq!(runs.sent.load(Ordering::SeqCst), 1, "{name}: mailed once");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_answered_on_two_replicas_at_once_is_taken_once_and_its_tree_resumes_once() {
     for db in db::both().await {
