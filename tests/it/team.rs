@@ -149,14 +149,19 @@ pub(crate) fn to_boss(id: RequestId) -> AskOptions {
 
 /// Starts a tree (alice's `message` to the boss) on a runtime whose second
 /// agent hangs, and "kills" the runtime once second runs: the task is
-/// aborted and the runtime dropped. The tree's steps stay open in the store.
+/// aborted and the runtime dropped, its lease given up first (so that every
+/// other runtime counts it dead at once, not only once the tasks it left
+/// behind, such as the write of the cancelled step's record, let it go).
+/// The tree's steps stay open in the store.
 pub(crate) async fn cut_off_mid_tree(db: &Db, config: &str, runs: &Arc<Runs>, message: &str) -> RequestId {
     let rt = runtime(db, config, runs, true);
     let root = RequestId::new();
     let started = runs.second_started.notified();
     let message = message.to_string();
+    let dying = rt.clone();
     let task = tokio::spawn(async move { rt.ask(&user("alice"), &message, to_boss(root)).await });
     tokio::time::timeout(Duration::from_secs(10), started).await.expect("second started");
+    dying.release_lease().await;
     task.abort();
     let _ = task.await;
     root
