@@ -260,6 +260,9 @@ impl A2aService {
             self.context_session(&owner, agent, context).await;
         }
 
+        // a blocking caller hears of the task only when its last version is written, synced: the
+        // task's start and the delegation's end before it need no sync of their own
+        let deferred = if mode == Mode::Blocking { Durability::WithNext } else { Durability::Now };
         // the task: a new one, or a turn of one waiting for input
         let (task_id, snapshot, live, latest, handle, record) = {
             let mut tasks = lock(&self.tasks);
@@ -371,7 +374,7 @@ impl A2aService {
                 message: message.clone(),
                 owner: owner.clone(),
                 context_id,
-                end: if mode == Mode::Blocking { Durability::WithNext } else { Durability::Now },
+                end: deferred,
             };
             // spawned under the lock, so that a cancel always finds its abort handle
             let service = self.clone();
@@ -386,8 +389,7 @@ impl A2aService {
         // on file before the caller hears of it (later versions, written by the turn, are not
         // replaced). A blocking caller hears of it at the turn's end, whose synced commit syncs
         // this one too, so its commit does not wait for a sync of its own
-        let durability = if mode == Mode::Blocking { Durability::WithNext } else { Durability::Now };
-        self.flush(&task_id, Some(record), durability).await;
+        self.flush(&task_id, Some(record), deferred).await;
         if let Some(c) = push {
             // from the events of this turn on (those stored meanwhile included)
             let after = i64::try_from(latest).unwrap_or(i64::MAX);
@@ -415,14 +417,7 @@ impl A2aService {
                     // wrote the task's end first, or the write failed): its delegation's end, and
                     // what the caller is told, are on file, synced, before the answer. As a new
                     // version: a write that changes nothing commits without syncing the log
-                    let record = {
-                        let mut tasks = lock(&self.tasks);
-                        let seq = tasks.bump();
-                        tasks.map.get_mut(&task_id).map(|e| {
-                            e.seq = seq;
-                            e.record()
-                        })
-                    };
+                    let record = self.update(&task_id, |_| Vec::new());
                     // a task no longer here is not found below: the caller gets an error, not an answer
                     if record.is_some() && !self.flush(&task_id, record, Durability::Now).await {
                         return Err(A2aError::new(

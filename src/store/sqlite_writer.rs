@@ -10,9 +10,10 @@
 //! only then answers each caller. So "durable before it is acknowledged"
 //! holds exactly as with the sqlx writer: a caller's answer is sent after
 //! the `COMMIT` that synced its rows returned. A batch of nothing but
-//! starts (steps', blocking A2A sends' tasks) commits with
-//! `synchronous = NORMAL` (written, not synced: see [`Write::syncs`]); the
-//! next synced commit syncs it with its own.
+//! writes that wait for the next sync (steps' starts, a blocking A2A send's
+//! task and delegation's end) commits with `synchronous = NORMAL` (written,
+//! not synced: see [`Write::syncs`]); the next synced commit syncs it with
+//! its own.
 //!
 //! The audit chain is sealed inside the transaction from the head it reads
 //! there, as before; `BEGIN IMMEDIATE` takes SQLite's write lock up front,
@@ -186,8 +187,8 @@ fn one_row(table: Table, columns: usize) -> String {
 }
 
 /// Applies `writes` in one transaction and commits it: synced (WAL with
-/// `synchronous = FULL`) unless the batch holds nothing but starts
-/// ([`Write::syncs`]), which commit with `synchronous = NORMAL` (the log
+/// `synchronous = FULL`) unless the batch holds nothing but writes that wait
+/// for the next sync ([`Write::syncs`]), which commit with `synchronous = NORMAL` (the log
 /// written, not synced: durable against the process's crash, and against
 /// power loss from the next sync on). `full` is the connection's setting,
 /// changed here, between transactions, only when the batch needs the other.

@@ -138,9 +138,9 @@ pub struct WriteStats {
     /// Transactions they were committed in.
     pub commits: u64,
     /// Of those, the ones that synced the log before they returned. The
-    /// others held nothing but starts written before their agents run
-    /// (steps', and blocking A2A sends' tasks): the next synced commit syncs
-    /// them (`docs/DURABILITY.md`).
+    /// others held nothing but writes that wait for the next synced commit
+    /// (steps' starts, and a blocking A2A send's task and delegation's end:
+    /// `docs/DURABILITY.md`).
     pub synced: u64,
 }
 
@@ -332,7 +332,7 @@ impl<'a> Plan<'a> {
                 Write::Step(step) => rows.step(step),
                 Write::Audit(record) => audits.push((i, record)),
                 Write::Finish(finish) => {
-                    let Finish { record: r, audit: record, conversation, .. } = &**finish;
+                    let Finish { record, audit, conversation, .. } = &**finish;
                     if let Some(s) = &conversation.new_session {
                         rows.session(s);
                     }
@@ -341,8 +341,8 @@ impl<'a> Plan<'a> {
                     if let Some(step) = &conversation.step {
                         rows.step(step);
                     }
-                    rows.delegation(r);
-                    audits.push((i, record));
+                    rows.delegation(record);
+                    audits.push((i, audit));
                 }
                 Write::A2a(change) => a2a.push((i, change.task.as_ref(), change.events.as_slice())),
             }
@@ -452,7 +452,7 @@ impl Held {
 /// first (a simple query runs its statements in order): the audit chain's
 /// lock when the batch appends to it (one chain across every server
 /// process: appends take turns), and no wait for the log's flush when the
-/// batch holds nothing but starts ([`Write::syncs`]).
+/// batch holds nothing but writes that wait for the next sync ([`Write::syncs`]).
 fn pg_begin(audits: bool, sync: bool) -> String {
     let mut begin = String::from("BEGIN");
     if audits {
