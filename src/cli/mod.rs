@@ -314,7 +314,32 @@ async fn run(cli: Cli) -> u8 {
     if let Some(Err(e)) = anchor.map(crate::store::anchor::check_path) {
         return usage_error(format!("audit.anchor_file: {e}"));
     }
-    let store = match crate::store::open_anchored(&cli.database_url, anchor).await {
+    // a server runs its admitted work on a runtime of its own, and the store's writer there too
+    let work = match &cli.command {
+        Command::Serve(_) => match crate::server::WorkRuntime::per_core() {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("error: cannot start the work runtime: {e}");
+                return EXIT_FAILED;
+            }
+        },
+        _ => None,
+    };
+    let opened = match &work {
+        Some(w) => {
+            let (url, anchor) = (cli.database_url.clone(), anchor.map(std::path::Path::to_path_buf));
+            let open = w.run(async move { crate::store::open_anchored(&url, anchor.as_deref()).await });
+            match open.await {
+                Ok(opened) => opened,
+                Err(e) => {
+                    eprintln!("error: opening the store failed: {e}");
+                    return EXIT_FAILED;
+                }
+            }
+        }
+        None => crate::store::open_anchored(&cli.database_url, anchor).await,
+    };
+    let store = match opened {
         Ok(s) => s,
         Err(e) => return usage_error(format!("--database-url: {e}")),
     };
@@ -330,7 +355,7 @@ async fn run(cli: Cli) -> u8 {
         Command::Audit(args) => audit::run(&runtime, args, cli.json).await,
         Command::Trace(args) => trace(&runtime, args, cli.json).await,
         Command::Replay(args) => replay::run(&runtime, args, cli.json).await,
-        Command::Serve(args) => serve(runtime, args).await,
+        Command::Serve(args) => serve(runtime, args, work).await,
         Command::Token(args) => token(runtime, args).await,
         Command::Keys(args) => keys::run(runtime.config(), &args, cli.json),
         Command::Approvals(args) => approvals::list(&runtime, args, cli.json).await,
@@ -345,11 +370,15 @@ async fn run(cli: Cli) -> u8 {
     }
 }
 
-async fn serve(runtime: Runtime, args: ServeArgs) -> u8 {
+async fn serve(runtime: Runtime, args: ServeArgs, work: Option<crate::server::WorkRuntime>) -> u8 {
     use std::io::Write as _;
     let auth = runtime.config().auth.clone();
     let agents: Vec<AgentSlug> = runtime.registry().members().map(|m| m.spec.slug.clone()).collect();
-    let state = std::sync::Arc::new(crate::server::AppState::new(runtime));
+    let mut state = crate::server::AppState::new(runtime);
+    if let Some(w) = &work {
+        state = state.on_work_runtime(w.handle().clone());
+    }
+    let state = std::sync::Arc::new(state);
     if let Err(e) = state.tokens.load_config(&auth).await {
         return usage_error(e.message);
     }

@@ -32,6 +32,7 @@ mod openai;
 mod state;
 pub mod trees;
 mod ui;
+mod work;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ use tokio::net::TcpListener;
 
 pub use error::ApiError;
 pub use state::{Admission, AppState};
+pub use work::WorkRuntime;
 
 /// The router: every surface, with the tower-http stack (see `layers`).
 pub fn app(state: Arc<AppState>) -> Router {
@@ -83,7 +85,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let runtime = state.runtime.clone();
-    let trees = tokio::spawn(runtime.clone().keep_trees());
+    // the trees it resumes run as admitted work does
+    let keep = runtime.clone().keep_trees();
+    let trees = match &state.work {
+        Some(work) => work.spawn(keep),
+        None => tokio::spawn(keep),
+    };
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
         let mut rx = rx;

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
-use tracing::Instrument;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::error::status_of;
 use super::extract::{self, Body};
@@ -63,11 +63,13 @@ fn check_headers(headers: &HeaderMap, req: &DelegationRequest) -> Result<Option<
         .transpose()
 }
 
-/// Runs `work` as a task of its own inside the request's span: a caller that
-/// hangs up does not cut a delegation short of its record (it still ends at
-/// its deadline, which the caller set).
-async fn detached<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> Result<T, ApiError> {
-    tokio::spawn(work.in_current_span()).await.map_err(|e| {
+/// [`AppState::run_admitted`]: a task that failed is a 503.
+async fn admitted<T: Send + 'static>(
+    state: &AppState,
+    place: OwnedSemaphorePermit,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, ApiError> {
+    state.run_admitted(place, work).await.map_err(|e| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::AgentUnavailable,
@@ -120,11 +122,9 @@ pub async fn delegate(
         req.constraints.deadline_ms = req.constraints.deadline_ms.min(ms);
     }
     let runtime = state.runtime.clone();
-    let response = detached(async move {
-        let _place = place; // held until the delegation ends, even if the caller hangs up
-        runtime.delegate_from(&caller, req, lineage.as_deref()).await
-    })
-    .await?;
+    // the place is held until the delegation ends, even if the caller hangs up
+    let response =
+        admitted(&state, place, async move { runtime.delegate_from(&caller, req, lineage.as_deref()).await }).await?;
     Ok(match &response.error {
         // an answer, or a question for the user (status needs_input): 200
         None => Json(response).into_response(),
@@ -168,11 +168,7 @@ pub async fn chat(
     }
     let opts = AskOptions { input: chat.input, session, ..AskOptions::default() };
     let runtime = state.runtime.clone();
-    let r = detached(async move {
-        let _place = place;
-        runtime.ask(&user, &chat.message, opts).await
-    })
-    .await??;
+    let r = admitted(&state, place, async move { runtime.ask(&user, &chat.message, opts).await }).await??;
     let status = match r.status {
         Status::Failed => StatusCode::BAD_GATEWAY,
         // paused: the tree waits for the user's approval (`approvals` names them) and resumes when they answer

@@ -1,10 +1,14 @@
 //! [`AppState`]: everything a request handler needs, in one value per
 //! service. Two services in one process share nothing (A2A tasks included).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::runtime::Handle;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinError;
+use tracing::Instrument;
 
 #[cfg(feature = "a2a")]
 use crate::a2a::A2aService;
@@ -30,6 +34,9 @@ pub struct AppState {
     pub started_at: chrono::DateTime<chrono::Utc>,
     /// Places for delegations in flight on the HTTP routes (`[server] max_in_flight`).
     pub admission: Admission,
+    /// Where admitted work runs ([`AppState::on_work_runtime`]); None: on
+    /// the runtime that serves the request.
+    pub work: Option<Handle>,
 }
 
 /// Admission control: at most so many delegations in flight; one more is
@@ -87,6 +94,38 @@ impl AppState {
             request_timeout,
             started_at: chrono::Utc::now(),
             admission,
+            work: None,
+        }
+    }
+
+    /// Runs admitted work (delegations, A2A sends) on the runtime of `work`
+    /// (a [`WorkRuntime`](super::WorkRuntime)'s handle), apart from the one
+    /// that reads, refuses and answers requests: requests over the limit
+    /// cannot queue ahead of it.
+    #[must_use]
+    pub fn on_work_runtime(mut self, work: Handle) -> Self {
+        self.work = Some(work);
+        self
+    }
+
+    /// Runs `work`, admitted with `place`, to its end as a task of its own
+    /// inside the request's span, on the work runtime when the service has
+    /// one, and holds the place until it ends: a caller that hangs up does
+    /// not cut it short (it still ends at its deadline). An error only when
+    /// the task panicked or its runtime stopped.
+    pub async fn run_admitted<T: Send + 'static>(
+        &self,
+        place: OwnedSemaphorePermit,
+        work: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, JoinError> {
+        let work = async move {
+            let _place = place;
+            work.await
+        }
+        .in_current_span();
+        match &self.work {
+            Some(runtime) => runtime.spawn(work).await,
+            None => tokio::spawn(work).await,
         }
     }
 }

@@ -9,7 +9,7 @@ use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use switchboard::Runtime;
 use switchboard::config::Config;
-use switchboard::server::{AppState, app};
+use switchboard::server::{AppState, WorkRuntime, app};
 use tower::ServiceExt;
 
 pub const PRIME: &str = "prime-token";
@@ -494,10 +494,12 @@ async fn another_users_session_is_403_everywhere_and_bad_tokens_are_401() {
     }
 }
 
-/// An agent that waits at a gate: holds delegations in flight until it opens.
+/// An agent that waits at a gate: holds delegations in flight until it
+/// opens; notes the thread each run ended on.
 struct Gated {
     inside: Arc<std::sync::atomic::AtomicUsize>,
     gate: Arc<tokio::sync::Semaphore>,
+    ended_on: Arc<std::sync::Mutex<Vec<Option<String>>>>,
 }
 
 #[async_trait::async_trait]
@@ -509,6 +511,7 @@ impl switchboard::Agent for Gated {
     ) -> Result<switchboard::AgentOutput, switchboard::DelegationError> {
         self.inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let _pass = self.gate.acquire().await.expect("the gate stays");
+        self.ended_on.lock().unwrap().push(std::thread::current().name().map(str::to_string));
         Ok(switchboard::AgentOutput::new("through", "through"))
     }
 }
@@ -517,6 +520,21 @@ impl switchboard::Agent for Gated {
 /// agent, Prime's service token and Alice's user token: the router, how
 /// many are inside the agent, and the gate that lets them out.
 async fn gated_service() -> (Router, Arc<std::sync::atomic::AtomicUsize>, Arc<tokio::sync::Semaphore>) {
+    let s = gated_service_on(None).await;
+    (s.router, s.inside, s.gate)
+}
+
+/// [`gated_service`], its admitted work on `work` when given
+/// ([`AppState::on_work_runtime`]).
+struct GatedService {
+    router: Router,
+    inside: Arc<std::sync::atomic::AtomicUsize>,
+    gate: Arc<tokio::sync::Semaphore>,
+    ended_on: Arc<std::sync::Mutex<Vec<Option<String>>>>,
+    store: Arc<dyn switchboard::store::Store>,
+}
+
+async fn gated_service_on(work: Option<tokio::runtime::Handle>) -> GatedService {
     let mut config = Config::from_toml(
         r#"
 [server]
@@ -538,11 +556,17 @@ name = "Gated"
     let auth = config.auth.clone();
     let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let agent = Gated { inside: inside.clone(), gate: gate.clone() };
+    let ended_on = Arc::default();
+    let agent = Gated { inside: inside.clone(), gate: gate.clone(), ended_on: Arc::clone(&ended_on) };
     let runtime = Runtime::builder().config(config).agent("gated", agent).build().unwrap();
-    let state = Arc::new(AppState::new(runtime));
+    let store = runtime.store().clone();
+    let mut state = AppState::new(runtime);
+    if let Some(work) = work {
+        state = state.on_work_runtime(work);
+    }
+    let state = Arc::new(state);
     state.tokens.load_config(&auth).await.unwrap();
-    (app(state), inside, gate)
+    GatedService { router: app(state), inside, gate, ended_on, store }
 }
 
 /// Sends `requests` (one per place of [`gated_service`]) and waits until
@@ -655,6 +679,65 @@ async fn over_max_in_flight_an_a2a_send_gets_a_503_with_retry_after_in_both_http
     let again = call(&r, rpc(5)).await;
     assert_eq!(again.status, StatusCode::OK, "{}", String::from_utf8_lossy(&again.body));
     assert!(again.json()["result"]["task"].is_object(), "{}", again.json());
+}
+
+/// A server's admitted work runs on its work runtime (`switchboard serve`
+/// starts one): while the runtime that serves requests is held (here
+/// outright; a flood of requests to refuse holds it too, only less), the
+/// delegations already let in, a `/v1/delegate` and an A2A send, still run
+/// to their end and are on file. On one runtime they wait for it.
+#[tokio::test]
+async fn admitted_work_ends_on_the_work_runtime_while_the_serving_runtime_is_held() {
+    let work = WorkRuntime::start(1).unwrap();
+    let s = gated_service_on(Some(work.handle().clone())).await;
+    let id = "550e8400-e29b-41d4-a716-446655440021";
+    let native = delegate(
+        Some(PRIME),
+        &[("x-agent-request-id", id), ("x-agent-origin", "prime-boss")],
+        envelope(id, "prime-boss", "gated", "alice").to_string(),
+    );
+    let message = json!({"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hello"}]});
+    let send = Request::post("/a2a/gated")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("a2a-version", "1.0")
+        .body(Body::from(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}).to_string(),
+        ))
+        .unwrap();
+    // both are inside the agent, held at its gate; nothing ended yet
+    let held = take_every_place(&s.router, &s.inside, vec![native, send]).await;
+    let before = s.store.counts().await.unwrap().delegations;
+    assert!(s.store.delegation_tree(id.parse().unwrap()).await.unwrap().is_empty());
+
+    // this test's runtime serves the requests, on its one thread: that thread
+    // now waits for another, which opens the gate and watches the store
+    let (gate, store, on_work) = (s.gate.clone(), s.store.clone(), work.handle().clone());
+    let ended = std::thread::spawn(move || {
+        gate.add_permits(2);
+        on_work.block_on(async move {
+            for _ in 0..3000 {
+                let tree = store.delegation_tree(id.parse().unwrap()).await.unwrap();
+                let ended = store.counts().await.unwrap().delegations;
+                if !tree.is_empty() && ended >= before + 2 {
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            false
+        })
+    })
+    .join()
+    .unwrap();
+    assert!(ended, "the admitted delegations did not end while the serving runtime was held");
+    let on = s.ended_on.lock().unwrap().clone();
+    assert_eq!(on, vec![Some(WorkRuntime::THREAD_NAME.to_string()); 2]);
+
+    // the serving runtime runs again: both callers get their answers
+    for h in held {
+        let reply = h.await.unwrap();
+        assert_eq!(reply.status, StatusCode::OK, "{}", String::from_utf8_lossy(&reply.body));
+    }
 }
 
 #[test]

@@ -140,6 +140,12 @@ async fn serve_starts_with_embedded_defaults_and_prints_its_address_and_tokens()
     assert!(server.dir().join("switchboard.db").exists(), "state goes to an SQLite file in the working directory");
     let health = switchboard::util::http_client().unwrap().get(format!("{}/healthz", server.url)).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
+    // its admitted work runs on threads of its own (server::WorkRuntime; Linux cuts names to 15 bytes)
+    let threads = std::fs::read_dir(format!("/proc/{}/task", server.pid())).unwrap();
+    let names: Vec<String> =
+        threads.map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).unwrap().trim().to_string()).collect();
+    let work = &switchboard::server::WorkRuntime::THREAD_NAME[..15];
+    assert!(names.iter().any(|n| n == work), "no thread named {work}: {names:?}");
 }
 
 const SLOW: &str = r#"

@@ -140,8 +140,7 @@ impl Grpc {
         } else {
             Mode::Blocking
         };
-        let _place = super::admitted(&self.state).map_err(|e| status(&e))?;
-        self.state.a2a.send(&who, &spec.slug, req, mode).await.map_err(|e| status(&e))
+        super::send_admitted(&self.state, who, spec.slug.clone(), req, mode).await.map_err(|e| status(&e))
     }
 
     /// GetExtendedAgentCard: the card with the rails' parameters for this

@@ -11,8 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::sse::{last_event_id, sse};
 use super::{
-    TaskIdParams, admitted, check_content_type, check_id, check_version, extended_card, json_response, member_spec,
-    no_agent, params, principal, push_config_params, read_body, rpc_error,
+    TaskIdParams, check_content_type, check_id, check_version, extended_card, json_response, member_spec, no_agent,
+    params, principal, push_config_params, read_body, rpc_error, send_admitted,
 };
 use crate::a2a::{ListQuery, Mode, Sent};
 use crate::auth::Principal;
@@ -118,8 +118,7 @@ async fn dispatch_rpc(
             } else {
                 Mode::Blocking
             };
-            let _place = admitted(state)?;
-            Ok(match svc.send(&who, &spec.slug, req, mode).await? {
+            Ok(match send_admitted(state, who, spec.slug.clone(), req, mode).await? {
                 Sent::Task(t) => ok(json!({"task": t})),
                 Sent::Message(m) => ok(json!({"message": m})),
                 Sent::Stream(stream) => sse(stream, Some(id.clone()), false),

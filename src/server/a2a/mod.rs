@@ -41,10 +41,10 @@ use serde_json::Value;
 
 use super::extract::AnonymousUser;
 use super::{Admission, ApiError, AppState};
-use crate::a2a::agent_card;
+use crate::a2a::{Mode, Sent, agent_card};
 use crate::auth::Principal;
 use crate::config::AgentSpec;
-use crate::protocol::a2a::types::PROTOCOL_VERSION;
+use crate::protocol::a2a::types::{PROTOCOL_VERSION, SendMessageRequest};
 use crate::protocol::a2a::{A2aError, Kind};
 use crate::protocol::{AgentSlug, UserId};
 
@@ -255,12 +255,22 @@ fn with_error_headers(mut res: Response, kind: Kind) -> Response {
     res
 }
 
-/// A place among `[server] max_in_flight` for a send, held while it runs
-/// (a blocking send's whole turn, a stream's start): over the limit, an
+/// Runs a send as admitted work ([`AppState::run_admitted`]): it takes a
+/// place among `[server] max_in_flight` and holds it while it runs (a
+/// blocking send's whole turn, a stream's start). Over the limit, an
 /// `Unavailable` error at once, before anything ran, as `/v1/delegate`
 /// answers 503.
-pub(super) fn admitted(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, A2aError> {
-    state.admission.enter().ok_or_else(|| A2aError::new(Kind::Unavailable, state.admission.refusal()))
+pub(super) async fn send_admitted(
+    state: &AppState,
+    who: Principal,
+    agent: AgentSlug,
+    req: SendMessageRequest,
+    mode: Mode,
+) -> Result<Sent, A2aError> {
+    let place = state.admission.enter().ok_or_else(|| A2aError::new(Kind::Unavailable, state.admission.refusal()))?;
+    let svc = state.a2a.clone();
+    let sent = state.run_admitted(place, async move { svc.send(&who, &agent, req, mode).await });
+    sent.await.map_err(|e| A2aError::new(Kind::Internal, format!("the send's task failed: {e}")))?
 }
 
 pub(super) fn json_response(status: StatusCode, body: Value) -> Response {

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::sse::{last_event_id, sse};
 use super::{
-    admitted, check_content_type, check_id, check_version, extended_card, json_response, member_spec, no_agent, params,
-    principal, push_config_params, read_body, rest_error,
+    check_content_type, check_id, check_version, extended_card, json_response, member_spec, no_agent, params,
+    principal, push_config_params, read_body, rest_error, send_admitted,
 };
 use crate::a2a::{ListQuery, Mode, Sent, parse_state};
 use crate::auth::Principal;
@@ -159,8 +159,7 @@ async fn dispatch_rest(
                 _ if req.configuration.as_ref().is_some_and(|c| c.return_immediately) => Mode::NonBlocking,
                 _ => Mode::Blocking,
             };
-            let _place = admitted(state)?;
-            Ok(match svc.send(&who, &spec.slug, req, mode).await? {
+            Ok(match send_admitted(state, who, spec.slug.clone(), req, mode).await? {
                 Sent::Task(t) => ok(json!({"task": t})),
                 Sent::Message(m) => ok(json!({"message": m})),
                 Sent::Stream(stream) => sse(stream, None, false),
