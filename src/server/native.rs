@@ -64,7 +64,7 @@ fn check_headers(headers: &HeaderMap, req: &DelegationRequest) -> Result<Option<
 }
 
 /// [`AppState::run_admitted`]: a task that failed is a 503.
-async fn admitted<T: Send + 'static>(
+pub(super) async fn admitted<T: Send + 'static>(
     state: &AppState,
     place: OwnedSemaphorePermit,
     work: impl Future<Output = T> + Send + 'static,
@@ -80,7 +80,7 @@ async fn admitted<T: Send + 'static>(
 
 /// The answer to a delegation over `[server] max_in_flight`: a 503
 /// `AGENT_UNAVAILABLE` with `Retry-After`, at once, before anything ran.
-fn busy(state: &AppState) -> Response {
+pub(super) fn busy(state: &AppState) -> Response {
     let mut res =
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::AgentUnavailable, state.admission.refusal())
             .into_response();

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::extract::{self, Body};
+use super::native::{admitted, busy};
 use super::{ApiError, AppState};
 use crate::auth::Principal;
 use crate::pipeline::AskOptions;
@@ -65,6 +66,8 @@ pub async fn completions(
     let Some(user) = caller.user().cloned() else {
         return Err(ApiError::unauthenticated("use a user token as the API key; agents use POST /v1/delegate"));
     };
+    // a place among [server] max_in_flight, as /v1/chat takes
+    let Some(place) = state.admission.enter() else { return Ok(busy(&state)) };
     let req: CompletionRequest =
         serde_json::from_slice(&raw).map_err(|e| ApiError::invalid(format!("invalid chat completion request: {e}")))?;
     let model = match req.model {
@@ -97,10 +100,7 @@ pub async fn completions(
     let runtime = state.runtime.clone();
     let session = extract::session(&headers, None)?;
     let opts = AskOptions { input, session, agent: Some(agent.clone()), ..AskOptions::default() };
-    let turn = async move { runtime.ask(&user, &message, opts).await };
-    let r = tokio::spawn(tracing::Instrument::in_current_span(turn)).await.map_err(|e| {
-        ApiError::from(crate::DelegationError::new(ErrorCode::AgentUnavailable, format!("the chat task failed: {e}")))
-    })??;
+    let r = admitted(&state, place, async move { runtime.ask(&user, &message, opts).await }).await??;
     let id = format!("chatcmpl-{}", r.request_id.0.simple());
     let created = chrono::Utc::now().timestamp();
     let usage = r.response.token_usage;

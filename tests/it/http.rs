@@ -621,6 +621,15 @@ async fn over_max_in_flight_a_delegation_gets_a_503_with_retry_after_at_once() {
     assert_eq!(body["error"]["code"], "AGENT_UNAVAILABLE", "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("max_in_flight"), "{body}");
     assert_eq!(inside.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // a chat completion takes one of the same places, and is turned away the same way
+    let completion = Request::post("/v1/chat/completions")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {ALICE}"))
+        .body(Body::from(json!({"model": "gated", "messages": [{"role": "user", "content": "hello"}]}).to_string()))
+        .unwrap();
+    let body = refused_at_once(&r, completion).await;
+    assert_eq!(body["error"]["code"], "AGENT_UNAVAILABLE", "{body}");
+    assert_eq!(inside.load(std::sync::atomic::Ordering::SeqCst), 2, "the refused completion never reached the agent");
     // the gate opens: the two held ones answer, and the places are free again
     gate.add_permits(3);
     for h in held {
