@@ -71,8 +71,16 @@ pub fn app(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed);
     #[cfg(feature = "a2a")]
     let router = router.merge(a2a::routes(&state));
+    // its tools that run a tree take places among the same max_in_flight, and run as admitted work
     #[cfg(feature = "mcp")]
-    let router = router.nest_service("/mcp", crate::mcp::http_service(&state.runtime));
+    let router = {
+        let gate = crate::mcp::Gate {
+            places: state.admission.places(),
+            refusal: state.admission.refusal(),
+            work: state.work.clone(),
+        };
+        router.nest_service("/mcp", crate::mcp::http_service(&state.runtime, Some(gate)))
+    };
     layers::apply(router, state.body_limit, state.request_timeout).with_state(state)
 }
 

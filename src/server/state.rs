@@ -58,6 +58,12 @@ impl Admission {
         self.places.clone().try_acquire_owned().ok()
     }
 
+    /// The places themselves, for a surface that admits delegations of
+    /// its own (the MCP service's tool calls).
+    pub fn places(&self) -> Arc<Semaphore> {
+        Arc::clone(&self.places)
+    }
+
     /// How many places there are.
     pub fn max(&self) -> usize {
         self.max

@@ -645,3 +645,104 @@ mod fuzz {
         assert_eq!(health, 200);
     }
 }
+
+/// An rmcp client of the MCP service at `url`, calling with `token`.
+async fn rmcp_client(
+    url: &str,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    switchboard::util::install_tls();
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.to_string());
+    rmcp::model::ClientConfig::default().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap()
+}
+
+/// The MCP tools that run a tree take places among `[server]
+/// max_in_flight`, the same places as `/v1/chat`: a call over the limit is
+/// turned away at once with JSON-RPC -32000 and `AGENT_UNAVAILABLE`, nothing
+/// ran, and a call that holds the place keeps `/v1/chat` out too.
+#[tokio::test]
+async fn a_tool_call_over_max_in_flight_is_turned_away_at_once_and_shares_the_places_with_v1() {
+    let config = switchboard::config::Config::from_toml(
+        r#"
+[server]
+max_in_flight = 1
+
+[prime]
+agent = "echo"
+
+[[agents]]
+slug = "echo"
+name = "Echo"
+
+[auth]
+user_tokens = { alice = "t-alice", bob = "t-bob", carol = "t-carol" }
+"#,
+    )
+    .unwrap();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (g, n) = (gate.clone(), inside.clone());
+    let runtime = Runtime::builder()
+        .config(config)
+        .agent(
+            "echo",
+            agent(move |_ctx, task| {
+                let (gate, inside) = (g.clone(), n.clone());
+                async move {
+                    inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    gate.acquire().await.unwrap().forget();
+                    Ok(AgentOutput::new("echoed", task.objective.clone()))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    let url = serve(runtime).await;
+    let call = |message: &str| {
+        let args = serde_json::json!({"target": "echo", "objective": message});
+        rmcp::model::CallToolRequestParams::new("delegate").with_arguments(args.as_object().unwrap().clone())
+    };
+    // alice's call takes the one place and waits in the agent
+    let alice = rmcp_client(&url, "t-alice").await;
+    let held = tokio::spawn(async move {
+        let r = alice.call_tool(call("first")).await;
+        (alice, r)
+    });
+    let since = Instant::now();
+    while inside.load(std::sync::atomic::Ordering::SeqCst) < 1 {
+        assert!(since.elapsed() < Duration::from_secs(60), "the first call never reached the agent");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // bob's call is turned away at once: -32000, the stable code, the limit named
+    let bob = rmcp_client(&url, "t-bob").await;
+    let refused = tokio::time::timeout(Duration::from_secs(60), bob.call_tool(call("second")))
+        .await
+        .expect("not queued")
+        .expect_err("over max_in_flight");
+    let rmcp::service::ServiceError::McpError(e) = refused else { panic!("not a JSON-RPC error: {refused:?}") };
+    assert_eq!(e.code.0, -32000, "{e:?}");
+    assert!(e.message.contains("max_in_flight"), "{e:?}");
+    assert_eq!(e.data.as_ref().map(|d| d["code"].clone()), Some(serde_json::json!("AGENT_UNAVAILABLE")), "{e:?}");
+    // the place is the one /v1/chat takes too
+    let base = url.trim_end_matches("/mcp");
+    let chat = switchboard::util::http_client()
+        .unwrap()
+        .post(format!("{base}/v1/chat"))
+        .bearer_auth("t-carol")
+        .json(&serde_json::json!({"message": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(chat.status().as_u16(), 503);
+    assert_eq!(inside.load(std::sync::atomic::Ordering::SeqCst), 1, "the refused calls never reached the agent");
+    // the gate opens: alice's call ends, and the place is free again
+    gate.add_permits(2);
+    let (_alice, first) = held.await.unwrap();
+    let first = first.unwrap();
+    assert_ne!(first.is_error, Some(true), "{first:?}");
+    let again = bob.call_tool(call("third")).await.unwrap();
+    assert_ne!(again.is_error, Some(true), "{again:?}");
+}
