@@ -18,7 +18,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use super::conformance::Fixtures;
 use super::tools::{self, AskAgentArgs, AskArgs, DelegateArgs, NoArgs, TraceArgs};
 use crate::auth::Principal;
-use crate::pipeline::{AskOptions, AskResponse, Runtime, TreeView};
+use crate::pipeline::{Admission, AskOptions, AskResponse, Runtime, TreeView};
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, RequestId,
     SessionId, UserId,
@@ -41,45 +41,31 @@ pub struct McpServer {
     principal: Option<Principal>,
     /// The conformance suite's fixtures, only with `[mcp] conformance_fixtures`.
     fixtures: Option<Arc<Fixtures>>,
-    /// Admission for the tools that run a tree (over HTTP, in a server).
-    gate: Option<Gate>,
+    /// Over HTTP in a server: the server's admission, for the tools that
+    /// run a tree (a call over `[server] max_in_flight` is refused at once,
+    /// JSON-RPC -32000 with `AGENT_UNAVAILABLE`).
+    admission: Option<Admission>,
 }
 
-/// Admission for the tool calls that run a tree, as the HTTP service's
-/// other routes admit delegations (`[server] max_in_flight`): a call over
-/// the limit is refused at once (JSON-RPC -32000, `AGENT_UNAVAILABLE`), and
-/// what is let in runs on the service's work runtime when it has one.
-#[derive(Clone)]
-pub struct Gate {
-    /// The places, shared with the service's other routes.
-    pub places: Arc<tokio::sync::Semaphore>,
-    /// What a caller turned away is told.
-    pub refusal: String,
-    /// Where admitted work runs; None: on the runtime serving the request.
-    pub work: Option<tokio::runtime::Handle>,
-}
-
-impl Gate {
-    /// The JSON-RPC error of a call turned away: -32000, with the stable code.
-    fn busy(&self) -> ErrorData {
-        let data = json!({"code": ErrorCode::AgentUnavailable, "retry_after_s": 1});
-        ErrorData::new(rmcp::model::ErrorCode(-32000), self.refusal.clone(), Some(data))
-    }
+/// The JSON-RPC error of a call turned away by `admission`: -32000, with the stable code.
+fn busy(admission: &Admission) -> ErrorData {
+    let data = json!({"code": ErrorCode::AgentUnavailable, "retry_after_s": 1});
+    ErrorData::new(rmcp::model::ErrorCode(-32000), admission.refusal(), Some(data))
 }
 
 impl McpServer {
     /// A server whose every request is `principal`'s (stdio).
     pub fn for_principal(runtime: Runtime, principal: Principal) -> Self {
         let fixtures = fixtures_for(&runtime);
-        Self { runtime, principal: Some(principal), fixtures, gate: None }
+        Self { runtime, principal: Some(principal), fixtures, admission: None }
     }
 
     /// A server that takes each request's principal from its HTTP request
     /// (set by [`super::http_service`]'s authentication), its tree-running
-    /// calls admitted by `gate` when given.
-    pub(super) fn over_http(runtime: Runtime, gate: Option<Gate>) -> Self {
+    /// calls admitted by `admission` when given.
+    pub(super) fn over_http(runtime: Runtime, admission: Option<Admission>) -> Self {
         let fixtures = fixtures_for(&runtime);
-        Self { runtime, principal: None, fixtures, gate }
+        Self { runtime, principal: None, fixtures, admission }
     }
 
     fn principal(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
@@ -223,7 +209,7 @@ impl McpServer {
     }
 
     /// Runs `work` (the tree rooted at `root`) as a task of its own, once
-    /// the gate (if any) admits it, on its work runtime (if any): progress
+    /// the admission (if any) lets it in, where it runs admitted work: progress
     /// goes to the client while it runs, and the request's cancellation
     /// cancels the tree (the task still records it, as cancelled).
     async fn run_tree<T: Send + 'static>(
@@ -233,8 +219,8 @@ impl McpServer {
         root: RequestId,
         work: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, ErrorData> {
-        let place = match &self.gate {
-            Some(g) => Some(g.places.clone().try_acquire_owned().map_err(|_| g.busy())?),
+        let place = match &self.admission {
+            Some(a) => Some(a.enter().ok_or_else(|| busy(a))?),
             None => None,
         };
         // the place is held until the tree ends, even if the client has gone on
@@ -248,8 +234,8 @@ impl McpServer {
             let peer = ctx.peer.clone();
             tokio::spawn(forward_progress(events, root, token, peer, done.clone()))
         });
-        let mut task = match self.gate.as_ref().and_then(|g| g.work.as_ref()) {
-            Some(runtime) => runtime.spawn(work),
+        let mut task = match &self.admission {
+            Some(a) => a.spawn(work),
             None => tokio::spawn(work),
         };
         let outcome = tokio::select! {

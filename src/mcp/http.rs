@@ -14,9 +14,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
-use super::{Gate, McpServer};
+use super::McpServer;
 use crate::auth::{Principal, Tokens};
-use crate::pipeline::Runtime;
+use crate::pipeline::{Admission, Runtime};
 use crate::protocol::UserId;
 
 struct Auth {
@@ -27,9 +27,10 @@ struct Auth {
 /// The `/mcp` service over `runtime`: MCP's streamable HTTP transport (a
 /// session per `initialize` for revisions up to 2025-11-25, stateless
 /// requests for 2026-07-28) behind bearer-token authentication. Tokens are
-/// looked up in the runtime's store, where `/v1`'s are kept. With `gate`,
-/// the tool calls that run a tree take its places and run on its runtime.
-pub fn http_service(runtime: &Runtime, gate: Option<Gate>) -> Router {
+/// looked up in the runtime's store, where `/v1`'s are kept. With
+/// `admission` (the server's), the tool calls that run a tree take its
+/// places and run where its admitted work runs.
+pub fn http_service(runtime: &Runtime, admission: Option<Admission>) -> Router {
     let anonymous = runtime.config().mcp.anonymous_user.as_deref().and_then(|u| UserId::parse(u).ok());
     let limits = runtime.config().limits;
     let body_limit = limits.max_input_bytes.saturating_mul(4).max(64 * 1024);
@@ -41,7 +42,7 @@ pub fn http_service(runtime: &Runtime, gate: Option<Gate>) -> Router {
     }
     let rt = runtime.clone();
     let service: StreamableHttpService<McpServer, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(McpServer::over_http(rt.clone(), gate.clone())),
+        move || Ok(McpServer::over_http(rt.clone(), admission.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     );

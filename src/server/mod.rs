@@ -42,8 +42,9 @@ use axum::Router;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
+pub use crate::pipeline::Admission;
 pub use error::ApiError;
-pub use state::{Admission, AppState};
+pub use state::AppState;
 pub use work::WorkRuntime;
 
 /// The router: every surface, with the tower-http stack (see `layers`).
@@ -73,14 +74,7 @@ pub fn app(state: Arc<AppState>) -> Router {
     let router = router.merge(a2a::routes(&state));
     // its tools that run a tree take places among the same max_in_flight, and run as admitted work
     #[cfg(feature = "mcp")]
-    let router = {
-        let gate = crate::mcp::Gate {
-            places: state.admission.places(),
-            refusal: state.admission.refusal(),
-            work: state.work.clone(),
-        };
-        router.nest_service("/mcp", crate::mcp::http_service(&state.runtime, Some(gate)))
-    };
+    let router = router.nest_service("/mcp", crate::mcp::http_service(&state.runtime, Some(state.admission.clone())));
     layers::apply(router, state.body_limit, state.request_timeout).with_state(state)
 }
 
@@ -93,12 +87,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let runtime = state.runtime.clone();
-    // the trees it resumes run as admitted work does
-    let keep = runtime.clone().keep_trees();
-    let trees = match &state.work {
-        Some(work) => work.spawn(keep),
-        None => tokio::spawn(keep),
-    };
+    // the trees it resumes run where admitted work does
+    let trees = state.admission.spawn(runtime.clone().keep_trees());
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
         let mut rx = rx;

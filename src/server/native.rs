@@ -63,13 +63,13 @@ fn check_headers(headers: &HeaderMap, req: &DelegationRequest) -> Result<Option<
         .transpose()
 }
 
-/// [`AppState::run_admitted`]: a task that failed is a 503.
+/// [`Admission::run`]: a task that failed is a 503.
 pub(super) async fn admitted<T: Send + 'static>(
     state: &AppState,
     place: OwnedSemaphorePermit,
     work: impl Future<Output = T> + Send + 'static,
 ) -> Result<T, ApiError> {
-    state.run_admitted(place, work).await.map_err(|e| {
+    state.admission.run(place, work).await.map_err(|e| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::AgentUnavailable,

@@ -255,7 +255,7 @@ fn with_error_headers(mut res: Response, kind: Kind) -> Response {
     res
 }
 
-/// Runs a send as admitted work ([`AppState::run_admitted`]): it takes a
+/// Runs a send as admitted work ([`Admission::run`]): it takes a
 /// place among `[server] max_in_flight` and holds it while it runs (a
 /// blocking send's whole turn, a stream's start). Over the limit, an
 /// `Unavailable` error at once, before anything ran, as `/v1/delegate`
@@ -269,7 +269,7 @@ pub(super) async fn send_admitted(
 ) -> Result<Sent, A2aError> {
     let place = state.admission.enter().ok_or_else(|| A2aError::new(Kind::Unavailable, state.admission.refusal()))?;
     let svc = state.a2a.clone();
-    let sent = state.run_admitted(place, async move { svc.send(&who, &agent, req, mode).await });
+    let sent = state.admission.run(place, async move { svc.send(&who, &agent, req, mode).await });
     sent.await.map_err(|e| A2aError::new(Kind::Internal, format!("the send's task failed: {e}")))?
 }
 
