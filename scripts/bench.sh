@@ -143,6 +143,15 @@ wait_port() { # wait_port PORT PID [TENTHS]: until PORT answers (default 20 s)
   return 1
 }
 peak_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# cost_of PID: the process's CPU time so far (all threads, user + system, clock
+# ticks) and the bytes it caused to be written to disk
+cost_of() {
+  local ticks bytes
+  ticks=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat" 2>/dev/null || echo 0)
+  bytes=$(awk '/^write_bytes/ {print $2}' "/proc/$1/io" 2>/dev/null || echo 0)
+  echo "${ticks:-0} ${bytes:-0}"
+}
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 SERVER_PID=""   # the server under load
@@ -221,9 +230,14 @@ load() { # load NAME KIND PATH TOKEN CONNECTIONS [SECTION] [SECONDS]
   start_server "$name" "$port" "$c"
   # a short warm-up, then the measured run
   wrk_run "$port" "$path" "$kind" "$token" "$c" 1 >/dev/null
+  local before after
+  before=$(cost_of "$SERVER_PID")
   wrk_run "$port" "$path" "$kind" "$token" "$c" "$seconds" >"$LOGS/$name-$c.wrk"
+  after=$(cost_of "$SERVER_PID")
+  # what the measured run cost the server process (not wrk, not PostgreSQL, not the kernel's own threads)
+  set -- $before $after
   grep '^BENCH_JSON' "$LOGS/$name-$c.wrk" \
-    | record "$section" "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID")}"
+    | record "$section" "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID"), \"cpu_us\": $((($3 - $1) * TICK_US)), \"disk_write_bytes\": $(($4 - $2))}"
   stop_server
 }
 

@@ -214,6 +214,8 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
             out.append(f"| {label} | {r['total']} delegations; {first:.1f} → {last:.1f} MB, max drift "
                        f"{d * 100:.1f}%{mark(d, 0.10, higher=False)} | flat (±10%) |")
 
+    out += ["", cost_table(http, cols)]
+
     single = inproc.get("single")
     extra = []
     if single and hop:
@@ -226,6 +228,39 @@ def issue_table(http, levels, gateway, mem_http, inproc, hop, hops, smoke):
                      f"| < 50 µs |")
     if extra:
         out += ["", "| earlier goals | measured | goal |", "|---|---|---|"] + extra
+    return "\n".join(out)
+
+
+COSTS = [
+    ("bare-axum", "bare axum echo"),
+    ("switchboard-memory", "`/v1/delegate`, in-memory store"),
+    ("switchboard-http", "`/v1/delegate`, durable SQLite"),
+    ("switchboard-pg", "`/v1/delegate`, PostgreSQL (Switchboard's process only)"),
+    ("switchboard-a2a", "A2A `SendMessage`, durable SQLite"),
+]
+
+
+def cost_table(http, cols):
+    """What one served request cost the server's process during the measured
+    run: CPU time (all its threads, user and system) and, for the durable
+    store, bytes written to disk. The refusals of admission control at 1000
+    connections cost CPU too; they are counted in, and the served requests
+    alone divide. For context: the goals are ratios of throughput, and on two
+    cores shared with wrk, throughput is bounded by these costs."""
+    out = ["| cost per served request (server process) | " + " | ".join(f"c={c}" for c in cols) + " |",
+           "|---|" + "---|" * len(cols)]
+
+    def per(r, key, unit):
+        n = r and r.get("seconds") and served(r) * r["seconds"]
+        if not n or key not in r:
+            return "-"
+        v = r[key] / n
+        return f"{v:.0f} µs CPU" if unit == "us" else f"{v / 1024:.1f} KiB written"
+
+    for name, label in COSTS:
+        out.append(f"| {label} | " + " | ".join(per(http.get((name, c)), "cpu_us", "us") for c in cols) + " |")
+    out.append("| `/v1/delegate`, durable SQLite: disk | "
+               + " | ".join(per(http.get(("switchboard-http", c)), "disk_write_bytes", "bytes") for c in cols) + " |")
     return "\n".join(out)
 
 
