@@ -471,16 +471,17 @@ impl A2aService {
                     context_hints: hints,
                     end: turn.end,
                 };
-                match runtime.ask(user, &turn.objective, opts).await {
-                    Ok(r) => match r.response.error.clone() {
+                // the answer and not the tree: a task shows no tree, so none is read back
+                match runtime.ask_response(user, &turn.objective, opts).await {
+                    Ok(r) => match r.error.clone() {
                         Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                         // a question for the user, or a pause for a person's approval: the task
                         // waits for them (input-required)
-                        Some(e) if !waits_for_a_person(e.code) => Outcome::Failed(e, r.response.token_usage),
+                        Some(e) if !waits_for_a_person(e.code) => Outcome::Failed(e, r.token_usage),
                         _ => Outcome::Done {
-                            session: Some(r.session_id),
-                            answer: r.answer,
-                            response: Box::new(r.response),
+                            session: Some(r.child_session_id.unwrap_or_default()),
+                            answer: crate::pipeline::answer_of(&r),
+                            response: Box::new(r),
                         },
                     },
                     Err(e) if e.code.is_refusal() => Outcome::Refused(e),

@@ -79,6 +79,18 @@ impl Runtime {
         self.turn(user, question, opts, crate::protocol::Mode::Ephemeral).await
     }
 
+    /// A user's turn, as [`Runtime::ask`], without reading its tree back from
+    /// the store: the root delegation's response, for a caller that shows the
+    /// answer and not the tree (A2A's send). [`answer_of`] is its answer.
+    pub(crate) async fn ask_response(
+        &self,
+        user: &UserId,
+        message: &str,
+        opts: AskOptions,
+    ) -> Result<DelegationResponse, DelegationError> {
+        self.turn_response(user, message, opts, crate::protocol::Mode::Persist).await.map(|(_, response)| response)
+    }
+
     async fn turn(
         &self,
         user: &UserId,
@@ -86,6 +98,38 @@ impl Runtime {
         opts: AskOptions,
         mode: crate::protocol::Mode,
     ) -> Result<AskResponse, DelegationError> {
+        let (request_id, response) = self.turn_response(user, message, opts, mode).await?;
+        let tree = self.tree(request_id).await?.unwrap_or_else(|| TreeView {
+            request_id,
+            agent: response.target_employee.to_string(),
+            origin: USER_ORIGIN.into(),
+            objective: String::new(),
+            status: response.status.as_str().into(),
+            error_code: response.error_code().map(|c| c.to_string()),
+            attempts: 0,
+            duration_ms: response.duration_ms,
+            tokens: response.token_usage.total,
+            children: Vec::new(),
+        });
+        Ok(AskResponse {
+            answer: answer_of(&response),
+            session_id: response.child_session_id.unwrap_or_default(),
+            request_id,
+            status: response.status,
+            tree,
+            response,
+        })
+    }
+
+    /// Runs a user's turn: its root id and its root delegation's response
+    /// (a refusal is an `Err`).
+    async fn turn_response(
+        &self,
+        user: &UserId,
+        message: &str,
+        opts: AskOptions,
+        mode: crate::protocol::Mode,
+    ) -> Result<(RequestId, DelegationResponse), DelegationError> {
         let agent = match opts.agent {
             Some(a) if self.registry().get(&a).is_some() => a,
             Some(a) => {
@@ -112,30 +156,16 @@ impl Runtime {
         if let Some(err) = response.error.as_ref().filter(|e| e.code.is_refusal()) {
             return Err(err.clone());
         }
-        let tree = self.tree(request_id).await?.unwrap_or_else(|| TreeView {
-            request_id,
-            agent: response.target_employee.to_string(),
-            origin: USER_ORIGIN.into(),
-            objective: String::new(),
-            status: response.status.as_str().into(),
-            error_code: response.error_code().map(|c| c.to_string()),
-            attempts: 0,
-            duration_ms: response.duration_ms,
-            tokens: response.token_usage.total,
-            children: Vec::new(),
-        });
-        let answer = match (&response.error, response.result.is_empty()) {
-            (Some(e), true) => e.message.clone(),
-            _ => response.result.clone(),
-        };
-        Ok(AskResponse {
-            answer,
-            session_id: response.child_session_id.unwrap_or_default(),
-            request_id,
-            status: response.status,
-            tree,
-            response,
-        })
+        Ok((request_id, response))
+    }
+}
+
+/// The answer of a turn's root delegation for the user: its result, or,
+/// when it produced nothing, its error's message.
+pub(crate) fn answer_of(response: &DelegationResponse) -> String {
+    match (&response.error, response.result.is_empty()) {
+        (Some(e), true) => e.message.clone(),
+        _ => response.result.clone(),
     }
 }
 

@@ -12,6 +12,7 @@ use sqlx::{AnyPool, FromRow};
 
 use super::StoreResult;
 use super::backend_err;
+use super::sqlite_read::Readers;
 use crate::util::lock;
 
 /// The most push configs a task may have.
@@ -84,16 +85,31 @@ pub(super) async fn put(pool: &AnyPool, c: &A2aPushConfigRecord) -> StoreResult<
     Ok(())
 }
 
+/// The task's configs, oldest first (its one parameter: the task's id).
+const LIST: &str = "SELECT task_id, id, config, created_at, delivered_seq, failures, last_error FROM a2a_push_configs \
+     WHERE task_id = $1 ORDER BY created_at, id";
+
 /// The task's configs, oldest first.
 pub(super) async fn list(pool: &AnyPool, task_id: &str) -> StoreResult<Vec<A2aPushConfigRecord>> {
-    let rows = sqlx::query_as::<_, Row>(
-        "SELECT task_id, id, config, created_at, delivered_seq, failures, last_error FROM a2a_push_configs \
-         WHERE task_id = $1 ORDER BY created_at, id",
-    )
-    .bind(task_id.to_string())
-    .fetch_all(pool)
-    .await
-    .map_err(backend_err)?;
+    let rows = sqlx::query_as::<_, Row>(LIST).bind(task_id.to_string()).fetch_all(pool).await.map_err(backend_err)?;
+    Ok(rows.into_iter().map(Into::into).collect())
+}
+
+/// [`list`] on a synchronous read connection of an SQLite file (see
+/// `sqlite_read`): asked after every event an A2A task stores, and almost
+/// always empty, so it should cost a lookup, not a hop to sqlx's thread.
+pub(super) fn list_sqlite(readers: &Readers, task_id: &str) -> StoreResult<Vec<A2aPushConfigRecord>> {
+    let rows = readers.rows(LIST, [task_id], |r| {
+        Ok(Row {
+            task_id: r.get(0)?,
+            id: r.get(1)?,
+            config: r.get(2)?,
+            created_at: r.get(3)?,
+            delivered_seq: r.get(4)?,
+            failures: r.get(5)?,
+            last_error: r.get(6)?,
+        })
+    })?;
     Ok(rows.into_iter().map(Into::into).collect())
 }
 

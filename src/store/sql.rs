@@ -215,6 +215,34 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow { id: r.get(0)?, user_id: r.get(1)?, agent: r.get(2)?, parent_id: r.get(3)?, created_at: r.get(4)? })
 }
 
+/// The columns of a [`DelegationRow`], in [`delegation_row`]'s order.
+const DELEGATION_COLUMNS: &str = "request_id, root_id, parent_id, user_id, origin, target, objective, objective_hash, \
+     signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, completion_tokens, \
+     total_tokens";
+
+fn delegation_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DelegationRow> {
+    Ok(DelegationRow {
+        request_id: r.get(0)?,
+        root_id: r.get(1)?,
+        parent_id: r.get(2)?,
+        user_id: r.get(3)?,
+        origin: r.get(4)?,
+        target: r.get(5)?,
+        objective: r.get(6)?,
+        objective_hash: r.get(7)?,
+        signature: r.get(8)?,
+        status: r.get(9)?,
+        error_code: r.get(10)?,
+        attempts: r.get(11)?,
+        depth: r.get(12)?,
+        started_at: r.get(13)?,
+        duration_ms: r.get(14)?,
+        prompt_tokens: r.get(15)?,
+        completion_tokens: r.get(16)?,
+        total_tokens: r.get(17)?,
+    })
+}
+
 impl SqlStore {
     /// The placeholder sign of this store's hot reads: `?n` for the SQLite
     /// read connections, `$n` for sqlx.
@@ -432,21 +460,27 @@ impl Store for SqlStore {
     }
 
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {
+        if let Some(readers) = &self.readers {
+            // the root's id and its tree, in one statement on a read connection
+            let sql = format!(
+                "SELECT {DELEGATION_COLUMNS} FROM delegations WHERE root_id = \
+                 COALESCE((SELECT root_id FROM delegations WHERE request_id = ?1), ?1) ORDER BY started_at, request_id"
+            );
+            return convert(readers.rows(&sql, [request.to_string()], delegation_row)?);
+        }
         let root: Option<String> = sqlx::query_scalar("SELECT root_id FROM delegations WHERE request_id = $1")
             .bind(request.to_string())
             .fetch_optional(&self.pool)
             .await
             .map_err(backend_err)?;
         let root = root.unwrap_or_else(|| request.to_string());
-        let rows = sqlx::query_as::<_, DelegationRow>(
-            "SELECT request_id, root_id, parent_id, user_id, origin, target, objective, objective_hash, signature, \
-             status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, completion_tokens, \
-             total_tokens FROM delegations WHERE root_id = $1 ORDER BY started_at, request_id",
-        )
-        .bind(root)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend_err)?;
+        let sql =
+            format!("SELECT {DELEGATION_COLUMNS} FROM delegations WHERE root_id = $1 ORDER BY started_at, request_id");
+        let rows = sqlx::query_as::<_, DelegationRow>(AssertSqlSafe(sql))
+            .bind(root)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend_err)?;
         convert(rows)
     }
 
@@ -755,7 +789,10 @@ impl Store for SqlStore {
     }
 
     async fn a2a_push_configs(&self, task_id: &str) -> StoreResult<Vec<super::A2aPushConfigRecord>> {
-        super::a2a_push::list(&self.pool, task_id).await
+        match &self.readers {
+            Some(readers) => super::a2a_push::list_sqlite(readers, task_id),
+            None => super::a2a_push::list(&self.pool, task_id).await,
+        }
     }
 
     async fn delete_a2a_push_config(&self, task_id: &str, id: &str) -> StoreResult<bool> {

@@ -6,8 +6,8 @@ use futures::future::join_all;
 use sqlx::Executor;
 use switchboard::protocol::{RequestId, SessionId, TokenUsage};
 use switchboard::store::{
-    AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Message, Session, Store, StoreError, audit,
-    now_ms,
+    A2aPushConfigRecord, AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Message, Session,
+    SqlStore, Store, StoreError, audit, now_ms,
 };
 
 use crate::db;
@@ -609,5 +609,48 @@ async fn two_processes_sharing_an_anchor_file_append_in_turn_and_both_verify() {
         // the chain holds; the file that disagrees with it is what verify reports
         assert!(audit::verify(&b.audit_log().await.unwrap()).valid, "{}", db.name);
         assert!(!b.verify_audit().await.unwrap().valid, "{}: the forged file is reported", db.name);
+    }
+}
+
+#[tokio::test]
+async fn a_tree_and_a_tasks_push_configs_written_by_another_process_are_read_at_once() {
+    // On an SQLite file these are read on synchronous read connections, not
+    // through sqlx's pool: a second store on the same file stands in for a
+    // second process (a replica) writing, and nothing may be cached.
+    for db in db::both().await {
+        let other = SqlStore::connect(&db.url).await.unwrap();
+        let s = db.dyn_store();
+        let (root, child) = (node(1), RequestId::new());
+        assert!(s.delegation_tree(child).await.unwrap().is_empty(), "{}", db.name);
+        other.put_delegation(&root).await.unwrap();
+        let mut kid = node(2);
+        (kid.request_id, kid.root_id, kid.parent_id) = (child, root.root_id, Some(root.request_id));
+        other.put_delegation(&kid).await.unwrap();
+        // asked by the child's id, or the root's: the whole tree, oldest first
+        for id in [child, root.request_id] {
+            let tree = s.delegation_tree(id).await.unwrap();
+            let ids: Vec<RequestId> = tree.iter().map(|r| r.request_id).collect();
+            assert_eq!(ids, [root.request_id, child], "{}", db.name);
+            assert_eq!(tree[1].parent_id, Some(root.request_id), "{}", db.name);
+            assert_eq!(tree[1].objective, "objective 2", "{}", db.name);
+        }
+
+        let task = format!("task-{}", RequestId::new());
+        assert!(s.a2a_push_configs(&task).await.unwrap().is_empty(), "{}", db.name);
+        let config = A2aPushConfigRecord {
+            task_id: task.clone(),
+            id: "hook".into(),
+            config: r#"{"url":"https://example.test/hook"}"#.into(),
+            created_at: now_ms(),
+            delivered_seq: 0,
+            failures: 0,
+            last_error: None,
+        };
+        other.put_a2a_push_config(&config).await.unwrap();
+        let seen = s.a2a_push_configs(&task).await.unwrap();
+        assert_eq!(seen.len(), 1, "{}", db.name);
+        assert_eq!((seen[0].id.as_str(), seen[0].config.as_str()), ("hook", config.config.as_str()), "{}", db.name);
+        assert!(other.delete_a2a_push_config(&task, "hook").await.unwrap());
+        assert!(s.a2a_push_configs(&task).await.unwrap().is_empty(), "{}: a deleted one is gone", db.name);
     }
 }
