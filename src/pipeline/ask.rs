@@ -82,7 +82,7 @@ impl Runtime {
     /// A user's turn, as [`Runtime::ask`], without reading its tree back from
     /// the store: the root delegation's response, for a caller that shows the
     /// answer and not the tree (A2A's send). [`answer_of`] is its answer.
-    pub(crate) async fn ask_response(
+    pub async fn ask_response(
         &self,
         user: &UserId,
         message: &str,
@@ -162,7 +162,7 @@ impl Runtime {
 
 /// The answer of a turn's root delegation for the user: its result, or,
 /// when it produced nothing, its error's message.
-pub(crate) fn answer_of(response: &DelegationResponse) -> String {
+pub fn answer_of(response: &DelegationResponse) -> String {
     match (&response.error, response.result.is_empty()) {
         (Some(e), true) => e.message.clone(),
         _ => response.result.clone(),

@@ -49,7 +49,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-pub(crate) use ask::answer_of;
+pub use ask::answer_of;
 pub use ask::{AskOptions, AskResponse};
 pub use builder::RuntimeBuilder;
 pub use durable::Resumed;
