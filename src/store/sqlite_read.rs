@@ -1,5 +1,6 @@
 //! The hot reads of an SQLite file (a delegation's facts, sessions, recent
-//! messages, its tree step, the audit head), on synchronous read-only
+//! messages, its tree step, the audit head, a turn's delegation tree, an A2A
+//! task's push configs), on synchronous read-only
 //! connections of its own instead of sqlx's pool, whose every query is a
 //! hop to the connection's worker thread and back.
 //!
