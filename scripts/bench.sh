@@ -230,14 +230,13 @@ load() { # load NAME KIND PATH TOKEN CONNECTIONS [SECTION] [SECONDS]
   start_server "$name" "$port" "$c"
   # a short warm-up, then the measured run
   wrk_run "$port" "$path" "$kind" "$token" "$c" 1 >/dev/null
-  local before after
-  before=$(cost_of "$SERVER_PID")
-  wrk_run "$port" "$path" "$kind" "$token" "$c" "$seconds" >"$LOGS/$name-$c.wrk"
-  after=$(cost_of "$SERVER_PID")
   # what the measured run cost the server process (not wrk, not PostgreSQL, not the kernel's own threads)
-  set -- $before $after
+  local ticks0 bytes0 ticks1 bytes1
+  read -r ticks0 bytes0 <<<"$(cost_of "$SERVER_PID")"
+  wrk_run "$port" "$path" "$kind" "$token" "$c" "$seconds" >"$LOGS/$name-$c.wrk"
+  read -r ticks1 bytes1 <<<"$(cost_of "$SERVER_PID")"
   grep '^BENCH_JSON' "$LOGS/$name-$c.wrk" \
-    | record "$section" "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID"), \"cpu_us\": $((($3 - $1) * TICK_US)), \"disk_write_bytes\": $(($4 - $2))}"
+    | record "$section" "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID"), \"cpu_us\": $(((ticks1 - ticks0) * TICK_US)), \"disk_write_bytes\": $((bytes1 - bytes0))}"
   stop_server
 }
 

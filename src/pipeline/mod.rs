@@ -49,8 +49,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-pub use ask::answer_of;
-pub use ask::{AskOptions, AskResponse};
+pub use ask::{AskOptions, AskResponse, answer_of};
 pub use builder::RuntimeBuilder;
 pub use durable::Resumed;
 pub use in_flight::Admission;

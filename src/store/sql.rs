@@ -460,27 +460,20 @@ impl Store for SqlStore {
     }
 
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {
-        if let Some(readers) = &self.readers {
-            // the root's id and its tree, in one statement on a read connection
-            let sql = format!(
-                "SELECT {DELEGATION_COLUMNS} FROM delegations WHERE root_id = \
-                 COALESCE((SELECT root_id FROM delegations WHERE request_id = ?1), ?1) ORDER BY started_at, request_id"
-            );
-            return convert(readers.rows(&sql, [request.to_string()], delegation_row)?);
-        }
-        let root: Option<String> = sqlx::query_scalar("SELECT root_id FROM delegations WHERE request_id = $1")
-            .bind(request.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(backend_err)?;
-        let root = root.unwrap_or_else(|| request.to_string());
-        let sql =
-            format!("SELECT {DELEGATION_COLUMNS} FROM delegations WHERE root_id = $1 ORDER BY started_at, request_id");
-        let rows = sqlx::query_as::<_, DelegationRow>(AssertSqlSafe(sql))
-            .bind(root)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend_err)?;
+        // the root's id and its tree, in one statement
+        let m = self.mark();
+        let sql = format!(
+            "SELECT {DELEGATION_COLUMNS} FROM delegations WHERE root_id = \
+             COALESCE((SELECT root_id FROM delegations WHERE request_id = {m}1), {m}1) ORDER BY started_at, request_id"
+        );
+        let rows = match &self.readers {
+            Some(readers) => readers.rows(&sql, [request.to_string()], delegation_row)?,
+            None => sqlx::query_as::<_, DelegationRow>(AssertSqlSafe(sql))
+                .bind(request.to_string())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend_err)?,
+        };
         convert(rows)
     }
 
