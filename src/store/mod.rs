@@ -7,6 +7,7 @@ pub mod a2a_push;
 pub mod a2a_state;
 pub mod anchor;
 pub mod audit;
+mod facts_cache;
 pub mod journal;
 pub mod ledger;
 pub mod memory;

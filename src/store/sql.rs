@@ -17,6 +17,7 @@ use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::anchor::AnchorFile;
 use super::audit::{AuditEntry, AuditHead, AuditRecord};
 use super::backend_err;
+use super::facts_cache::{FactsCache, Listening};
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
@@ -42,9 +43,11 @@ pub struct SqlStore {
     anchor: Option<Arc<AnchorFile>>,
     /// An SQLite file's hot reads, off the pool (None for PostgreSQL and an in-memory SQLite).
     readers: Option<Arc<Readers>>,
+    /// PostgreSQL's users' facts in memory, and the task that keeps them true (None on SQLite).
+    facts: Option<(Arc<FactsCache>, Arc<Listening>)>,
 }
 
-fn migrator() -> Migrator {
+fn migrator(backend: Backend) -> Migrator {
     let m = |version, name: &'static str, sql: &'static str| {
         Migration::new(version, name.into(), MigrationType::Simple, sql.into_sql_str(), false)
     };
@@ -59,6 +62,10 @@ fn migrator() -> Migrator {
         m(8, "a2a_events", include_str!("migrations/0008_a2a_events.sql")),
         m(9, "a2a_push", include_str!("migrations/0009_a2a_push.sql")),
         m(10, "replicas", include_str!("migrations/0010_replicas.sql")),
+        match backend {
+            Backend::Postgres => m(11, "facts_notify", include_str!("migrations/0011_facts_notify.sql")),
+            Backend::Sqlite => m(11, "facts_notify", include_str!("migrations/0011_facts_notify.sqlite.sql")),
+        },
     ])
 }
 
@@ -134,7 +141,7 @@ impl SqlStore {
         // sqlx's migration lock is a no-op on SQLite: two processes opening a
         // fresh file race, and the loser's transaction rolls back. Running
         // again finds the winner's work done.
-        let migrator = migrator();
+        let migrator = migrator(backend);
         let mut tries = 0;
         loop {
             match migrator.run(&pool).await {
@@ -157,7 +164,14 @@ impl SqlStore {
             (Backend::Sqlite, true) => (Writer::spawn(pool.clone(), false, anchor.clone()), None),
             (Backend::Postgres, _) => (Writer::spawn(open(1).await?, true, anchor.clone()), None),
         };
-        Ok(Self { pool, backend, writer, anchor, readers })
+        #[cfg(feature = "postgres")]
+        let facts = (backend == Backend::Postgres).then(|| {
+            let cache = Arc::new(FactsCache::default());
+            (cache.clone(), Arc::new(super::facts_cache::listen(cache, url.clone())))
+        });
+        #[cfg(not(feature = "postgres"))]
+        let facts = None;
+        Ok(Self { pool, backend, writer, anchor, readers, facts })
     }
 
     /// Whether the backend is PostgreSQL (else SQLite).
@@ -168,6 +182,15 @@ impl SqlStore {
     /// Writes committed so far and the transactions they took (group commit).
     pub fn write_stats(&self) -> WriteStats {
         self.writer.stats()
+    }
+
+    /// Forgets the cached facts of the users `written` are about, once their
+    /// write committed: this process reads its own writes at once, without
+    /// waiting for the notification the trigger sends everyone.
+    fn forget_facts<'a>(&self, users: impl IntoIterator<Item = &'a UserId>) {
+        if let Some((cache, _)) = &self.facts {
+            users.into_iter().for_each(|u| cache.forget(u.as_str()));
+        }
     }
 
     /// The connection pool, for operators' tools and tests.
@@ -376,6 +399,13 @@ impl Store for SqlStore {
         if scopes.is_empty() {
             return Ok(Vec::new());
         }
+        let ticket = match &self.facts {
+            Some((cache, _)) => match cache.get(user, scopes) {
+                Ok(kept) => return Ok(kept),
+                Err(ticket) => Some(ticket),
+            },
+            None => None,
+        };
         // placeholders only: no value is spliced into the SQL text
         let mark = self.mark();
         let marks: Vec<String> = (0..scopes.len()).map(|i| format!("{mark}{}", i + 2)).collect();
@@ -402,11 +432,17 @@ impl Store for SqlStore {
             }
             q.fetch_all(&self.pool).await.map_err(backend_err)?
         };
-        convert(rows)
+        let facts: Vec<Fact> = convert(rows)?;
+        if let (Some((cache, _)), Some(ticket)) = (&self.facts, ticket) {
+            cache.keep(ticket, user, scopes, &facts);
+        }
+        Ok(facts)
     }
 
     async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
-        self.writer.write(Write::Facts(facts.to_vec())).await.map(drop)
+        self.writer.write(Write::Facts(facts.to_vec())).await?;
+        self.forget_facts(facts.iter().map(|f| &f.user_id));
+        Ok(())
     }
 
     async fn append_audit(&self, record: AuditRecord) -> StoreResult<AuditEntry> {
@@ -455,8 +491,11 @@ impl Store for SqlStore {
     ) -> StoreResult<AuditEntry> {
         // the anchor file is moved after the commit: an unsynced one could put it past what the log keeps
         let durability = if self.anchor.is_some() { super::Durability::Now } else { durability };
+        let learned: Vec<UserId> = conversation.facts.iter().map(|f| f.user_id.clone()).collect();
         let finish = Finish { record: r.clone(), audit, conversation, durability };
-        audited(self.writer.write(Write::Finish(Box::new(finish))).await?)
+        let entry = audited(self.writer.write(Write::Finish(Box::new(finish))).await?);
+        self.forget_facts(&learned);
+        entry
     }
 
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {

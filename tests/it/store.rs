@@ -654,3 +654,121 @@ async fn a_tree_and_a_tasks_push_configs_written_by_another_process_are_read_at_
         assert!(s.a2a_push_configs(&task).await.unwrap().is_empty(), "{}: a deleted one is gone", db.name);
     }
 }
+
+/// Adds a fact for `user` behind the store's back: straight into the table
+/// with triggers off (`session_replication_role = replica`), so nobody is
+/// told. Only a store that reads the table again sees it.
+async fn add_fact_quietly(url: &str, user: &str, text: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+    conn.execute("SET session_replication_role = replica").await.unwrap();
+    sqlx::query(
+        "INSERT INTO memory_facts (id, user_id, scope, fact, fact_hash, source_request, created_at) \
+         VALUES ($1, $2, 'global', $3, $4, NULL, $5)",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(user.to_string())
+    .bind(text.to_string())
+    .bind(text.to_string())
+    .bind(now_ms())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+}
+
+fn texts(facts: &[Fact]) -> Vec<String> {
+    facts.iter().map(|f| f.fact.clone()).collect()
+}
+
+/// Reads `user`'s facts from `s` until `done` holds (10 s at most).
+async fn facts_until(s: &dyn Store, user: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let scopes = ["global".to_string(), "agent:echo".to_string()];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let seen = texts(&s.facts(&crate::support::user(user), &scopes).await.unwrap());
+        if done(&seen) || std::time::Instant::now() > deadline {
+            return seen;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Until `s` serves `user`'s facts from memory: a fact added behind its
+/// back is then not seen. False if that never happened within 100 tries.
+async fn until_kept(s: &dyn Store, url: &str, user: &str, tag: &str) -> bool {
+    for n in 0..100 {
+        facts_until(s, user, |_| true).await;
+        add_fact_quietly(url, user, &format!("{tag} {n}")).await;
+        if !facts_until(s, user, |_| true).await.contains(&format!("{tag} {n}")) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_change_reaches_them() {
+    // PostgreSQL keeps users' facts in memory between delegations (a round
+    // trip each otherwise). That holds only while every change is heard:
+    // another replica's, this one's own at once, and none lost with the
+    // listening connection.
+    let Some(db) = db::postgres().await else { return };
+    let a = db.dyn_store();
+    let b = SqlStore::connect(&db.url).await.unwrap();
+    let scopes = ["global".to_string(), "agent:echo".to_string()];
+    // notifications are heard across the database: a user of its own keeps
+    // other tests' facts out of this one
+    let alice = format!("alice-{}", uuid::Uuid::new_v4().simple());
+    let fact = |scope: &str, text: &str| Fact {
+        user_id: crate::support::user(&alice),
+        scope: scope.into(),
+        fact: text.into(),
+        source_request: None,
+        created_at: now_ms(),
+    };
+    let has = |text: &str| {
+        let text = text.to_string();
+        move |f: &[String]| f.contains(&text)
+    };
+
+    // served from memory: once a listens, a fact added behind the store's
+    // back (nothing told anyone) is not seen
+    assert!(
+        until_kept(&*a, &db.url, &alice, "quiet").await,
+        "alice's facts were read from the database every time: nothing kept them"
+    );
+
+    // another replica's fact reaches a (the trigger's notification): a reads
+    // the table again, the quiet facts with it
+    b.add_facts(&[fact("agent:echo", "likes tea")]).await.unwrap();
+    let seen = facts_until(&*a, &alice, has("likes tea")).await;
+    assert!(seen.contains(&"likes tea".to_string()), "b's fact never reached a: {seen:?}");
+    assert!(seen.iter().any(|f| f.starts_with("quiet ")), "{seen:?}");
+    // nobody else's facts
+    assert!(texts(&a.facts(&crate::support::user("bob"), &scopes).await.unwrap()).is_empty());
+
+    // a reads its own write at once, without waiting for the notification
+    assert!(until_kept(&*a, &db.url, &alice, "kept").await);
+    a.add_facts(&[fact("global", "moved to Lyon")]).await.unwrap();
+    let seen = texts(&a.facts(&crate::support::user(&alice), &scopes).await.unwrap());
+    assert!(seen.contains(&"moved to Lyon".to_string()), "{seen:?}");
+
+    // the listening connection dies: whatever it might have missed is not
+    // served from memory (the cache starts over once it is back)
+    assert!(until_kept(&*a, &db.url, &alice, "before the kill").await);
+    add_fact_quietly(&db.url, &alice, "quiet while down").await;
+    let admin = sqlx::AnyPool::connect(&db.url).await.unwrap();
+    let killed: Vec<(bool,)> = sqlx::query_as(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND query LIKE 'LISTEN %switchboard_facts%'",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert!(!killed.is_empty(), "no listening connection to kill");
+    let seen = facts_until(&*a, &alice, has("quiet while down")).await;
+    assert!(seen.contains(&"quiet while down".to_string()), "a stale answer outlived the lost connection: {seen:?}");
+    // and once it is back, a keeps facts again
+    assert!(until_kept(&*a, &db.url, &alice, "after the kill").await, "the listener did not come back");
+}
