@@ -18,10 +18,15 @@
 //!   or kept there: a notification sent meanwhile is lost, so the cache
 //!   starts empty once the connection is back.
 //!
-//! A read that raced a change must not be kept: every change moves an epoch,
-//! and a read keeps its answer only if the epoch has not moved since before it
-//! asked the database. A commit the read did not see notifies after the read
-//! began, so the epoch has moved by the time the answer would be kept.
+//! A read that raced a change must not outlive its notification: every
+//! change heard moves an epoch, and a read keeps its answer only if the epoch
+//! has not moved since before it asked the database. A commit the read did
+//! not see notifies after the read began: either the notification arrived
+//! before the answer would be kept (the epoch moved: it is not kept), or it
+//! arrives after and forgets it. Without the epoch, the first case would
+//! keep a stale answer for good. So an answer is stale at most until the
+//! notification of the change it missed arrives, as with any other replica's
+//! write.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
