@@ -680,26 +680,19 @@ fn texts(facts: &[Fact]) -> Vec<String> {
     facts.iter().map(|f| f.fact.clone()).collect()
 }
 
-/// Reads `user`'s facts from `s` until `done` holds (10 s at most).
-async fn facts_until(s: &dyn Store, user: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+/// `user`'s facts as `s` serves them to the echo agent (its scopes).
+async fn facts_of(s: &dyn Store, user: &str) -> Vec<String> {
     let scopes = ["global".to_string(), "agent:echo".to_string()];
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let seen = texts(&s.facts(&crate::support::user(user), &scopes).await.unwrap());
-        if done(&seen) || std::time::Instant::now() > deadline {
-            return seen;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    texts(&s.facts(&crate::support::user(user), &scopes).await.unwrap())
 }
 
 /// Until `s` serves `user`'s facts from memory: a fact added behind its
 /// back is then not seen. False if that never happened within 100 tries.
 async fn until_kept(s: &dyn Store, url: &str, user: &str, tag: &str) -> bool {
     for n in 0..100 {
-        facts_until(s, user, |_| true).await;
+        facts_of(s, user).await;
         add_fact_quietly(url, user, &format!("{tag} {n}")).await;
-        if !facts_until(s, user, |_| true).await.contains(&format!("{tag} {n}")) {
+        if !facts_of(s, user).await.contains(&format!("{tag} {n}")) {
             return true;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -716,7 +709,6 @@ async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_chang
     let Some(db) = db::postgres().await else { return };
     let a = db.dyn_store();
     let b = SqlStore::connect(&db.url).await.unwrap();
-    let scopes = ["global".to_string(), "agent:echo".to_string()];
     // notifications are heard across the database: a user of its own keeps
     // other tests' facts out of this one
     let alice = format!("alice-{}", uuid::Uuid::new_v4().simple());
@@ -726,10 +718,6 @@ async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_chang
         fact: text.into(),
         source_request: None,
         created_at: now_ms(),
-    };
-    let has = |text: &str| {
-        let text = text.to_string();
-        move |f: &[String]| f.contains(&text)
     };
 
     // served from memory: once a listens, a fact added behind the store's
@@ -742,16 +730,16 @@ async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_chang
     // another replica's fact reaches a (the trigger's notification): a reads
     // the table again, the quiet facts with it
     b.add_facts(&[fact("agent:echo", "likes tea")]).await.unwrap();
-    let seen = facts_until(&*a, &alice, has("likes tea")).await;
-    assert!(seen.contains(&"likes tea".to_string()), "b's fact never reached a: {seen:?}");
+    eventually("b's fact reaches a", async || facts_of(&*a, &alice).await.contains(&"likes tea".to_string())).await;
+    let seen = facts_of(&*a, &alice).await;
     assert!(seen.iter().any(|f| f.starts_with("quiet ")), "{seen:?}");
     // nobody else's facts
-    assert!(texts(&a.facts(&crate::support::user("bob"), &scopes).await.unwrap()).is_empty());
+    assert!(facts_of(&*a, "bob").await.is_empty());
 
     // a reads its own write at once, without waiting for the notification
     assert!(until_kept(&*a, &db.url, &alice, "kept").await);
     a.add_facts(&[fact("global", "moved to Lyon")]).await.unwrap();
-    let seen = texts(&a.facts(&crate::support::user(&alice), &scopes).await.unwrap());
+    let seen = facts_of(&*a, &alice).await;
     assert!(seen.contains(&"moved to Lyon".to_string()), "{seen:?}");
 
     // the listening connection dies: whatever it might have missed is not
@@ -767,8 +755,10 @@ async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_chang
     .await
     .unwrap();
     assert!(!killed.is_empty(), "no listening connection to kill");
-    let seen = facts_until(&*a, &alice, has("quiet while down")).await;
-    assert!(seen.contains(&"quiet while down".to_string()), "a stale answer outlived the lost connection: {seen:?}");
+    eventually("no stale answer outlives the lost connection", async || {
+        facts_of(&*a, &alice).await.contains(&"quiet while down".to_string())
+    })
+    .await;
     // and once it is back, a keeps facts again
     assert!(until_kept(&*a, &db.url, &alice, "after the kill").await, "the listener did not come back");
 }
