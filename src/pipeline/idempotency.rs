@@ -2,6 +2,9 @@
 //! response without running the agent again (waiting while the first still
 //! runs, within its own deadline); the same key with other parameters is
 //! refused. A finished answer is kept for repeats; a failure frees the key.
+//! A key whose holder died before anyone can finish it (no tree step to
+//! take over, see [`abandoned`]) is taken over by the next request with it
+//! instead of holding every repeat off for ever.
 
 use std::time::Duration;
 
@@ -9,19 +12,25 @@ use tokio::time::Instant;
 
 use super::Runtime;
 use super::admit::Admitted;
+use super::replica::Census;
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Status};
-use crate::store::Claim;
+use crate::store::{Claim, Held, Holder, StepState};
 
 /// How often a repeated request looks whether the first one finished.
 const POLL: Duration = Duration::from_millis(25);
 
+/// Every how many polls a waiting request looks whether the key's holder still lives.
+const LOOK_EVERY: u32 = 8;
+
 /// `Some(response)` when this is a repeat of a finished request; `None` when it should run.
 pub(super) async fn claim(rt: &Runtime, adm: &Admitted) -> Result<Option<DelegationResponse>, DelegationError> {
     let Some(key) = &adm.req.idempotency_key else { return Ok(None) };
-    let store = &rt.inner.store;
+    let (store, user) = (&rt.inner.store, &adm.req.user_id);
     let fingerprint = adm.req.fingerprint();
+    let me = Holder { request_id: adm.req.request_id, owner: rt.replica_id().to_string() };
+    let mut polls = 0u32;
     loop {
-        match store.claim_idempotency(&adm.req.user_id, key, &fingerprint).await? {
+        let held = match store.claim_idempotency(user, key, &fingerprint, &me).await? {
             Claim::New => return Ok(None),
             Claim::Done(json) => {
                 return serde_json::from_str(&json).map(Some).map_err(|e| {
@@ -33,16 +42,58 @@ pub(super) async fn claim(rt: &Runtime, adm: &Admitted) -> Result<Option<Delegat
                     "idempotency_key '{key}' was already used with different parameters; use a new key for a new request"
                 )));
             }
-            _ => {
-                if Instant::now() + POLL >= adm.node.deadline {
-                    return Err(DelegationError::new(
-                        ErrorCode::DeadlineExceeded,
-                        format!("a request with idempotency_key '{key}' is still running; retry later"),
-                    ));
-                }
-                tokio::time::sleep(POLL).await;
-            }
+            Claim::Pending(held) => held,
+        };
+        if polls.is_multiple_of(LOOK_EVERY)
+            && abandoned(rt, &held).await
+            && store.take_idempotency(user, key, &held, &me).await?
+        {
+            tracing::warn!(
+                request_id = %adm.req.request_id, key = %key, holder = ?held,
+                "idempotency key taken over: the request holding it died and left no tree to finish it"
+            );
+            return Ok(None);
         }
+        polls += 1;
+        if Instant::now() + POLL >= adm.node.deadline {
+            return Err(DelegationError::new(
+                ErrorCode::DeadlineExceeded,
+                format!("a request with idempotency_key '{key}' is still running; retry later"),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Whether nobody will finish the request holding a key. A holder whose
+/// tree step is open is finished by whichever replica takes its tree over
+/// (and keeps the answer under the key), so that is waited for. A holder
+/// with no step died between claiming the key and writing its step (or was
+/// refused there): abandoned once its replica is gone. A holder whose step
+/// failed or was cancelled frees the key itself: abandoned once the replica
+/// that ended the step is gone without having freed it. A read that fails
+/// says no: waiting is always safe.
+async fn abandoned(rt: &Runtime, held: &Held) -> bool {
+    let step = match held.request_id {
+        Some(id) => match rt.inner.store.step(id).await {
+            Ok(step) => step,
+            Err(_) => return false,
+        },
+        None => None,
+    };
+    let (owner, written_at) = match &step {
+        None => (held.owner.as_deref(), held.since),
+        Some(s) if matches!(s.state, StepState::Failed | StepState::Cancelled) => (s.owner.as_deref(), s.updated_at),
+        Some(_) => return false,
+    };
+    Census::take(rt).await.is_ok_and(|census| census.gone(owner, written_at))
+}
+
+/// Frees the key a request claimed and then did not run.
+pub(super) async fn free(rt: &Runtime, req: &DelegationRequest) {
+    let Some(key) = &req.idempotency_key else { return };
+    if let Err(e) = rt.inner.store.release_idempotency(&req.user_id, key).await {
+        tracing::warn!(request_id = %req.request_id, "idempotency key not freed: {e}");
     }
 }
 

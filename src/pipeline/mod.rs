@@ -182,6 +182,9 @@ impl Runtime {
         adm.node.tree.pin_clock(clock.started_ms);
         let step = journal::start(self, &adm, caller, entered).await;
         if let Err(e) = self.inner.store.put_step(&step).await {
+            if !resumed {
+                idempotency::free(self, &adm.req).await; // nothing ran: a retry may run it
+            }
             return record::refuse(self, Refused::admitted(adm, e.into()), parent_scope, clock).await;
         }
         if let Some(p) = parent {

@@ -128,13 +128,20 @@ impl Census {
     /// owner never took a lease (a process that died at once) and the step
     /// has not been written for a lease period.
     pub fn orphaned(&self, step: &TreeStep) -> bool {
-        match step.owner.as_deref() {
-            None => true,
+        step.owner.is_none() || self.gone(step.owner.as_deref(), step.updated_at)
+    }
+
+    /// Whether the owner of something it last wrote at `written_at` (epoch
+    /// ms) is gone: dead as [`Census::dead`] says, a dropped runtime of this
+    /// process, or one that never took a lease and has not written for a
+    /// lease period (as has no owner at all).
+    pub fn gone(&self, owner: Option<&str>, written_at: i64) -> bool {
+        match owner {
             Some(o) if o == self.me || lock(&LIVE).contains(o) => false,
             Some(o) if self.replicas.contains_key(o) => self.dead(o),
             // a dropped runtime of this process that never renewed its lease
             Some(o) if o.starts_with(&format!("{}/{}/", host_name(&self.host), std::process::id())) => true,
-            Some(_) => step.updated_at.saturating_add(self.period) < self.now,
+            _ => written_at.saturating_add(self.period) < self.now,
         }
     }
 

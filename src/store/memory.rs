@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
-    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome,
-    ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, LedgerEntry, Message,
+    MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -34,7 +34,8 @@ struct Inner {
     delegations: HashMap<RequestId, DelegationRecord>,
     seeds: HashMap<(AgentSlug, String, u64), f64>,
     /// (user, key) → (request hash, response once finished)
-    idempotency: HashMap<(UserId, String), (String, Option<String>)>,
+    /// Per key: the request hash, the response once finished, and who holds it meanwhile.
+    idempotency: HashMap<(UserId, String), (String, Option<String>, Held)>,
     /// token hash → (kind, subject)
     tokens: HashMap<String, (String, String)>,
     ledger: HashMap<UserId, Vec<LedgerEntry>>,
@@ -250,17 +251,34 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn claim_idempotency(&self, user: &UserId, key: &str, request_hash: &str) -> StoreResult<Claim> {
+    async fn claim_idempotency(
+        &self,
+        user: &UserId,
+        key: &str,
+        request_hash: &str,
+        holder: &Holder,
+    ) -> StoreResult<Claim> {
         let mut i = lock(&self.inner);
         let k = (user.clone(), key.to_string());
         Ok(match i.idempotency.get(&k) {
-            Some((hash, _)) if hash != request_hash => Claim::Mismatch,
-            Some((_, Some(response))) => Claim::Done(response.clone()),
-            Some((_, None)) => Claim::Pending,
+            Some((hash, ..)) if hash != request_hash => Claim::Mismatch,
+            Some((_, Some(response), _)) => Claim::Done(response.clone()),
+            Some((_, None, held)) => Claim::Pending(held.clone()),
             None => {
-                i.idempotency.insert(k, (request_hash.to_string(), None));
+                i.idempotency.insert(k, (request_hash.to_string(), None, holder.held_since(super::now_ms())));
                 Claim::New
             }
+        })
+    }
+
+    async fn take_idempotency(&self, user: &UserId, key: &str, from: &Held, to: &Holder) -> StoreResult<bool> {
+        let mut i = lock(&self.inner);
+        Ok(match i.idempotency.get_mut(&(user.clone(), key.to_string())) {
+            Some((_, None, held)) if held == from => {
+                *held = to.held_since(super::now_ms());
+                true
+            }
+            _ => false,
         })
     }
 
@@ -274,7 +292,7 @@ impl Store for MemoryStore {
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
         let mut i = lock(&self.inner);
         let k = (user.clone(), key.to_string());
-        if i.idempotency.get(&k).is_some_and(|(_, r)| r.is_none()) {
+        if i.idempotency.get(&k).is_some_and(|(_, r, _)| r.is_none()) {
             i.idempotency.remove(&k);
         }
         Ok(())

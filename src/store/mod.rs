@@ -203,10 +203,41 @@ pub enum Claim {
     New,
     /// A request with these parameters already finished: here is its response (JSON).
     Done(String),
-    /// A request with this key is running now.
-    Pending,
+    /// A request with this key is running now, held as this says.
+    Pending(Held),
     /// The key was used with different parameters.
     Mismatch,
+}
+
+/// Who claims an idempotency key: the request that runs under it and the
+/// replica running it (the lease id its tree steps name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The request that runs under the key.
+    pub request_id: RequestId,
+    /// The replica running it.
+    pub owner: String,
+}
+
+impl Holder {
+    /// How it holds a key claimed at `since` (epoch ms).
+    pub fn held_since(&self, since: i64) -> Held {
+        Held { request_id: Some(self.request_id), owner: Some(self.owner.clone()), since }
+    }
+}
+
+/// How a running request holds its key: what a waiter needs to tell
+/// whether the holder still lives, and to take the key over (compare and
+/// set on all three) when it does not. Keys claimed before holders were
+/// kept (migration 0012) name neither.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The request that claimed it.
+    pub request_id: Option<RequestId>,
+    /// The replica that claimed it.
+    pub owner: Option<String>,
+    /// When it was claimed, in epoch milliseconds.
+    pub since: i64,
 }
 
 /// Row counts, for operations and for tests that assert nothing was written.
@@ -370,8 +401,19 @@ pub trait Store: Send + Sync + 'static {
     /// The user's most recent finished (not refused) delegations, newest first.
     async fn recent_outcomes(&self, user: &UserId, limit: usize) -> StoreResult<Vec<Outcome>>;
 
-    /// Claims `key` for a request whose parameters hash to `request_hash`.
-    async fn claim_idempotency(&self, user: &UserId, key: &str, request_hash: &str) -> StoreResult<Claim>;
+    /// Claims `key` for a request whose parameters hash to `request_hash`, held by `holder`.
+    async fn claim_idempotency(
+        &self,
+        user: &UserId,
+        key: &str,
+        request_hash: &str,
+        holder: &Holder,
+    ) -> StoreResult<Claim>;
+
+    /// Takes a running key over from a holder that died (`from`, as a claim
+    /// read it) for `to`: whether this call took it (exactly one of several
+    /// racing callers does; none once the key was finished, freed or taken).
+    async fn take_idempotency(&self, user: &UserId, key: &str, from: &Held, to: &Holder) -> StoreResult<bool>;
 
     /// Stores the response of the request that claimed `key`.
     async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()>;

@@ -23,8 +23,8 @@ use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
 use super::writer::{A2aChange, Finish, Write, Writer, Written};
 use super::{
-    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, LedgerEntry, Message, MoneyPlan, Outcome,
-    ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, LedgerEntry, Message,
+    MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -66,6 +66,7 @@ fn migrator(backend: Backend) -> Migrator {
             Backend::Postgres => m(11, "facts_notify", include_str!("migrations/0011_facts_notify.sql")),
             Backend::Sqlite => m(11, "facts_notify", include_str!("migrations/0011_facts_notify.sqlite.sql")),
         },
+        m(12, "idempotency_holders", include_str!("migrations/0012_idempotency_holders.sql")),
     ])
 }
 
@@ -568,37 +569,69 @@ impl Store for SqlStore {
         Ok(rows.into_iter().map(|(target, status, signature)| Outcome { target, status, signature }).collect())
     }
 
-    async fn claim_idempotency(&self, user: &UserId, key: &str, request_hash: &str) -> StoreResult<Claim> {
+    async fn claim_idempotency(
+        &self,
+        user: &UserId,
+        key: &str,
+        request_hash: &str,
+        holder: &Holder,
+    ) -> StoreResult<Claim> {
         let inserted = sqlx::query(
-            "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, response, created_at) \
-             VALUES ($1, $2, $3, NULL, $4) ON CONFLICT DO NOTHING",
+            "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, response, created_at, holder, owner) \
+             VALUES ($1, $2, $3, NULL, $4, $5, $6) ON CONFLICT DO NOTHING",
         )
         .bind(user.to_string())
         .bind(key.to_string())
         .bind(request_hash.to_string())
         .bind(now_ms())
+        .bind(holder.request_id.to_string())
+        .bind(holder.owner.clone())
         .execute(&self.pool)
         .await
         .map_err(backend_err)?;
         if inserted.rows_affected() == 1 {
             return Ok(Claim::New);
         }
-        let row: Option<(String, Option<String>)> =
-            sqlx::query_as("SELECT request_hash, response FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2")
-                .bind(user.to_string())
-                .bind(key.to_string())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend_err)?;
-        let Some((hash, response)) = row else {
+        type Row = (String, Option<String>, i64, Option<String>, Option<String>);
+        let row: Option<Row> = sqlx::query_as(
+            "SELECT request_hash, response, created_at, holder, owner FROM idempotency_keys \
+             WHERE user_id = $1 AND idem_key = $2",
+        )
+        .bind(user.to_string())
+        .bind(key.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        let Some((hash, response, since, request_id, owner)) = row else {
             // released between our insert and this read: claim it again
-            return Box::pin(self.claim_idempotency(user, key, request_hash)).await;
+            return Box::pin(self.claim_idempotency(user, key, request_hash, holder)).await;
         };
         Ok(match (hash == request_hash, response) {
             (false, _) => Claim::Mismatch,
             (true, Some(r)) => Claim::Done(r),
-            (true, None) => Claim::Pending,
+            (true, None) => Claim::Pending(Held { request_id: request_id.and_then(|r| r.parse().ok()), owner, since }),
         })
+    }
+
+    async fn take_idempotency(&self, user: &UserId, key: &str, from: &Held, to: &Holder) -> StoreResult<bool> {
+        // compare and set on how it was held (NULLs compared as empty: keys from before holders were kept)
+        let taken = sqlx::query(
+            "UPDATE idempotency_keys SET holder = $1, owner = $2, created_at = $3 \
+             WHERE user_id = $4 AND idem_key = $5 AND response IS NULL \
+             AND created_at = $6 AND COALESCE(holder, '') = $7 AND COALESCE(owner, '') = $8",
+        )
+        .bind(to.request_id.to_string())
+        .bind(to.owner.clone())
+        .bind(now_ms())
+        .bind(user.to_string())
+        .bind(key.to_string())
+        .bind(from.since)
+        .bind(from.request_id.map(|r| r.to_string()).unwrap_or_default())
+        .bind(from.owner.clone().unwrap_or_default())
+        .execute(&self.pool)
+        .await
+        .map_err(backend_err)?;
+        Ok(taken.rows_affected() == 1)
     }
 
     async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use switchboard::protocol::{ErrorCode, RequestId, Status};
-use switchboard::store::{SqlStore, StepState, Store};
+use switchboard::store::{Claim, Holder, SqlStore, StepState, Store};
 
 use crate::crash_trees::{TOKEN, config, envelope, runs, start_server};
 use crate::db::{self, Db};
@@ -323,6 +323,53 @@ async fn a_tree_of_a_replica_on_another_host_is_taken_over_only_once_its_lease_r
         // the dead replica owns nothing open any more: forgotten at the next look
         live.resume_open_trees().await.unwrap();
         assert!(store.replicas().await.unwrap().iter().all(|r| r.id != far.id), "{name}");
+    }
+}
+
+/// A process that died between claiming a request's idempotency key and
+/// writing its tree's first step left no tree for anyone to take over, and
+/// the key held: every repeat waited on it until its own deadline, for ever
+/// (the netns harness's phase b: a worker SIGKILLed as a delegation came in,
+/// whose redelivery on the other worker then ended DEADLINE_EXCEEDED).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_whose_holder_died_before_writing_its_tree_is_taken_over_once_its_lease_ran_out() {
+    let config = served_config(&["first"]);
+    for db in db::both().await {
+        let name = db.name;
+        let runs = Arc::new(Runs::default());
+        let store = db.dyn_store();
+        // the holder, as if on another host: only its lease tells whether it lives
+        let far = switchboard::store::Replica {
+            id: "far-host/9/1e1e1e1e".into(),
+            host: "far-host".into(),
+            pid: 9,
+            started_at: 1,
+            alive_until: switchboard::store::now_ms() + 1500,
+        };
+        store.heartbeat(&far).await.unwrap();
+        let mut req = nested_request("gateway", "boss", "Report once");
+        let key = format!("hop-{}", req.request_id);
+        req.idempotency_key = Some(key.clone());
+        let dead = Holder { request_id: req.request_id, owner: far.id.clone() };
+        let claimed = store.claim_idempotency(&req.user_id, &key, &req.fingerprint(), &dead).await.unwrap();
+        assert_eq!(claimed, Claim::New, "{name}");
+
+        let live = runtime_on(Arc::new(SqlStore::connect(&db.url).await.unwrap()), &config, &runs, false);
+        // while the holder's lease lives it may yet write its step: a repeat waits, nothing runs
+        let mut early = req.clone();
+        (early.request_id, early.constraints.deadline_ms) = (RequestId::new(), 600);
+        let waited = live.delegate(&operator(), early).await;
+        assert_eq!(waited.error_code(), Some(ErrorCode::DeadlineExceeded), "{name}: {waited:?}");
+        assert_eq!(runs.first.load(Ordering::SeqCst), 0, "{name}: a live holder's key was taken");
+        // once it ran out: the redelivered request takes the key over and runs, once
+        let answer = live.delegate(&operator(), req.clone()).await;
+        assert_eq!(answer.status, Status::Success, "{name}: {answer:?}");
+        assert_eq!(runs.first.load(Ordering::SeqCst), 1, "{name}");
+        let mut again = req.clone();
+        again.request_id = RequestId::new();
+        let again = live.delegate(&operator(), again).await;
+        assert_eq!((again.request_id, again.result.as_str()), (req.request_id, answer.result.as_str()), "{name}");
+        assert_eq!(runs.first.load(Ordering::SeqCst), 1, "{name}: the kept answer, not a second run");
     }
 }
 

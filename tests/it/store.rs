@@ -6,7 +6,7 @@ use futures::future::join_all;
 use sqlx::Executor;
 use switchboard::protocol::{RequestId, SessionId, TokenUsage};
 use switchboard::store::{
-    A2aPushConfigRecord, AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Message, Session,
+    A2aPushConfigRecord, AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Holder, Message, Session,
     SqlStore, Store, StoreError, audit, now_ms,
 };
 
@@ -227,25 +227,51 @@ async fn seed_scores_are_promoted_penalized_and_ordered() {
     }
 }
 
+fn holder(owner: &str) -> Holder {
+    Holder { request_id: RequestId::new(), owner: owner.into() }
+}
+
 #[tokio::test]
 async fn idempotency_keys_are_claimed_once_and_replayed() {
-    for db in db::both().await {
-        let s = db.dyn_store();
+    let memory: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
+    let mut stores: Vec<(&str, Arc<dyn Store>)> = vec![("memory", memory)];
+    let dbs = db::both().await;
+    stores.extend(dbs.iter().map(|db| (db.name, db.dyn_store())));
+    for (name, s) in stores {
         let alice = user("alice");
-        assert_eq!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::New, "{}", db.name);
-        assert_eq!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::Pending);
-        assert_eq!(s.claim_idempotency(&alice, "k1", "h2").await.unwrap(), Claim::Mismatch);
-        assert_eq!(s.claim_idempotency(&user("bob"), "k1", "h2").await.unwrap(), Claim::New, "keys are per user");
+        let (a, b) = (holder("replica-a"), holder("replica-b"));
+        assert_eq!(s.claim_idempotency(&alice, "k1", "h1", &a).await.unwrap(), Claim::New, "{name}");
+        let Claim::Pending(held) = s.claim_idempotency(&alice, "k1", "h1", &b).await.unwrap() else {
+            panic!("{name}: a running key is pending")
+        };
+        assert_eq!((held.request_id, held.owner.as_deref()), (Some(a.request_id), Some("replica-a")), "{name}");
+        assert!(held.since > now_ms() - 60_000, "{name}: {held:?}");
+        assert_eq!(s.claim_idempotency(&alice, "k1", "h2", &b).await.unwrap(), Claim::Mismatch);
+        assert_eq!(s.claim_idempotency(&user("bob"), "k1", "h2", &b).await.unwrap(), Claim::New, "keys are per user");
         s.complete_idempotency(&alice, "k1", "{\"done\":true}").await.unwrap();
-        assert_eq!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::Done("{\"done\":true}".into()));
+        assert_eq!(s.claim_idempotency(&alice, "k1", "h1", &b).await.unwrap(), Claim::Done("{\"done\":true}".into()));
+        assert!(!s.take_idempotency(&alice, "k1", &held, &b).await.unwrap(), "{name}: a finished key is not taken");
         s.release_idempotency(&alice, "k1").await.unwrap();
-        assert!(matches!(s.claim_idempotency(&alice, "k1", "h1").await.unwrap(), Claim::Done(_)), "finished keys stay");
-        assert_eq!(s.claim_idempotency(&alice, "k2", "h").await.unwrap(), Claim::New);
+        assert!(matches!(s.claim_idempotency(&alice, "k1", "h1", &b).await.unwrap(), Claim::Done(_)), "finished keys stay");
+        assert_eq!(s.claim_idempotency(&alice, "k2", "h", &a).await.unwrap(), Claim::New);
         s.release_idempotency(&alice, "k2").await.unwrap();
-        assert_eq!(s.claim_idempotency(&alice, "k2", "h").await.unwrap(), Claim::New, "a released key is free again");
+        assert_eq!(s.claim_idempotency(&alice, "k2", "h", &b).await.unwrap(), Claim::New, "a released key is free again");
         // concurrent claims: exactly one wins
-        let claims = join_all((0..10).map(|_| s.claim_idempotency(&alice, "k3", "h"))).await;
-        assert_eq!(claims.iter().filter(|c| matches!(c, Ok(Claim::New))).count(), 1, "{}", db.name);
+        let claims = join_all((0..10).map(|_| s.claim_idempotency(&alice, "k3", "h", &a))).await;
+        assert_eq!(claims.iter().filter(|c| matches!(c, Ok(Claim::New))).count(), 1, "{name}");
+
+        // a key taken over from a dead holder: exactly one of racing takers gets it, and holds it
+        let Claim::Pending(dead) = s.claim_idempotency(&alice, "k3", "h", &b).await.unwrap() else { panic!("{name}") };
+        let takers: Vec<Holder> = (0..5).map(|n| holder(&format!("taker-{n}"))).collect();
+        let takes = join_all(takers.iter().map(|t| s.take_idempotency(&alice, "k3", &dead, t))).await;
+        let won: Vec<usize> = (0..5).filter(|&n| *takes[n].as_ref().unwrap()).collect();
+        assert_eq!(won.len(), 1, "{name}: {takes:?}");
+        let winner = &takers[won[0]];
+        let Claim::Pending(now) = s.claim_idempotency(&alice, "k3", "h", &b).await.unwrap() else { panic!("{name}") };
+        assert_eq!((now.request_id, now.owner.as_deref()), (Some(winner.request_id), Some(winner.owner.as_str())));
+        assert!(!s.take_idempotency(&alice, "k3", &dead, &b).await.unwrap(), "{name}: a stale reading takes nothing");
+        s.release_idempotency(&alice, "k3").await.unwrap();
+        assert!(!s.take_idempotency(&alice, "k3", &now, &b).await.unwrap(), "{name}: a freed key is not taken");
     }
 }
 
