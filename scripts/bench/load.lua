@@ -3,11 +3,13 @@
 --   delegate  POST /v1/delegate, a native envelope (Switchboard, bare axum)
 --   a2a       POST <path>, a JSON-RPC SendMessage (A2A 1.0 servers)
 -- BENCH_TOKEN is the bearer token (none when empty), BENCH_TARGET the agent
--- of a native envelope.
+-- of a native envelope; BENCH_KEYED=1 gives each native envelope an
+-- idempotency key of its own, as the hop to a remote agent carries.
 
 local kind = os.getenv("BENCH_KIND") or "delegate"
 local token = os.getenv("BENCH_TOKEN") or ""
 local target = os.getenv("BENCH_TARGET") or "echo"
+local keyed = os.getenv("BENCH_KEYED") == "1"
 local threads = {}
 local counter = 0
 
@@ -45,7 +47,8 @@ function request()
   headers["X-Agent-Request-ID"] = id
   headers["X-Agent-Origin"] = "prime-boss"
   body = '{"request_id":"' .. id .. '","origin_employee":"prime-boss","target_employee":"' .. target
-    .. '","user_id":"bench","objective":"Echo the input","input":"hello"}'
+    .. '","user_id":"bench","objective":"Echo the input","input":"hello"'
+    .. (keyed and (',"idempotency_key":"hop-' .. id .. '"') or "") .. '}'
   return wrk.format("POST", "/v1/delegate", headers, body)
 end
 

@@ -8,6 +8,7 @@ pub mod a2a_state;
 pub mod anchor;
 pub mod audit;
 mod facts_cache;
+mod idem;
 pub mod journal;
 pub mod ledger;
 pub mod memory;

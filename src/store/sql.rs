@@ -18,6 +18,7 @@ use super::anchor::AnchorFile;
 use super::audit::{AuditEntry, AuditHead, AuditRecord};
 use super::backend_err;
 use super::facts_cache::{FactsCache, Listening};
+use super::idem::KeyOp;
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
@@ -576,83 +577,25 @@ impl Store for SqlStore {
         request_hash: &str,
         holder: &Holder,
     ) -> StoreResult<Claim> {
-        let inserted = sqlx::query(
-            "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, response, created_at, holder, owner) \
-             VALUES ($1, $2, $3, NULL, $4, $5, $6) ON CONFLICT DO NOTHING",
-        )
-        .bind(user.to_string())
-        .bind(key.to_string())
-        .bind(request_hash.to_string())
-        .bind(now_ms())
-        .bind(holder.request_id.to_string())
-        .bind(holder.owner.clone())
-        .execute(&self.pool)
-        .await
-        .map_err(backend_err)?;
-        if inserted.rows_affected() == 1 {
-            return Ok(Claim::New);
+        let op = KeyOp::claim(user, key, request_hash, holder);
+        match self.writer.write(Write::Key(Box::new(op))).await? {
+            Written::Claim(claim) => Ok(claim),
+            _ => Err(StoreError::Backend("the writer answered a claim without how the key stands".into())),
         }
-        type Row = (String, Option<String>, i64, Option<String>, Option<String>);
-        let row: Option<Row> = sqlx::query_as(
-            "SELECT request_hash, response, created_at, holder, owner FROM idempotency_keys \
-             WHERE user_id = $1 AND idem_key = $2",
-        )
-        .bind(user.to_string())
-        .bind(key.to_string())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend_err)?;
-        let Some((hash, response, since, request_id, owner)) = row else {
-            // released between our insert and this read: claim it again
-            return Box::pin(self.claim_idempotency(user, key, request_hash, holder)).await;
-        };
-        Ok(match (hash == request_hash, response) {
-            (false, _) => Claim::Mismatch,
-            (true, Some(r)) => Claim::Done(r),
-            (true, None) => Claim::Pending(Held { request_id: request_id.and_then(|r| r.parse().ok()), owner, since }),
-        })
     }
 
     async fn take_idempotency(&self, user: &UserId, key: &str, from: &Held, to: &Holder) -> StoreResult<bool> {
-        // compare and set on how it was held (NULLs compared as empty: keys from before holders were kept)
-        let taken = sqlx::query(
-            "UPDATE idempotency_keys SET holder = $1, owner = $2, created_at = $3 \
-             WHERE user_id = $4 AND idem_key = $5 AND response IS NULL \
-             AND created_at = $6 AND COALESCE(holder, '') = $7 AND COALESCE(owner, '') = $8",
-        )
-        .bind(to.request_id.to_string())
-        .bind(to.owner.clone())
-        .bind(now_ms())
-        .bind(user.to_string())
-        .bind(key.to_string())
-        .bind(from.since)
-        .bind(from.request_id.map(|r| r.to_string()).unwrap_or_default())
-        .bind(from.owner.clone().unwrap_or_default())
-        .execute(&self.pool)
-        .await
-        .map_err(backend_err)?;
-        Ok(taken.rows_affected() == 1)
+        super::idem::take(&self.pool, user, key, from, to).await
     }
 
     async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
-        sqlx::query("UPDATE idempotency_keys SET response = $1 WHERE user_id = $2 AND idem_key = $3")
-            .bind(response.to_string())
-            .bind(user.to_string())
-            .bind(key.to_string())
-            .execute(&self.pool)
-            .await
-            .map_err(backend_err)?;
-        Ok(())
+        let op = KeyOp::Keep { user: user.to_string(), key: key.into(), response: response.into() };
+        self.writer.write(Write::Key(Box::new(op))).await.map(drop)
     }
 
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2 AND response IS NULL")
-            .bind(user.to_string())
-            .bind(key.to_string())
-            .execute(&self.pool)
-            .await
-            .map_err(backend_err)?;
-        Ok(())
+        let op = KeyOp::Free { user: user.to_string(), key: key.into() };
+        self.writer.write(Write::Key(Box::new(op))).await.map(drop)
     }
 
     async fn put_token(&self, hash: &str, kind: &str, subject: &str) -> StoreResult<()> {

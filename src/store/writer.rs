@@ -26,9 +26,12 @@ use super::a2a_state::{A2aEventRecord, A2aTaskRecord};
 use super::anchor::{Advanced, AnchorFile};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::backend_err;
+use super::idem::KeyOp;
 use super::journal::{STEP_INSERT, STEP_UPSERT};
 use super::signature::task_signature;
-use super::{Conversation, DelegationRecord, Durability, Fact, Message, Session, StoreError, StoreResult, TreeStep};
+use super::{
+    Claim, Conversation, DelegationRecord, Durability, Fact, Message, Session, StoreError, StoreResult, TreeStep,
+};
 
 /// The most writes committed together.
 pub(super) const MAX_BATCH: usize = 512;
@@ -52,6 +55,9 @@ pub(super) enum Write {
     /// statements run one by one after the batch's other rows: whether the
     /// version was kept (a newer one may be on file) is its answer.
     A2a(Box<A2aChange>),
+    /// An idempotency key's claim, kept answer or release (idem.rs),
+    /// applied after the batch's other rows, in order; a claim answers.
+    Key(Box<KeyOp>),
 }
 
 /// A finished delegation's writes, and whether the commit must sync for them.
@@ -97,6 +103,7 @@ impl Write {
             Write::Step(step) => step.state != super::StepState::Running,
             Write::A2a(change) => change.durability == Durability::Now,
             Write::Finish(finish) => finish.durability == Durability::Now,
+            Write::Key(op) => op.syncs(),
             _ => true,
         }
     }
@@ -107,6 +114,8 @@ pub(super) enum Written {
     Audit(Box<AuditEntry>),
     /// An A2A task's version: whether it was written.
     Task(bool),
+    /// An idempotency key's claim: how the key stands.
+    Claim(Claim),
 }
 
 pub(super) struct Job {
@@ -238,7 +247,7 @@ async fn run(
 pub(super) fn anchor_span(written: &[Written]) -> Option<(AuditHead, AuditHead)> {
     let mut audits = written.iter().filter_map(|w| match w {
         Written::Audit(e) => Some(e),
-        Written::Done | Written::Task(_) => None,
+        Written::Done | Written::Task(_) | Written::Claim(_) => None,
     });
     let first = audits.next()?;
     let last = audits.next_back().unwrap_or(first);
@@ -308,6 +317,8 @@ pub(super) struct Plan<'a> {
     /// The A2A writes, in order, with the index of each: applied one
     /// statement at a time, as each answers whether its version was kept.
     pub(super) a2a: Vec<(usize, Option<&'a A2aTaskRecord>, &'a [A2aEventRecord])>,
+    /// The idempotency keys' writes, in order, with the index of each.
+    pub(super) keys: Vec<(usize, &'a KeyOp)>,
     /// One answer per write; an audit append's is filled in by [`Plan::seal`].
     pub(super) out: Vec<Written>,
     /// Whether the commit must sync the log before it returns ([`Write::syncs`]).
@@ -319,6 +330,7 @@ impl<'a> Plan<'a> {
         let mut rows = Rows::default();
         let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
         let mut a2a = Vec::new();
+        let mut keys = Vec::new();
         let mut out = Vec::new();
         let mut sync = false;
         for (i, w) in writes.enumerate() {
@@ -345,6 +357,7 @@ impl<'a> Plan<'a> {
                     audits.push((i, audit));
                 }
                 Write::A2a(change) => a2a.push((i, change.task.as_ref(), change.events.as_slice())),
+                Write::Key(op) => keys.push((i, &**op)),
             }
         }
         // one row per node: a later write of the same node replaces an earlier one
@@ -372,7 +385,7 @@ impl<'a> Plan<'a> {
             (DELEGATIONS, nodes),
             (STEPS, steps),
         ];
-        Self { tables, audits, a2a, out, sync }
+        Self { tables, audits, a2a, keys, out, sync }
     }
 
     /// Whether the batch appends to the audit chain.
@@ -502,6 +515,13 @@ async fn commit_on<'a>(
     statements.flush(&mut tx).await?;
     for &(i, task, events) in &plan.a2a {
         plan.out[i] = Written::Task(super::a2a_state::put_task_with_events_on(&mut tx, task, events).await?);
+    }
+    for &(i, op) in &plan.keys {
+        if let KeyOp::Claim { user, key, hash, holder } = op {
+            plan.out[i] = Written::Claim(super::idem::claim_on(&mut tx, user, key, hash, holder).await?);
+        } else {
+            super::idem::settle_on(&mut tx, op).await?;
+        }
     }
     tx.commit().await.map_err(backend_err)?;
     Ok(plan.out)

@@ -6,8 +6,8 @@ use futures::future::join_all;
 use sqlx::Executor;
 use switchboard::protocol::{RequestId, SessionId, TokenUsage};
 use switchboard::store::{
-    A2aPushConfigRecord, AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Holder, Message, Session,
-    SqlStore, Store, StoreError, audit, now_ms,
+    A2aPushConfigRecord, AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Holder, Message,
+    Session, SqlStore, Store, StoreError, audit, now_ms,
 };
 
 use crate::db;
@@ -252,10 +252,17 @@ async fn idempotency_keys_are_claimed_once_and_replayed() {
         assert_eq!(s.claim_idempotency(&alice, "k1", "h1", &b).await.unwrap(), Claim::Done("{\"done\":true}".into()));
         assert!(!s.take_idempotency(&alice, "k1", &held, &b).await.unwrap(), "{name}: a finished key is not taken");
         s.release_idempotency(&alice, "k1").await.unwrap();
-        assert!(matches!(s.claim_idempotency(&alice, "k1", "h1", &b).await.unwrap(), Claim::Done(_)), "finished keys stay");
+        assert!(
+            matches!(s.claim_idempotency(&alice, "k1", "h1", &b).await.unwrap(), Claim::Done(_)),
+            "finished keys stay"
+        );
         assert_eq!(s.claim_idempotency(&alice, "k2", "h", &a).await.unwrap(), Claim::New);
         s.release_idempotency(&alice, "k2").await.unwrap();
-        assert_eq!(s.claim_idempotency(&alice, "k2", "h", &b).await.unwrap(), Claim::New, "a released key is free again");
+        assert_eq!(
+            s.claim_idempotency(&alice, "k2", "h", &b).await.unwrap(),
+            Claim::New,
+            "a released key is free again"
+        );
         // concurrent claims: exactly one wins
         let claims = join_all((0..10).map(|_| s.claim_idempotency(&alice, "k3", "h", &a))).await;
         assert_eq!(claims.iter().filter(|c| matches!(c, Ok(Claim::New))).count(), 1, "{name}");
