@@ -1,12 +1,14 @@
-//! Idempotency keys in the SQL store, written by the store's writer: a
-//! claim, a kept answer and a freed key each ride the group commit of the
-//! batch they land in, instead of a transaction (and a sync of the log) of
-//! their own for every keyed request. A claim answers from inside its
-//! batch's transaction ([`Claim`]), after the batch's rows, in the order
-//! the claims came: of two claims of one key in one batch, the first gets
-//! it. A claim does not make its batch sync (it is followed by its tree's
-//! first step, which does not either, and then by the delegation's end,
-//! which does); a kept answer and a freed key do.
+//! Idempotency keys in the SQL store. On SQLite the store's writer writes
+//! them: a claim, a kept answer and a freed key each ride the group commit
+//! of the batch they land in, instead of a transaction (a wait for the
+//! write lock and a sync of the log) of their own for every keyed request.
+//! A claim answers from inside its batch's transaction ([`Claim`]), after
+//! the batch's rows, in the order the claims came: of two claims of one key
+//! in one batch, the first gets it. A claim does not make its batch sync (it
+//! is followed by its tree's first step, which does not either, and then by
+//! the delegation's end, which does); a kept answer and a freed key do. On
+//! PostgreSQL each is a statement of its own on a pooled connection (see
+//! `SqlStore::key_on_pool`).
 //!
 //! Taking a key over from a dead holder is rare and runs on its own
 //! ([`take`]).

@@ -176,6 +176,31 @@ impl SqlStore {
         Ok(Self { pool, backend, writer, anchor, readers, facts })
     }
 
+    /// Keeps or frees an idempotency key ([`Self::key_on_pool`] on PostgreSQL, else the writer).
+    async fn settle_key(&self, op: KeyOp) -> StoreResult<()> {
+        if self.is_postgres() {
+            return self.key_on_pool(&op).await.map(drop);
+        }
+        self.writer.write(Write::Key(Box::new(op))).await.map(drop)
+    }
+
+    /// An idempotency key's write on a pooled connection, a statement of
+    /// its own (a claim's answer, or None). On PostgreSQL keys are written
+    /// so, side by side, rather than by the writer: its transaction runs
+    /// statements one after another, and a round trip per key there held
+    /// every other write of the batch (measured: −12% delegations a second
+    /// with a key each at 64 connections), while PostgreSQL flushes
+    /// concurrent commits together on its own. On SQLite the writer's one
+    /// connection is the only writer: a statement of its own would wait
+    /// for the write lock and sync the log alone.
+    async fn key_on_pool(&self, op: &KeyOp) -> StoreResult<Option<Claim>> {
+        let mut conn = self.pool.acquire().await.map_err(backend_err)?;
+        if let KeyOp::Claim { user, key, hash, holder } = op {
+            return super::idem::claim_on(&mut conn, user, key, hash, holder).await.map(Some);
+        }
+        super::idem::settle_on(&mut conn, op).await.map(|()| None)
+    }
+
     /// Whether the backend is PostgreSQL (else SQLite).
     pub fn is_postgres(&self) -> bool {
         self.backend == Backend::Postgres
@@ -578,6 +603,9 @@ impl Store for SqlStore {
         holder: &Holder,
     ) -> StoreResult<Claim> {
         let op = KeyOp::claim(user, key, request_hash, holder);
+        if self.is_postgres() {
+            return self.key_on_pool(&op).await.map(|claim| claim.unwrap_or(Claim::New));
+        }
         match self.writer.write(Write::Key(Box::new(op))).await? {
             Written::Claim(claim) => Ok(claim),
             _ => Err(StoreError::Backend("the writer answered a claim without how the key stands".into())),
@@ -589,13 +617,11 @@ impl Store for SqlStore {
     }
 
     async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
-        let op = KeyOp::Keep { user: user.to_string(), key: key.into(), response: response.into() };
-        self.writer.write(Write::Key(Box::new(op))).await.map(drop)
+        self.settle_key(KeyOp::Keep { user: user.to_string(), key: key.into(), response: response.into() }).await
     }
 
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
-        let op = KeyOp::Free { user: user.to_string(), key: key.into() };
-        self.writer.write(Write::Key(Box::new(op))).await.map(drop)
+        self.settle_key(KeyOp::Free { user: user.to_string(), key: key.into() }).await
     }
 
     async fn put_token(&self, hash: &str, kind: &str, subject: &str) -> StoreResult<()> {
