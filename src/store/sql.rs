@@ -48,6 +48,11 @@ pub struct SqlStore {
     facts: Option<(Arc<FactsCache>, Arc<Listening>)>,
 }
 
+/// How long a pooled connection stays trusted after its last use: one
+/// idle for longer is pinged before it is handed out again (sqlx pings every
+/// time by default, which under load costs a round trip per query).
+const TRUSTED_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn migrator(backend: Backend) -> Migrator {
     let m = |version, name: &'static str, sql: &'static str| {
         Migration::new(version, name.into(), MigrationType::Simple, sql.into_sql_str(), false)
@@ -113,8 +118,20 @@ impl SqlStore {
         };
         let memory = url.contains(":memory:") || url.contains("mode=memory");
         let open = |connections: u32| {
-            let mut options =
-                AnyPoolOptions::new().max_connections(connections).acquire_timeout(std::time::Duration::from_secs(5));
+            let mut options = AnyPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(std::time::Duration::from_secs(5))
+                // a connection back from use a moment ago is not pinged again (a round
+                // trip per query under load); one that sat idle is, and a dead one is dropped
+                .test_before_acquire(false)
+                .before_acquire(|conn, meta| {
+                    Box::pin(async move {
+                        if meta.idle_for >= TRUSTED_FOR {
+                            sqlx::Connection::ping(conn).await?;
+                        }
+                        Ok(true)
+                    })
+                });
             if backend == Backend::Sqlite {
                 options = options.after_connect(|conn, _meta| {
                     Box::pin(async move {

@@ -832,3 +832,27 @@ async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_chang
     // and once it is back, a keeps facts again
     assert!(until_kept(&*a, &db.url, &alice, "after the kill").await, "the listener did not come back");
 }
+
+/// The pool pings a PostgreSQL connection before handing it out only when
+/// it sat idle for a second or more (a ping per query under load cost a
+/// round trip each): one the server closed while it sat idle is still found
+/// dead and replaced, not handed to a caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgresql_a_pooled_connection_closed_while_idle_is_replaced_not_used() {
+    let Some(db) = db::postgres().await else { return };
+    let name = format!("sbtest_idle_{}", uuid::Uuid::new_v4().simple());
+    let store = SqlStore::connect(&format!("{}&application_name={name}", db.url)).await.unwrap();
+    store.counts().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let admin = sqlx::AnyPool::connect(&db.url).await.unwrap();
+    let killed: Vec<(bool,)> =
+        sqlx::query_as("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1")
+            .bind(name.clone())
+            .fetch_all(&admin)
+            .await
+            .unwrap();
+    assert!(!killed.is_empty(), "the store holds no connection named {name}");
+    for _ in 0..3 {
+        store.counts().await.expect("a connection closed while idle is replaced");
+    }
+}
