@@ -121,7 +121,7 @@ pub(super) async fn conversation(rt: &Runtime, adm: &Admitted, response: &Delega
             }
         }
     }
-    Conversation { new_session, messages, facts, step: None }
+    Conversation { new_session, messages, facts, step: None, key: None }
 }
 
 /// The scope a new fact is saved under: `global`, the agent's own, or its own

@@ -14,7 +14,7 @@ use super::Runtime;
 use super::admit::Admitted;
 use super::replica::Census;
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Status};
-use crate::store::{Claim, Held, Holder, StepState};
+use crate::store::{Claim, Held, Holder, KeyAnswer, StepState};
 
 /// How often a repeated request looks whether the first one finished.
 const POLL: Duration = Duration::from_millis(25);
@@ -97,23 +97,19 @@ pub(super) async fn free(rt: &Runtime, req: &DelegationRequest) {
     }
 }
 
-/// Keeps a finished answer for repeats of its key, or frees the key after a failure.
-pub(super) async fn keep(rt: &Runtime, req: &DelegationRequest, response: &DelegationResponse) {
-    let Some(key) = &req.idempotency_key else { return };
-    let store = &rt.inner.store;
-    let kept = match response.status {
-        // a paused tree keeps its key: it finishes (and keeps its answer) when resumed
-        Status::NeedsApproval => return,
-        // the same key sent again after the user answered runs again
-        Status::Failed | Status::NeedsInput => store.release_idempotency(&req.user_id, key).await,
-        _ => match serde_json::to_string(response) {
-            Ok(json) => store.complete_idempotency(&req.user_id, key, &json).await,
-            Err(_) => store.release_idempotency(&req.user_id, key).await,
-        },
+/// What a finished request leaves under its key, written with its record:
+/// its answer kept for repeats, or the key freed after a failure (or a
+/// question for the user: the same key sent again after the answer runs
+/// again). A paused tree keeps its key held: it finishes (and keeps its
+/// answer) when resumed.
+pub(super) fn answer(req: &DelegationRequest, response: &DelegationResponse) -> Option<KeyAnswer> {
+    let key = req.idempotency_key.as_ref()?;
+    let response = match response.status {
+        Status::NeedsApproval => return None,
+        Status::Failed | Status::NeedsInput => None,
+        _ => serde_json::to_string(response).ok(),
     };
-    if let Err(e) = kept {
-        tracing::warn!(request_id = %req.request_id, "idempotency record not written: {e}");
-    }
+    Some(KeyAnswer { user_id: req.user_id.clone(), key: key.clone(), response })
 }
 
 #[cfg(test)]

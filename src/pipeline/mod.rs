@@ -212,17 +212,21 @@ impl Runtime {
         }
         let tree = Some((self, &*adm.node.tree));
         conversation.step = Some(journal::ended(step, &response, adm.node.reads.take(), tree));
-        running.finish(&mut response, attempts.execution.attempts, conversation, end).await;
+        // respond: back at the edge the caller gets its own values back
+        if parent.is_none() {
+            Pii::new(&self.inner.redactor, Some(&adm.node.tree)).restore(&mut response);
+        }
+        // a keyed answer is kept under its key (or the key freed) in the commit of its record
+        conversation.key = idempotency::answer(&adm.req, &response);
+        let keyed = conversation.key.is_some();
+        if !running.finish(&mut response, attempts.execution.attempts, conversation, end).await && keyed {
+            idempotency::free(self, &adm.req).await; // nothing was written: a retry runs it again
+        }
         tracing::info!(
             request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,
             depth = adm.node.depth, status = response.status.as_str(), duration_ms = response.duration_ms,
             "delegation finished"
         );
-        // respond: back at the edge the caller gets its own values back; a keyed answer is kept
-        if parent.is_none() {
-            Pii::new(&self.inner.redactor, Some(&adm.node.tree)).restore(&mut response);
-        }
-        idempotency::keep(self, &adm.req, &response).await;
         response
     }
 

@@ -250,15 +250,15 @@ impl Running {
 
     /// Finishes the record with the response, durable before it returns
     /// (or with the next synced commit: `end`, see [`Runtime::dispatch_top`]);
-    /// a failure to write it fails the response.
+    /// a failure to write it fails the response. Whether it was written.
     pub async fn finish(
         mut self,
         response: &mut DelegationResponse,
         attempts: u32,
         conversation: Conversation,
         end: Durability,
-    ) {
-        let Some(mut record) = self.record.take() else { return };
+    ) -> bool {
+        let Some(mut record) = self.record.take() else { return false };
         record.status = response.status.as_str().into();
         record.error_code = response.error_code().map(|c| c.to_string());
         record.attempts = attempts;
@@ -268,7 +268,9 @@ impl Running {
         if let Err(e) = finish(&self.runtime, &record, conversation, seconds, response.fallback.is_some(), end).await {
             response.status = Status::Failed;
             response.error = Some(e);
+            return false;
         }
+        true
     }
 }
 

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
-    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, LedgerEntry, Message,
-    MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, LedgerEntry,
+    Message, MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -164,7 +164,7 @@ impl Store for MemoryStore {
         conversation: Conversation,
         _durability: super::Durability,
     ) -> StoreResult<AuditEntry> {
-        let Conversation { new_session, messages, facts, step } = conversation;
+        let Conversation { new_session, messages, facts, step, key } = conversation;
         let mut guard = lock(&self.inner);
         let i = &mut *guard;
         if let Some(s) = new_session {
@@ -196,6 +196,14 @@ impl Store for MemoryStore {
             i.steps.insert(next.request_id, next);
         }
         i.delegations.insert(record.request_id, record.clone());
+        if let Some(KeyAnswer { user_id, key, response }) = key {
+            let k = (user_id, key);
+            match (i.idempotency.get_mut(&k), response) {
+                (Some(entry), Some(response)) => entry.1 = Some(response),
+                (Some((_, None, _)), None) => drop(i.idempotency.remove(&k)),
+                _ => {}
+            }
+        }
         Ok(i.seal_audit(audit))
     }
 

@@ -128,6 +128,22 @@ pub struct Conversation {
     pub facts: Vec<Fact>,
     /// The delegation's step in its durable tree, as it ended (or waits).
     pub step: Option<TreeStep>,
+    /// What it leaves under its idempotency key: its answer kept, or the key
+    /// freed, in the same commit as its record (a process that dies after
+    /// that commit leaves no key held by nobody).
+    pub key: Option<KeyAnswer>,
+}
+
+/// What a finished request leaves under its idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAnswer {
+    /// The user the key belongs to.
+    pub user_id: UserId,
+    /// The key.
+    pub key: String,
+    /// The answer kept for repeats (a `DelegationResponse` as JSON); None
+    /// frees the key (the request failed, or asked the user something).
+    pub response: Option<String>,
 }
 
 /// One node of a delegation tree.

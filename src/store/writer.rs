@@ -30,7 +30,8 @@ use super::idem::KeyOp;
 use super::journal::{STEP_INSERT, STEP_UPSERT};
 use super::signature::task_signature;
 use super::{
-    Claim, Conversation, DelegationRecord, Durability, Fact, Message, Session, StoreError, StoreResult, TreeStep,
+    Claim, Conversation, DelegationRecord, Durability, Fact, KeyAnswer, Message, Session, StoreError, StoreResult,
+    TreeStep,
 };
 
 /// The most writes committed together.
@@ -353,6 +354,9 @@ impl<'a> Plan<'a> {
                     if let Some(step) = &conversation.step {
                         rows.step(step);
                     }
+                    if let Some(key) = &conversation.key {
+                        rows.key(key);
+                    }
                     rows.delegation(record);
                     audits.push((i, audit));
                 }
@@ -384,6 +388,8 @@ impl<'a> Plan<'a> {
             (FACTS, rows.facts),
             (DELEGATIONS, nodes),
             (STEPS, steps),
+            (KEEPS, rows.keeps),
+            (FREES, rows.frees),
         ];
         Self { tables, audits, a2a, keys, out, sync }
     }
@@ -555,6 +561,15 @@ const DELEGATIONS: Table = Table(
      total_tokens = excluded.total_tokens",
 );
 const STEPS: Table = Table(STEP_INSERT, STEP_UPSERT);
+/// Finished requests' answers kept under their idempotency keys (`VALUES`
+/// columns are `column1`… on both databases).
+const KEEPS: Table = Table(
+    "UPDATE idempotency_keys SET response = v.column3 FROM (VALUES ",
+    ") AS v WHERE idempotency_keys.user_id = v.column1 AND idempotency_keys.idem_key = v.column2",
+);
+/// Failed requests' idempotency keys, freed.
+const FREES: Table =
+    Table("DELETE FROM idempotency_keys WHERE response IS NULL AND (user_id, idem_key) IN (VALUES ", ")");
 pub(super) const AUDIT: Table = Table(
     "INSERT INTO audit_log (seq, request_id, root_id, origin, target, user_id, objective, outcome, error_code, \
      duration_ms, tokens, created_at, prev_hash, hash) VALUES ",
@@ -578,9 +593,19 @@ struct Rows {
     facts: Vec<Vec<Val>>,
     delegations: Vec<(crate::protocol::RequestId, Vec<Val>)>,
     steps: Vec<(crate::protocol::RequestId, TreeStep)>,
+    keeps: Vec<Vec<Val>>,
+    frees: Vec<Vec<Val>>,
 }
 
 impl Rows {
+    fn key(&mut self, k: &KeyAnswer) {
+        let (user, key) = (Val::Text(k.user_id.to_string()), Val::Text(k.key.clone()));
+        match &k.response {
+            Some(response) => self.keeps.push(vec![user, key, Val::Text(response.clone())]),
+            None => self.frees.push(vec![user, key]),
+        }
+    }
+
     fn session(&mut self, s: &Session) {
         self.sessions.push(vec![
             Val::Text(s.id.to_string()),

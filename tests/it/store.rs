@@ -6,8 +6,8 @@ use futures::future::join_all;
 use sqlx::Executor;
 use switchboard::protocol::{RequestId, SessionId, TokenUsage};
 use switchboard::store::{
-    A2aPushConfigRecord, AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Holder, Message,
-    Session, SqlStore, Store, StoreError, audit, now_ms,
+    A2aPushConfigRecord, AuditRecord, Claim, Conversation, DelegationRecord, Durability, Fact, Holder, KeyAnswer,
+    Message, Session, SqlStore, Store, StoreError, audit, now_ms,
 };
 
 use crate::db;
@@ -374,6 +374,46 @@ async fn on_sqlite_idempotency_keys_are_written_in_the_writers_shared_commits() 
     assert_eq!(s.claim_idempotency(&user("alice"), "k77", "h", &holder("here")).await.unwrap(), Claim::New);
 }
 
+/// A finished request's answer is kept under its idempotency key, or its
+/// key freed, in the commit of its record: a process that dies after that
+/// commit leaves no key held by nobody. Concurrent ends share commits (the
+/// keys of a batch in one statement on PostgreSQL and SQLite's sqlx path).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_answer_is_kept_or_its_key_freed_in_the_commit_of_its_record() {
+    let memory: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
+    let mut stores: Vec<(&str, Arc<dyn Store>)> = vec![("memory", memory)];
+    let dbs = db::both().await;
+    stores.extend(dbs.iter().map(|db| (db.name, db.dyn_store())));
+    let in_memory: Arc<dyn Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.unwrap());
+    stores.push(("sqlite in memory", in_memory));
+    for (name, s) in stores {
+        let alice = user("alice");
+        for n in 0..40 {
+            let claimed = s.claim_idempotency(&alice, &format!("end-{n}"), "h", &holder("here")).await.unwrap();
+            assert_eq!(claimed, Claim::New, "{name}");
+        }
+        let ends: Vec<_> = (0..40u64)
+            .map(|n| {
+                let (s, alice) = (s.clone(), alice.clone());
+                tokio::spawn(async move {
+                    let response = (n % 2 == 0).then(|| format!("{{\"n\":{n}}}"));
+                    let key = KeyAnswer { user_id: alice, key: format!("end-{n}"), response };
+                    let conversation = Conversation { key: Some(key), ..Default::default() };
+                    s.record_delegation(&node(n), record(n), conversation, Durability::Now).await
+                })
+            })
+            .collect();
+        for e in ends {
+            e.await.unwrap().unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        for n in 0..40 {
+            let again = s.claim_idempotency(&alice, &format!("end-{n}"), "h", &holder("there")).await.unwrap();
+            let expected = if n % 2 == 0 { Claim::Done(format!("{{\"n\":{n}}}")) } else { Claim::New };
+            assert_eq!(again, expected, "{name}: key end-{n}");
+        }
+    }
+}
+
 /// A finished delegation's new session, messages and facts commit with its
 /// node and audit record, in batches where the same node may be written twice
 /// (the later write wins), and a bad conversation takes only its own records down.
@@ -410,6 +450,7 @@ async fn a_delegation_and_its_conversation_commit_together() {
                 }],
                 new_session: Some(session),
                 step: None,
+                key: None,
             }
         };
         let mut jobs = Vec::new();
