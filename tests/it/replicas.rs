@@ -43,6 +43,20 @@ fn send_slow(base: &str, id: RequestId) -> tokio::task::JoinHandle<Option<serde_
     })
 }
 
+/// A replica on another host (`far-host/PID/…`), on record with a lease
+/// that runs out 1.5 s from now: only its lease tells whether it lives.
+async fn far_replica(store: &Arc<dyn Store>, id: &str) -> switchboard::store::Replica {
+    let far = switchboard::store::Replica {
+        id: id.into(),
+        host: "far-host".into(),
+        pid: id.split('/').nth(1).and_then(|p| p.parse().ok()).unwrap_or(7),
+        started_at: 1,
+        alive_until: switchboard::store::now_ms() + 1500,
+    };
+    store.heartbeat(&far).await.unwrap();
+    far
+}
+
 fn started(log: &Path, agent: &str) -> Vec<u32> {
     runs(log).into_iter().filter(|r| r.start && r.agent == agent).map(|r| r.generation).collect()
 }
@@ -299,14 +313,7 @@ async fn a_tree_of_a_replica_on_another_host_is_taken_over_only_once_its_lease_r
         let root = crate::team::cut_off_mid_tree(&db, &config, &runs, "Do both steps").await;
         // the tree's owner, as if it ran on another host: only its lease tells whether it lives
         let store = db.dyn_store();
-        let far = switchboard::store::Replica {
-            id: "far-host/7/0f0f0f0f".into(),
-            host: "far-host".into(),
-            pid: 7,
-            started_at: 1,
-            alive_until: switchboard::store::now_ms() + 1500,
-        };
-        store.heartbeat(&far).await.unwrap();
+        let far = far_replica(&store, "far-host/7/0f0f0f0f").await;
         assert!(store.take_step(&top(&store, root).await, &far.id).await.unwrap(), "{name}");
 
         let live = runtime_on(Arc::new(SqlStore::connect(&db.url).await.unwrap()), &config, &runs, false);
@@ -339,14 +346,7 @@ async fn a_key_whose_holder_died_before_writing_its_tree_is_taken_over_once_its_
         let runs = Arc::new(Runs::default());
         let store = db.dyn_store();
         // the holder, as if on another host: only its lease tells whether it lives
-        let far = switchboard::store::Replica {
-            id: "far-host/9/1e1e1e1e".into(),
-            host: "far-host".into(),
-            pid: 9,
-            started_at: 1,
-            alive_until: switchboard::store::now_ms() + 1500,
-        };
-        store.heartbeat(&far).await.unwrap();
+        let far = far_replica(&store, "far-host/9/1e1e1e1e").await;
         let mut req = nested_request("gateway", "boss", "Report once");
         let key = format!("hop-{}", req.request_id);
         req.idempotency_key = Some(key.clone());
