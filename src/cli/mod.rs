@@ -316,13 +316,21 @@ async fn run(cli: Cli) -> u8 {
     }
     // a server runs its admitted work on a runtime of its own, and the store's writer there too
     let work = match &cli.command {
-        Command::Serve(_) => match crate::server::WorkRuntime::per_core() {
-            Ok(w) => Some(w),
-            Err(e) => {
-                eprintln!("error: cannot start the work runtime: {e}");
-                return EXIT_FAILED;
+        Command::Serve(_) => {
+            let threads = config.server.work_threads;
+            let started = if threads == 0 {
+                crate::server::WorkRuntime::per_core()
+            } else {
+                crate::server::WorkRuntime::start(threads)
+            };
+            match started {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    eprintln!("error: cannot start the work runtime: {e}");
+                    return EXIT_FAILED;
+                }
             }
-        },
+        }
         _ => None,
     };
     let opened = match &work {

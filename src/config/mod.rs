@@ -144,6 +144,10 @@ pub struct ServerConfig {
     /// period; the trees of one that stopped renewing are taken over by
     /// another after this long (at once when it ran on the same host).
     pub replica_lease_ms: u64,
+    /// Threads that run admitted work under `switchboard serve` (the work
+    /// runtime, apart from the threads that read and answer requests): 0,
+    /// the default, is one per core; at most 1,024.
+    pub work_threads: usize,
 }
 
 impl ServerConfig {
@@ -155,7 +159,11 @@ impl ServerConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT, replica_lease_ms: Self::DEFAULT_REPLICA_LEASE_MS }
+        Self {
+            max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
+            replica_lease_ms: Self::DEFAULT_REPLICA_LEASE_MS,
+            work_threads: 0,
+        }
     }
 }
 
@@ -447,6 +455,8 @@ mod tests {
             ("[queue]\nack_wait_ms = 10\n", "queue.ack_wait_ms"),
             ("[queue]\nreply_retention_hours = 0\n", "queue.reply_retention_hours"),
             ("[server]\nreplica_lease_ms = 100\n", "server.replica_lease_ms"),
+            ("[server]\nwork_threads = 5000\n", "server.work_threads"),
+            ("[server]\nwork_threads = -1\n", "work_threads"),
         ] {
             assert!(bad(toml).contains(field), "{toml}: {}", bad(toml));
         }

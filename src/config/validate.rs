@@ -64,6 +64,12 @@ impl Config {
                 self.server.replica_lease_ms
             ));
         }
+        if self.server.work_threads > 1_024 {
+            return bad(format!(
+                "server.work_threads must be between 0 (one per core) and 1024, not {}",
+                self.server.work_threads
+            ));
+        }
         match self.prime.planner.as_str() {
             "rules" => {}
             "llm" if self.llm.base_url.is_some() && self.llm.model.is_some() => {}

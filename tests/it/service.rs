@@ -141,11 +141,26 @@ async fn serve_starts_with_embedded_defaults_and_prints_its_address_and_tokens()
     let health = switchboard::util::http_client().unwrap().get(format!("{}/healthz", server.url)).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
     // its admitted work runs on threads of its own (server::WorkRuntime; Linux cuts names to 15 bytes)
-    let threads = std::fs::read_dir(format!("/proc/{}/task", server.pid())).unwrap();
-    let names: Vec<String> =
-        threads.map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).unwrap().trim().to_string()).collect();
+    let names = thread_names(server.pid());
     let work = &switchboard::server::WorkRuntime::THREAD_NAME[..15];
     assert!(names.iter().any(|n| n == work), "no thread named {work}: {names:?}");
+}
+
+/// The names of process `pid`'s threads (Linux cuts them to 15 bytes).
+fn thread_names(pid: i32) -> Vec<String> {
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    threads.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok()).map(|n| n.trim().into()).collect()
+}
+
+#[tokio::test]
+async fn server_work_threads_sets_how_many_threads_run_admitted_work() {
+    let work = &switchboard::server::WorkRuntime::THREAD_NAME[..15];
+    for (threads, expected) in [(3, 3), (1, 1)] {
+        let config = team_with(&format!("[server]\nwork_threads = {threads}\n"));
+        let server = Server::start(Some(&config), Some("memory:"), "127.0.0.1:0", &[], 100);
+        let names = thread_names(server.pid());
+        assert_eq!(names.iter().filter(|n| *n == work).count(), expected, "work_threads = {threads}: {names:?}");
+    }
 }
 
 const SLOW: &str = r#"
