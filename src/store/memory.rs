@@ -48,6 +48,17 @@ struct Inner {
 }
 
 impl Inner {
+    /// Keeps a finished request's answer under its key, or frees the key
+    /// (only while no answer is kept under it).
+    fn settle_key(&mut self, KeyAnswer { user_id, key, response }: KeyAnswer) {
+        let k = (user_id, key);
+        match (self.idempotency.get_mut(&k), response) {
+            (Some(entry), Some(response)) => entry.1 = Some(response),
+            (Some((_, None, _)), None) => drop(self.idempotency.remove(&k)),
+            _ => {}
+        }
+    }
+
     /// Appends `record` to the audit chain; the entry it made.
     fn seal_audit(&mut self, record: AuditRecord) -> AuditEntry {
         let prev = self.audit.last().map_or(GENESIS, |e| e.hash.as_str());
@@ -196,13 +207,8 @@ impl Store for MemoryStore {
             i.steps.insert(next.request_id, next);
         }
         i.delegations.insert(record.request_id, record.clone());
-        if let Some(KeyAnswer { user_id, key, response }) = key {
-            let k = (user_id, key);
-            match (i.idempotency.get_mut(&k), response) {
-                (Some(entry), Some(response)) => entry.1 = Some(response),
-                (Some((_, None, _)), None) => drop(i.idempotency.remove(&k)),
-                _ => {}
-            }
+        if let Some(answer) = key {
+            i.settle_key(answer);
         }
         Ok(i.seal_audit(audit))
     }
@@ -291,18 +297,13 @@ impl Store for MemoryStore {
     }
 
     async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
-        if let Some(entry) = lock(&self.inner).idempotency.get_mut(&(user.clone(), key.to_string())) {
-            entry.1 = Some(response.to_string());
-        }
+        let answer = KeyAnswer { user_id: user.clone(), key: key.into(), response: Some(response.into()) };
+        lock(&self.inner).settle_key(answer);
         Ok(())
     }
 
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
-        let mut i = lock(&self.inner);
-        let k = (user.clone(), key.to_string());
-        if i.idempotency.get(&k).is_some_and(|(_, r, _)| r.is_none()) {
-            i.idempotency.remove(&k);
-        }
+        lock(&self.inner).settle_key(KeyAnswer { user_id: user.clone(), key: key.into(), response: None });
         Ok(())
     }
 

@@ -18,14 +18,14 @@ use super::anchor::AnchorFile;
 use super::audit::{AuditEntry, AuditHead, AuditRecord};
 use super::backend_err;
 use super::facts_cache::{FactsCache, Listening};
-use super::idem::KeyOp;
+use super::idem::{KeyClaim, KeyOp};
 use super::rows::{AuditRow, CountsRow, DelegationRow, FactRow, MessageRow, SessionRow, convert};
 use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
 use super::writer::{A2aChange, Finish, Write, Writer, Written};
 use super::{
-    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, LedgerEntry, Message,
-    MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, LedgerEntry,
+    Message, MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -193,29 +193,20 @@ impl SqlStore {
         Ok(Self { pool, backend, writer, anchor, readers, facts })
     }
 
-    /// Keeps or frees an idempotency key ([`Self::key_on_pool`] on PostgreSQL, else the writer).
-    async fn settle_key(&self, op: KeyOp) -> StoreResult<()> {
+    /// Keeps or frees an idempotency key. On SQLite the writer writes it,
+    /// in a batch's commit. On PostgreSQL keys (claims too) are statements
+    /// of their own on pooled connections, side by side, rather than the
+    /// writer's: its transaction runs statements one after another, and a
+    /// round trip per key there held every other write of the batch
+    /// (measured: −12% delegations a second with a key each at 64
+    /// connections), while PostgreSQL flushes concurrent commits together
+    /// on its own.
+    async fn settle_key(&self, answer: KeyAnswer) -> StoreResult<()> {
         if self.is_postgres() {
-            return self.key_on_pool(&op).await.map(drop);
+            let mut conn = self.pool.acquire().await.map_err(backend_err)?;
+            return super::idem::settle_on(&mut conn, &answer).await;
         }
-        self.writer.write(Write::Key(Box::new(op))).await.map(drop)
-    }
-
-    /// An idempotency key's write on a pooled connection, a statement of
-    /// its own (a claim's answer, or None). On PostgreSQL keys are written
-    /// so, side by side, rather than by the writer: its transaction runs
-    /// statements one after another, and a round trip per key there held
-    /// every other write of the batch (measured: −12% delegations a second
-    /// with a key each at 64 connections), while PostgreSQL flushes
-    /// concurrent commits together on its own. On SQLite the writer's one
-    /// connection is the only writer: a statement of its own would wait
-    /// for the write lock and sync the log alone.
-    async fn key_on_pool(&self, op: &KeyOp) -> StoreResult<Option<Claim>> {
-        let mut conn = self.pool.acquire().await.map_err(backend_err)?;
-        if let KeyOp::Claim { user, key, hash, holder } = op {
-            return super::idem::claim_on(&mut conn, user, key, hash, holder).await.map(Some);
-        }
-        super::idem::settle_on(&mut conn, op).await.map(|()| None)
+        self.writer.write(Write::Key(Box::new(KeyOp::Settle(answer)))).await.map(drop)
     }
 
     /// Whether the backend is PostgreSQL (else SQLite).
@@ -619,11 +610,13 @@ impl Store for SqlStore {
         request_hash: &str,
         holder: &Holder,
     ) -> StoreResult<Claim> {
-        let op = KeyOp::claim(user, key, request_hash, holder);
+        let claim = KeyClaim::new(user, key, request_hash, holder);
         if self.is_postgres() {
-            return self.key_on_pool(&op).await.map(|claim| claim.unwrap_or(Claim::New));
+            // a statement of its own (see settle_key)
+            let mut conn = self.pool.acquire().await.map_err(backend_err)?;
+            return super::idem::claim_on(&mut conn, &claim).await;
         }
-        match self.writer.write(Write::Key(Box::new(op))).await? {
+        match self.writer.write(Write::Key(Box::new(KeyOp::Claim(claim)))).await? {
             Written::Claim(claim) => Ok(claim),
             _ => Err(StoreError::Backend("the writer answered a claim without how the key stands".into())),
         }
@@ -634,11 +627,11 @@ impl Store for SqlStore {
     }
 
     async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
-        self.settle_key(KeyOp::Keep { user: user.to_string(), key: key.into(), response: response.into() }).await
+        self.settle_key(KeyAnswer { user_id: user.clone(), key: key.into(), response: Some(response.into()) }).await
     }
 
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
-        self.settle_key(KeyOp::Free { user: user.to_string(), key: key.into() }).await
+        self.settle_key(KeyAnswer { user_id: user.clone(), key: key.into(), response: None }).await
     }
 
     async fn put_token(&self, hash: &str, kind: &str, subject: &str) -> StoreResult<()> {

@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 use super::a2a_state::{A2aEventRecord, A2aTaskRecord, EVENT_INSERT, EVENT_TRIM, TASK_UPSERT, trims};
 use super::anchor::{Advanced, AnchorFile};
 use super::backend_err;
-use super::idem::{self, KeyOp};
+use super::idem::{self, KeyClaim};
 use super::writer::{
     AUDIT, HEAD, HEAD_READ, Job, LOG_TAIL, MAX_BATCH, Plan, Stats, Table, Val, Write, Writer, Written, anchor_span,
     report_kept,
@@ -234,10 +234,8 @@ fn commit<'a>(
     for &(i, task, events) in &plan.a2a {
         plan.out[i] = Written::Task(a2a_change(&tx, task, events).map_err(backend_err)?);
     }
-    for &(i, op) in &plan.keys {
-        if let Some(claim) = key_op(&tx, op).map_err(backend_err)? {
-            plan.out[i] = Written::Claim(claim);
-        }
+    for &(i, claim) in &plan.claims {
+        plan.out[i] = Written::Claim(claim_key(&tx, claim).map_err(backend_err)?);
     }
     tx.commit().map_err(backend_err)?;
     Ok(plan.out)
@@ -274,32 +272,20 @@ fn a2a_change(
     Ok(written)
 }
 
-/// An idempotency key's write inside the batch's transaction (idem.rs):
-/// a claim's answer, or None for a kept answer or a freed key. In the one
-/// transaction that holds SQLite's write lock, a claim that did not insert
-/// finds the row it ran into.
-fn key_op(tx: &rusqlite::Transaction<'_>, op: &KeyOp) -> rusqlite::Result<Option<Claim>> {
-    match op {
-        KeyOp::Claim { user, key, hash, holder } => {
-            let (id, now) = (holder.request_id.to_string(), super::now_ms());
-            let params = rusqlite::params![user, key, hash, now, id, holder.owner];
-            if tx.prepare_cached(idem::CLAIM)?.execute(params)? == 1 {
-                return Ok(Some(Claim::New));
-            }
-            let row: idem::Row = tx.prepare_cached(idem::READ)?.query_row(rusqlite::params![user, key], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?;
-            Ok(Some(idem::standing(hash, row)))
-        }
-        KeyOp::Keep { user, key, response } => {
-            tx.prepare_cached(idem::KEEP)?.execute(rusqlite::params![response, user, key])?;
-            Ok(None)
-        }
-        KeyOp::Free { user, key } => {
-            tx.prepare_cached(idem::FREE)?.execute(rusqlite::params![user, key])?;
-            Ok(None)
-        }
+/// An idempotency key's claim inside the batch's transaction (idem.rs).
+/// In the one transaction that holds SQLite's write lock, a claim that did
+/// not insert finds the row it ran into.
+fn claim_key(tx: &rusqlite::Transaction<'_>, claim: &KeyClaim) -> rusqlite::Result<Claim> {
+    let KeyClaim { user, key, hash, holder } = claim;
+    let (id, now) = (holder.request_id.to_string(), super::now_ms());
+    let params = rusqlite::params![user, key, hash, now, id, holder.owner];
+    if tx.prepare_cached(idem::CLAIM)?.execute(params)? == 1 {
+        return Ok(Claim::New);
     }
+    let row: idem::Row = tx
+        .prepare_cached(idem::READ)?
+        .query_row(rusqlite::params![user, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+    Ok(idem::standing(hash, row))
 }
 
 /// Moves the anchor file, if there is one, to the head a committed batch

@@ -26,7 +26,7 @@ use super::a2a_state::{A2aEventRecord, A2aTaskRecord};
 use super::anchor::{Advanced, AnchorFile};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::backend_err;
-use super::idem::KeyOp;
+use super::idem::{KeyClaim, KeyOp};
 use super::journal::{STEP_INSERT, STEP_UPSERT};
 use super::signature::task_signature;
 use super::{
@@ -56,8 +56,9 @@ pub(super) enum Write {
     /// statements run one by one after the batch's other rows: whether the
     /// version was kept (a newer one may be on file) is its answer.
     A2a(Box<A2aChange>),
-    /// An idempotency key's claim, kept answer or release (idem.rs),
-    /// applied after the batch's other rows, in order; a claim answers.
+    /// An idempotency key's claim, kept answer or release (idem.rs): a kept
+    /// answer or a release is a row of the batch; claims run after the
+    /// batch's rows, in order, and each answers.
     Key(Box<KeyOp>),
 }
 
@@ -318,8 +319,8 @@ pub(super) struct Plan<'a> {
     /// The A2A writes, in order, with the index of each: applied one
     /// statement at a time, as each answers whether its version was kept.
     pub(super) a2a: Vec<(usize, Option<&'a A2aTaskRecord>, &'a [A2aEventRecord])>,
-    /// The idempotency keys' writes, in order, with the index of each.
-    pub(super) keys: Vec<(usize, &'a KeyOp)>,
+    /// The idempotency keys' claims, in order, with the index of each.
+    pub(super) claims: Vec<(usize, &'a KeyClaim)>,
     /// One answer per write; an audit append's is filled in by [`Plan::seal`].
     pub(super) out: Vec<Written>,
     /// Whether the commit must sync the log before it returns ([`Write::syncs`]).
@@ -331,7 +332,7 @@ impl<'a> Plan<'a> {
         let mut rows = Rows::default();
         let mut audits: Vec<(usize, &AuditRecord)> = Vec::new();
         let mut a2a = Vec::new();
-        let mut keys = Vec::new();
+        let mut claims = Vec::new();
         let mut out = Vec::new();
         let mut sync = false;
         for (i, w) in writes.enumerate() {
@@ -361,7 +362,10 @@ impl<'a> Plan<'a> {
                     audits.push((i, audit));
                 }
                 Write::A2a(change) => a2a.push((i, change.task.as_ref(), change.events.as_slice())),
-                Write::Key(op) => keys.push((i, &**op)),
+                Write::Key(op) => match &**op {
+                    KeyOp::Claim(claim) => claims.push((i, claim)),
+                    KeyOp::Settle(answer) => rows.key(answer),
+                },
             }
         }
         // one row per node: a later write of the same node replaces an earlier one
@@ -391,7 +395,7 @@ impl<'a> Plan<'a> {
             (KEEPS, rows.keeps),
             (FREES, rows.frees),
         ];
-        Self { tables, audits, a2a, keys, out, sync }
+        Self { tables, audits, a2a, claims, out, sync }
     }
 
     /// Whether the batch appends to the audit chain.
@@ -522,12 +526,8 @@ async fn commit_on<'a>(
     for &(i, task, events) in &plan.a2a {
         plan.out[i] = Written::Task(super::a2a_state::put_task_with_events_on(&mut tx, task, events).await?);
     }
-    for &(i, op) in &plan.keys {
-        if let KeyOp::Claim { user, key, hash, holder } = op {
-            plan.out[i] = Written::Claim(super::idem::claim_on(&mut tx, user, key, hash, holder).await?);
-        } else {
-            super::idem::settle_on(&mut tx, op).await?;
-        }
+    for &(i, claim) in &plan.claims {
+        plan.out[i] = Written::Claim(super::idem::claim_on(&mut tx, claim).await?);
     }
     tx.commit().await.map_err(backend_err)?;
     Ok(plan.out)
