@@ -227,16 +227,22 @@ async fn seed_scores_are_promoted_penalized_and_ordered() {
     }
 }
 
+/// The memory store, then the store of each of `dbs`.
+fn every_store(dbs: &[db::Db]) -> Vec<(&'static str, Arc<dyn Store>)> {
+    let memory: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
+    let mut stores = vec![("memory", memory)];
+    stores.extend(dbs.iter().map(|db| (db.name, db.dyn_store())));
+    stores
+}
+
 fn holder(owner: &str) -> Holder {
     Holder { request_id: RequestId::new(), owner: owner.into() }
 }
 
 #[tokio::test]
 async fn idempotency_keys_are_claimed_once_and_replayed() {
-    let memory: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
-    let mut stores: Vec<(&str, Arc<dyn Store>)> = vec![("memory", memory)];
     let dbs = db::both().await;
-    stores.extend(dbs.iter().map(|db| (db.name, db.dyn_store())));
+    let stores = every_store(&dbs);
     for (name, s) in stores {
         let alice = user("alice");
         let (a, b) = (holder("replica-a"), holder("replica-b"));
@@ -380,10 +386,8 @@ async fn on_sqlite_idempotency_keys_are_written_in_the_writers_shared_commits() 
 /// keys of a batch in one statement on PostgreSQL and SQLite's sqlx path).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyed_answer_is_kept_or_its_key_freed_in_the_commit_of_its_record() {
-    let memory: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
-    let mut stores: Vec<(&str, Arc<dyn Store>)> = vec![("memory", memory)];
     let dbs = db::both().await;
-    stores.extend(dbs.iter().map(|db| (db.name, db.dyn_store())));
+    let mut stores = every_store(&dbs);
     let in_memory: Arc<dyn Store> = Arc::new(SqlStore::connect("sqlite::memory:").await.unwrap());
     stores.push(("sqlite in memory", in_memory));
     for (name, s) in stores {
