@@ -432,11 +432,11 @@ fn lineage(n: usize) {
     println!("{:<44} {:>10} {:>10} {:>14}", "case", "p50", "p99", "per second");
     for (name, key, s) in [
         ("mint a root and encode it", "mint_root", &mint),
-        ("one hop: verify 2 blocks, attenuate, encode", "hop", &per_hop),
+        ("one hop: verify, attenuate, encode", "hop", &per_hop),
         ("verify a 3-hop token", "verify_3", &verify3),
-        ("send: sign root + node, relay, encode", "send_relay", &send),
+        ("send: root + node + relay, one signature", "send_relay", &send),
         ("receive without lineage: parse envelope", "receive_plain", &plain),
-        ("receive with lineage: parse + verify 2 blocks", "receive_signed", &signed),
+        ("receive with lineage: parse + verify", "receive_signed", &signed),
     ] {
         println!("{:<44} {:>10.1?} {:>10.1?} {:>14.0}", name, s.p50, s.p99, s.per_sec);
         println!(

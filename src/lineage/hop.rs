@@ -1,12 +1,13 @@
-//! The lineage of a running delegation ([`Hop`]): its claims, and the signed
-//! token up to it, made only when a hop leaves the process.
+//! The lineage of a running delegation ([`Hop`]): its claims, and the chain
+//! of blocks up to it, signed only when a hop leaves the process.
 //!
 //! Every node of a tree gets a `Hop` when it is admitted: a root's claims, the
 //! verified claims of a token that brought it here, or its parent's claims
 //! narrowed to what it was granted. Nothing is signed then. Only when a node
 //! sends a delegation to another runtime ([`Hop::relay`]) are the blocks from
-//! the last signed one down to it signed, once each, and remembered: a tree
-//! that never leaves the process pays for no signature.
+//! the last signed one down to the relay signed, with one signature (token
+//! version 2): a tree that never leaves the process pays for no signature,
+//! and one that does pays for one per hop out, however deep it ran here.
 
 use std::sync::{Arc, OnceLock};
 
@@ -17,25 +18,35 @@ use super::{Claims, Fault, KeyRing, LineageError, Link, Token};
 pub struct Hop {
     parent: Option<Arc<Hop>>,
     claims: Claims,
-    token: OnceLock<Token>,
+    chain: OnceLock<Chain>,
+}
+
+/// What a hop's token is made of: the signed token it descends from (empty
+/// for a tree started here), and the claims of this process's blocks below
+/// it, down to the hop, checked and not signed.
+#[derive(Debug, Clone)]
+struct Chain {
+    base: Token,
+    ours: Vec<Claims>,
 }
 
 impl Hop {
     /// The first hop of a tree started here; signed as a root when it is
     /// first needed.
     pub fn root(claims: Claims) -> Arc<Hop> {
-        Arc::new(Hop { parent: None, claims, token: OnceLock::new() })
+        Arc::new(Hop { parent: None, claims, chain: OnceLock::new() })
     }
 
     /// A hop that came in with a verified `token` whose last claims are `claims`.
     pub fn received(token: Token, claims: Claims) -> Arc<Hop> {
-        Arc::new(Hop { parent: None, claims, token: OnceLock::from(token) })
+        let chain = Chain { base: token, ours: Vec::new() };
+        Arc::new(Hop { parent: None, claims, chain: OnceLock::from(chain) })
     }
 
     /// A child of `parent` in this process, with `claims` (which must
-    /// attenuate the parent's; checked when it is signed).
+    /// attenuate the parent's; checked when it is first needed).
     pub fn child(parent: &Arc<Hop>, claims: Claims) -> Arc<Hop> {
-        Arc::new(Hop { parent: Some(parent.clone()), claims, token: OnceLock::new() })
+        Arc::new(Hop { parent: Some(parent.clone()), claims, chain: OnceLock::new() })
     }
 
     /// What this hop may do.
@@ -43,17 +54,31 @@ impl Hop {
         &self.claims
     }
 
-    /// The signed token that ends with this hop: the blocks above it that
-    /// are not signed yet are signed with `ring` now, and kept.
-    pub fn token(&self, ring: &KeyRing) -> Result<Token, LineageError> {
-        if let Some(t) = self.token.get() {
-            return Ok(t.clone());
+    /// The chain up to this hop: the blocks above it checked once (each
+    /// against its parent) and kept; nothing is signed.
+    fn chain(&self, ring: &KeyRing) -> Result<&Chain, LineageError> {
+        if let Some(c) = self.chain.get() {
+            return Ok(c);
         }
-        let token = match &self.parent {
-            None => ring.mint_root(self.claims.clone())?,
-            Some(p) => ring.extend(&p.token(ring)?, &p.claims, self.claims.clone())?,
+        let chain = match &self.parent {
+            None => Chain { base: Token::empty(), ours: vec![ring.checked_root(self.claims.clone())?] },
+            Some(p) => {
+                let mut chain = p.chain(ring)?.clone();
+                chain.ours.push(ring.checked_child(&p.claims, self.claims.clone())?);
+                chain
+            }
         };
-        Ok(self.token.get_or_init(|| token).clone())
+        Ok(self.chain.get_or_init(|| chain))
+    }
+
+    /// The signed token that ends with this hop: this process's blocks above
+    /// it signed with `ring` now, with one signature.
+    pub fn token(&self, ring: &KeyRing) -> Result<Token, LineageError> {
+        let chain = self.chain(ring)?;
+        if chain.ours.is_empty() {
+            return Ok(chain.base.clone());
+        }
+        ring.seal(&chain.base, &chain.ours.iter().collect::<Vec<_>>())
     }
 
     /// The token for sending this hop's delegation on to the runtime
@@ -81,7 +106,9 @@ impl Hop {
             issuer: c.audience.clone(),
             audience: next.audience.to_string(),
         };
-        ring.extend(&self.token(ring)?, c, claims)
+        let relay = ring.checked_child(c, claims)?;
+        let chain = self.chain(ring)?;
+        ring.seal(&chain.base, &chain.ours.iter().chain([&relay]).collect::<Vec<_>>())
     }
 }
 

@@ -277,12 +277,9 @@ impl KeyRing {
     /// The token of a tree's first hop. Refused unless `claims` is a root
     /// (no parent, depth 0, tree = request) and well formed; the issuer is
     /// set to this runtime.
-    pub fn mint_root(&self, mut claims: Claims) -> Result<Token, LineageError> {
-        claims.issuer = self.name.clone();
-        claims.check_form()?;
-        claims.check_root()?;
-        let (key, id) = self.signer()?;
-        Token::default().push(&claims, key, id)
+    pub fn mint_root(&self, claims: Claims) -> Result<Token, LineageError> {
+        let root = self.checked_root(claims)?;
+        self.seal(&Token::empty(), &[&root])
     }
 
     /// `parent` with one more hop, `child`, signed by this runtime (the
@@ -295,12 +292,35 @@ impl KeyRing {
 
     /// [`KeyRing::attenuate`] when the parent's last claims, `prev`, are at
     /// hand (they are not parsed from the token again).
-    pub(crate) fn extend(&self, parent: &Token, prev: &Claims, mut child: Claims) -> Result<Token, LineageError> {
+    pub(crate) fn extend(&self, parent: &Token, prev: &Claims, child: Claims) -> Result<Token, LineageError> {
+        let child = self.checked_child(prev, child)?;
+        self.seal(parent, &[&child])
+    }
+
+    /// `claims` as this runtime would sign them as a tree's root: the issuer
+    /// set to it, the form and the root rules checked; nothing signed.
+    pub(crate) fn checked_root(&self, mut claims: Claims) -> Result<Claims, LineageError> {
+        claims.issuer = self.name.clone();
+        claims.check_form()?;
+        claims.check_root()?;
+        Ok(claims)
+    }
+
+    /// `child` as this runtime would sign it after `prev`: the issuer set to
+    /// it, the form checked, and that it attenuates `prev`; nothing signed.
+    pub(crate) fn checked_child(&self, prev: &Claims, mut child: Claims) -> Result<Claims, LineageError> {
         child.issuer = self.name.clone();
         child.check_form()?;
         child.check_attenuates(prev)?;
+        Ok(child)
+    }
+
+    /// `base` with this runtime's blocks `ours` (already checked) added and
+    /// signed with the key that signs now: one signature for all of them
+    /// (version 2; version 1 signs each).
+    pub(crate) fn seal(&self, base: &Token, ours: &[&Claims]) -> Result<Token, LineageError> {
         let (key, id) = self.signer()?;
-        parent.clone().push(&child, key, id)
+        base.sealed(ours, key, id)
     }
 }
 
@@ -310,7 +330,7 @@ impl KeyRing {
     /// `parent` with no check at all (the issuer is left as given).
     pub(crate) fn forge(&self, parent: &Token, claims: &Claims) -> Result<Token, LineageError> {
         let (key, id) = self.signer()?;
-        parent.clone().push(claims, key, id)
+        parent.sealed(&[claims], key, id)
     }
 }
 

@@ -3,8 +3,10 @@
 //! When a delegation crosses a process, the next process must not believe
 //! what the caller declares (depth, path, deadline, budget, tools, user). A
 //! lineage [`Token`] is a chain of blocks, one per hop. Each block states the
-//! hop's full [`Claims`] and is signed with Ed25519 by the runtime that sent
-//! the hop, over the previous block's signature and its own claims. The
+//! hop's full [`Claims`] and is made by the runtime that sent the hop; its
+//! Ed25519 signature covers a hash of every block before it and its own
+//! claims, and a runtime signs only the last of its consecutive blocks
+//! (token version 2: one signature per hop out of a process). The
 //! receiver [`verify`]s the chain offline against the public keys it trusts
 //! ([`TrustStore`]) and checks that every block *attenuates* its predecessor
 //! (depth + 1, max depth ≤, fan-out ≤, deadline ≤, budget ≤, tools ⊆, same
@@ -25,7 +27,7 @@
 //! this 2-core machine, against 6 s for `ed25519-dalek` (a small, widely used
 //! crate). With explicit claims per block, the attenuation rules are a dozen
 //! comparisons, the format is specified in one page (docs/LINEAGE.md) and
-//! verification costs one signature check per hop.
+//! verification costs one signature check per runtime the token passed.
 //!
 //! Keys: [`KeyRing`] holds this runtime's Ed25519 keys (generated at first
 //! start into a directory, rotatable; old keys verify until they expire).

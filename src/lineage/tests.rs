@@ -362,3 +362,91 @@ fn a_hop_is_signed_only_when_it_leaves_and_then_once() {
     assert_eq!(child.token(&w.a).unwrap(), child.token(&w.a).unwrap());
     assert_eq!(child.token(&w.a).unwrap().hops(), 2);
 }
+
+#[test]
+fn a_runtime_signs_once_for_its_consecutive_blocks() {
+    let w = world();
+    let (root, t1, t2) = honest(&w);
+    assert_eq!((root.hops(), root.signatures(), root.version()), (1, 1, 2));
+    // a's root and a's hop to b: one signature, a's, over both
+    assert_eq!((t1.hops(), t1.signatures()), (2, 1));
+    // b's hop adds its own
+    assert_eq!((t2.hops(), t2.signatures()), (3, 2));
+    assert_eq!(verify(&t2.encode(), &w.at_c, NOW).unwrap().hops, 3);
+    // a root, a local child and the relay out: three blocks, one signature
+    let root = Hop::root(root_claims());
+    let c1 = root.claims().child(RequestId::new(), Link::new(slug("prime-boss"), slug("byte-doc"), "extract"), "a");
+    let child = Hop::child(&root, c1);
+    let next = Relay {
+        request: RequestId::new(),
+        target: &slug("byte-doc"),
+        objective: "extract",
+        audience: "b",
+        deadline_ms: NOW + MINUTE,
+        budget: 500,
+        max_depth: 4,
+        tools: &[],
+    };
+    let relayed = child.relay(&w.a, next).unwrap();
+    assert_eq!((relayed.hops(), relayed.signatures()), (3, 1));
+    assert_eq!(verify(&relayed.encode(), &w.at_b, NOW).unwrap().claims.budget, 500);
+}
+
+#[test]
+fn an_unsigned_block_is_covered_only_by_the_next_block_of_its_key() {
+    let w = world();
+    let (_, t1, t2) = honest(&w);
+    let refused = |t: &Token, at: &TrustStore| verify(&t.encode(), at, NOW).unwrap_err();
+    // the unsigned root's claims changed (a wider budget, still well formed):
+    // a's signature on the next block no longer covers them
+    let root = serde_json::to_string(&t1.claims().unwrap()[0]).unwrap();
+    let wider = root.replace("\"budget\":1200", "\"budget\":9999");
+    assert_ne!(root, wider);
+    let err = refused(&t1.with_claims(0, wider.into_bytes()), &w.at_b);
+    assert_eq!((err.fault, err.code()), (Fault::BadSignature, ErrorCode::Unauthenticated));
+    // a hostile b strips a's signature: a's blocks are followed by b's key
+    let err = refused(&t2.without_signature(1), &w.at_c);
+    assert_eq!((err.fault, err.code()), (Fault::BadSignature, ErrorCode::Unauthenticated), "{err}");
+    assert!(err.message.contains("block 1 is not signed"), "{err}");
+    // an unsigned last block is not a token
+    let err = refused(&t1.without_signature(1), &w.at_b);
+    assert_eq!((err.fault, err.code()), (Fault::Malformed, ErrorCode::LineageInvalid));
+    // a signature flag that is neither 0 nor 1
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut bytes = URL_SAFE_NO_PAD.decode(t1.encode()).unwrap();
+    let claims_len = usize::from(u16::from_be_bytes([bytes[2], bytes[3]]));
+    let flag = 2 + 2 + claims_len + 8;
+    assert_eq!(bytes[flag], 0, "the root is unsigned");
+    bytes[flag] = 7;
+    let err = verify(&URL_SAFE_NO_PAD.encode(&bytes), &w.at_b, NOW).unwrap_err();
+    assert_eq!(err.fault, Fault::Malformed);
+    assert!(err.message.contains("signature flag"), "{err}");
+}
+
+/// A 2-hop token (a's root, a's hop to b's byte-doc) as the version 1 code
+/// made it: `world()`'s keys, tree 00…01, request 00…02.
+const TOKEN_V1: &str = include_str!("token-v1.txt");
+
+#[test]
+fn version_1_tokens_still_verify_and_extend_as_version_1() {
+    let w = world();
+    let t1 = Token::decode(TOKEN_V1).unwrap();
+    assert_eq!((t1.version(), t1.hops(), t1.signatures()), (1, 2, 2));
+    let v = verify(TOKEN_V1, &w.at_b, NOW).unwrap();
+    assert_eq!((v.claims.budget, v.claims.audience.as_str(), v.hops), (900, "b", 2));
+    // b extends it in its own version: every block signed over the previous signature
+    let t2 = w.b.attenuate(&t1, next_claims(&t1)).unwrap();
+    assert_eq!((t2.version(), t2.signatures()), (1, 3));
+    assert_eq!(verify(&t2.encode(), &w.at_c, NOW).unwrap().hops, 3);
+    // and a version 1 token is still refused when any byte changes
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let bytes = URL_SAFE_NO_PAD.decode(TOKEN_V1.trim()).unwrap();
+    for i in (0..bytes.len()).step_by(7) {
+        let mut b = bytes.clone();
+        b[i] ^= 0x01;
+        let err = verify(&URL_SAFE_NO_PAD.encode(&b), &w.at_b, NOW).unwrap_err();
+        assert!(matches!(err.fault, Fault::BadSignature | Fault::UntrustedKey | Fault::Malformed), "byte {i}: {err}");
+    }
+}

@@ -38,28 +38,47 @@ fn seed(key_dir: &Path) -> [u8; 32] {
     STANDARD.decode(text.trim()).unwrap().try_into().unwrap()
 }
 
-/// A second implementation of the token format, from docs/LINEAGE.md: it
-/// appends a block with any claims at all, as a hostile holder of a key can.
+/// A second implementation of the token format (version 2), from
+/// docs/LINEAGE.md: it appends a signed block with any claims at all, as a
+/// hostile holder of a key can.
 fn raw_append(token: Option<&str>, claims: &Value, seed: [u8; 32]) -> String {
     let key = SigningKey::from_bytes(&seed);
     let key_id: [u8; 8] = Sha256::digest(key.verifying_key().as_bytes())[..8].try_into().unwrap();
-    let mut bytes = token.map_or_else(|| vec![1, 0], |t| URL_SAFE_NO_PAD.decode(t).unwrap());
-    // the last block's signature is the token's last 64 bytes
-    let prev: [u8; 64] = if bytes[1] == 0 { [0; 64] } else { bytes[bytes.len() - 64..].try_into().unwrap() };
+    let mut bytes = token.map_or_else(|| vec![2, 0], |t| URL_SAFE_NO_PAD.decode(t).unwrap());
+    assert_eq!(bytes[0], 2, "a version 2 token");
+    // the link: sha256 of the previous block's signature input and its
+    // signature (nothing when it is unsigned); 32 zero bytes for the root
+    let mut link = [0u8; 32];
+    let mut at = 2;
+    for _ in 0..bytes[1] {
+        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+        let (claims, id) = (&bytes[at + 2..at + 2 + len], &bytes[at + 2 + len..at + 10 + len]);
+        let sig = match bytes[at + 10 + len] {
+            1 => &bytes[at + 11 + len..at + 75 + len],
+            _ => &[][..],
+        };
+        link = Sha256::new().chain_update(signing_input(&link, id, claims)).chain_update(sig).finalize().into();
+        at += 11 + len + sig.len();
+    }
     let claims = serde_json::to_vec(claims).unwrap();
-    let len = (claims.len() as u16).to_be_bytes();
-    let mut input = b"switchboard-lineage/1\0".to_vec();
-    input.extend_from_slice(&prev);
-    input.extend_from_slice(&key_id);
-    input.extend_from_slice(&len);
-    input.extend_from_slice(&claims);
-    let signature = key.sign(&input).to_bytes();
+    let signature = key.sign(&signing_input(&link, &key_id, &claims)).to_bytes();
     bytes[1] += 1;
-    bytes.extend_from_slice(&len);
+    bytes.extend_from_slice(&(claims.len() as u16).to_be_bytes());
     bytes.extend_from_slice(&claims);
     bytes.extend_from_slice(&key_id);
+    bytes.push(1);
     bytes.extend_from_slice(&signature);
     URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// What a version 2 block signs: the domain, the link, the key id, the claims' length and the claims.
+fn signing_input(link: &[u8; 32], key_id: &[u8], claims: &[u8]) -> Vec<u8> {
+    let mut input = b"switchboard-lineage/2\0".to_vec();
+    input.extend_from_slice(link);
+    input.extend_from_slice(key_id);
+    input.extend_from_slice(&(claims.len() as u16).to_be_bytes());
+    input.extend_from_slice(claims);
+    input
 }
 
 /// The three runtimes' keys, made before they start so each can trust the others.
@@ -352,7 +371,7 @@ async fn a_hostile_runtime_with_a_valid_key_cannot_widen_its_hop() {
         // the chain up to B's own hop, and B's hop to C signed anew with the change
         let text = token.encode();
         let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
-        let last_len = 2 + serde_json::to_vec(&relay).unwrap().len() + 8 + 64;
+        let last_len = 2 + serde_json::to_vec(&relay).unwrap().len() + 8 + 1 + 64;
         bytes.truncate(bytes.len() - last_len);
         bytes[1] -= 1;
         let prefix = URL_SAFE_NO_PAD.encode(bytes);
