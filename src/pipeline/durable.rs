@@ -16,6 +16,7 @@ use super::{Runtime, journal, record};
 use crate::auth::Principal;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId};
 use crate::store::{Approval, ApprovalState, Durability, StepState, TreeStep, now_ms};
+use crate::telemetry::TakenOver;
 use crate::util::lock;
 
 /// What [`Runtime::resume_open_trees`] found in the store.
@@ -130,6 +131,9 @@ impl Runtime {
                 self.inner.store.forget_replica(&dead).await?;
             }
         }
+        let metrics = &self.inner.metrics;
+        metrics.taken_over(TakenOver::Tree, found.resumed.len());
+        metrics.taken_over(TakenOver::ExpiredTree, found.expired.len());
         if !found.resumed.is_empty() || !found.expired.is_empty() {
             tracing::info!(
                 resumed = found.resumed.len(),

@@ -15,6 +15,7 @@ use super::admit::Admitted;
 use super::replica::Census;
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Status};
 use crate::store::{Claim, Held, Holder, KeyAnswer, StepState};
+use crate::telemetry::TakenOver;
 
 /// How often a repeated request looks whether the first one finished.
 const POLL: Duration = Duration::from_millis(25);
@@ -48,6 +49,7 @@ pub(super) async fn claim(rt: &Runtime, adm: &Admitted) -> Result<Option<Delegat
             && abandoned(rt, &held).await
             && store.take_idempotency(user, key, &held, &me).await?
         {
+            rt.inner.metrics.taken_over(TakenOver::IdempotencyKey, 1);
             tracing::warn!(
                 request_id = %adm.req.request_id, key = %key, holder = ?held,
                 "idempotency key taken over: the request holding it died and left no tree to finish it"

@@ -33,6 +33,22 @@ struct Agent {
     agent: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Taken {
+    what: String,
+}
+
+/// What this runtime took over from a process that died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TakenOver {
+    /// A tree cut off mid-run (a restart, or a replica whose lease ran out), run again here.
+    Tree,
+    /// A tree cut off mid-run whose deadline had passed: ended `DEADLINE_EXCEEDED` here.
+    ExpiredTree,
+    /// An idempotency key held by a request that died before its tree was written.
+    IdempotencyKey,
+}
+
 /// One agent's handles.
 #[derive(Clone)]
 struct AgentMetrics {
@@ -76,6 +92,8 @@ pub struct Metrics {
     tokens: Family<Target, Counter>,
     latency: Family<Target, Histogram>,
     breaker: Family<Agent, Gauge>,
+    /// Handles of `switchboard_taken_over_total`: trees, expired trees, idempotency keys.
+    taken: [Counter; 3],
 }
 
 fn latency_histogram() -> Histogram {
@@ -105,6 +123,15 @@ impl Metrics {
         registry.register("tokens", "Tokens used by delegations (subtree totals)", tokens.clone());
         registry.register("delegation_duration_seconds", "Delegation latency", latency.clone());
         registry.register("breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open", breaker.clone());
+        let taken_over = Family::<Taken, Counter>::default();
+        registry.register(
+            "taken_over",
+            "What this runtime took over from a process that died: trees run again, trees ended past their \
+             deadline, idempotency keys",
+            taken_over.clone(),
+        );
+        let taken = ["tree", "expired_tree", "idempotency_key"]
+            .map(|what| taken_over.get_or_create(&Taken { what: what.into() }).clone());
         let agents = agents
             .into_iter()
             .map(|slug| {
@@ -127,7 +154,17 @@ impl Metrics {
                 (slug.clone(), m)
             })
             .collect();
-        Self { registry, agents, outcomes, attempts, first_attempt, fallbacks, tokens, latency, breaker }
+        Self { registry, agents, outcomes, attempts, first_attempt, fallbacks, tokens, latency, breaker, taken }
+    }
+
+    /// Counts `n` things of one kind taken over from a process that died.
+    pub fn taken_over(&self, what: TakenOver, n: usize) {
+        let i = match what {
+            TakenOver::Tree => 0,
+            TakenOver::ExpiredTree => 1,
+            TakenOver::IdempotencyKey => 2,
+        };
+        self.taken[i].inc_by(n as u64);
     }
 
     /// Records one finished (or refused) delegation.

@@ -117,6 +117,8 @@ async fn a_deadline_keeps_counting_across_a_restart() {
         let rt = runtime(&db, &config, &runs, false);
         let found = rt.resume_open_trees().await.unwrap();
         assert_eq!((found.resumed.len(), found.expired.clone()), (0, vec![root]), "{}", db.name);
+        let taken = |what| crate::replicas::taken_over(&rt, what);
+        assert_eq!((taken("tree"), taken("expired_tree")), (0, 1), "{}", db.name);
         let store = db.dyn_store();
         let top = store.step(root).await.unwrap().unwrap();
         assert_eq!(top.state, StepState::Failed, "{}", db.name);

@@ -61,6 +61,14 @@ fn started(log: &Path, agent: &str) -> Vec<u32> {
     runs(log).into_iter().filter(|r| r.start && r.agent == agent).map(|r| r.generation).collect()
 }
 
+/// `switchboard_taken_over_total{what}` as `rt`'s metrics show it.
+pub(crate) fn taken_over(rt: &switchboard::pipeline::Runtime, what: &str) -> u64 {
+    let text = rt.metrics_text();
+    let line = format!("switchboard_taken_over_total{{what=\"{what}\"}} ");
+    let found = text.lines().find_map(|l| l.strip_prefix(line.as_str()));
+    found.unwrap_or_else(|| panic!("no {line}in:\n{text}")).trim().parse().unwrap()
+}
+
 async fn top(store: &Arc<dyn Store>, id: RequestId) -> switchboard::store::TreeStep {
     store.step(id).await.unwrap().unwrap_or_else(|| panic!("tree {id} has no step"))
 }
@@ -319,9 +327,11 @@ async fn a_tree_of_a_replica_on_another_host_is_taken_over_only_once_its_lease_r
         let live = runtime_on(Arc::new(SqlStore::connect(&db.url).await.unwrap()), &config, &runs, false);
         let found = live.resume_open_trees().await.unwrap();
         assert!(found.elsewhere.contains(&root) && found.resumed.is_empty(), "{name}: {found:?}");
+        assert_eq!(taken_over(&live, "tree"), 0, "{name}: nothing taken while the lease lives");
         tokio::time::sleep(Duration::from_millis(1600)).await;
         let found = live.resume_open_trees().await.unwrap();
         assert_eq!(found.resumed, [root], "{name}: taken over once the lease ran out");
+        assert_eq!(taken_over(&live, "tree"), 1, "{name}: the takeover is counted");
         eventually("the tree ended", async || top(&store, root).await.state.is_terminal()).await;
         let step = top(&store, root).await;
         assert_eq!((step.state, step.owner.as_deref()), (StepState::Done, Some(live.replica_id())), "{name}");
@@ -361,10 +371,12 @@ async fn a_key_whose_holder_died_before_writing_its_tree_is_taken_over_once_its_
         let waited = live.delegate(&operator(), early).await;
         assert_eq!(waited.error_code(), Some(ErrorCode::DeadlineExceeded), "{name}: {waited:?}");
         assert_eq!(runs.first.load(Ordering::SeqCst), 0, "{name}: a live holder's key was taken");
+        assert_eq!(taken_over(&live, "idempotency_key"), 0, "{name}");
         // once it ran out: the redelivered request takes the key over and runs, once
         let answer = live.delegate(&operator(), req.clone()).await;
         assert_eq!(answer.status, Status::Success, "{name}: {answer:?}");
         assert_eq!(runs.first.load(Ordering::SeqCst), 1, "{name}");
+        assert_eq!(taken_over(&live, "idempotency_key"), 1, "{name}: the takeover is counted");
         let mut again = req.clone();
         again.request_id = RequestId::new();
         let again = live.delegate(&operator(), again).await;
