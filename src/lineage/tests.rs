@@ -78,7 +78,7 @@ pub(super) fn honest(w: &World) -> (Token, Token, Token) {
 }
 
 /// The claims `b` would send to `c` from an honest `t1`.
-fn next_claims(t1: &Token) -> Claims {
+pub(super) fn next_claims(t1: &Token) -> Claims {
     let c1 = t1.claims().unwrap().pop().unwrap();
     c1.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c")
 }
