@@ -21,12 +21,28 @@ pub struct LineageConfig {
     /// How long a rotated key keeps verifying, in hours (default: 7 days).
     #[serde(default = "default_keep_hours")]
     pub keep_rotated_keys_hours: u64,
+    /// The format of the tokens this runtime starts (docs/LINEAGE.md): 2,
+    /// the default, signs once per runtime; 1 signs every block, and is
+    /// what Switchboards before 2026-11-28 read (set it while such peers
+    /// still receive from this one). A token received is extended in its
+    /// own version.
+    #[serde(default = "default_token_version")]
+    pub token_version: u8,
 }
 
 impl Default for LineageConfig {
     fn default() -> Self {
-        Self { name: default_name(), key_dir: default_key_dir(), keep_rotated_keys_hours: default_keep_hours() }
+        Self {
+            name: default_name(),
+            key_dir: default_key_dir(),
+            keep_rotated_keys_hours: default_keep_hours(),
+            token_version: default_token_version(),
+        }
     }
+}
+
+fn default_token_version() -> u8 {
+    2
 }
 
 /// A runtime's name: 1-64 letters, digits, `.`, `_` or `-`.

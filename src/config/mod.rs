@@ -457,6 +457,8 @@ mod tests {
             ("[server]\nreplica_lease_ms = 100\n", "server.replica_lease_ms"),
             ("[server]\nwork_threads = 5000\n", "server.work_threads"),
             ("[server]\nwork_threads = -1\n", "work_threads"),
+            ("[lineage]\ntoken_version = 3\n", "lineage.token_version"),
+            ("[lineage]\ntoken_version = \"two\"\n", "token_version"),
         ] {
             assert!(bad(toml).contains(field), "{toml}: {}", bad(toml));
         }

@@ -205,6 +205,12 @@ impl Config {
                 a.slug
             ));
         }
+        if !matches!(self.lineage.token_version, 1 | 2) {
+            return bad(format!(
+                "lineage.token_version must be 2 (the default) or 1 (for peers built before 2026-11-28), not {}",
+                self.lineage.token_version
+            ));
+        }
         if self.lineage.key_dir.as_os_str().is_empty() {
             return bad("lineage.key_dir must name a directory, e.g. \"switchboard-keys\"".to_string());
         }

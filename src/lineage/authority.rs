@@ -24,6 +24,7 @@ pub struct Authority {
     name: String,
     dir: PathBuf,
     peers: Vec<TrustEntry>,
+    token_version: u8,
     state: RwLock<Option<Opened>>,
     checked: Mutex<Option<Instant>>,
 }
@@ -54,6 +55,7 @@ impl Authority {
             name: config.name.clone(),
             dir: config.key_dir.clone(),
             peers: peers.to_vec(),
+            token_version: config.token_version,
             state: RwLock::new(None),
             checked: Mutex::new(None),
         })
@@ -69,7 +71,9 @@ impl Authority {
     }
 
     fn open(&self) -> Result<Opened, LineageError> {
-        let ring = KeyRing::open(&self.dir, self.name.clone(), now_ms()).map_err(|e| unusable(&self.dir, e))?;
+        let ring = KeyRing::open(&self.dir, self.name.clone(), now_ms())
+            .map_err(|e| unusable(&self.dir, e))?
+            .with_token_version(self.token_version);
         let mut trust = TrustStore::from_entries(self.name.clone(), &self.peers).map_err(|e| unusable(&self.dir, e))?;
         trust.trust_ring(&ring).map_err(|e| unusable(&self.dir, e))?;
         Ok(Opened { ring: Arc::new(ring), trust: Arc::new(trust), current: self.current_file() })

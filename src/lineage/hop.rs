@@ -61,7 +61,7 @@ impl Hop {
             return Ok(c);
         }
         let chain = match &self.parent {
-            None => Chain { base: Token::empty(), ours: vec![ring.checked_root(self.claims.clone())?] },
+            None => Chain { base: ring.new_token(), ours: vec![ring.checked_root(self.claims.clone())?] },
             Some(p) => {
                 let mut chain = p.chain(ring)?.clone();
                 chain.ours.push(ring.checked_child(&p.claims, self.claims.clone())?);

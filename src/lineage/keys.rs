@@ -74,6 +74,8 @@ pub struct KeyRing {
     /// trust it before it signs; it signs nothing until [`KeyRing::rotate`].
     staged: Option<LocalKey>,
     dir: Option<PathBuf>,
+    /// The token version of the trees it starts (`[lineage] token_version`).
+    version: u8,
 }
 
 impl fmt::Debug for KeyRing {
@@ -110,6 +112,7 @@ impl KeyRing {
             keys: vec![LocalKey { id: KeyId::of(&key.verifying_key()), key, expires_ms: None }],
             staged: None,
             dir: None,
+            version: 2,
         })
     }
 
@@ -274,12 +277,24 @@ impl KeyRing {
         Ok((&k.key, k.id))
     }
 
+    /// This ring, starting its trees' tokens in `version` (1; anything
+    /// else is 2, the default).
+    pub fn with_token_version(mut self, version: u8) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// A token with no block yet, in the version this ring starts trees in.
+    pub(crate) fn new_token(&self) -> Token {
+        Token::empty(self.version)
+    }
+
     /// The token of a tree's first hop. Refused unless `claims` is a root
     /// (no parent, depth 0, tree = request) and well formed; the issuer is
     /// set to this runtime.
     pub fn mint_root(&self, claims: Claims) -> Result<Token, LineageError> {
         let root = self.checked_root(claims)?;
-        self.seal(&Token::empty(), &[&root])
+        self.seal(&self.new_token(), &[&root])
     }
 
     /// `parent` with one more hop, `child`, signed by this runtime (the

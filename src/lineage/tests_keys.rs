@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use super::tests::{MINUTE, NOW, honest, ring, root_claims, slug, world};
 use super::*;
 use crate::protocol::request::objective_hash;
-use crate::protocol::{ChainLink, DelegationRequest, UserId};
+use crate::protocol::{ChainLink, DelegationRequest, RequestId, UserId};
 
 const DAY: u64 = 24 * 60 * MINUTE;
 
@@ -338,8 +338,12 @@ fn to_itself(byte_doc: &crate::protocol::AgentSlug) -> Relay<'_> {
 fn many_first_uses_at_once_make_one_key_and_a_rotation_is_seen() {
     let byte_doc = slug("byte-doc");
     let dir = tempfile::tempdir().unwrap();
-    let config =
-        crate::config::LineageConfig { name: "a".into(), key_dir: dir.path().join("keys"), keep_rotated_keys_hours: 1 };
+    let config = crate::config::LineageConfig {
+        name: "a".into(),
+        key_dir: dir.path().join("keys"),
+        keep_rotated_keys_hours: 1,
+        token_version: 2,
+    };
     let authority = std::sync::Arc::new(Authority::new(&config, &[]).unwrap());
     let hop = Hop::root(root_claims());
     let signed: Vec<KeyId> = std::thread::scope(|s| {
@@ -367,4 +371,27 @@ fn many_first_uses_at_once_make_one_key_and_a_rotation_is_seen() {
     let mut trust = TrustStore::new("a");
     trust.trust_ring(&KeyRing::open(&config.key_dir, "a", 0).unwrap()).unwrap();
     assert_eq!(Token::decode(&text).unwrap().verify(&trust, NOW).unwrap().key_id, new);
+}
+
+#[test]
+fn token_version_sets_the_format_of_the_trees_a_runtime_starts() {
+    let byte_doc = slug("byte-doc");
+    for version in [1u8, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::LineageConfig {
+            name: "a".into(),
+            key_dir: dir.path().join("keys"),
+            keep_rotated_keys_hours: 1,
+            token_version: version,
+        };
+        let authority = Authority::new(&config, &[]).unwrap();
+        // a root and a local child, relayed: two blocks above the relay
+        let root = Hop::root(root_claims());
+        let c1 = root.claims().child(RequestId::new(), Link::new(slug("prime-boss"), slug("byte-doc"), "x"), "a");
+        let text = authority.relay(&Hop::child(&root, c1), to_itself(&byte_doc)).unwrap();
+        let token = Token::decode(&text).unwrap();
+        let signatures = if version == 1 { 3 } else { 1 };
+        assert_eq!((token.version(), token.hops(), token.signatures()), (version, 3, signatures));
+        assert_eq!(authority.verify(&text).unwrap().1.audience, "a", "version {version} verifies");
+    }
 }

@@ -14,8 +14,9 @@ pub const MAX_TEXT_LEN: usize = 8192;
 pub const MAX_BLOCKS: usize = 16;
 /// Longest claims of one block, in bytes.
 pub const MAX_CLAIMS_LEN: usize = 4096;
-/// The format version this runtime makes: the token's first byte. Version 1
-/// tokens (every block signed, each over the previous signature) are still
+/// The format version this runtime makes unless told otherwise
+/// (`[lineage] token_version`): the token's first byte. Version 1 tokens
+/// (every block signed, each over the previous signature) are still
 /// verified and extended, as version 1.
 const VERSION: u8 = 2;
 const VERSION_1: u8 = 1;
@@ -80,9 +81,9 @@ pub fn verify(text: &str, trusted: &TrustStore, now_ms: u64) -> Result<Verified,
 }
 
 impl Token {
-    /// A token with no block yet, of the version this runtime makes.
-    pub(crate) fn empty() -> Token {
-        Token { version: VERSION, blocks: Vec::new() }
+    /// A token with no block yet: version 1 when `version` is 1, else 2.
+    pub(crate) fn empty(version: u8) -> Token {
+        Token { version: if version == VERSION_1 { VERSION_1 } else { VERSION }, blocks: Vec::new() }
     }
 
     /// What each block signs, root first.
