@@ -322,7 +322,8 @@ for peer, extra in [("plain", ""), ("lineage", ', peer = "b"')]:
     open(f"{hop}/a-{peer}.toml", "w").write(team[:start] + echo + team[end:] + "\n" + lineage["a"] + trust)
 # the same hop through NATS JetStream: B runs `switchboard worker --agents echo`
 echo = '[[agents]]\nslug = "echo"\nname = "Echo, on B\'s workers"\nbackend = { kind = "queue", peer = "b" }\n\n'
-open(f"{hop}/a-queue.toml", "w").write(team[:start] + echo + team[end:] + "\n" + lineage["a"])
+# A trusts B's key: it takes only the answers B's workers signed
+open(f"{hop}/a-queue.toml", "w").write(team[:start] + echo + team[end:] + "\n" + lineage["a"] + trust)
 trust = f'\n[[trust]]\nname = "a"\npublic_key = "{key["a"]}"\nmay_call = ["echo"]\nmay_start_trees = true\n'
 open(f"{hop}/b.toml", "w").write(team + "\n" + lineage["b"] + trust)
 PY

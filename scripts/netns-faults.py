@@ -627,6 +627,11 @@ description = "The command the replicas' tagq delegations run."
 {agent_cmd("tagq")}
 """
         open(self.workers_toml, "w").write(workers)
+        # the replicas trust the workers' key: they take only answers the workers signed
+        keys = run([self.bin, "--config", self.workers_toml, "--database-url", "memory:", "--json", "keys"], cwd=self.tmp)
+        workers_key = json.loads(keys.stdout)["keys"][0]["public_key"]
+        with open(self.replicas_toml, "a") as f:
+            f.write(f'\n[[trust]]\nname = "workers"\npublic_key = "{workers_key}"\n')
         # the schemas, once, before processes start at the same time (as compose's init service does)
         for toml, db in [(self.replicas_toml, self.replicas_db), (self.workers_toml, self.workers_db)]:
             run([self.bin, "--config", toml, "--database-url", db, "agents"], cwd=self.tmp)

@@ -111,6 +111,21 @@ pub trait Dispatch: Send + Sync + 'static {
         let _ = (request, audience);
         Ok(None)
     }
+
+    /// Whether answer `body` to delegation `id`, with `signature`, may be
+    /// taken as the runtime `peer`'s: an error when `peer` is trusted and the
+    /// signature is missing or wrong (see `lineage::reply`). Ok without a
+    /// check when this runtime keeps no lineage.
+    fn check_reply(
+        &self,
+        peer: &str,
+        id: RequestId,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> Result<(), DelegationError> {
+        let _ = (peer, id, body, signature);
+        Ok(())
+    }
 }
 
 /// Where a running delegation stands in its tree: what an agent needs to
@@ -395,6 +410,17 @@ impl Delegator {
     /// the runtime named `audience` (see [`Dispatch::relay_token`]).
     pub fn relay_token(&self, request: &DelegationRequest, audience: &str) -> Result<Option<String>, DelegationError> {
         self.dispatch.relay_token(request, audience)
+    }
+
+    /// Whether an answer to delegation `id` may be taken as `peer`'s (see [`Dispatch::check_reply`]).
+    pub fn check_reply(
+        &self,
+        peer: &str,
+        id: RequestId,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> Result<(), DelegationError> {
+        self.dispatch.check_reply(peer, id, body, signature)
     }
 
     /// Where this delegation stands in its tree.

@@ -38,6 +38,8 @@ pub mod wire {
     pub const DEADLINE_AT: &str = "Switchboard-Deadline-At";
     /// Why a message was dead-lettered.
     pub const REASON: &str = "Switchboard-Reason";
+    /// The worker's signature of an answer (`lineage::reply`).
+    pub const SIGNATURE: &str = "Switchboard-Signature";
     /// JetStream's de-duplication id.
     pub const MSG_ID: &str = "Nats-Msg-Id";
 
@@ -181,8 +183,20 @@ impl Agent for QueueAgent {
         // listening before asking: an answer cannot slip past
         let mut answers = js.client().subscribe(wire::reply(id)).await.map_err(|e| unavailable("queue", e))?;
         let from = format!("the worker of {target}");
+        // an answer is the workers' only when they signed it (when their key is trusted)
+        let theirs = |payload: &[u8], signature: Option<&str>| match delegator
+            .check_reply(&self.peer, id, payload, signature)
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(request_id = %id, peer = %self.peer, "an answer on the reply subject was ignored: {e}");
+                false
+            }
+        };
         // a resumed delegation whose answer came while nobody waited takes it
-        if let Some(payload) = stored_reply(js, id, None).await {
+        if let Some((payload, signature)) = stored_reply(js, id, None).await
+            && theirs(&payload, signature.as_deref())
+        {
             return super::http::reply_to_output(200, &payload, &from);
         }
         let mut headers = async_nats::HeaderMap::new();
@@ -206,12 +220,19 @@ impl Agent for QueueAgent {
         let mut look = tokio::time::interval_at(tokio::time::Instant::now() + LOOK_EVERY, LOOK_EVERY);
         loop {
             tokio::select! {
-                answer = answers.next() => return match answer {
-                    Some(answer) => super::http::reply_to_output(200, &answer.payload, &from),
-                    None => Err(unavailable("queue", "the connection to the NATS server closed")),
+                answer = answers.next() => match answer {
+                    Some(answer) => {
+                        let signature = answer.headers.as_ref().and_then(|h| h.get(wire::SIGNATURE));
+                        if theirs(&answer.payload, signature.map(|v| v.as_str())) {
+                            return super::http::reply_to_output(200, &answer.payload, &from);
+                        }
+                    }
+                    None => return Err(unavailable("queue", "the connection to the NATS server closed")),
                 },
                 _ = look.tick() => {
-                    if let Some(payload) = stored_reply(js, id, Some(&mine)).await {
+                    if let Some((payload, signature)) = stored_reply(js, id, Some(&mine)).await
+                        && theirs(&payload, signature.as_deref())
+                    {
                         return super::http::reply_to_output(200, &payload, &from);
                     }
                 }
@@ -230,14 +251,19 @@ impl Agent for QueueAgent {
 /// How often a waiting delegation looks in the reply stream besides listening.
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The answer the reply stream holds for delegation `id`: a whole successful
-/// one of any attempt, or any answer to this attempt (its message id is
-/// `mine`; None before this attempt was sent).
-async fn stored_reply(js: &async_nats::jetstream::Context, id: RequestId, mine: Option<&str>) -> Option<Vec<u8>> {
+/// The answer the reply stream holds for delegation `id`, with its
+/// signature: a whole successful one of any attempt, or any answer to this
+/// attempt (its message id is `mine`; None before this attempt was sent).
+async fn stored_reply(
+    js: &async_nats::jetstream::Context,
+    id: RequestId,
+    mine: Option<&str>,
+) -> Option<(Vec<u8>, Option<String>)> {
     let replies = js.get_stream_no_info(wire::REPLY_STREAM).await.ok()?;
     let kept = replies.get_last_raw_message_by_subject(&wire::reply(id)).await.ok()?;
     let ours = mine.is_some_and(|mine| kept.headers.get(wire::MSG_ID).is_some_and(|v| v.as_str() == mine));
-    (ours || kept_answer(&kept.payload).is_some()).then(|| kept.payload.to_vec())
+    let signature = kept.headers.get(wire::SIGNATURE).map(|v| v.as_str().to_string());
+    (ours || kept_answer(&kept.payload).is_some()).then(|| (kept.payload.to_vec(), signature))
 }
 
 #[cfg(test)]

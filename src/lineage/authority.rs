@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use super::{Claims, Fault, Hop, KeyRing, LineageError, Relay, Token, TrustStore, now_ms};
+use super::{Claims, Fault, Hop, KeyRing, LineageError, Relay, ReplyCheck, Token, TrustStore, now_ms};
 use crate::config::{LineageConfig, TrustEntry};
+use crate::protocol::RequestId;
 use crate::util::lock;
 
 /// How often the key directory is looked at for a rotation.
@@ -107,6 +108,28 @@ impl Authority {
         let token = Token::decode(text)?;
         let verified = token.verify(&self.opened()?.trust, now_ms())?;
         Ok((token, verified.claims))
+    }
+
+    /// The signature of answer `body` to delegation `id`, with this
+    /// runtime's signing key (a worker's answers; see `lineage::reply`).
+    pub fn sign_reply(&self, id: RequestId, body: &[u8]) -> Result<String, LineageError> {
+        super::reply::sign(&self.opened()?.ring, id, body)
+    }
+
+    /// Checks that answer `body` to delegation `id` was signed by the runtime
+    /// `peer`: required when a `[[trust]]` entry names `peer`.
+    pub fn check_reply(
+        &self,
+        peer: &str,
+        id: RequestId,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> Result<ReplyCheck, LineageError> {
+        if !self.peers.iter().any(|t| t.name == peer) {
+            return Ok(ReplyCheck::Unchecked);
+        }
+        super::reply::check(&self.opened()?.trust, peer, id, body, signature, now_ms())?;
+        Ok(ReplyCheck::Signed)
     }
 
     /// The token that relays `hop`'s delegation to another runtime (see [`Hop::relay`]).

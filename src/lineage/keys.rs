@@ -277,6 +277,13 @@ impl KeyRing {
         Ok((&k.key, k.id))
     }
 
+    /// `message` signed with the key that signs now, and that key's id.
+    pub(crate) fn sign_bytes(&self, message: &[u8]) -> Result<(KeyId, [u8; 64]), LineageError> {
+        use ed25519_dalek::Signer;
+        let (key, id) = self.signer()?;
+        Ok((id, key.sign(message).to_bytes()))
+    }
+
     /// This ring, starting its trees' tokens in `version` (1; anything
     /// else is 2, the default).
     pub fn with_token_version(mut self, version: u8) -> Self {

@@ -44,6 +44,7 @@ mod claims;
 mod envelope;
 mod hop;
 mod keys;
+mod reply;
 mod token;
 mod trust;
 
@@ -62,6 +63,7 @@ pub use claims::{Claims, Field, Link};
 pub use envelope::check_envelope;
 pub use hop::{Hop, Relay};
 pub use keys::{KeyId, KeyRing, PublicKeyInfo};
+pub use reply::ReplyCheck;
 pub use token::{MAX_BLOCKS, MAX_CLAIMS_LEN, MAX_TEXT_LEN, Token, Verified, verify};
 pub use trust::TrustStore;
 

@@ -15,7 +15,7 @@ pub(super) fn ring(name: &str, seed: u8) -> KeyRing {
     KeyRing::from_seed(name, [seed; 32]).unwrap()
 }
 
-fn entry(ring: &KeyRing, may_call: &[&str], may_start_trees: bool) -> TrustEntry {
+pub(super) fn entry(ring: &KeyRing, may_call: &[&str], may_start_trees: bool) -> TrustEntry {
     TrustEntry {
         name: ring.name().into(),
         public_key: ring.public_keys()[0].public_key.clone(),

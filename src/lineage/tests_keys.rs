@@ -395,3 +395,48 @@ fn token_version_sets_the_format_of_the_trees_a_runtime_starts() {
         assert_eq!(authority.verify(&text).unwrap().1.audience, "a", "version {version} verifies");
     }
 }
+
+#[test]
+fn an_answer_counts_as_a_peers_only_with_its_signature() {
+    use super::reply::{check, sign};
+    let w = world(); // c trusts a and b
+    let id = RequestId::new();
+    let body: &[u8] = br#"{"status":"success","result":"done"}"#;
+    let by_b = sign(&w.b, id, body).unwrap();
+    assert_eq!(check(&w.at_c, "b", id, body, Some(&by_b), NOW), Ok(()));
+    let stranger = sign(&ring("b", 9), id, body).unwrap();
+    let by_a = sign(&w.a, id, body).unwrap();
+    let cases: [(Option<&str>, RequestId, &[u8], Fault); 6] = [
+        (None, id, body, Fault::BadSignature),
+        (Some(&by_b), RequestId::new(), body, Fault::BadSignature),
+        (Some(&by_b), id, br#"{"status":"success","result":"forged"}"#, Fault::BadSignature),
+        (Some(&by_a), id, body, Fault::WrongIssuer),
+        (Some(&stranger), id, body, Fault::UntrustedKey),
+        (Some("not a signature"), id, body, Fault::Malformed),
+    ];
+    for (i, (signature, id, body, fault)) in cases.into_iter().enumerate() {
+        let err = check(&w.at_c, "b", id, body, signature, NOW).unwrap_err();
+        assert_eq!(err.fault, fault, "case {i}: {err}");
+    }
+    // b's key past its expiry
+    let mut expired = super::tests::entry(&w.b, &[], false);
+    expired.expires_ms = Some(NOW - 1);
+    let at = TrustStore::from_entries("c", &[expired]).unwrap();
+    assert_eq!(check(&at, "b", id, body, Some(&by_b), NOW).unwrap_err().fault, Fault::KeyExpired);
+    // no key of that name
+    assert_eq!(check(&w.at_c, "workers", id, body, Some(&by_b), NOW).unwrap_err().fault, Fault::WrongIssuer);
+    // a runtime checks a peer's answers only when a [[trust]] entry names it
+    // (its own keys do not: a fleet may share its name with keys of its own)
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::config::LineageConfig {
+        name: "c".into(),
+        key_dir: dir.path().join("keys"),
+        keep_rotated_keys_hours: 1,
+        token_version: 2,
+    };
+    let authority = Authority::new(&config, &[super::tests::entry(&w.b, &[], false)]).unwrap();
+    assert_eq!(authority.check_reply("b", id, body, Some(&by_b)), Ok(ReplyCheck::Signed));
+    assert_eq!(authority.check_reply("b", id, body, None).unwrap_err().fault, Fault::BadSignature);
+    assert_eq!(authority.check_reply("workers", id, body, None), Ok(ReplyCheck::Unchecked));
+    assert_eq!(authority.check_reply("c", id, body, None), Ok(ReplyCheck::Unchecked));
+}

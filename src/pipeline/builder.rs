@@ -81,6 +81,19 @@ impl RuntimeBuilder {
         let lineage = crate::lineage::Authority::new(&config.lineage, &config.trust)
             .map_err(|e| DelegationError::invalid(format!("invalid configuration: {e}")))?;
         let keeps_lineage = config.agents.iter().any(|a| a.backend.peer().is_some());
+        // a queue's answers are checked against its workers' key only when it is trusted
+        for a in &config.agents {
+            if let crate::config::Backend::Queue { peer, .. } = &a.backend
+                && !config.trust.iter().any(|t| t.name == *peer)
+            {
+                tracing::warn!(
+                    agent = %a.slug,
+                    "the answers of '{peer}' (the workers of agent '{}') are taken unchecked: no [[trust]] entry \
+                     names '{peer}', so anyone who may publish on the reply subjects could answer in its name",
+                    a.slug
+                );
+            }
+        }
         // what seals a tree's vault in the journal: a key file shared by the
         // processes on one store, or this process's own key
         let seal = match &config.pii.seal_key_file {

@@ -12,7 +12,9 @@ use super::{Entry, Runtime, journal};
 use crate::agent::{AgentContext, Delegator, Dispatch, Ledger};
 use crate::auth::Principal;
 use crate::lineage::{Claims, Relay};
-use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Status};
+use crate::protocol::{
+    AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, RequestId, Status,
+};
 use crate::store::Durability;
 
 /// The context one attempt of this node's agent runs with: its delegator,
@@ -113,6 +115,17 @@ impl Dispatch for NodeDispatch {
             tools: &tools,
         };
         self.runtime.lineage().relay(hop, next).map(Some).map_err(DelegationError::from)
+    }
+
+    fn check_reply(
+        &self,
+        peer: &str,
+        id: RequestId,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> Result<(), DelegationError> {
+        let checked = self.runtime.lineage().check_reply(peer, id, body, signature);
+        checked.map(drop).map_err(DelegationError::from)
     }
 
     fn may_delegate_to(&self, target: &AgentSlug) -> bool {

@@ -223,6 +223,13 @@ impl Worker {
         let msg_id = header(message, wire::MSG_ID).unwrap_or_else(|| id.to_string());
         headers.insert(wire::MSG_ID, format!("reply-{msg_id}").as_str());
         let body = serde_json::to_vec(response).unwrap_or_default();
+        // signed: the caller takes only its workers' answers (lineage::reply)
+        match self.runtime.lineage().sign_reply(id, &body) {
+            Ok(signature) => headers.insert(wire::SIGNATURE, signature.as_str()),
+            Err(e) => {
+                tracing::warn!(request_id = %id, "the answer goes unsigned, and a caller that trusts us ignores it: {e}");
+            }
+        }
         if let Err(e) = self.store(wire::reply(id), headers, body.into()).await {
             // not acknowledged: JetStream hands it out again, and the store answers for it
             return tracing::warn!(request_id = %id, "the answer was {e}");

@@ -49,6 +49,8 @@ struct World {
     agent: String,
     caller: String,
     worker: String,
+    /// The workers' public key, for a caller that checks their answers.
+    worker_key: String,
 }
 
 impl World {
@@ -56,7 +58,7 @@ impl World {
         let dir = tempfile::tempdir().unwrap();
         let agent = fresh(prefix);
         let (caller_lineage, caller_key) = lineage_keys(dir.path(), "caller");
-        let (worker_lineage, _) = lineage_keys(dir.path(), "workers");
+        let (worker_lineage, worker_key) = lineage_keys(dir.path(), "workers");
         let caller = format!(
             r#"
 [[agents]]
@@ -104,7 +106,7 @@ may_call = ["{agent}"]
 may_start_trees = true
 "#
         );
-        Self { dir, agent, caller, worker }
+        Self { dir, agent, caller, worker, worker_key }
     }
 
     fn log(&self) -> PathBuf {
@@ -124,6 +126,13 @@ may_start_trees = true
 
     fn caller(&self) -> Runtime {
         Runtime::builder().config(Config::from_toml(&self.caller).unwrap()).build().unwrap()
+    }
+
+    /// The caller with the workers' key in its `[[trust]]`: it takes only answers they signed.
+    fn caller_trusting_workers(&self) -> Runtime {
+        let trust = format!("\n[[trust]]\nname = \"workers\"\npublic_key = \"{}\"\n", self.worker_key);
+        let config = Config::from_toml(&format!("{}{trust}", self.caller)).unwrap();
+        Runtime::builder().config(config).build().unwrap()
     }
 
     /// Starts `switchboard worker` named `name` for the agent; its agent naps `nap` seconds.
@@ -473,4 +482,52 @@ async fn a_worker_that_answers_garbage_is_a_failed_attempt_and_is_retried() {
     let attempts = r.execution.map(|e| e.attempts).unwrap_or(0);
     assert!(attempts >= 2, "retried as any failed attempt: {attempts}");
     assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), attempts as usize, "one publish per attempt");
+}
+
+/// Anyone who may publish on a delegation's reply subject can answer it.
+/// A caller that trusts the workers' key takes only the answers they
+/// signed: a forged answer is ignored and the workers' own is taken; a
+/// caller without that `[[trust]]` entry cannot tell them apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_workers_did_not_sign_is_ignored_by_a_caller_that_trusts_their_key() {
+    if !nats_up() {
+        return;
+    }
+    use futures::StreamExt;
+    let world = World::new("qsign");
+    let client = async_nats::connect(NATS).await.unwrap();
+    let js = jetstream::new(client.clone());
+    for trusting in [true, false] {
+        let caller = if trusting { world.caller_trusting_workers() } else { world.caller() };
+        let mut work = client.subscribe(format!("sb.work.{}", world.agent)).await.unwrap();
+        let asked = tokio::spawn({
+            let req = world.ask("Tag the coffee", 20_000);
+            async move { caller.delegate(&operator(), req).await }
+        });
+        // the delegation as the workers see it: its id names the reply subject
+        let sent = tokio::time::timeout(Duration::from_secs(10), work.next()).await.unwrap().unwrap();
+        let sent: serde_json::Value = serde_json::from_slice(&sent.payload).unwrap();
+        let id = sent["request_id"].as_str().unwrap().to_string();
+        let mut forged = serde_json::to_value(DelegationResponse::failed(
+            id.parse().unwrap(),
+            switchboard::protocol::AgentSlug::parse(&world.agent).unwrap(),
+            switchboard::protocol::DelegationError::new(ErrorCode::AgentFailed, "x"),
+        ))
+        .unwrap();
+        forged["status"] = "success".into();
+        forged["result"] = "forged".into();
+        forged.as_object_mut().unwrap().remove("error");
+        let body = serde_json::to_vec(&forged).unwrap();
+        js.publish(format!("sb.reply.{id}"), body.into()).await.unwrap().await.unwrap();
+        if trusting {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            assert!(!asked.is_finished(), "the forged answer was taken");
+            let _w = world.worker("w1", "0.01", 4);
+            let answer = tokio::time::timeout(Duration::from_secs(15), asked).await.unwrap().unwrap();
+            assert_eq!(done(&answer), "done by w1", "the workers' signed answer is taken");
+        } else {
+            let answer = tokio::time::timeout(Duration::from_secs(15), asked).await.unwrap().unwrap();
+            assert_eq!(done(&answer), "forged", "without the workers' key nothing tells a forgery apart");
+        }
+    }
 }
