@@ -320,6 +320,16 @@ fn a_staged_key_signs_nothing_until_the_rotation_that_makes_it_current() {
     assert!(!dir.path().join("next").exists());
 }
 
+/// `[lineage]` for runtime `name` with its keys under `dir`.
+fn lineage_config(name: &str, dir: &std::path::Path, token_version: u8) -> crate::config::LineageConfig {
+    crate::config::LineageConfig {
+        name: name.into(),
+        key_dir: dir.join("keys"),
+        keep_rotated_keys_hours: 1,
+        token_version,
+    }
+}
+
 /// A relay of a hop at `a` to `a` itself, to byte-doc.
 fn to_itself(byte_doc: &crate::protocol::AgentSlug) -> Relay<'_> {
     Relay {
@@ -338,12 +348,7 @@ fn to_itself(byte_doc: &crate::protocol::AgentSlug) -> Relay<'_> {
 fn many_first_uses_at_once_make_one_key_and_a_rotation_is_seen() {
     let byte_doc = slug("byte-doc");
     let dir = tempfile::tempdir().unwrap();
-    let config = crate::config::LineageConfig {
-        name: "a".into(),
-        key_dir: dir.path().join("keys"),
-        keep_rotated_keys_hours: 1,
-        token_version: 2,
-    };
+    let config = lineage_config("a", dir.path(), 2);
     let authority = std::sync::Arc::new(Authority::new(&config, &[]).unwrap());
     let hop = Hop::root(root_claims());
     let signed: Vec<KeyId> = std::thread::scope(|s| {
@@ -378,12 +383,7 @@ fn token_version_sets_the_format_of_the_trees_a_runtime_starts() {
     let byte_doc = slug("byte-doc");
     for version in [1u8, 2] {
         let dir = tempfile::tempdir().unwrap();
-        let config = crate::config::LineageConfig {
-            name: "a".into(),
-            key_dir: dir.path().join("keys"),
-            keep_rotated_keys_hours: 1,
-            token_version: version,
-        };
+        let config = lineage_config("a", dir.path(), version);
         let authority = Authority::new(&config, &[]).unwrap();
         // a root and a local child, relayed: two blocks above the relay
         let root = Hop::root(root_claims());
@@ -428,12 +428,7 @@ fn an_answer_counts_as_a_peers_only_with_its_signature() {
     // a runtime checks a peer's answers only when a [[trust]] entry names it
     // (its own keys do not: a fleet may share its name with keys of its own)
     let dir = tempfile::tempdir().unwrap();
-    let config = crate::config::LineageConfig {
-        name: "c".into(),
-        key_dir: dir.path().join("keys"),
-        keep_rotated_keys_hours: 1,
-        token_version: 2,
-    };
+    let config = lineage_config("c", dir.path(), 2);
     let authority = Authority::new(&config, &[super::tests::entry(&w.b, &[], false)]).unwrap();
     assert_eq!(authority.check_reply("b", id, body, Some(&by_b)), Ok(ReplyCheck::Signed));
     assert_eq!(authority.check_reply("b", id, body, None).unwrap_err().fault, Fault::BadSignature);
