@@ -116,6 +116,13 @@ impl Authority {
         super::reply::sign(&self.opened()?.ring, id, body)
     }
 
+    /// Whether this runtime checks the answers of the runtime `peer`: a
+    /// `[[trust]]` entry names it (its own keys do not count: a worker fleet
+    /// may share its name with keys of its own).
+    pub fn checks_answers_of(&self, peer: &str) -> bool {
+        self.peers.iter().any(|t| t.name == peer)
+    }
+
     /// Checks that answer `body` to delegation `id` was signed by the runtime
     /// `peer`: required when a `[[trust]]` entry names `peer`.
     pub fn check_reply(
@@ -125,7 +132,7 @@ impl Authority {
         body: &[u8],
         signature: Option<&str>,
     ) -> Result<ReplyCheck, LineageError> {
-        if !self.peers.iter().any(|t| t.name == peer) {
+        if !self.checks_answers_of(peer) {
             return Ok(ReplyCheck::Unchecked);
         }
         super::reply::check(&self.opened()?.trust, peer, id, body, signature, now_ms())?;

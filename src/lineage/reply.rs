@@ -69,17 +69,12 @@ pub(crate) fn check(
         .filter(|b| b.len() == 72)
         .ok_or_else(|| LineageError::new(Fault::Malformed, "an answer's signature is 72 bytes of base64url"))?;
     let key_id = KeyId(bytes[..8].try_into().unwrap_or_default());
-    let signer = trust.peer(key_id).ok_or_else(|| {
-        LineageError::new(Fault::UntrustedKey, format!("the answer is signed with key {key_id}, which is not trusted"))
-    })?;
+    let signer = trust.signer(key_id, now_ms, format_args!("the answer"))?;
     if signer.name != peer {
         return Err(LineageError::new(
             Fault::WrongIssuer,
             format!("the answer is signed by '{}', not by '{peer}'", signer.name),
         ));
-    }
-    if signer.expires_ms.is_some_and(|e| now_ms >= e) {
-        return Err(LineageError::new(Fault::KeyExpired, format!("the answer's key {key_id} has expired")));
     }
     let signature: [u8; 64] = bytes[8..].try_into().unwrap_or([0; 64]);
     signer

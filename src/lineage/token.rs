@@ -269,18 +269,7 @@ impl Token {
         let inputs = self.signing_inputs();
         let mut peers = Vec::with_capacity(self.blocks.len());
         for (i, (block, input)) in self.blocks.iter().zip(&inputs).enumerate() {
-            let peer = trusted.peer(block.key_id).ok_or_else(|| {
-                LineageError::new(
-                    Fault::UntrustedKey,
-                    format!("block {i} is signed with key {}, which is not trusted", block.key_id),
-                )
-            })?;
-            if peer.expires_ms.is_some_and(|e| now_ms >= e) {
-                return Err(LineageError::new(
-                    Fault::KeyExpired,
-                    format!("block {i}'s key {} has expired", block.key_id),
-                ));
-            }
+            let peer = trusted.signer(block.key_id, now_ms, format_args!("block {i}"))?;
             match &block.signature {
                 Some(signature) => {
                     if peer.key.verify_strict(input, &Signature::from_bytes(signature)).is_err() {

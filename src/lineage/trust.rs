@@ -2,12 +2,13 @@
 //! its own.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::VerifyingKey;
 
-use super::{KeyId, KeyRing, valid_name};
+use super::{Fault, KeyId, KeyRing, LineageError, valid_name};
 use crate::config::TrustEntry;
 use crate::protocol::AgentSlug;
 
@@ -95,6 +96,19 @@ impl TrustStore {
 
     pub(crate) fn peer(&self, id: KeyId) -> Option<&Peer> {
         self.peers.get(&id)
+    }
+
+    /// The peer whose key `id` signed `what` (a token's block, an answer):
+    /// refused when no entry holds that key (`UNAUTHENTICATED`) or it has
+    /// expired at `now_ms`.
+    pub(crate) fn signer(&self, id: KeyId, now_ms: u64, what: fmt::Arguments<'_>) -> Result<&Peer, LineageError> {
+        let peer = self.peer(id).ok_or_else(|| {
+            LineageError::new(Fault::UntrustedKey, format!("{what} is signed with key {id}, which is not trusted"))
+        })?;
+        if peer.expires_ms.is_some_and(|e| now_ms >= e) {
+            return Err(LineageError::new(Fault::KeyExpired, format!("{what}'s key {id} has expired")));
+        }
+        Ok(peer)
     }
 }
 

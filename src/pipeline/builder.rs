@@ -84,7 +84,7 @@ impl RuntimeBuilder {
         // a queue's answers are checked against its workers' key only when it is trusted
         for a in &config.agents {
             if let crate::config::Backend::Queue { peer, .. } = &a.backend
-                && !config.trust.iter().any(|t| t.name == *peer)
+                && !lineage.checks_answers_of(peer)
             {
                 tracing::warn!(
                     agent = %a.slug,
