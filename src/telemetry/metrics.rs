@@ -49,6 +49,20 @@ pub enum TakenOver {
     IdempotencyKey,
 }
 
+impl TakenOver {
+    /// Every kind, in declaration order (the order of `Metrics::taken`).
+    const ALL: [TakenOver; 3] = [TakenOver::Tree, TakenOver::ExpiredTree, TakenOver::IdempotencyKey];
+
+    /// Its `what` label.
+    fn label(self) -> &'static str {
+        match self {
+            TakenOver::Tree => "tree",
+            TakenOver::ExpiredTree => "expired_tree",
+            TakenOver::IdempotencyKey => "idempotency_key",
+        }
+    }
+}
+
 /// One agent's handles.
 #[derive(Clone)]
 struct AgentMetrics {
@@ -92,7 +106,7 @@ pub struct Metrics {
     tokens: Family<Target, Counter>,
     latency: Family<Target, Histogram>,
     breaker: Family<Agent, Gauge>,
-    /// Handles of `switchboard_taken_over_total`: trees, expired trees, idempotency keys.
+    /// Handles of `switchboard_taken_over_total`, one per [`TakenOver`], in its order.
     taken: [Counter; 3],
 }
 
@@ -130,8 +144,7 @@ impl Metrics {
              deadline, idempotency keys",
             taken_over.clone(),
         );
-        let taken = ["tree", "expired_tree", "idempotency_key"]
-            .map(|what| taken_over.get_or_create(&Taken { what: what.into() }).clone());
+        let taken = TakenOver::ALL.map(|what| taken_over.get_or_create(&Taken { what: what.label().into() }).clone());
         let agents = agents
             .into_iter()
             .map(|slug| {
@@ -159,12 +172,7 @@ impl Metrics {
 
     /// Counts `n` things of one kind taken over from a process that died.
     pub fn taken_over(&self, what: TakenOver, n: usize) {
-        let i = match what {
-            TakenOver::Tree => 0,
-            TakenOver::ExpiredTree => 1,
-            TakenOver::IdempotencyKey => 2,
-        };
-        self.taken[i].inc_by(n as u64);
+        self.taken[what as usize].inc_by(n as u64);
     }
 
     /// Records one finished (or refused) delegation.
