@@ -254,6 +254,7 @@ async fn rails(
         hop: None,
     };
     let cancel = parent.map_or_else(CancellationToken::new, |p| p.cancel.child_token());
+    let top = parent.map_or_else(|| super::replica::Top::new(rt, req.request_id, cancel.clone()), |p| p.top.clone());
     let mut scope = scope;
     if let Some(h) = edge.signed {
         scope.fan_out = scope.fan_out.min(h.claims().fan_out);
@@ -262,7 +263,7 @@ async fn rails(
         scope.hop = Some(node_hop(rt, parent, edge.signed, &scope, req, budget.grant()));
     }
     Ok(Passed {
-        node: Arc::new(Node::new(scope, tree, cancel)),
+        node: Arc::new(Node::new(scope, tree, cancel, top)),
         deadline_ms: deadline_at.saturating_duration_since(now).as_millis() as u64,
         member,
         budget,

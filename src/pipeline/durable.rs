@@ -160,6 +160,9 @@ impl Runtime {
         if step.state == StepState::Running && (step.owner.as_deref() == Some(me) || !census.orphaned(step)) {
             return Ok(None);
         }
+        if let Some(ended) = step.owner.as_deref().and_then(|o| census.to_end(o)) {
+            self.inner.store.heartbeat(&ended).await?;
+        }
         let taken = self.inner.store.take_step(step, me).await?;
         Ok(taken.then(|| TreeStep { owner: Some(me.to_string()), updated_at: now_ms(), ..step.clone() }))
     }

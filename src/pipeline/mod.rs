@@ -181,6 +181,13 @@ impl Runtime {
         }
         adm.node.tree.pin_clock(clock.started_ms);
         let step = journal::start(self, &adm, caller, entered).await;
+        // the fence: a tree another replica took over runs and writes nothing more here
+        if let Err(e) = self.fence(&adm.node.top).await {
+            if !adm.node.top.is_taken() && !resumed {
+                idempotency::free(self, &adm.req).await; // nothing ran: a retry may run it
+            }
+            return record::unwritten(&adm, e, &clock);
+        }
         if let Err(e) = self.inner.store.put_step(&step).await {
             if !resumed {
                 idempotency::free(self, &adm.req).await; // nothing ran: a retry may run it
@@ -219,8 +226,12 @@ impl Runtime {
         // a keyed answer is kept under its key (or the key freed) in the commit of its record
         conversation.key = idempotency::answer(&adm.req, &response);
         let keyed = conversation.key.is_some();
-        if !running.finish(&mut response, attempts.execution.attempts, conversation, end).await && keyed {
-            idempotency::free(self, &adm.req).await; // nothing was written: a retry runs it again
+        // nothing was written: a retry runs it again (unless the replica that took the tree over answers for it)
+        if !running.finish(&mut response, attempts.execution.attempts, conversation, end).await
+            && keyed
+            && !adm.node.top.is_taken()
+        {
+            idempotency::free(self, &adm.req).await;
         }
         tracing::info!(
             request_id = %adm.req.request_id, origin = %adm.req.origin_employee, target = %adm.req.target_employee,

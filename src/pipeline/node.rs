@@ -22,6 +22,8 @@ pub(crate) struct Node {
     pub scope: Arc<Scope>,
     pub tree: Arc<Tree>,
     pub cancel: CancellationToken,
+    /// The tree's top step here, as the fence sees it (shared by the tree's nodes).
+    pub top: Arc<super::replica::Top>,
     /// What finished children (and their subtrees) used.
     children_usage: std::sync::Mutex<TokenUsage>,
     /// Children admitted so far: an attempt that delegated is not repeated.
@@ -46,11 +48,12 @@ impl Deref for Node {
 }
 
 impl Node {
-    pub fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken) -> Self {
+    pub fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken, top: Arc<super::replica::Top>) -> Self {
         Self {
             scope: Arc::new(scope),
             tree,
             cancel,
+            top,
             children_usage: Default::default(),
             children_started: Default::default(),
             calls: Default::default(),

@@ -3,10 +3,13 @@
 //! record, durable before the caller hears back; metrics and the finished
 //! event follow. [`new_record`] is the one constructor.
 
+use std::sync::Arc;
+
 use tokio::time::Instant;
 
 use super::admit::{Admitted, Refused};
 use super::pii::Pii;
+use super::replica::Top;
 use super::{Clock, Runtime};
 use crate::agent::Scope;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, TokenUsage, UserId};
@@ -107,6 +110,15 @@ pub(super) async fn finish(
         tokens: record.tokens.total,
     });
     written.map(|_| ()).map_err(DelegationError::from)
+}
+
+/// Answers `adm` with `error` and writes nothing: the fence stopped it (its
+/// tree is another replica's, or this replica's lease is out).
+pub(super) fn unwritten(adm: &Admitted, error: DelegationError, clock: &Clock) -> DelegationResponse {
+    tracing::info!(request_id = %adm.req.request_id, code = %error.code, "delegation stopped by the fence: {}", error.message);
+    let mut response = DelegationResponse::failed(adm.req.request_id, adm.req.target_employee.clone(), error);
+    response.duration_ms = clock.elapsed_ms();
+    response
 }
 
 /// Records a refusal (audit, tree, event) and answers it.
@@ -223,6 +235,8 @@ pub(super) struct Running {
     runtime: Runtime,
     record: Option<DelegationRecord>,
     started: Instant,
+    /// The tree's top step here: the fence before the record is written.
+    top: Arc<Top>,
 }
 
 impl Running {
@@ -245,12 +259,14 @@ impl Running {
         let mut record = new_record(place, objective.clone(), cycle::objective_hash(&req.objective), clock.started_ms);
         record.status = Status::Failed.as_str().into();
         record.error_code = Some(ErrorCode::Cancelled.to_string());
-        (Self { runtime: rt.clone(), record: Some(record), started: clock.started }, objective)
+        let top = adm.node.top.clone();
+        (Self { runtime: rt.clone(), record: Some(record), started: clock.started, top }, objective)
     }
 
     /// Finishes the record with the response, durable before it returns
     /// (or with the next synced commit: `end`, see [`Runtime::dispatch_top`]);
     /// a failure to write it fails the response. Whether it was written.
+    /// Nothing is written for a tree another replica took over (`TAKEN_OVER`).
     pub async fn finish(
         mut self,
         response: &mut DelegationResponse,
@@ -259,6 +275,11 @@ impl Running {
         end: Durability,
     ) -> bool {
         let Some(mut record) = self.record.take() else { return false };
+        if let Err(e) = self.runtime.fence(&self.top).await {
+            response.status = Status::Failed;
+            response.error = Some(e);
+            return false;
+        }
         record.status = response.status.as_str().into();
         record.error_code = response.error_code().map(|c| c.to_string());
         record.attempts = attempts;
@@ -278,9 +299,13 @@ impl Drop for Running {
     fn drop(&mut self) {
         let Some(mut record) = self.record.take() else { return };
         record.duration_ms = self.started.elapsed().as_millis() as u64;
-        let runtime = self.runtime.clone();
+        let (runtime, top) = (self.runtime.clone(), self.top.clone());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
+                if let Err(e) = runtime.fence(&top).await {
+                    tracing::info!(request_id = %record.request_id, "record of a cancelled delegation not written: {e}");
+                    return;
+                }
                 if let Err(e) = finish(&runtime, &record, Conversation::default(), 0.0, false, Durability::Now).await {
                     tracing::error!(request_id = %record.request_id, "record of a cancelled delegation not written: {e}");
                 }

@@ -218,7 +218,8 @@ impl Runtime {
         let replica = self.replica(mode, &recorded, scratch.clone())?;
         tracing::info!(root_id = %root, ?mode, "replaying tree");
         // the root runs as a resumed step: under its recorded clock reading ("today" is the day it ran)
-        let start = TreeStep { state: StepState::Running, response: None, ..top.clone() };
+        // (owned by none: the replica that replays it writes it as its own)
+        let start = TreeStep { state: StepState::Running, response: None, owner: None, ..top.clone() };
         scratch.put_step(&start).await?;
         replica.dispatch_step(None, &caller, req, journal::entry(&top), true, Durability::Now).await;
         let replayed = scratch.tree_steps(root).await?;

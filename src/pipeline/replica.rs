@@ -6,14 +6,28 @@
 //! was a process on the same host (same pid namespace) that is gone, or a
 //! runtime of this very process that was dropped. A cancellation written
 //! by another replica reaches the tree here at the next renewal.
+//!
+//! The fence: a replica writes its trees without asking the store only
+//! while its lease is surely its own (three quarters of a period after the
+//! last renewal it sent, by its own clock). Past that (the process was
+//! paused, or cut off from the store) it renews first, and if the lease had
+//! run out meanwhile it reads each tree's top step before the tree's next
+//! write: a tree another replica took over stops here, `TAKEN_OVER`, and
+//! nothing more of it is written. The store backs it: a take needs the
+//! owner's lease out in the same statement, and a top step's former owner
+//! cannot write over the taker's (`store::journal::STEP_UPSERT`).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
+use crate::protocol::{DelegationError, ErrorCode, RequestId};
 use crate::store::{Replica, TreeStep, now_ms};
+use crate::telemetry::metrics::TakenOver;
 use crate::util::lock;
 
 /// The lease ids of the runtimes alive in this process.
@@ -29,6 +43,16 @@ pub(super) struct Lease {
     pub period: Duration,
     started: AtomicBool,
     released: AtomicBool,
+    /// What `valid_until` counts from.
+    born: Instant,
+    /// Until when (ms after `born`) this replica's trees are surely its own:
+    /// three quarters of a period after the last renewal was sent (the rest
+    /// covers clocks that differ between hosts). 0 before the first renewal.
+    valid_until: AtomicU64,
+    /// How many times the lease was found out when it was renewed.
+    lapses: AtomicU64,
+    /// One renewal at a time.
+    renewing: tokio::sync::Mutex<()>,
 }
 
 impl Lease {
@@ -44,7 +68,36 @@ impl Lease {
             period,
             started: AtomicBool::new(false),
             released: AtomicBool::new(false),
+            born: Instant::now(),
+            valid_until: AtomicU64::new(0),
+            lapses: AtomicU64::new(0),
+            renewing: tokio::sync::Mutex::new(()),
         }
+    }
+
+    fn clock(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether the trees this replica runs are surely its own now, without asking the store.
+    fn holds(&self) -> bool {
+        !self.released.load(Ordering::Acquire) && self.clock() < self.valid_until.load(Ordering::Acquire)
+    }
+
+    /// A renewal sent at `sent` (ms after `born`) was written: the lease
+    /// holds for three quarters of a period from then. Counts a lapse if
+    /// the lease had run out before (never before the first renewal).
+    fn renewed(&self, sent: u64) {
+        let before = self.valid_until.load(Ordering::Acquire);
+        if before != 0 && self.clock() >= before {
+            self.lapses.fetch_add(1, Ordering::AcqRel);
+        }
+        let holds = u64::try_from((self.period * 3 / 4).as_millis()).unwrap_or(u64::MAX);
+        self.valid_until.store(sent.saturating_add(holds), Ordering::Release);
+    }
+
+    pub(super) fn lapses(&self) -> u64 {
+        self.lapses.load(Ordering::Acquire)
     }
 
     fn record(&self) -> Replica {
@@ -86,6 +139,40 @@ fn host_name(host: &str) -> &str {
 /// Whether process `pid` of this host runs (where the system says; else assumed).
 fn pid_runs(pid: u32) -> bool {
     if cfg!(target_os = "linux") { std::path::Path::new(&format!("/proc/{pid}")).exists() } else { true }
+}
+
+/// The top step of a tree running here, as the fence sees it: one per
+/// tree, shared by its nodes in this process.
+pub(crate) struct Top {
+    id: RequestId,
+    /// The lease's lapse count when the tree was last found this replica's.
+    checked: AtomicU64,
+    /// The replica that took the tree over, once found.
+    taken: OnceLock<String>,
+    /// The top node's token: a tree taken over stops here.
+    cancel: CancellationToken,
+}
+
+impl Top {
+    /// The tree whose top step is `id` here, started now (its node's token `cancel`).
+    pub(super) fn new(rt: &Runtime, id: RequestId, cancel: CancellationToken) -> Arc<Self> {
+        Arc::new(Self { id, checked: AtomicU64::new(rt.inner.lease.lapses()), taken: OnceLock::new(), cancel })
+    }
+
+    /// Whether another replica took the tree over (as found so far).
+    pub(super) fn is_taken(&self) -> bool {
+        self.taken.get().is_some()
+    }
+}
+
+fn taken_over(id: RequestId, by: &str) -> DelegationError {
+    DelegationError::new(
+        ErrorCode::TakenOver,
+        format!(
+            "replica {by} took tree {id} over while this replica's lease was out (paused, or cut off from the \
+             store); its answer is that replica's: read GET /v1/trees/{id}"
+        ),
+    )
 }
 
 /// Which replicas are alive, as one replica sees them.
@@ -145,6 +232,15 @@ impl Census {
         }
     }
 
+    /// Replica `id`'s lease as a take must first write it, ended: when
+    /// `id` is dead for sure (a process of this host that is gone, a
+    /// runtime of this process that was dropped) while its lease still runs.
+    /// A take needs the owner's lease out in the store.
+    pub fn to_end(&self, id: &str) -> Option<Replica> {
+        let r = self.replicas.get(id)?;
+        (!r.dead_at(self.now) && self.dead(id)).then(|| Replica { alive_until: 0, ..r.clone() })
+    }
+
     /// The dead replicas on record.
     pub fn dead_ones(&self) -> Vec<String> {
         self.replicas.keys().filter(|id| self.dead(id)).cloned().collect()
@@ -200,12 +296,81 @@ impl Runtime {
         written.is_ok()
     }
 
+    /// Renews the lease (one renewal at a time; when `if_out`, only if it
+    /// does not hold now: another renewal may have just been written);
+    /// whether it holds after.
+    async fn renew_lease(&self, if_out: bool) -> bool {
+        let lease = &self.inner.lease;
+        let _one = lease.renewing.lock().await;
+        if lease.released.load(Ordering::Acquire) {
+            return false;
+        }
+        if if_out && lease.holds() {
+            return true;
+        }
+        let sent = lease.clock();
+        let lapses = lease.lapses();
+        if !self.beat(&lease.record(), "renewed").await {
+            return false;
+        }
+        lease.renewed(sent);
+        if lease.lapses() != lapses {
+            tracing::warn!(
+                replica = %lease.id,
+                "this replica's lease ran out before it was renewed (paused, or cut off from the store): \
+                 each running tree is checked against the store before its next write"
+            );
+        }
+        true
+    }
+
+    /// The fence, before a write of the tree under `top`: Ok while the tree
+    /// is this replica's. `TAKEN_OVER` once another replica took it over
+    /// (the tree is cancelled here, and counted); the store's error when the
+    /// lease is out and cannot be renewed.
+    pub(super) async fn fence(&self, top: &Top) -> Result<(), DelegationError> {
+        let lease = &self.inner.lease;
+        if !lease.started.load(Ordering::Acquire) {
+            return Ok(()); // no lease, no other replica: a store of this process alone
+        }
+        if let Some(by) = top.taken.get() {
+            return Err(taken_over(top.id, by));
+        }
+        if lease.holds() && top.checked.load(Ordering::Acquire) == lease.lapses() {
+            return Ok(());
+        }
+        if !lease.holds() && !self.renew_lease(true).await {
+            let why = if lease.released.load(Ordering::Acquire) {
+                "this replica gave its lease up (it is stopping): its trees are another replica's to finish"
+            } else {
+                "this replica's lease ran out and could not be renewed (the store did not answer)"
+            };
+            return Err(DelegationError::new(ErrorCode::AgentUnavailable, why));
+        }
+        let lapses = lease.lapses();
+        if top.checked.load(Ordering::Acquire) == lapses {
+            return Ok(());
+        }
+        let step = self.inner.store.step(top.id).await?;
+        match step.and_then(|s| s.owner).filter(|o| *o != lease.id) {
+            Some(by) => {
+                if top.taken.set(by.clone()).is_ok() {
+                    top.cancel.cancel();
+                    self.inner.metrics.taken_over(TakenOver::LostTree, 1);
+                    tracing::warn!(request_id = %top.id, taken_by = %by, "tree taken over by another replica; stopped here");
+                }
+                Err(taken_over(top.id, &by))
+            }
+            None => {
+                top.checked.store(lapses, Ordering::Release);
+                Ok(())
+            }
+        }
+    }
+
     /// Renews the lease, then cancels here what another replica cancelled in the store.
     async fn renew(&self) {
-        if self.inner.lease.released.load(Ordering::Acquire) {
-            return;
-        }
-        if !self.beat(&self.inner.lease.record(), "renewed").await {
+        if !self.renew_lease(false).await {
             return;
         }
         let running: Vec<_> = lock(&self.inner.running).keys().copied().collect();
@@ -229,7 +394,7 @@ impl Runtime {
     /// after the look); afterwards that task keeps it.
     pub(super) async fn announce(&self) {
         if hold(self) {
-            self.beat(&self.inner.lease.record(), "taken").await;
+            self.renew_lease(false).await;
         }
     }
 }

@@ -69,6 +69,10 @@ pub enum ErrorCode {
     /// The tree's records are incomplete for what was asked (a replay of a
     /// tree recorded without its journal) (422).
     RecordIncomplete,
+    /// This replica's lease ran out while the tree ran here (a pause, a cut
+    /// from the store) and another replica took the tree over: its end is
+    /// that replica's, and nothing more of it is written here (409).
+    TakenOver,
 }
 
 /// How a failure should be treated by the retry loop (seeds/001 error handling).
@@ -93,7 +97,7 @@ pub enum ErrorClass {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         Self::InvalidRequest,
         Self::UnsupportedVersion,
         Self::Unauthenticated,
@@ -119,6 +123,7 @@ impl ErrorCode {
         Self::NotFound,
         Self::AlreadyDecided,
         Self::RecordIncomplete,
+        Self::TakenOver,
     ];
 
     /// The wire spelling, e.g. `DEPTH_LIMIT`.
@@ -149,6 +154,7 @@ impl ErrorCode {
             Self::NotFound => "NOT_FOUND",
             Self::AlreadyDecided => "ALREADY_DECIDED",
             Self::RecordIncomplete => "RECORD_INCOMPLETE",
+            Self::TakenOver => "TAKEN_OVER",
         }
     }
 
@@ -165,7 +171,7 @@ impl ErrorCode {
             | Self::LineageMismatch
             | Self::ApprovalRejected => 403,
             Self::AgentNotFound | Self::NotFound => 404,
-            Self::CycleDetected | Self::AlreadyDecided => 409,
+            Self::CycleDetected | Self::AlreadyDecided | Self::TakenOver => 409,
             Self::DepthLimit
             | Self::FanOutLimit
             | Self::TokenBudgetExceeded
@@ -224,6 +230,9 @@ impl ErrorCode {
             Self::RecordIncomplete => {
                 "The tree's records lack what this needs (it ran before the journal was kept, or a step is missing)."
             }
+            Self::TakenOver => {
+                "Another replica took this tree over while this one was cut off from the store; its answer is that replica's: read GET /v1/trees/{root_id}."
+            }
         }
     }
 
@@ -236,8 +245,8 @@ impl ErrorCode {
             Self::AgentFailed => ErrorClass::Failure,
             Self::Cancelled => ErrorClass::Cancelled,
             Self::NeedsInput | Self::NeedsApproval => ErrorClass::NeedsInput,
-            // a person said no: stop, as when the caller goes away
-            Self::ApprovalRejected => ErrorClass::Cancelled,
+            // a person said no, or another replica runs the tree now: stop, as when the caller goes away
+            Self::ApprovalRejected | Self::TakenOver => ErrorClass::Cancelled,
             _ => ErrorClass::Refusal,
         }
     }

@@ -219,8 +219,12 @@ pub struct ReplayRecord {
 /// `next` written over `before` (the same step): a step never moves back
 /// from an end it reached (a late write of its start keeps the end), an
 /// empty envelope keeps the stored one, and the first write's time stays.
-/// The SQL upsert ([`STEP_UPSERT`]) applies the same rule.
+/// A top step another replica took over is not written by its former
+/// owner (the fence). The SQL upsert ([`STEP_UPSERT`]) applies the same rules.
 pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
+    if fenced(before, next) {
+        return before.clone();
+    }
     let mut out = next.clone();
     out.created_at = before.created_at;
     if out.request.is_empty() {
@@ -240,6 +244,12 @@ pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
         (out.state, out.response, out.attempts) = (before.state, before.response.clone(), before.attempts);
     }
     out
+}
+
+/// Whether `next` is a write of the top step `before` by a replica that no
+/// longer owns it: only a take moves a top step's owner.
+pub(super) fn fenced(before: &TreeStep, next: &TreeStep) -> bool {
+    before.entry != "child" && matches!((&before.owner, &next.owner), (Some(held), Some(writer)) if held != writer)
 }
 
 fn corrupt(what: &str, value: &str) -> StoreError {
@@ -305,7 +315,14 @@ const STEP_COLUMNS: &str = "request_id, root_id, parent_id, user_id, target, sta
 pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_id, parent_id, user_id, target, state, \
      entry, caller, request, response, deadline_at, budget, attempts, reads, resumes, pii, created_at, updated_at, owner) VALUES ";
 /// A step never moves back from an end it reached (a late write of its
-/// start keeps the end), and an empty envelope keeps the stored one.
+/// start keeps the end), and an empty envelope keeps the stored one. A top
+/// step another replica took over (`owner` moved by [`take_step`]) is not
+/// written by its former owner any more: a replica paused or cut off past
+/// its lease that wakes up and writes its tree's end leaves the taker's
+/// step as it is (the fence; docs/SCALE.md). Only a take moves a top step's
+/// owner, so no honest write is refused.
+///
+/// [`take_step`]: super::Store::take_step
 pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
      state = CASE WHEN tree_steps.state IN ('done', 'failed', 'cancelled') AND excluded.state IN ('running', 'waiting') \
        THEN tree_steps.state ELSE excluded.state END, \
@@ -318,7 +335,9 @@ pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
      pii = COALESCE(excluded.pii, tree_steps.pii), \
      resumes = CASE WHEN excluded.resumes > tree_steps.resumes THEN excluded.resumes ELSE tree_steps.resumes END, \
      owner = COALESCE(excluded.owner, tree_steps.owner), \
-     deadline_at = excluded.deadline_at, budget = excluded.budget, updated_at = excluded.updated_at";
+     deadline_at = excluded.deadline_at, budget = excluded.budget, updated_at = excluded.updated_at \
+     WHERE tree_steps.entry = 'child' OR excluded.owner IS NULL OR tree_steps.owner IS NULL \
+       OR tree_steps.owner = excluded.owner";
 
 fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
     rows.into_iter().map(TreeStep::try_from).collect()

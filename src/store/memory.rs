@@ -443,9 +443,16 @@ impl Store for MemoryStore {
     }
 
     async fn take_step(&self, seen: &TreeStep, owner: &str) -> StoreResult<bool> {
-        let mut inner = lock(&self.inner);
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
         let Some(step) = inner.steps.get_mut(&seen.request_id) else { return Ok(false) };
         if step.state.is_terminal() || step.owner != seen.owner || step.updated_at != seen.updated_at {
+            return Ok(false);
+        }
+        // a running step only while its owner's lease is out
+        let now = super::now_ms();
+        let leased = |r: &super::Replica| Some(&r.id) == step.owner.as_ref() && !r.dead_at(now);
+        if step.state == super::StepState::Running && inner.replicas.iter().any(leased) {
             return Ok(false);
         }
         step.owner = Some(owner.to_string());

@@ -510,7 +510,10 @@ pub trait Store: Send + Sync + 'static {
     /// several replicas taking one step at once, exactly one does. A taken
     /// step is `running` (its owner resumes it or ends it now), so a replica
     /// that reads it after the take finds it running on a live replica, not
-    /// waiting for anyone to take it again.
+    /// waiting for anyone to take it again. A running step is taken only
+    /// while its owner's lease is out (checked in the same write): an owner
+    /// that renewed after the taker looked keeps its tree. Waiting steps
+    /// are anyone's.
     async fn take_step(&self, seen: &TreeStep, owner: &str) -> StoreResult<bool>;
 
     /// Of `ids`, the steps the store holds as cancelled (by another replica, say).

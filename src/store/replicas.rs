@@ -80,16 +80,22 @@ pub(super) async fn forget(pool: &AnyPool, id: &str, now: i64) -> StoreResult<()
 pub(super) async fn take_step(pool: &AnyPool, seen: &TreeStep, owner: &str) -> StoreResult<bool> {
     // '' stands for "none" (`owner = NULL` is never true in SQL); the
     // write time moves on, so a second taker that saw the same version fails,
-    // and the step runs now, so one that reads it after this is refused
+    // and the step runs now, so one that reads it after this is refused. A
+    // running step is taken only while its owner's lease is out in this
+    // very statement: an owner that renewed since the taker looked keeps it
+    let now = super::now_ms();
     let done = sqlx::query(
         "UPDATE tree_steps SET owner = $1, updated_at = $2, state = 'running' WHERE request_id = $3 \
-         AND state IN ('running', 'waiting') AND COALESCE(owner, '') = $4 AND updated_at = $5",
+         AND state IN ('running', 'waiting') AND COALESCE(owner, '') = $4 AND updated_at = $5 \
+         AND (state = 'waiting' OR NOT EXISTS \
+           (SELECT 1 FROM replicas WHERE replicas.id = $4 AND replicas.alive_until >= $6))",
     )
     .bind(owner.to_string())
     .bind(taken_at(seen))
     .bind(seen.request_id.to_string())
     .bind(seen.owner.clone().unwrap_or_default())
     .bind(seen.updated_at)
+    .bind(now)
     .execute(pool)
     .await
     .map_err(backend_err)?;

@@ -38,7 +38,7 @@ struct Taken {
     what: String,
 }
 
-/// What this runtime took over from a process that died.
+/// What this runtime took over from a process that died, and what another took from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TakenOver {
     /// A tree cut off mid-run (a restart, or a replica whose lease ran out), run again here.
@@ -47,11 +47,16 @@ pub enum TakenOver {
     ExpiredTree,
     /// An idempotency key held by a request that died before its tree was written.
     IdempotencyKey,
+    /// A tree of this runtime's that another replica took over while this
+    /// one's lease was out (a pause, a cut from the store): stopped here,
+    /// `TAKEN_OVER`, without writing its end.
+    LostTree,
 }
 
 impl TakenOver {
     /// Every kind, in declaration order (the order of `Metrics::taken`).
-    const ALL: [TakenOver; 3] = [TakenOver::Tree, TakenOver::ExpiredTree, TakenOver::IdempotencyKey];
+    const ALL: [TakenOver; 4] =
+        [TakenOver::Tree, TakenOver::ExpiredTree, TakenOver::IdempotencyKey, TakenOver::LostTree];
 
     /// Its `what` label.
     fn label(self) -> &'static str {
@@ -59,6 +64,7 @@ impl TakenOver {
             TakenOver::Tree => "tree",
             TakenOver::ExpiredTree => "expired_tree",
             TakenOver::IdempotencyKey => "idempotency_key",
+            TakenOver::LostTree => "lost_tree",
         }
     }
 }
@@ -107,7 +113,7 @@ pub struct Metrics {
     latency: Family<Target, Histogram>,
     breaker: Family<Agent, Gauge>,
     /// Handles of `switchboard_taken_over_total`, one per [`TakenOver`], in its order.
-    taken: [Counter; 3],
+    taken: [Counter; TakenOver::ALL.len()],
 }
 
 fn latency_histogram() -> Histogram {
@@ -141,7 +147,7 @@ impl Metrics {
         registry.register(
             "taken_over",
             "What this runtime took over from a process that died: trees run again, trees ended past their \
-             deadline, idempotency keys",
+             deadline, idempotency keys; and trees another replica took from this one (lost_tree)",
             taken_over.clone(),
         );
         let taken = TakenOver::ALL.map(|what| taken_over.get_or_create(&Taken { what: what.label().into() }).clone());

@@ -119,6 +119,139 @@ async fn a_tree_on_a_killed_replica_is_taken_over_by_a_live_one_not_before_and_e
     }
 }
 
+/// `/healthz`'s replica id of the server at `base`.
+async fn replica_of(base: &str) -> String {
+    let http = switchboard::util::http_client().unwrap();
+    let health: serde_json::Value = http.get(format!("{base}/healthz")).send().await.unwrap().json().await.unwrap();
+    health["replica"].as_str().expect("/healthz names the replica").to_string()
+}
+
+/// `switchboard_taken_over_total{what}` as the server at `base` serves it.
+async fn served_taken_over(base: &str, what: &str) -> u64 {
+    let http = switchboard::util::http_client().unwrap();
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let line = format!("switchboard_taken_over_total{{what=\"{what}\"}} ");
+    let found = text.lines().find_map(|l| l.strip_prefix(line.as_str()));
+    found.unwrap_or_else(|| panic!("no {line}in:\n{text}")).trim().parse().unwrap()
+}
+
+/// The fence: replica one is paused (SIGSTOP) mid-step for longer than its
+/// lease, replica two takes the tree over, then replica one goes on
+/// (SIGCONT) as a replica cut off by a partition would. Before the fence,
+/// replica one finished the cut-off step, ran the next one again and wrote
+/// the tree's end over replica two's.
+async fn paused_replica(db: &Db) {
+    let name = db.name;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let config = replica_config(&log);
+    let store = db.dyn_store();
+    let one = start_server(&config, db, 1, &log);
+    let two = start_server(&config, db, 2, &log);
+    let (first, second) = (replica_of(&one.url).await, replica_of(&two.url).await);
+    let id = RequestId::new();
+    let answer = send_slow(&one.url, id);
+    eventually("slow started on replica one", async || !started(&log, "slow").is_empty()).await;
+    assert_eq!(top(&store, id).await.owner.as_deref(), Some(first.as_str()), "{name}");
+    one.signal("STOP");
+    eventually("replica two took the tree over", async || {
+        top(&store, id).await.owner.as_deref() == Some(second.as_str())
+    })
+    .await;
+    one.signal("CONT");
+    let answer = answer.await.unwrap().expect("replica one answers its client");
+    assert_eq!(answer["error"]["code"], "TAKEN_OVER", "{name}: {answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&second) && message.contains(&format!("/v1/trees/{id}")), "{name}: {message}");
+    assert_eq!(served_taken_over(&one.url, "lost_tree").await, 1, "{name}: counted where it was lost");
+
+    eventually("the tree ended on replica two", async || top(&store, id).await.state.is_terminal()).await;
+    let step = top(&store, id).await;
+    assert_eq!((step.state, step.owner.as_deref()), (StepState::Done, Some(second.as_str())), "{name}: {step:?}");
+    // replica one's end, had it been written late, would show as a second end or a generation-1 `b`
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(started(&log, "a"), [1], "{name}: the finished first step did not run again");
+    assert_eq!(started(&log, "slow"), [1, 2], "{name}: the cut-off step ran on both (it was under way)");
+    assert_eq!(started(&log, "b"), [2], "{name}: the step after it ran on replica two only");
+    assert_eq!(ends(&store, id).await, 1, "{name}: the tree ended once");
+    let step = top(&store, id).await;
+    assert_eq!((step.state, step.owner.as_deref()), (StepState::Done, Some(second.as_str())), "{name}");
+    assert_eq!(served_taken_over(&two.url, "tree").await, 1, "{name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_paused_past_its_lease_does_not_finish_the_tree_another_took_over() {
+    for db in db::both().await {
+        paused_replica(&db).await;
+    }
+}
+
+/// The store's side of the fence, on every store: a running tree is taken
+/// only once its owner's lease is out (a renewal after the taker looked
+/// keeps it), and its former owner's late writes of the top step do not
+/// replace the taker's. Child steps are not fenced: the taker writes them over.
+#[tokio::test]
+async fn a_running_tree_is_taken_only_past_its_owners_lease_and_its_former_owner_cannot_write_its_top_step() {
+    use switchboard::store::{MemoryStore, TreeStep};
+    let mut stores: Vec<(&str, Arc<dyn Store>, Option<Db>)> = vec![("memory", Arc::new(MemoryStore::new()), None)];
+    for db in db::both().await {
+        stores.push((db.name, db.dyn_store(), Some(db)));
+    }
+    for (name, store, _db) in stores {
+        let (root, child) = (RequestId::new(), RequestId::new());
+        let now = switchboard::store::now_ms();
+        let step = |id: RequestId, entry: &str, state: StepState, owner: &str| TreeStep {
+            request_id: id,
+            root_id: root,
+            parent_id: (id == child).then_some(root),
+            user_id: user("alice"),
+            target: "boss".into(),
+            state,
+            entry: entry.into(),
+            caller: "user:alice".into(),
+            request: "{}".into(),
+            response: (state == StepState::Done).then(|| format!("{{\"by\":\"{owner}\"}}")),
+            deadline_at: now + 60_000,
+            budget: 100,
+            attempts: 0,
+            reads: None,
+            resumes: 0,
+            pii: None,
+            created_at: now,
+            updated_at: now,
+            owner: Some(owner.into()),
+        };
+        let lease = |id: &str, alive_until: i64| switchboard::store::Replica {
+            id: id.into(),
+            host: "far-host".into(),
+            pid: 7,
+            started_at: 1,
+            alive_until,
+        };
+        store.heartbeat(&lease("one", now + 60_000)).await.unwrap();
+        store.put_step(&step(root, "user", StepState::Running, "one")).await.unwrap();
+        store.put_step(&step(child, "child", StepState::Running, "one")).await.unwrap();
+        let seen = top(&store, root).await;
+        assert!(!store.take_step(&seen, "two").await.unwrap(), "{name}: taken while its owner's lease runs");
+        store.heartbeat(&lease("one", now - 1)).await.unwrap();
+        assert!(store.take_step(&seen, "two").await.unwrap(), "{name}: taken once the lease is out");
+        // replica one wakes up and writes the end of its tree: the taker's step stays
+        store.put_step(&step(root, "user", StepState::Done, "one")).await.unwrap();
+        let got = top(&store, root).await;
+        assert_eq!((got.state, got.owner.as_deref()), (StepState::Running, Some("two")), "{name}: {got:?}");
+        // the taker writes the end
+        store.put_step(&step(root, "user", StepState::Done, "two")).await.unwrap();
+        let got = top(&store, root).await;
+        assert_eq!((got.state, got.response.as_deref()), (StepState::Done, Some(r#"{"by":"two"}"#)), "{name}");
+        store.put_step(&step(root, "user", StepState::Done, "one")).await.unwrap();
+        assert_eq!(top(&store, root).await.response.as_deref(), Some(r#"{"by":"two"}"#), "{name}: kept");
+        // a child step is the taker's to write again (it resumes the cut-off one under its id)
+        store.put_step(&step(child, "child", StepState::Done, "two")).await.unwrap();
+        let got = top(&store, child).await;
+        assert_eq!((got.state, got.owner.as_deref()), (StepState::Done, Some("two")), "{name}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_running_on_one_replica_is_cancelled_through_another() {
     for db in db::both().await {

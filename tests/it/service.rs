@@ -28,6 +28,12 @@ impl Drop for Server {
 }
 
 impl Server {
+    /// Sends the server's process `signal` (`STOP`, `CONT`, …) as `kill -SIGNAL` would.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill").arg(format!("-{signal}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(sent.success(), "kill -{signal} {}", self.child.id());
+    }
+
     /// Starts with `config` (None: the built-in team), state in `db`.
     pub fn start(config: Option<&str>, db: Option<&str>, addr: &str, env: &[(&str, &str)], grace_ms: u64) -> Server {
         let dir = tempfile::tempdir().unwrap();
