@@ -44,6 +44,12 @@ Phases, each with a bounded number of trees (NETNS_FAULTS_PHASES=a,b,... picks):
       back, so that the workers reconnect first and publish the answers they
       finished meanwhile before the waiting replicas are subscribed again
       (which of the two reconnects first is left to chance in e)
+  f   r1 cut off from PostgreSQL (not from NATS, not from its clients) while
+      trees it runs wait on their queue step, until r2 has taken them over
+      (r1's lease ran out): once back, r1 stops them at their next write
+      (the fence) and answers its clients TAKEN_OVER, writing nothing more of
+      them; the clients send them again with their key and get r2's answer;
+      the step after the queue step runs on r2 only, and each tree ends once
 After each phase: trees completed, effects duplicated (an "end" logged twice
 for one node: goal 0), trees lost (admitted or answered but never ended, no
 record, or an answer that is not what is on file: goal 0), which steps ended
@@ -88,7 +94,7 @@ TOKEN = "netns-faults-client"
 TMP_GLOB = "/tmp/switchboard-netns-faults.*"
 LEASE_MS = 2000
 ACK_WAIT_MS = 2000
-PHASES = ["a", "b", "b2", "c", "d", "e", "e2"]
+PHASES = ["a", "b", "b2", "c", "d", "e", "e2", "f"]
 
 started = time.monotonic()
 
@@ -393,9 +399,26 @@ class Host:
         self.iptables("-A", "OUTPUT", "-p", "tcp", "-d", GW, "--dport", str(NATS_PORT), "-j", "DROP")
         self.iptables("-A", "INPUT", "-p", "tcp", "-s", GW, "--sport", str(NATS_PORT), "-j", "DROP")
 
+    def cut_from_pg(self):
+        self.iptables("-A", "OUTPUT", "-p", "tcp", "-d", GW, "--dport", str(PG_PORT), "-j", "DROP")
+        self.iptables("-A", "INPUT", "-p", "tcp", "-s", GW, "--sport", str(PG_PORT), "-j", "DROP")
+
     def heal(self):
         self.iptables("-F", "OUTPUT")
         self.iptables("-F", "INPUT")
+
+    def metric(self, name, labels):
+        """One counter of the replica's /metrics (0 when absent)."""
+        c = http.client.HTTPConnection(self.ip, HTTP_PORT, timeout=5)
+        try:
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+        finally:
+            c.close()
+        for line in text.splitlines():
+            if line.startswith(f"{name}{{{labels}}} "):
+                return float(line.split()[-1])
+        return 0.0
 
 
 def tail(path, n=15):
@@ -764,6 +787,9 @@ class Sent:
                 # (a user's run of failures opens that user's breaker)
                 env = envelope(rid, t["objective"], t["deadline"], key=f"netns-{key}", user=f"phase-{self.name}")
                 res = post(self.world.hosts[target].ip, env, t["deadline"] / 1000 + 30)
+                if res[0] == "answer" and res[3] == "TAKEN_OVER":
+                    # another replica runs it now (this one was cut off): sent again, as for no answer
+                    res = ("takenover",) + res[1:]
                 t["inflight"] = None
                 t["tries"].append((target, rid, res[0]))
                 if res[0] == "answer" or len(t["tries"]) >= 4:
@@ -771,7 +797,7 @@ class Sent:
                     break
                 with self.lock:
                     self.down.add(target)
-                if res[0] == "noanswer":
+                if res[0] in ("noanswer", "takenover"):
                     rid = uuid7()  # it may have been admitted: the same key under a new id
         # (the thread ends when the queue is empty)
 
@@ -1269,6 +1295,49 @@ def phase_e2(world, down_s=1.0, later_s=2.0):
     r2.heal()
     s.join()
     ph.all_succeed()
+    return ph
+
+
+def phase_f(world):
+    """A replica cut off from PostgreSQL past its lease while trees it runs wait on their queue
+    step: the other replica takes them over, and the fence stops them on the cut-off one."""
+    world.nap(tagq=2.0, tagd=0.05)
+    r1, r2 = world.hosts["r1"], world.hosts["r2"]
+    s = Sent(world, "f")
+    s.add(8)
+    ph = Phase(world, "f", f"replica r1 cut from PostgreSQL past its {LEASE_MS} ms lease", s, nats_state())
+    lost_before = r1.metric("switchboard_taken_over_total", 'what="lost_tree"')
+    s.start(4)
+
+    def all_at_queue():
+        on = s.inflight_on("r1")
+        at = [rid for (_, rid) in on if running_tagq(world, {rid})]
+        return on if on and len(at) == len(on) else None
+
+    victims = wait_for("every tree in flight on r1 at its queue step", all_at_queue, 60)
+    r1.cut_from_pg()
+    t0 = time.monotonic()
+    say(f"f: r1 cut off from PostgreSQL with {len(victims)} trees at their queue step")
+
+    def taken():
+        rows = world.query("sb_replicas", f"SELECT owner FROM tree_steps WHERE request_id IN ({quoted(dict(victims).values())})")
+        return len(rows) == len(victims) and all(r["owner"] == r2.replica_id for r in rows)
+
+    wait_for("r2 took r1's trees over", taken, 30)
+    say(f"f: r2 took them over {time.monotonic() - t0:.1f} s after the cut; r1 back")
+    r1.heal()
+    s.join()
+    ph.all_succeed(" (taken over by r2; r1's clients sent them again)")
+    for key, rid in victims:
+        f = ph.trees[key]
+        ph.expect(f["roots"] == [rid] and f["owner"] == r2.replica_id and f["resumes"] >= 1 and f["status"] == "success",
+                  f"f: tree {rid}, running on r1 at the cut, taken over by r2 ({r2.replica_id}) and done: {f}")
+        ph.expect(f["tries"] and f["tries"][0] == ("r1", rid, "takenover"),
+                  f"f: r1 answered the client of tree {rid} TAKEN_OVER once back: {f['tries']}")
+        ph.expect(f["answered"] and f["answer"][2] == "success" and f["answer"][5] == rid,
+                  f"f: the client of tree {rid} got r2's answer by sending it again with its key: {f['answer']}")
+    lost = r1.metric("switchboard_taken_over_total", 'what="lost_tree"') - lost_before
+    ph.expect(lost == len(victims), f"f: r1 counts {lost:g} lost trees, {len(victims)} were taken from it")
     return ph
 
 
