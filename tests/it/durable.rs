@@ -252,25 +252,8 @@ async fn the_journal_holds_on_every_store() {
     for (name, store, _db) in stores {
         let root = RequestId::new();
         let step = |id: RequestId, parent: Option<RequestId>, entry: &str, state: StepState| TreeStep {
-            request_id: id,
-            root_id: root,
             parent_id: parent,
-            user_id: user("alice"),
-            target: "boss".into(),
-            state,
-            entry: entry.into(),
-            caller: "user:alice".into(),
-            request: "{}".into(),
-            response: None,
-            deadline_at: 1,
-            budget: 100,
-            attempts: 0,
-            reads: None,
-            resumes: 0,
-            pii: None,
-            created_at: 1,
-            updated_at: 1,
-            owner: None,
+            ..crate::support::tree_step(id, root, entry, state)
         };
         let child = RequestId::new();
         store.put_step(&step(root, None, "user", StepState::Running)).await.unwrap();

@@ -18,6 +18,7 @@ use switchboard::store::{Claim, Holder, SqlStore, StepState, Store};
 
 use crate::crash_trees::{TOKEN, config, envelope, runs, start_server};
 use crate::db::{self, Db};
+use crate::service::Server;
 use crate::support::{eventually, nested_request, operator, user};
 use crate::team::{Runs, runtime_on, served_config, to_boss};
 
@@ -78,22 +79,35 @@ async fn ends(store: &Arc<dyn Store>, id: RequestId) -> usize {
     store.audit_log().await.unwrap().iter().filter(|e| e.record.request_id == id).count()
 }
 
-async fn killed_replica(db: &Db) {
-    let name = db.name;
+/// Two `serve` replicas on one database (the crash-trees team, a 2 s
+/// lease) and the slow chain sent to replica one as tree `id`, its slow
+/// step under way there.
+struct SlowOnOne {
+    _dir: tempfile::TempDir,
+    log: std::path::PathBuf,
+    store: Arc<dyn Store>,
+    one: Server,
+    two: Server,
+    id: RequestId,
+    answer: tokio::task::JoinHandle<Option<serde_json::Value>>,
+}
+
+async fn slow_on_one(db: &Db) -> SlowOnOne {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
     let config = replica_config(&log);
-    let store = db.dyn_store();
-    let one = start_server(&config, db, 1, &log);
-    let two = start_server(&config, db, 2, &log);
+    let (one, two) = (start_server(&config, db, 1, &log), start_server(&config, db, 2, &log));
     let id = RequestId::new();
     let answer = send_slow(&one.url, id);
     eventually("slow started on replica one", async || !started(&log, "slow").is_empty()).await;
+    SlowOnOne { _dir: dir, log, store: db.dyn_store(), one, two, id, answer }
+}
+
+async fn killed_replica(db: &Db) {
+    let name = db.name;
+    let SlowOnOne { _dir, log, store, one, two, id, answer } = slow_on_one(db).await;
     let owner = top(&store, id).await.owner.expect("the step names its replica");
-    let http = switchboard::util::http_client().unwrap();
-    let health: serde_json::Value =
-        http.get(format!("{}/healthz", one.url)).send().await.unwrap().json().await.unwrap();
-    assert_eq!(health["replica"], owner.as_str(), "{name}: /healthz names the replica");
+    assert_eq!(replica_of(&one.url).await, owner, "{name}: /healthz names the replica");
     // replica two looks for trees to take over twice a second: it leaves a live replica's alone
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(runs(&log).iter().all(|r| r.generation == 1), "{name}: replica two ran a step of a live replica's tree");
@@ -142,16 +156,8 @@ async fn served_taken_over(base: &str, what: &str) -> u64 {
 /// the tree's end over replica two's.
 async fn paused_replica(db: &Db) {
     let name = db.name;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("runs.log");
-    let config = replica_config(&log);
-    let store = db.dyn_store();
-    let one = start_server(&config, db, 1, &log);
-    let two = start_server(&config, db, 2, &log);
+    let SlowOnOne { _dir, log, store, one, two, id, answer } = slow_on_one(db).await;
     let (first, second) = (replica_of(&one.url).await, replica_of(&two.url).await);
-    let id = RequestId::new();
-    let answer = send_slow(&one.url, id);
-    eventually("slow started on replica one", async || !started(&log, "slow").is_empty()).await;
     assert_eq!(top(&store, id).await.owner.as_deref(), Some(first.as_str()), "{name}");
     one.signal("STOP");
     eventually("replica two took the tree over", async || {
@@ -201,25 +207,12 @@ async fn a_running_tree_is_taken_only_past_its_owners_lease_and_its_former_owner
         let (root, child) = (RequestId::new(), RequestId::new());
         let now = switchboard::store::now_ms();
         let step = |id: RequestId, entry: &str, state: StepState, owner: &str| TreeStep {
-            request_id: id,
-            root_id: root,
-            parent_id: (id == child).then_some(root),
-            user_id: user("alice"),
-            target: "boss".into(),
-            state,
-            entry: entry.into(),
-            caller: "user:alice".into(),
-            request: "{}".into(),
             response: (state == StepState::Done).then(|| format!("{{\"by\":\"{owner}\"}}")),
             deadline_at: now + 60_000,
-            budget: 100,
-            attempts: 0,
-            reads: None,
-            resumes: 0,
-            pii: None,
             created_at: now,
             updated_at: now,
             owner: Some(owner.into()),
+            ..crate::support::tree_step(id, root, entry, state)
         };
         let lease = |id: &str, alive_until: i64| switchboard::store::Replica {
             id: id.into(),

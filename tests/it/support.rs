@@ -117,3 +117,34 @@ pub async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
     }
     panic!("never within 30 s: {what}");
 }
+
+/// A journal step of `root`'s tree for store-level tests: alice's, to `boss`,
+/// written at time 1, owned by none, with no answer; a test changes what it needs.
+pub fn tree_step(
+    id: switchboard::protocol::RequestId,
+    root: switchboard::protocol::RequestId,
+    entry: &str,
+    state: switchboard::store::StepState,
+) -> switchboard::store::TreeStep {
+    switchboard::store::TreeStep {
+        request_id: id,
+        root_id: root,
+        parent_id: (id != root).then_some(root),
+        user_id: user("alice"),
+        target: "boss".into(),
+        state,
+        entry: entry.into(),
+        caller: "user:alice".into(),
+        request: "{}".into(),
+        response: None,
+        deadline_at: 1,
+        budget: 100,
+        attempts: 0,
+        reads: None,
+        resumes: 0,
+        pii: None,
+        created_at: 1,
+        updated_at: 1,
+        owner: None,
+    }
+}
