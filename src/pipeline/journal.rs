@@ -124,6 +124,9 @@ pub(super) fn sealed(rt: &Runtime, tree: &Tree) -> Option<String> {
 
 /// The step as its delegation ended (or paused) with `response`, and what
 /// its agent read; a top step keeps its tree's vault as it is now, sealed.
+/// Only a paused step is resumed with it: a step that ended does not wait
+/// for a vault held by work the tree gave up on (a large input's redaction
+/// past the deadline runs on, holding it), and keeps the one it started with.
 pub(super) fn ended(
     mut step: TreeStep,
     response: &DelegationResponse,
@@ -133,7 +136,12 @@ pub(super) fn ended(
     if step.is_top()
         && let Some((rt, tree)) = tree
     {
-        step.pii = sealed(rt, tree).or(step.pii);
+        let now = if response.status == Status::NeedsApproval {
+            sealed(rt, tree)
+        } else {
+            tree.try_vault().and_then(|vault| (!vault.is_empty()).then(|| rt.inner.seal.seal(&vault)))
+        };
+        step.pii = now.or(step.pii);
     }
     step.reads = reads.and_then(|r| serde_json::to_string(&r).ok());
     step.state = match (response.status, response.error_code()) {

@@ -4,7 +4,7 @@
 //! root request id, so one user's requests can never touch another's tree.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 
 use crate::protocol::{AgentSlug, RequestId, UserId};
 use crate::redact::Vault;
@@ -113,6 +113,16 @@ impl Tree {
     /// The tree's PII vault: the same value gets the same token in every hop.
     pub fn vault(&self) -> MutexGuard<'_, Vault> {
         lock(&self.vault)
+    }
+
+    /// The tree's PII vault, unless something holds it now (a redaction of
+    /// a large input the tree gave up on at its deadline runs on, holding it).
+    pub fn try_vault(&self) -> Option<MutexGuard<'_, Vault>> {
+        match self.vault.try_lock() {
+            Ok(vault) => Some(vault),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// The vault itself, to keep as its conversation's.
