@@ -118,8 +118,12 @@ fn small(req: &crate::protocol::DelegationRequest) -> bool {
 
 /// The tree's PII vault sealed for the journal (see `redact::SealKey`); None when it holds nothing.
 pub(super) fn sealed(rt: &Runtime, tree: &Tree) -> Option<String> {
-    let vault = tree.vault();
-    (!vault.is_empty()).then(|| rt.inner.seal.seal(&vault))
+    seal(rt, &tree.vault())
+}
+
+/// `vault` sealed for the journal; None when it holds nothing.
+fn seal(rt: &Runtime, vault: &crate::redact::Vault) -> Option<String> {
+    (!vault.is_empty()).then(|| rt.inner.seal.seal(vault))
 }
 
 /// The step as its delegation ended (or paused) with `response`, and what
@@ -139,7 +143,7 @@ pub(super) fn ended(
         let now = if response.status == Status::NeedsApproval {
             sealed(rt, tree)
         } else {
-            tree.try_vault().and_then(|vault| (!vault.is_empty()).then(|| rt.inner.seal.seal(&vault)))
+            tree.try_vault().and_then(|vault| seal(rt, &vault))
         };
         step.pii = now.or(step.pii);
     }

@@ -64,7 +64,11 @@ fn started(log: &Path, agent: &str) -> Vec<u32> {
 
 /// `switchboard_taken_over_total{what}` as `rt`'s metrics show it.
 pub(crate) fn taken_over(rt: &switchboard::pipeline::Runtime, what: &str) -> u64 {
-    let text = rt.metrics_text();
+    taken_over_in(&rt.metrics_text(), what)
+}
+
+/// `switchboard_taken_over_total{what}` in the metrics `text`.
+fn taken_over_in(text: &str, what: &str) -> u64 {
     let line = format!("switchboard_taken_over_total{{what=\"{what}\"}} ");
     let found = text.lines().find_map(|l| l.strip_prefix(line.as_str()));
     found.unwrap_or_else(|| panic!("no {line}in:\n{text}")).trim().parse().unwrap()
@@ -144,9 +148,7 @@ async fn replica_of(base: &str) -> String {
 async fn served_taken_over(base: &str, what: &str) -> u64 {
     let http = switchboard::util::http_client().unwrap();
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
-    let line = format!("switchboard_taken_over_total{{what=\"{what}\"}} ");
-    let found = text.lines().find_map(|l| l.strip_prefix(line.as_str()));
-    found.unwrap_or_else(|| panic!("no {line}in:\n{text}")).trim().parse().unwrap()
+    taken_over_in(&text, what)
 }
 
 /// The fence: replica one is paused (SIGSTOP) mid-step for longer than its
