@@ -10,6 +10,12 @@ included) is resolved to the top-level module it names.
     scripts/check-layers.py            # exit 1 and a list when a rule breaks
     scripts/check-layers.py --graph    # also print who imports whom
 
+It also checks the one door (docs/SECURITY.md): the surfaces (the top
+layers: a2a, mcp, queue, server, cli) enter the runtime only through
+`Runtime::enter`, never through a lower entry point (`ask`, `delegate`, the
+pipeline's dispatch), so that every rule that derives trust from a call's
+door, caller and request applies to all of them.
+
 docs/ARCHITECTURE.md explains the layers.
 """
 import pathlib
@@ -41,6 +47,13 @@ LAYERS = {
     "cli": (9, "top: command line"),
 }
 ROOT_FILES = {"lib.rs", "main.rs"}
+
+# The surfaces, and the runtime's entry points below the one door that they may not call.
+SURFACES = {"a2a", "mcp", "queue", "server", "cli"}
+LOWER_ENTRY = re.compile(
+    r"(?:\.|Runtime::)(ask|consult|delegate|ask_response|delegate_from|delegate_from_ending|"
+    r"dispatch|dispatch_top|dispatch_step|record_refusal|turn)\s*\("
+)
 
 PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+|::\{)")
 
@@ -121,6 +134,12 @@ def main() -> int:
         if top not in LAYERS:
             problems.append(f"src/{rel}: top-level module '{top}' has no layer in scripts/check-layers.py")
             continue
+        if top in SURFACES:
+            for m in LOWER_ENTRY.finditer(strip_comments(file.read_text())):
+                problems.append(
+                    f"src/{rel}: a surface calls `{m.group(1)}(…)`: surfaces enter the runtime only through "
+                    "Runtime::enter (the one door, docs/SECURITY.md)"
+                )
         for t in sorted(targets(src, file)):
             if t == top or t not in LAYERS:
                 continue
@@ -153,7 +172,7 @@ def main() -> int:
             print(f"{n:12} -> {', '.join(sorted(edges[n]))}")
     if problems:
         print("\n".join(problems))
-        print(f"\n{len(problems)} import(s) break the layer order (scripts/check-layers.py, docs/ARCHITECTURE.md)")
+        print(f"\n{len(problems)} problem(s): imports that break the layer order, or surfaces that skip the one door (scripts/check-layers.py, docs/ARCHITECTURE.md)")
         return 1
     print(f"layers: {len(edges)} modules, every import points down, no circles")
     return 0

@@ -30,7 +30,7 @@ use tokio::sync::broadcast;
 use super::convert::{message_text, to_artifacts, validate_message};
 use super::tasks::{EVENT_BUFFER, Entry, Running, TaskEvent, Tasks, ours, view};
 use crate::auth::Principal;
-use crate::pipeline::{AskOptions, Runtime};
+use crate::pipeline::{self, AskOptions, Door, Envelope, Runtime};
 use crate::protocol::a2a::MESSAGE_ID_HINT;
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::rails::{LINEAGE_EXTENSION, RAILS_EXTENSION, Rails, lineage_of};
@@ -101,6 +101,8 @@ struct Turn {
     task_id: String,
     request_id: RequestId,
     caller: Principal,
+    /// The binding the message came through.
+    door: Door,
     /// An agent's lineage (the rails extension); a user's turn has none.
     rails: Option<Box<Rails>>,
     /// The signed lineage token (the lineage extension), if the caller sent one.
@@ -188,6 +190,7 @@ impl A2aService {
     /// SendMessage / SendStreamingMessage.
     pub async fn send(
         self: &Arc<Self>,
+        door: Door,
         principal: &Principal,
         agent: &AgentSlug,
         req: SendMessageRequest,
@@ -365,6 +368,7 @@ impl A2aService {
                 task_id: task_id.clone(),
                 request_id,
                 caller: principal.clone(),
+                door,
                 rails,
                 lineage,
                 agent: agent.clone(),
@@ -462,7 +466,7 @@ impl A2aService {
         }
         let hints = vec![format!("{}{}", MESSAGE_ID_HINT, turn.message.message_id)];
         let outcome = match (&turn.rails, turn.caller.user()) {
-            (None, Some(user)) => {
+            (None, Some(_)) => {
                 let opts = AskOptions {
                     input: (!turn.input.is_empty()).then(|| turn.input.clone()),
                     session: turn.session,
@@ -472,7 +476,8 @@ impl A2aService {
                     end: turn.end,
                 };
                 // the answer and not the tree: a task shows no tree, so none is read back
-                match runtime.ask_response(user, &turn.objective, opts).await {
+                let asked = pipeline::Turn::ask(turn.objective.clone(), opts).without_tree();
+                match runtime.enter(turn.door, &turn.caller, asked).await.map(|a| a.response) {
                     Ok(r) => match r.error.clone() {
                         Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                         // a question for the user, or a pause for a person's approval: the task
@@ -492,7 +497,8 @@ impl A2aService {
                 let mut req = rails.request(turn.agent.clone(), turn.objective.clone(), turn.input.clone());
                 req.child_session_id = turn.session;
                 req.context_hints.extend(hints);
-                let r = runtime.delegate_from_ending(&turn.caller, req, turn.lineage.as_deref(), turn.end).await;
+                let envelope = Envelope::new(req).lineage(turn.lineage.clone()).ending(turn.end);
+                let r = runtime.enter(turn.door, &turn.caller, envelope).await;
                 match r.error.clone() {
                     Some(e) if e.code == ErrorCode::Cancelled => Outcome::Cancelled,
                     Some(e) if e.code.is_refusal() => Outcome::Refused(e),

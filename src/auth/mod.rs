@@ -71,6 +71,12 @@ impl Principal {
         }
     }
 
+    /// The principal as the journal keeps it (`service:prime-boss`,
+    /// `user:alice`, `admin:admin`): what owns a tree it started.
+    pub(crate) fn key(&self) -> String {
+        format!("{}:{}", self.kind(), self.subject())
+    }
+
     /// A short label for ownership and logs: `agent:<slug>`, `user:<id>`, `admin`.
     pub fn label(&self) -> String {
         match self {

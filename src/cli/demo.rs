@@ -2,7 +2,8 @@
 
 use serde_json::json;
 
-use crate::pipeline::{AskOptions, Runtime};
+use crate::auth::Principal;
+use crate::pipeline::{AskOptions, Door, Runtime, Turn};
 use crate::protocol::UserId;
 
 use super::{EXIT_FAILED, EXIT_OK, print_ask};
@@ -31,7 +32,7 @@ pub async fn run(runtime: &Runtime, json: bool) -> u8 {
     let mut all = Vec::new();
     for (title, message, input) in SCENARIOS {
         let opts = AskOptions { input: input.map(str::to_string), ..AskOptions::default() };
-        match runtime.ask(&user, message, opts).await {
+        match runtime.enter(Door::Cli, &Principal::User(user.clone()), Turn::ask(*message, opts)).await {
             Ok(r) => {
                 if json {
                     all.push(json!({"scenario": title, "message": message, "answer": r.answer, "status": r.status, "tree": r.tree}));

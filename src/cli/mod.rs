@@ -43,7 +43,7 @@ use serde_json::json;
 
 use crate::auth::Principal;
 use crate::config::Config;
-use crate::pipeline::{AskOptions, AskResponse, Runtime};
+use crate::pipeline::{AskOptions, AskResponse, Door, Envelope, Runtime, Turn};
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Priority,
     SessionId, Status, UserId,
@@ -501,7 +501,8 @@ async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
     if let Some(Err(e)) = args.out.as_deref().map(check_chart_path) {
         return usage_error(format!("--out: {e}"));
     }
-    match runtime.ask(&user, &args.message, AskOptions { input, session, ..AskOptions::default() }).await {
+    let turn = Turn::ask(args.message, AskOptions { input, session, ..AskOptions::default() });
+    match runtime.enter(Door::Cli, &Principal::User(user.clone()), turn).await {
         Ok(r) => {
             if r.status == Status::NeedsApproval {
                 approvals::print_paused_ask(runtime, &r, json).await;
@@ -609,7 +610,7 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
     for _ in 0..args.repeat {
         let mut r = req.clone();
         r.request_id = Default::default();
-        let response = runtime.delegate(&Principal::Admin, r).await;
+        let response = runtime.enter(Door::Cli, &Principal::Admin, Envelope::new(r)).await;
         if json && args.repeat > 1 {
             // one line per acknowledged delegation, written as soon as it is durable
             outln!("{}", serde_json::to_string(&response).unwrap_or_default());

@@ -18,7 +18,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use super::conformance::Fixtures;
 use super::tools::{self, AskAgentArgs, AskArgs, DelegateArgs, NoArgs, TraceArgs};
 use crate::auth::Principal;
-use crate::pipeline::{Admission, AskOptions, AskResponse, Runtime, TreeView};
+use crate::pipeline::{Admission, AskOptions, AskResponse, Door, Envelope, Runtime, TreeView, Turn};
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, RequestId,
     SessionId, UserId,
@@ -39,6 +39,8 @@ const TREES_PREFIX: &str = "switchboard://trees/";
 pub struct McpServer {
     runtime: Runtime,
     principal: Option<Principal>,
+    /// Stdio or streamable HTTP.
+    door: Door,
     /// The conformance suite's fixtures, only with `[mcp] conformance_fixtures`.
     fixtures: Option<Arc<Fixtures>>,
     /// Over HTTP in a server: the server's admission, for the tools that
@@ -57,7 +59,7 @@ impl McpServer {
     /// A server whose every request is `principal`'s (stdio).
     pub fn for_principal(runtime: Runtime, principal: Principal) -> Self {
         let fixtures = fixtures_for(&runtime);
-        Self { runtime, principal: Some(principal), fixtures, admission: None }
+        Self { runtime, principal: Some(principal), door: Door::McpStdio, fixtures, admission: None }
     }
 
     /// A server that takes each request's principal from its HTTP request
@@ -65,7 +67,7 @@ impl McpServer {
     /// calls admitted by `admission` when given.
     pub(super) fn over_http(runtime: Runtime, admission: Option<Admission>) -> Self {
         let fixtures = fixtures_for(&runtime);
-        Self { runtime, principal: None, fixtures, admission }
+        Self { runtime, principal: None, door: Door::McpHttp, fixtures, admission }
     }
 
     fn principal(&self, ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
@@ -256,7 +258,7 @@ impl McpServer {
         outcome
     }
 
-    async fn delegate(
+    async fn tool_delegate(
         &self,
         ctx: &RequestContext<RoleServer>,
         principal: Principal,
@@ -264,7 +266,7 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let target = slug("target", &a.target)?;
         non_empty("objective", &a.objective)?;
-        if let Some(user) = principal.user().cloned() {
+        if principal.user().is_some() {
             if a.user_id.is_some() || a.deadline_ms.is_some() || a.max_tokens.is_some() {
                 return Err(invalid(
                     "user_id, deadline_ms and max_tokens are for service tokens; a user's turn has the configured limits",
@@ -282,9 +284,9 @@ impl McpServer {
                 context_hints: hints,
                 ..AskOptions::default()
             };
-            let rt = self.runtime.clone();
-            let objective = a.objective;
-            let r = self.run_tree(ctx, &principal, root, async move { rt.ask(&user, &objective, opts).await }).await?;
+            let (rt, door, caller) = (self.runtime.clone(), self.door, principal.clone());
+            let turn = Turn::ask(a.objective, opts);
+            let r = self.run_tree(ctx, &principal, root, async move { rt.enter(door, &caller, turn).await }).await?;
             return Ok(turn_result(r));
         }
         let mut req =
@@ -306,10 +308,10 @@ impl McpServer {
         req: DelegationRequest,
     ) -> Result<CallToolResult, ErrorData> {
         let root = req.request_id;
-        let rt = self.runtime.clone();
-        let caller = principal.clone();
+        let (rt, door, caller) = (self.runtime.clone(), self.door, principal.clone());
+        let envelope = Envelope::new(req);
         let response: DelegationResponse =
-            self.run_tree(ctx, &principal, root, async move { rt.delegate(&caller, req).await }).await?;
+            self.run_tree(ctx, &principal, root, async move { rt.enter(door, &caller, envelope).await }).await?;
         if let Some(e) = response.error.as_ref().filter(|_| response.execution.is_none()) {
             return Ok(refusal(e));
         }
@@ -333,7 +335,7 @@ impl McpServer {
         Ok(structured(v, is_error))
     }
 
-    async fn ask(
+    async fn tool_ask(
         &self,
         ctx: &RequestContext<RoleServer>,
         principal: Principal,
@@ -347,20 +349,21 @@ impl McpServer {
                 s.parse::<SessionId>().map_err(|e: crate::protocol::IdError| invalid(format!("session_id: {}", e.0)))
             })
             .transpose()?;
-        let Some(user) = principal.user().cloned() else {
+        if principal.user().is_none() {
             return Ok(refusal(&DelegationError::new(
                 ErrorCode::Unauthenticated,
                 "ask takes a user's token (the user talks to Prime); agents use delegate",
             )));
-        };
+        }
         let root = RequestId::new();
         let opts = AskOptions { session, request_id: Some(root), ..AskOptions::default() };
-        let rt = self.runtime.clone();
-        let r = self.run_tree(ctx, &principal, root, async move { rt.ask(&user, &a.message, opts).await }).await?;
+        let (rt, door, caller) = (self.runtime.clone(), self.door, principal.clone());
+        let turn = Turn::ask(a.message, opts);
+        let r = self.run_tree(ctx, &principal, root, async move { rt.enter(door, &caller, turn).await }).await?;
         Ok(turn_result(r))
     }
 
-    async fn ask_agent(
+    async fn tool_ask_agent(
         &self,
         ctx: &RequestContext<RoleServer>,
         principal: Principal,
@@ -368,15 +371,15 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let target = slug("target", &a.target)?;
         non_empty("question", &a.question)?;
-        if let Some(user) = principal.user().cloned() {
+        if principal.user().is_some() {
             if a.user_id.is_some() {
                 return Err(invalid("user_id is for service tokens; a user consults as themselves"));
             }
             let root = RequestId::new();
             let opts = AskOptions { agent: Some(target), request_id: Some(root), ..AskOptions::default() };
-            let rt = self.runtime.clone();
-            let r =
-                self.run_tree(ctx, &principal, root, async move { rt.consult(&user, &a.question, opts).await }).await?;
+            let (rt, door, caller) = (self.runtime.clone(), self.door, principal.clone());
+            let turn = Turn::consult(a.question, opts);
+            let r = self.run_tree(ctx, &principal, root, async move { rt.enter(door, &caller, turn).await }).await?;
             return Ok(turn_result(r));
         }
         let mut req = self.envelope(&principal, target, a.user_id.as_deref(), a.question, String::new())?;
@@ -506,9 +509,9 @@ impl ServerHandler for McpServer {
             return Ok(result?.into());
         }
         let result = match name {
-            "delegate" => self.delegate(&context, principal, args(name, arguments)?).await?,
-            "ask" => self.ask(&context, principal, args(name, arguments)?).await?,
-            "ask_agent" => self.ask_agent(&context, principal, args(name, arguments)?).await?,
+            "delegate" => self.tool_delegate(&context, principal, args(name, arguments)?).await?,
+            "ask" => self.tool_ask(&context, principal, args(name, arguments)?).await?,
+            "ask_agent" => self.tool_ask_agent(&context, principal, args(name, arguments)?).await?,
             "list_agents" => {
                 let NoArgs {} = args(name, arguments)?;
                 structured(self.agents_json(), false)

@@ -23,7 +23,7 @@ use crate::protocol::{ChainLink, DelegationError, DelegationRequest, ErrorCode, 
 use crate::rails::budget::BudgetAccount;
 use crate::rails::cycle::{self, CyclePermit};
 use crate::rails::fanout::{self, FanOutPermit};
-use crate::rails::{Tree, auth, deadline, depth, validate};
+use crate::rails::{Entering, Tree, auth, deadline, depth, validate};
 
 /// A delegation that passed every rail and may run. Its permits (fan-out
 /// place, cycle key, budget account) are released when it drops.
@@ -181,7 +181,23 @@ async fn rails(
     // a top step resumed from the journal: the vault its tree had, opened again
     let session_vault = session_vault
         .or_else(|| at_edge.then(|| crate::util::lock(&inner.resumed_vaults).remove(&req.request_id)).flatten());
-    let tree = inner.trees.enter_with(&req.user_id, req.root_id(), session_vault);
+    // a tree is joined by its members (a node here, a hop its lineage proves) and by whoever
+    // started it; anyone else naming it is refused before anything of it is touched
+    let author = caller.key();
+    let entering = match (parent, edge.signed) {
+        (None, None) => Entering::Caller(&author),
+        _ => Entering::Member,
+    };
+    if let (None, None, Some(root)) = (parent, edge.signed, req.root_request_id.filter(|r| *r != req.request_id)) {
+        // a tree not live here: the store says whose it is
+        if inner.store.step(root).await?.is_some_and(|t| t.user_id != req.user_id || t.caller != author) {
+            return Err(id_conflict(req, &format!("tree {root}")));
+        }
+    }
+    let tree = inner
+        .trees
+        .enter_with(&req.user_id, req.root_id(), session_vault, entering)
+        .map_err(|_| id_conflict(req, &format!("tree {}", req.root_id())))?;
     *entered = Some(tree.clone());
     let (depth, max_depth) = if user_turn {
         (0, req.constraints.max_depth.min(limits.max_depth_ceiling))
@@ -271,6 +287,19 @@ async fn rails(
         fan_out,
         cycle,
     })
+}
+
+/// A refusal of an envelope that names an id another caller owns: nothing
+/// of theirs is touched, and nothing says whose it is.
+pub(super) fn id_conflict(req: &DelegationRequest, what: &str) -> DelegationError {
+    DelegationError::new(
+        ErrorCode::IdConflict,
+        format!(
+            "request {} names {what}, which another caller started: ids belong to whoever made them; \
+             send a new request_id (and no root_request_id) to start a tree of your own",
+            req.request_id
+        ),
+    )
 }
 
 /// The rails of a hop from another runtime come from its verified token:

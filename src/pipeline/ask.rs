@@ -62,44 +62,19 @@ impl Runtime {
         Ok(spec.slug.clone())
     }
 
-    /// A user's message to Prime (or to `opts.agent`). A refusal is an `Err`;
-    /// a failure is an answer with `status: failed`.
-    pub async fn ask(&self, user: &UserId, message: &str, opts: AskOptions) -> Result<AskResponse, DelegationError> {
-        self.turn(user, message, opts, crate::protocol::Mode::Persist).await
-    }
-
-    /// A user's ephemeral consult of `opts.agent` (seeds/003): like [`Runtime::ask`],
-    /// but the agent reads its history with the user and writes nothing to it.
-    pub async fn consult(
-        &self,
-        user: &UserId,
-        question: &str,
-        opts: AskOptions,
-    ) -> Result<AskResponse, DelegationError> {
-        self.turn(user, question, opts, crate::protocol::Mode::Ephemeral).await
-    }
-
-    /// A user's turn, as [`Runtime::ask`], without reading its tree back from
-    /// the store: the root delegation's response, for a caller that shows the
-    /// answer and not the tree (A2A's send). [`answer_of`] is its answer.
-    pub async fn ask_response(
-        &self,
-        user: &UserId,
-        message: &str,
-        opts: AskOptions,
-    ) -> Result<DelegationResponse, DelegationError> {
-        self.turn_response(user, message, opts, crate::protocol::Mode::Persist).await.map(|(_, response)| response)
-    }
-
-    async fn turn(
+    /// A user's turn (see `door::Turn`): its answer, with its tree read
+    /// back from the store when `tree` (else the root alone).
+    pub(super) async fn turn(
         &self,
         user: &UserId,
         message: &str,
         opts: AskOptions,
         mode: crate::protocol::Mode,
+        tree: bool,
     ) -> Result<AskResponse, DelegationError> {
         let (request_id, response) = self.turn_response(user, message, opts, mode).await?;
-        let tree = self.tree(request_id).await?.unwrap_or_else(|| TreeView {
+        let stored = if tree { self.tree(request_id).await? } else { None };
+        let tree = stored.unwrap_or_else(|| TreeView {
             request_id,
             agent: response.target_employee.to_string(),
             origin: USER_ORIGIN.into(),

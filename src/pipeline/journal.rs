@@ -85,7 +85,7 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
         target: req.target_employee.to_string(),
         state: StepState::Running,
         entry: entry.to_string(),
-        caller: format!("{}:{}", caller.kind(), caller.subject()),
+        caller: caller.key(),
         request,
         response: None,
         deadline_at: now.saturating_add(i64::try_from(left).unwrap_or(i64::MAX)),

@@ -23,6 +23,7 @@ mod attempts;
 mod builder;
 mod context;
 mod dispatch;
+mod door;
 mod durable;
 mod idempotency;
 mod in_flight;
@@ -51,6 +52,7 @@ use tracing::Instrument;
 
 pub use ask::{AskOptions, AskResponse, answer_of};
 pub use builder::RuntimeBuilder;
+pub use door::{Door, Envelope, Turn, Work};
 pub use durable::Resumed;
 pub use in_flight::Admission;
 pub use registry::{Member, Registry};
@@ -70,11 +72,12 @@ use pii::Pii;
 pub const USER_ORIGIN: &str = "user";
 
 /// How a delegation enters: a user's own turn (the root of a new tree, at
-/// depth 0, no origin agent), a delegation from an agent in this process
-/// (or an operator, or an embedder), or one from another process, with the
-/// lineage its token verified to, if it carried one.
+/// depth 0, no origin agent), a delegation from an operator, or an agent's
+/// envelope from outside the runtime (`remote`, through any door), with the
+/// lineage its token verified to, if it carried one. An agent's delegation
+/// from a node running here is a `Delegation` with a parent node.
 #[derive(Debug, Clone)]
-pub(crate) enum Entry {
+pub(super) enum Entry {
     UserTurn,
     Delegation,
     Remote(Option<Arc<crate::lineage::Hop>>),
@@ -88,23 +91,12 @@ impl Entry {
 }
 
 impl Runtime {
-    /// The pipeline. `parent` is the calling node when the call comes from
-    /// an agent running in this runtime.
-    pub(crate) async fn dispatch(
-        &self,
-        parent: Option<&Arc<Node>>,
-        caller: &Principal,
-        req: DelegationRequest,
-        entry: Entry,
-    ) -> DelegationResponse {
-        self.dispatch_step(parent, caller, req, entry, false, Durability::Now).await
-    }
-
-    /// [`Runtime::dispatch`] of a top-level delegation whose end (its
-    /// record, audit record and conversation) is durable as `end` says:
-    /// [`Durability::WithNext`] only for a caller that commits a synced
-    /// write of its own before it answers anyone.
-    pub(crate) async fn dispatch_top(
+    /// The pipeline, for a top-level delegation (one that came through
+    /// [`Runtime::enter`]) whose end (its record, audit record and
+    /// conversation) is durable as `end` says: [`Durability::WithNext`] only
+    /// for a caller that commits a synced write of its own before it
+    /// answers anyone.
+    pub(super) async fn dispatch_top(
         &self,
         caller: &Principal,
         req: DelegationRequest,
@@ -114,10 +106,11 @@ impl Runtime {
         self.dispatch_step(None, caller, req, entry, false, end).await
     }
 
-    /// [`Runtime::dispatch`] of a step that ran before (`resumed`: after a
-    /// restart or an approval), under its old request id: it is not claimed
-    /// again, and its children's answers come from the journal.
-    pub(crate) async fn dispatch_step(
+    /// The pipeline. `parent` is the calling node when the call comes from
+    /// an agent running in this runtime; `resumed` for a step that ran
+    /// before (after a restart or an approval), under its old request id: it
+    /// is not claimed again, and its children's answers come from the journal.
+    pub(super) async fn dispatch_step(
         &self,
         parent: Option<&Arc<Node>>,
         caller: &Principal,

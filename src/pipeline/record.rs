@@ -126,10 +126,14 @@ pub(super) async fn refuse(rt: &Runtime, refused: Refused, parent: Option<&Scope
     let Refused { req, tree, error } = refused;
     tracing::info!(request_id = %req.request_id, origin = %req.origin_employee, target = %req.target_employee, code = %error.code, "delegation refused");
     let objective = Pii::new(&rt.inner.redactor, tree.as_deref()).text(&req.objective);
+    // filed in the tree it names only when it belongs there (a node's child here, or admitted
+    // into the tree); an envelope refused before that is a tree of its own: naming someone
+    // else's tree files nothing in it
+    let member = parent.is_some() || tree.is_some();
     let place = Place {
         request_id: req.request_id,
-        root_id: req.root_id(),
-        parent_id: req.parent_request_id,
+        root_id: if member { req.root_id() } else { req.request_id },
+        parent_id: req.parent_request_id.filter(|_| member),
         user: &req.user_id,
         origin: req.origin_employee.to_string(),
         target: req.target_employee.to_string(),
@@ -264,7 +268,7 @@ impl Running {
     }
 
     /// Finishes the record with the response, durable before it returns
-    /// (or with the next synced commit: `end`, see [`Runtime::dispatch_top`]);
+    /// (or with the next synced commit: `end`, see `Runtime::dispatch_top`);
     /// a failure to write it fails the response. Whether it was written.
     /// Nothing is written for a tree another replica took over (`TAKEN_OVER`).
     pub async fn finish(

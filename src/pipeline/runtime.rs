@@ -7,17 +7,15 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Entry;
 use super::registry::Registry;
 use super::tree_view::TreeView;
-use crate::auth::Principal;
 use crate::config::Config;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, RequestId};
 use crate::rails::{SessionVaults, Trees};
 use crate::redact::Redactor;
 use crate::resilience::{BreakerState, Breakers};
 use crate::route::DomainTable;
-use crate::store::{Durability, Store};
+use crate::store::Store;
 use crate::telemetry::{Event, Events, Metrics};
 use crate::util::lock;
 
@@ -131,52 +129,6 @@ impl Runtime {
         self.inner.trees.len()
     }
 
-    /// One delegation from outside the runtime (CLI, HTTP, A2A). The response
-    /// is never an `Err`: refusals and failures come back with `status:
-    /// failed` and an `error`.
-    pub async fn delegate(&self, caller: &Principal, request: DelegationRequest) -> DelegationResponse {
-        self.dispatch(None, caller, request, Entry::Delegation).await
-    }
-
-    /// One delegation from another process that may carry a lineage token
-    /// (`X-Switchboard-Lineage`, A2A metadata). With a token, the rails come
-    /// from it: a token that does not verify is refused and audited before
-    /// anything runs, an envelope that disagrees with it is refused with
-    /// `LINEAGE_MISMATCH`. Without one, only an agent `[auth] service_roots`
-    /// lets start trees for the envelope's user may send it.
-    pub async fn delegate_from(
-        &self,
-        caller: &Principal,
-        request: DelegationRequest,
-        lineage: Option<&str>,
-    ) -> DelegationResponse {
-        self.delegate_from_ending(caller, request, lineage, Durability::Now).await
-    }
-
-    /// [`Runtime::delegate_from`], with the delegation's end (its record,
-    /// audit record and conversation) on stable storage as `end` says:
-    /// [`Durability::WithNext`] only for a caller that commits a synced write
-    /// of its own before it answers anyone (A2A's blocking send: the task's
-    /// last version).
-    pub async fn delegate_from_ending(
-        &self,
-        caller: &Principal,
-        request: DelegationRequest,
-        lineage: Option<&str>,
-        end: Durability,
-    ) -> DelegationResponse {
-        let Some(text) = lineage else {
-            return self.dispatch_top(caller, request, Entry::Remote(None), end).await;
-        };
-        match self.inner.lineage.verify(text) {
-            Ok((token, claims)) => {
-                let hop = crate::lineage::Hop::received(token, claims);
-                self.dispatch_top(caller, request, Entry::Remote(Some(hop)), end).await
-            }
-            Err(e) => self.record_refusal(request, e.into()).await,
-        }
-    }
-
     /// This runtime's lineage keys and the peers it trusts.
     pub fn lineage(&self) -> &crate::lineage::Authority {
         &self.inner.lineage
@@ -184,7 +136,11 @@ impl Runtime {
 
     /// Records an envelope refused before it reached the rails (a forged or
     /// contradictory header at the edge): audited as denied, like any refusal.
-    pub async fn record_refusal(&self, request: DelegationRequest, error: DelegationError) -> DelegationResponse {
+    pub(super) async fn record_refusal(
+        &self,
+        request: DelegationRequest,
+        error: DelegationError,
+    ) -> DelegationResponse {
         let refused = super::admit::Refused { req: request, tree: None, error };
         super::record::refuse(self, refused, None, super::Clock::start()).await
     }

@@ -73,6 +73,10 @@ pub enum ErrorCode {
     /// from the store) and another replica took the tree over: its end is
     /// that replica's, and nothing more of it is written here (409).
     TakenOver,
+    /// The request id (or the tree it names) belongs to another caller's or
+    /// another user's delegation: ids are their makers', and nothing of
+    /// theirs was changed (409).
+    IdConflict,
 }
 
 /// How a failure should be treated by the retry loop (seeds/001 error handling).
@@ -97,7 +101,7 @@ pub enum ErrorClass {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         Self::InvalidRequest,
         Self::UnsupportedVersion,
         Self::Unauthenticated,
@@ -124,6 +128,7 @@ impl ErrorCode {
         Self::AlreadyDecided,
         Self::RecordIncomplete,
         Self::TakenOver,
+        Self::IdConflict,
     ];
 
     /// The wire spelling, e.g. `DEPTH_LIMIT`.
@@ -155,6 +160,7 @@ impl ErrorCode {
             Self::AlreadyDecided => "ALREADY_DECIDED",
             Self::RecordIncomplete => "RECORD_INCOMPLETE",
             Self::TakenOver => "TAKEN_OVER",
+            Self::IdConflict => "ID_CONFLICT",
         }
     }
 
@@ -171,7 +177,7 @@ impl ErrorCode {
             | Self::LineageMismatch
             | Self::ApprovalRejected => 403,
             Self::AgentNotFound | Self::NotFound => 404,
-            Self::CycleDetected | Self::AlreadyDecided | Self::TakenOver => 409,
+            Self::CycleDetected | Self::AlreadyDecided | Self::TakenOver | Self::IdConflict => 409,
             Self::DepthLimit
             | Self::FanOutLimit
             | Self::TokenBudgetExceeded
@@ -232,6 +238,9 @@ impl ErrorCode {
             }
             Self::TakenOver => {
                 "Another replica took this tree over while this one was cut off from the store; its answer is that replica's: read GET /v1/trees/{root_id}."
+            }
+            Self::IdConflict => {
+                "That request id is another caller's delegation; send a new request_id (an idempotency_key is how to repeat one of your own)."
             }
         }
     }

@@ -25,7 +25,7 @@ use tokio::sync::Semaphore;
 
 use crate::agent::queue::wire;
 use crate::auth::Principal;
-use crate::pipeline::Runtime;
+use crate::pipeline::{Door, Envelope, Runtime};
 use crate::protocol::{AgentSlug, DelegationResponse, ErrorCode};
 use crate::store::now_ms;
 
@@ -191,7 +191,8 @@ impl Worker {
         // alive while it runs: JetStream hands it to nobody else
         let every = Duration::from_millis(self.runtime.config().queue.ack_wait_ms / 3);
         let caller = Principal::Agent(origin);
-        let running = self.runtime.delegate_from(&caller, job.req, Some(&job.token));
+        let envelope = Envelope::new(job.req).lineage(Some(job.token));
+        let running = self.runtime.enter(Door::Queue, &caller, envelope);
         let mut running = std::pin::pin!(running);
         let response = loop {
             tokio::select! {

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::agent::queue::wire;
 use crate::auth::Principal;
 use crate::config::Backend;
-use crate::pipeline::Runtime;
+use crate::pipeline::{Door, Envelope, Runtime};
 use crate::protocol::{AgentSlug, DelegationRequest, DelegationResponse, RequestId};
 
 /// How long the stream may stay quiet before the recorded delegations count as read.
@@ -99,7 +99,7 @@ pub async fn replay(
         again.handoff_data = envelope.handoff_data.clone();
         again.task_note = envelope.task_note.clone();
         again.constraints.max_tokens = envelope.constraints.max_tokens;
-        let now = Answer::from(&runtime.delegate(&Principal::Admin, again).await);
+        let now = Answer::from(&runtime.enter(Door::Cli, &Principal::Admin, Envelope::new(again)).await);
         let same = original.as_ref() == Some(&now);
         out.push(Replayed {
             request_id: envelope.request_id,

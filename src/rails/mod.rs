@@ -12,5 +12,5 @@ pub mod tree;
 pub mod validate;
 pub mod vaults;
 
-pub use tree::{Tree, Trees};
+pub use tree::{Entering, Tree, Trees};
 pub use vaults::{SessionVaults, SharedVault};

@@ -23,6 +23,17 @@ pub struct CycleKey {
     pub objective_hash: String,
 }
 
+/// Who enters a tree: a member (a node's child in this process, or a hop
+/// whose lineage token proves the tree), or a caller whose word is all
+/// there is, by its principal's `kind:subject`.
+#[derive(Debug, Clone, Copy)]
+pub enum Entering<'a> {
+    /// Membership is proven.
+    Member,
+    /// Only this caller's word: it may join a live tree only if it started it.
+    Caller(&'a str),
+}
+
 /// All live trees.
 #[derive(Default)]
 pub struct Trees {
@@ -32,6 +43,9 @@ pub struct Trees {
 /// The shared state of one delegation tree.
 pub struct Tree {
     key: TreeKey,
+    /// Who started it here (a principal's `kind:subject`): only they may
+    /// add to it without proof of membership (a parent node, a lineage token).
+    author: String,
     owner: Weak<Trees>,
     state: Mutex<TreeState>,
     vault: SharedVault,
@@ -59,26 +73,42 @@ impl Trees {
 
     /// The live tree of `root` for `user`, or a new one with a vault of its own.
     pub fn enter(self: &Arc<Self>, user: &UserId, root: RequestId) -> Arc<Tree> {
-        self.enter_with(user, root, None)
+        self.enter_with(user, root, None, Entering::Member).unwrap_or_else(|live| live)
     }
 
     /// [`Trees::enter`]; a new tree takes `vault` (its conversation's) when
-    /// one is given. A live tree keeps the vault it has.
-    pub fn enter_with(self: &Arc<Self>, user: &UserId, root: RequestId, vault: Option<SharedVault>) -> Arc<Tree> {
+    /// one is given. A live tree keeps the vault it has. A live tree that
+    /// `entering` may not join (its author is another caller, and nothing
+    /// proves membership) is the `Err`, untouched.
+    pub fn enter_with(
+        self: &Arc<Self>,
+        user: &UserId,
+        root: RequestId,
+        vault: Option<SharedVault>,
+        entering: Entering<'_>,
+    ) -> Result<Arc<Tree>, Arc<Tree>> {
         let key = (user.clone(), root);
         let mut live = lock(&self.live);
         if let Some(tree) = live.get(&key).and_then(Weak::upgrade) {
-            return tree;
+            return match entering {
+                Entering::Caller(author) if author != tree.author => Err(tree),
+                _ => Ok(tree),
+            };
         }
+        let author = match entering {
+            Entering::Caller(author) => author.to_string(),
+            Entering::Member => String::new(),
+        };
         let tree = Arc::new(Tree {
             key: key.clone(),
+            author,
             owner: Arc::downgrade(self),
             state: Mutex::new(TreeState::default()),
             vault: vault.unwrap_or_default(),
             clock: std::sync::OnceLock::new(),
         });
         live.insert(key, Arc::downgrade(&tree));
-        tree
+        Ok(tree)
     }
 
     /// How many trees are live (for tests and metrics).
@@ -131,6 +161,16 @@ impl Tree {
     }
 }
 
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("user", &self.key.0)
+            .field("root", &self.key.1)
+            .field("author", &self.author)
+            .finish()
+    }
+}
+
 impl Drop for Tree {
     fn drop(&mut self) {
         if let Some(trees) = self.owner.upgrade() {
@@ -162,5 +202,20 @@ mod tests {
         drop(a);
         drop(b);
         assert!(trees.is_empty());
+    }
+
+    #[test]
+    fn a_caller_joins_a_live_tree_only_if_it_started_it_or_proves_membership() {
+        let trees = Trees::new();
+        let user = UserId::parse("u1").unwrap();
+        let root = RequestId::new();
+        let mine = trees.enter_with(&user, root, None, Entering::Caller("user:u1")).unwrap();
+        assert!(Arc::ptr_eq(&mine, &trees.enter_with(&user, root, None, Entering::Caller("user:u1")).unwrap()));
+        let refused = trees.enter_with(&user, root, None, Entering::Caller("service:gateway")).unwrap_err();
+        assert!(Arc::ptr_eq(&mine, &refused), "the live tree is named, not replaced");
+        assert!(trees.enter_with(&user, root, None, Entering::Member).is_ok(), "a proven member joins");
+        drop((mine, refused));
+        // once it ended, the id is a new tree's (the store decides whether it may be written)
+        assert!(trees.enter_with(&user, root, None, Entering::Caller("service:gateway")).is_ok());
     }
 }

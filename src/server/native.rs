@@ -15,7 +15,7 @@ use super::error::status_of;
 use super::extract::{self, Body};
 use super::{Admission, ApiError, AppState};
 use crate::auth::Principal;
-use crate::pipeline::{AskOptions, TreeView};
+use crate::pipeline::{AskOptions, Door, Envelope, TreeView, Turn};
 use crate::protocol::{self, DelegationRequest, ErrorCode, RequestId, SessionId, Status};
 use crate::store::DelegationRecord;
 
@@ -112,7 +112,7 @@ pub async fn delegate(
                 e.status = status_of(ErrorCode::LineageMismatch);
             }
             // a header that contradicts its envelope is a forgery attempt: on file
-            state.runtime.record_refusal(req, e.error.clone()).await;
+            state.runtime.enter(Door::Http, &caller, Envelope::new(req).refused(e.error.clone())).await;
             return Err(e);
         }
     };
@@ -123,8 +123,8 @@ pub async fn delegate(
     }
     let runtime = state.runtime.clone();
     // the place is held until the delegation ends, even if the caller hangs up
-    let response =
-        admitted(&state, place, async move { runtime.delegate_from(&caller, req, lineage.as_deref()).await }).await?;
+    let envelope = Envelope::new(req).lineage(lineage);
+    let response = admitted(&state, place, async move { runtime.enter(Door::Http, &caller, envelope).await }).await?;
     Ok(match &response.error {
         // an answer, or a question for the user (status needs_input): 200
         None => Json(response).into_response(),
@@ -156,9 +156,9 @@ pub async fn chat(
     headers: HeaderMap,
     Body(raw): Body,
 ) -> Result<Response, ApiError> {
-    let Some(user) = caller.user().cloned() else {
+    if caller.user().is_none() {
         return Err(ApiError::unauthenticated("POST /v1/chat takes a user's token; agents use POST /v1/delegate"));
-    };
+    }
     let Some(place) = state.admission.enter() else { return Ok(busy(&state)) };
     let chat: ChatRequest =
         serde_json::from_slice(&raw).map_err(|e| ApiError::invalid(format!("invalid chat request: {e}")))?;
@@ -168,7 +168,10 @@ pub async fn chat(
     }
     let opts = AskOptions { input: chat.input, session, ..AskOptions::default() };
     let runtime = state.runtime.clone();
-    let r = admitted(&state, place, async move { runtime.ask(&user, &chat.message, opts).await }).await??;
+    let who = caller.clone();
+    let r =
+        admitted(&state, place, async move { runtime.enter(Door::Http, &who, Turn::ask(chat.message, opts)).await })
+            .await??;
     let status = match r.status {
         Status::Failed => StatusCode::BAD_GATEWAY,
         // paused: the tree waits for the user's approval (`approvals` names them) and resumes when they answer

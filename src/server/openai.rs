@@ -18,7 +18,7 @@ use super::extract::{self, Body};
 use super::native::{admitted, busy};
 use super::{ApiError, AppState};
 use crate::auth::Principal;
-use crate::pipeline::AskOptions;
+use crate::pipeline::{AskOptions, Door, Turn};
 use crate::protocol::{AgentSlug, ErrorCode};
 
 #[derive(Debug, Deserialize)]
@@ -63,9 +63,9 @@ pub async fn completions(
     headers: HeaderMap,
     Body(raw): Body,
 ) -> Result<Response, ApiError> {
-    let Some(user) = caller.user().cloned() else {
+    if caller.user().is_none() {
         return Err(ApiError::unauthenticated("use a user token as the API key; agents use POST /v1/delegate"));
-    };
+    }
     // a place among [server] max_in_flight, as /v1/chat takes
     let Some(place) = state.admission.enter() else { return Ok(busy(&state)) };
     let req: CompletionRequest =
@@ -100,7 +100,9 @@ pub async fn completions(
     let runtime = state.runtime.clone();
     let session = extract::session(&headers, None)?;
     let opts = AskOptions { input, session, agent: Some(agent.clone()), ..AskOptions::default() };
-    let r = admitted(&state, place, async move { runtime.ask(&user, &message, opts).await }).await??;
+    let r =
+        admitted(&state, place, async move { runtime.enter(Door::OpenAi, &caller, Turn::ask(message, opts)).await })
+            .await??;
     let id = format!("chatcmpl-{}", r.request_id.0.simple());
     let created = chrono::Utc::now().timestamp();
     let usage = r.response.token_usage;

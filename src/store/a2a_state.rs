@@ -269,12 +269,16 @@ impl TryFrom<TaskRow> for A2aTaskRecord {
 }
 
 /// Writes a task's version unless one with a higher or equal seq is
-/// stored: one row affected when it was written.
+/// stored, or the id is another owner's or agent's task (an id is its
+/// maker's): one row affected when it was written.
 pub(super) const TASK_UPSERT: &str = "INSERT INTO a2a_tasks (id, owner, agent, context_id, session_id, state, task, seq, updated_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
      ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, state = excluded.state, \
      task = excluded.task, seq = excluded.seq, updated_at = excluded.updated_at \
-     WHERE excluded.seq > a2a_tasks.seq";
+     WHERE excluded.seq > a2a_tasks.seq AND a2a_tasks.owner = excluded.owner AND a2a_tasks.agent = excluded.agent";
+/// Whether the task `id` is on file as another owner's or agent's: a
+/// change whose version was not written for that reason writes no events either.
+pub(super) const TASK_FOREIGN: &str = "SELECT COUNT(*) FROM a2a_tasks WHERE id = $1 AND (owner <> $2 OR agent <> $3)";
 /// Appends an event; one already on file is left as it is.
 pub(super) const EVENT_INSERT: &str = "INSERT INTO a2a_task_events (task_id, seq, event, created_at) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (task_id, seq) DO NOTHING";
@@ -319,6 +323,18 @@ pub(super) async fn put_task_with_events_on(
             .await
             .map_err(backend_err)?;
         written = done.rows_affected() == 1;
+        if !written {
+            let foreign: i64 = sqlx::query_scalar(TASK_FOREIGN)
+                .bind(t.id.clone())
+                .bind(t.owner.clone())
+                .bind(t.agent.clone())
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(backend_err)?;
+            if foreign > 0 {
+                return Ok(false);
+            }
+        }
     }
     for e in events {
         sqlx::query(EVENT_INSERT)
@@ -559,15 +575,10 @@ impl InMemory {
     pub fn put_task(&self, t: &A2aTaskRecord) -> bool {
         let mut i = lock(&self.inner);
         match i.tasks.get(&t.id) {
-            Some(old) if old.seq >= t.seq => false,
+            Some(old) if old.seq >= t.seq || old.owner != t.owner || old.agent != t.agent => false,
             Some(old) => {
                 // the id's owner, agent and context never change
-                let kept = A2aTaskRecord {
-                    owner: old.owner.clone(),
-                    agent: old.agent.clone(),
-                    context_id: old.context_id.clone(),
-                    ..t.clone()
-                };
+                let kept = A2aTaskRecord { context_id: old.context_id.clone(), ..t.clone() };
                 i.tasks.insert(t.id.clone(), kept);
                 true
             }
@@ -576,6 +587,11 @@ impl InMemory {
                 true
             }
         }
+    }
+
+    /// Whether task `id` is on file as another owner's or agent's than `t`'s.
+    pub fn foreign(&self, t: &A2aTaskRecord) -> bool {
+        lock(&self.inner).tasks.get(&t.id).is_some_and(|old| old.owner != t.owner || old.agent != t.agent)
     }
 
     pub fn task(&self, id: &str) -> Option<A2aTaskRecord> {
@@ -671,8 +687,11 @@ mod tests {
         let store = MemoryStore::new();
         let first = record("t1", "user:alice", TaskState::Working, 10, 1_000);
         assert!(store.put_a2a_task(&first).await.unwrap());
-        let done =
-            A2aTaskRecord { owner: "user:bob".into(), ..record("t1", "user:alice", TaskState::Completed, 12, 2_000) };
+        // the id is alice's: another owner's version under it is not kept, however new
+        let bobs =
+            A2aTaskRecord { owner: "user:bob".into(), ..record("t1", "user:alice", TaskState::Canceled, 20, 3_000) };
+        assert!(!store.put_a2a_task(&bobs).await.unwrap(), "another owner's task under her id");
+        let done = record("t1", "user:alice", TaskState::Completed, 12, 2_000);
         assert!(store.put_a2a_task(&done).await.unwrap());
         assert!(!store.put_a2a_task(&first).await.unwrap(), "an older version arriving late is not kept");
         assert!(!store.put_a2a_task(&done).await.unwrap(), "nor the same one twice");

@@ -246,6 +246,18 @@ pub(super) fn merged(before: &TreeStep, next: &TreeStep) -> TreeStep {
     out
 }
 
+/// Whether `next` is the same step as `before` (stored under the same id)
+/// written again by its maker: the same user, tree and parent, and at the
+/// top the same caller. Anything else under that id is another caller's
+/// (an id chosen to write over someone else's step) and is refused. The
+/// SQL upsert ([`STEP_UPSERT`]) applies the same rule.
+pub(super) fn owned_by(before: &TreeStep, next: &TreeStep) -> bool {
+    before.user_id == next.user_id
+        && before.root_id == next.root_id
+        && before.parent_id == next.parent_id
+        && (before.entry == "child" || before.caller == next.caller)
+}
+
 /// Whether `next` is a write of the top step `before` by a replica that no
 /// longer owns it: only a take moves a top step's owner.
 pub(super) fn fenced(before: &TreeStep, next: &TreeStep) -> bool {
@@ -320,7 +332,10 @@ pub(super) const STEP_INSERT: &str = "INSERT INTO tree_steps (request_id, root_i
 /// written by its former owner any more: a replica paused or cut off past
 /// its lease that wakes up and writes its tree's end leaves the taker's
 /// step as it is (the fence; docs/SCALE.md). Only a take moves a top step's
-/// owner, so no honest write is refused.
+/// owner, so no honest write is refused. And a step is its maker's: a write
+/// under its id by another user, tree or (at the top) caller changes nothing
+/// ([`owned_by`]); the writer tells such a write from a fenced one by the
+/// row it finds.
 ///
 /// [`take_step`]: super::Store::take_step
 pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
@@ -336,8 +351,11 @@ pub(super) const STEP_UPSERT: &str = " ON CONFLICT (request_id) DO UPDATE SET \
      resumes = CASE WHEN excluded.resumes > tree_steps.resumes THEN excluded.resumes ELSE tree_steps.resumes END, \
      owner = COALESCE(excluded.owner, tree_steps.owner), \
      deadline_at = excluded.deadline_at, budget = excluded.budget, updated_at = excluded.updated_at \
-     WHERE tree_steps.entry = 'child' OR excluded.owner IS NULL OR tree_steps.owner IS NULL \
-       OR tree_steps.owner = excluded.owner";
+     WHERE tree_steps.user_id = excluded.user_id AND tree_steps.root_id = excluded.root_id \
+       AND COALESCE(tree_steps.parent_id, '') = COALESCE(excluded.parent_id, '') \
+       AND (tree_steps.entry = 'child' OR tree_steps.caller = excluded.caller) \
+       AND (tree_steps.entry = 'child' OR excluded.owner IS NULL OR tree_steps.owner IS NULL \
+         OR tree_steps.owner = excluded.owner)";
 
 fn convert(rows: Vec<StepRow>) -> StoreResult<Vec<TreeStep>> {
     rows.into_iter().map(TreeStep::try_from).collect()

@@ -59,6 +59,26 @@ impl Inner {
         }
     }
 
+    /// Writes a step as the SQL upsert does (`journal::merged`); false,
+    /// changing nothing, when the id holds another caller's step.
+    fn put_step(&mut self, step: TreeStep) -> bool {
+        let next = match self.steps.get(&step.request_id) {
+            Some(before) if !super::journal::owned_by(before, &step) => return false,
+            Some(before) => super::journal::merged(before, &step),
+            None => step,
+        };
+        self.steps.insert(next.request_id, next);
+        true
+    }
+
+    /// Saves a record, or its later outcome; another delegation's record under the same id stays.
+    fn put_delegation(&mut self, record: &DelegationRecord) {
+        match self.delegations.get(&record.request_id) {
+            Some(before) if !before.same_delegation(record) => {}
+            _ => drop(self.delegations.insert(record.request_id, record.clone())),
+        }
+    }
+
     /// Appends `record` to the audit chain; the entry it made.
     fn seal_audit(&mut self, record: AuditRecord) -> AuditEntry {
         let prev = self.audit.last().map_or(GENESIS, |e| e.hash.as_str());
@@ -200,13 +220,9 @@ impl Store for MemoryStore {
             }
         }
         if let Some(step) = step {
-            let next = match i.steps.get(&step.request_id) {
-                Some(before) => super::journal::merged(before, &step),
-                None => step,
-            };
-            i.steps.insert(next.request_id, next);
+            i.put_step(step);
         }
-        i.delegations.insert(record.request_id, record.clone());
+        i.put_delegation(record);
         if let Some(answer) = key {
             i.settle_key(answer);
         }
@@ -222,7 +238,7 @@ impl Store for MemoryStore {
     }
 
     async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()> {
-        lock(&self.inner).delegations.insert(record.request_id, record.clone());
+        lock(&self.inner).put_delegation(record);
         Ok(())
     }
 
@@ -381,13 +397,10 @@ impl Store for MemoryStore {
     }
 
     async fn put_step(&self, step: &TreeStep) -> StoreResult<()> {
-        let mut inner = lock(&self.inner);
-        let next = match inner.steps.get(&step.request_id) {
-            Some(before) => super::journal::merged(before, step),
-            None => step.clone(),
-        };
-        inner.steps.insert(step.request_id, next);
-        Ok(())
+        match lock(&self.inner).put_step(step.clone()) {
+            true => Ok(()),
+            false => Err(StoreError::Conflict(format!("step {}", step.request_id))),
+        }
     }
 
     async fn step(&self, id: RequestId) -> StoreResult<Option<TreeStep>> {
@@ -551,6 +564,20 @@ impl Store for MemoryStore {
     async fn append_a2a_events(&self, events: &[super::a2a_state::A2aEventRecord]) -> StoreResult<()> {
         self.a2a.append_events(events);
         Ok(())
+    }
+
+    async fn put_a2a_task_with_events(
+        &self,
+        task: Option<&A2aTaskRecord>,
+        events: &[super::a2a_state::A2aEventRecord],
+        _durability: super::Durability,
+    ) -> StoreResult<bool> {
+        let written = task.is_some_and(|t| self.a2a.put_task(t));
+        // a change of another owner's task writes no events under its id
+        if !task.is_some_and(|t| !written && self.a2a.foreign(t)) {
+            self.a2a.append_events(events);
+        }
+        Ok(written)
     }
 
     async fn a2a_events(

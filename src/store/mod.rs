@@ -183,6 +183,15 @@ pub struct DelegationRecord {
     pub tokens: TokenUsage,
 }
 
+impl DelegationRecord {
+    /// Whether `next`, stored under this record's id, is the same
+    /// delegation's record (its later outcome), not another caller's under a
+    /// reused id. The SQL upsert (`writer.rs`, `DELEGATIONS`) applies the same rule.
+    pub fn same_delegation(&self, next: &DelegationRecord) -> bool {
+        self.user_id == next.user_id && self.root_id == next.root_id && self.origin == next.origin
+    }
+}
+
 /// One finished delegation, as history sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Outcome {
@@ -282,6 +291,10 @@ pub enum StoreError {
     /// The backend failed (connection, query, migration); answered as `AGENT_UNAVAILABLE`.
     #[error("store failure: {0}")]
     Backend(String),
+    /// The write names a row that belongs to another user, tree or caller
+    /// (what it says is the row's id, never whose it is): nothing was changed.
+    #[error("{0} belongs to another caller; nothing was changed")]
+    Conflict(String),
 }
 
 impl From<StoreError> for DelegationError {
@@ -294,6 +307,13 @@ impl From<StoreError> for DelegationError {
             StoreError::Backend(m) => DelegationError::new(
                 ErrorCode::AgentUnavailable,
                 format!("the runtime's store is unavailable ({m}); retry later"),
+            ),
+            StoreError::Conflict(what) => DelegationError::new(
+                ErrorCode::IdConflict,
+                format!(
+                    "{what} belongs to another caller's delegation: ids belong to whoever made them, and nothing \
+                     of theirs was changed; send a new request_id"
+                ),
             ),
         }
     }
@@ -369,7 +389,10 @@ pub trait Store: Send + Sync + 'static {
         Ok(anchor::verify_anchors(&entries, head.as_ref(), self.anchor_file()))
     }
 
-    /// Saves a delegation record; for one already stored under the request id, its outcome is updated.
+    /// Saves a delegation record; for one already stored under the request
+    /// id, its outcome is updated, if it is the same delegation's (the same
+    /// user, tree and origin: see [`DelegationRecord::same_delegation`]):
+    /// another's record under that id is left as it is.
     async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()>;
 
     /// A finished delegation's conversation, tree node and audit record,
@@ -472,7 +495,12 @@ pub trait Store: Send + Sync + 'static {
 
     // journal: durable trees and approvals (journal.rs)
 
-    /// Writes a step of a durable tree (replacing its earlier state), durable when it returns.
+    /// Writes a step of a durable tree (replacing its earlier state), durable
+    /// when it returns. A step is its maker's: a write over one of another
+    /// user, tree or (at the top) caller is `Conflict` and changes nothing,
+    /// decided in the statement that writes it (see `journal::owned_by`).
+    /// A top step another replica took over stays the taker's (the fence):
+    /// such a write changes nothing either, and is not an error.
     async fn put_step(&self, step: &TreeStep) -> StoreResult<()>;
 
     /// The step of delegation `id`.

@@ -691,7 +691,16 @@ impl Store for SqlStore {
     }
 
     async fn put_step(&self, step: &TreeStep) -> StoreResult<()> {
-        self.writer.write(Write::Step(Box::new(step.clone()))).await.map(drop)
+        match self.writer.write(Write::Step(Box::new(step.clone()))).await? {
+            // not written: another caller's step under that id, or one another replica took over (the fence)
+            super::writer::Written::Unwritten => match self.step(step.request_id).await? {
+                Some(before) if !super::journal::owned_by(&before, step) => {
+                    Err(StoreError::Conflict(format!("step {}", step.request_id)))
+                }
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        }
     }
 
     async fn step(&self, id: RequestId) -> StoreResult<Option<TreeStep>> {

@@ -33,8 +33,8 @@ use super::anchor::{Advanced, AnchorFile};
 use super::backend_err;
 use super::idem::{self, KeyClaim};
 use super::writer::{
-    AUDIT, HEAD, HEAD_READ, Job, LOG_TAIL, MAX_BATCH, Plan, Stats, Table, Val, Write, Writer, Written, anchor_span,
-    report_kept,
+    AUDIT, HEAD, HEAD_READ, Job, LOG_TAIL, MAX_BATCH, Plan, STEP_WRITE, Stats, Table, Val, Write, Writer, Written,
+    anchor_span, report_kept,
 };
 use super::{Claim, StoreError, StoreResult};
 
@@ -231,6 +231,17 @@ fn commit<'a>(
             statement.execute(rusqlite::params_from_iter(row)).map_err(backend_err)?;
         }
     }
+    // the steps one by one: a step not written (another caller's id, or taken over) changes no row
+    let steps = std::mem::take(&mut plan.steps);
+    if let Some((_, first, _)) = steps.first() {
+        let mut statement = tx.prepare_cached(&one_row(STEP_WRITE, first.len())).map_err(backend_err)?;
+        let mut written = Vec::with_capacity(steps.len());
+        for (_, row, _) in &steps {
+            written.push(statement.execute(rusqlite::params_from_iter(row)).map_err(backend_err)? == 1);
+        }
+        drop(statement);
+        plan.unwritten(&steps, &written);
+    }
     for &(i, task, events) in &plan.a2a {
         plan.out[i] = Written::Task(a2a_change(&tx, task, events).map_err(backend_err)?);
     }
@@ -262,6 +273,14 @@ fn a2a_change(
             t.seq,
             t.updated_at
         ])? == 1;
+        if !written {
+            let foreign: i64 = tx
+                .prepare_cached(super::a2a_state::TASK_FOREIGN)?
+                .query_row(rusqlite::params![t.id, t.owner, t.agent], |r| r.get(0))?;
+            if foreign > 0 {
+                return Ok(false);
+            }
+        }
     }
     for e in events {
         tx.prepare_cached(EVENT_INSERT)?.execute(rusqlite::params![e.task_id, e.seq, e.event, e.created_at])?;

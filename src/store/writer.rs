@@ -118,6 +118,9 @@ pub(super) enum Written {
     Task(bool),
     /// An idempotency key's claim: how the key stands.
     Claim(Claim),
+    /// A step that was not written: the row under its id is another
+    /// caller's, or another replica took it over (the store tells which).
+    Unwritten,
 }
 
 pub(super) struct Job {
@@ -249,7 +252,7 @@ async fn run(
 pub(super) fn anchor_span(written: &[Written]) -> Option<(AuditHead, AuditHead)> {
     let mut audits = written.iter().filter_map(|w| match w {
         Written::Audit(e) => Some(e),
-        Written::Done | Written::Task(_) | Written::Claim(_) => None,
+        Written::Done | Written::Task(_) | Written::Claim(_) | Written::Unwritten => None,
     });
     let first = audits.next()?;
     let last = audits.next_back().unwrap_or(first);
@@ -312,8 +315,12 @@ async fn anchored(pool: &AnyPool, held: &mut Option<Held>, anchor: Option<&Arc<A
 /// as the store would merge them) and its audit records, still to be
 /// chained to the head the transaction reads. Shared by both writers.
 pub(super) struct Plan<'a> {
-    /// The rows of every table but `audit_log`, in the order they are written.
+    /// The rows of every table but `audit_log` and `tree_steps`, in the order they are written.
     pub(super) tables: Vec<(Table, Vec<Vec<Val>>)>,
+    /// The steps: each with its row and the writes that answer for it.
+    /// Written after the tables, so that which were written (a step under
+    /// another caller's id, or taken over, is not) answers those writes.
+    pub(super) steps: Vec<(crate::protocol::RequestId, Vec<Val>, Vec<usize>)>,
     /// The audit records, with the index of the write each belongs to.
     audits: Vec<(usize, &'a AuditRecord)>,
     /// The A2A writes, in order, with the index of each: applied one
@@ -343,7 +350,7 @@ impl<'a> Plan<'a> {
                 Write::Messages(m) => m.iter().for_each(|m| rows.message(m)),
                 Write::Facts(f) => f.iter().for_each(|f| rows.fact(f)),
                 Write::Delegation(r) => rows.delegation(r),
-                Write::Step(step) => rows.step(step),
+                Write::Step(step) => rows.step(i, step, true),
                 Write::Audit(record) => audits.push((i, record)),
                 Write::Finish(finish) => {
                     let Finish { record, audit, conversation, .. } = &**finish;
@@ -353,7 +360,7 @@ impl<'a> Plan<'a> {
                     conversation.messages.iter().for_each(|m| rows.message(m));
                     conversation.facts.iter().for_each(|f| rows.fact(f));
                     if let Some(step) = &conversation.step {
-                        rows.step(step);
+                        rows.step(i, step, false);
                     }
                     if let Some(key) = &conversation.key {
                         rows.key(key);
@@ -373,29 +380,50 @@ impl<'a> Plan<'a> {
         let mut nodes: Vec<Vec<Val>> =
             rows.delegations.into_iter().rev().filter(|(id, _)| seen.insert(*id)).map(|(_, r)| r).collect();
         nodes.reverse();
-        // one row per step: the writes of a batch merge as the store would merge them
-        let mut merged: Vec<TreeStep> = Vec::new();
-        let mut at = std::collections::HashMap::new();
-        for (id, step) in rows.steps {
-            match at.get(&id) {
-                Some(&i) => merged[i] = super::journal::merged(&merged[i], &step),
+        // one row per step: the writes of a batch merge as the store would merge them (a write
+        // under the id of another caller's step in the same batch is not merged: it is refused)
+        let mut merged: Vec<(TreeStep, Vec<usize>)> = Vec::new();
+        let mut at: std::collections::HashMap<crate::protocol::RequestId, usize> = std::collections::HashMap::new();
+        for (write, step, answers) in rows.steps {
+            let answering = if answers { vec![write] } else { Vec::new() };
+            match at.get(&step.request_id) {
+                Some(&i) if !super::journal::owned_by(&merged[i].0, &step) => {
+                    if answers {
+                        out[write] = Written::Unwritten;
+                    }
+                }
+                Some(&i) => {
+                    let (before, writes) = &mut merged[i];
+                    *before = super::journal::merged(before, &step);
+                    writes.extend(answering);
+                }
                 None => {
-                    at.insert(id, merged.len());
-                    merged.push(step);
+                    at.insert(step.request_id, merged.len());
+                    merged.push((step, answering));
                 }
             }
         }
-        let steps: Vec<Vec<Val>> = merged.iter().map(step_row).collect();
+        let steps = merged.into_iter().map(|(s, writes)| (s.request_id, step_row(&s), writes)).collect();
         let tables = vec![
             (SESSIONS, rows.sessions),
             (MESSAGES, rows.messages),
             (FACTS, rows.facts),
             (DELEGATIONS, nodes),
-            (STEPS, steps),
             (KEEPS, rows.keeps),
             (FREES, rows.frees),
         ];
-        Self { tables, audits, a2a, claims, out, sync }
+        Self { tables, steps, audits, a2a, claims, out, sync }
+    }
+
+    /// Marks the writes of the steps that were not written (their ids not in `written`).
+    pub(super) fn unwritten(&mut self, steps: &[(crate::protocol::RequestId, Vec<Val>, Vec<usize>)], written: &[bool]) {
+        for ((_, _, writes), &w) in steps.iter().zip(written) {
+            if !w {
+                for &i in writes {
+                    self.out[i] = Written::Unwritten;
+                }
+            }
+        }
     }
 
     /// Whether the batch appends to the audit chain.
@@ -523,6 +551,12 @@ async fn commit_on<'a>(
         statements.insert(&mut tx, table, rows).await?;
     }
     statements.flush(&mut tx).await?;
+    let steps = std::mem::take(&mut plan.steps);
+    if !steps.is_empty() {
+        let written = write_steps(&mut tx, postgres, &steps).await?;
+        let written: Vec<bool> = steps.iter().map(|(id, _, _)| written.contains(&id.to_string())).collect();
+        plan.unwritten(&steps, &written);
+    }
     for &(i, task, events) in &plan.a2a {
         plan.out[i] = Written::Task(super::a2a_state::put_task_with_events_on(&mut tx, task, events).await?);
     }
@@ -531,6 +565,44 @@ async fn commit_on<'a>(
     }
     tx.commit().await.map_err(backend_err)?;
     Ok(plan.out)
+}
+
+/// Writes a batch's steps in one statement; the ids it wrote (a step
+/// under another caller's id, or taken over by another replica, is not).
+async fn write_steps(
+    conn: &mut AnyConnection,
+    postgres: bool,
+    steps: &[(crate::protocol::RequestId, Vec<Val>, Vec<usize>)],
+) -> StoreResult<std::collections::HashSet<String>> {
+    use std::fmt::Write as _;
+    let Table(head, tail) = STEP_WRITE;
+    let mut sql = String::from(head);
+    let mut n = 0;
+    for (i, (_, row, _)) in steps.iter().enumerate() {
+        sql.push_str(if i == 0 { "(" } else { ", (" });
+        for c in 0..row.len() {
+            n += 1;
+            let _ = if postgres {
+                write!(sql, "{}${n}", if c > 0 { ", " } else { "" })
+            } else {
+                write!(sql, "{}?", if c > 0 { ", " } else { "" })
+            };
+        }
+        sql.push(')');
+    }
+    sql.push_str(tail);
+    sql.push_str(" RETURNING request_id");
+    let mut query = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql)).persistent(false);
+    for (_, row, _) in steps {
+        for v in row {
+            query = match v {
+                Val::Text(t) => query.bind(t.clone()),
+                Val::Opt(t) => query.bind(t.clone()),
+                Val::Int(i) => query.bind(*i),
+            };
+        }
+    }
+    Ok(query.fetch_all(&mut *conn).await.map_err(backend_err)?.into_iter().collect())
 }
 
 /// A bound value.
@@ -558,9 +630,12 @@ const DELEGATIONS: Table = Table(
     " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, error_code = excluded.error_code, \
      attempts = excluded.attempts, duration_ms = excluded.duration_ms, \
      prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
-     total_tokens = excluded.total_tokens",
+     total_tokens = excluded.total_tokens \
+     WHERE delegations.user_id = excluded.user_id AND delegations.root_id = excluded.root_id \
+       AND delegations.origin = excluded.origin",
 );
-const STEPS: Table = Table(STEP_INSERT, STEP_UPSERT);
+/// A step's row, one statement per step (see [`Plan::steps`]): which were written is its answer.
+pub(super) const STEP_WRITE: Table = Table(STEP_INSERT, STEP_UPSERT);
 /// Finished requests' answers kept under their idempotency keys (`VALUES`
 /// columns are `column1`… on both databases).
 const KEEPS: Table = Table(
@@ -592,7 +667,8 @@ struct Rows {
     messages: Vec<Vec<Val>>,
     facts: Vec<Vec<Val>>,
     delegations: Vec<(crate::protocol::RequestId, Vec<Val>)>,
-    steps: Vec<(crate::protocol::RequestId, TreeStep)>,
+    /// Each step with the write it came in and whether that write answers for it (a step of its own).
+    steps: Vec<(usize, TreeStep, bool)>,
     keeps: Vec<Vec<Val>>,
     frees: Vec<Vec<Val>>,
 }
@@ -673,8 +749,8 @@ impl Rows {
 }
 
 impl Rows {
-    fn step(&mut self, s: &TreeStep) {
-        self.steps.push((s.request_id, s.clone()));
+    fn step(&mut self, write: usize, s: &TreeStep, answers: bool) {
+        self.steps.push((write, s.clone(), answers));
     }
 }
 

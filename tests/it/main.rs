@@ -24,6 +24,7 @@ mod mcp_server;
 mod modes;
 mod money;
 mod money_ui;
+mod owners;
 mod pii;
 mod protocol;
 mod queue;

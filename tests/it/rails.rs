@@ -496,15 +496,20 @@ async fn effective_tools_shrink_along_a_chain_and_grants_cannot_widen_them() {
 #[tokio::test]
 async fn the_origin_must_be_the_calling_agent() {
     let calls = counter();
-    let rt = builder(&[("a", &["c"], &[]), ("b", &["c"], &[]), ("c", &[], &[])])
-        .agent("c", echo(calls.clone()))
-        .build()
-        .unwrap();
+    let agents: &[(&str, &[&str], &[&str])] = &[("a", &["c"], &[]), ("b", &["c"], &[]), ("c", &[], &[])];
+    let mut team = config(agents);
+    // an agent's own envelope without lineage is taken only from a tree root for its user
+    team.auth.service_roots = Some([("a".to_string(), vec!["alice".to_string()])].into());
+    let rt = builder(agents).config(team).agent("c", echo(calls.clone())).build().unwrap();
     let r = rt.delegate(&Principal::Agent(slug("b")), request("a", "c", "pretend to be a")).await;
     assert_eq!(code(&r), Some(ErrorCode::Unauthenticated));
     let r = rt.delegate(&Principal::User(user("alice")), request("a", "c", "a user cannot send envelopes")).await;
     assert_eq!(code(&r), Some(ErrorCode::Unauthenticated));
     assert!(rt.delegate(&Principal::Agent(slug("a")), request("a", "c", "as itself")).await.is_success());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // b is no tree root: as itself, for alice, without lineage, it is refused whatever its edges allow
+    let r = rt.delegate(&Principal::Agent(slug("b")), request("b", "c", "b's word about alice")).await;
+    assert_eq!(code(&r), Some(ErrorCode::LineageInvalid));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 

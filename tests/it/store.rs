@@ -228,7 +228,7 @@ async fn seed_scores_are_promoted_penalized_and_ordered() {
 }
 
 /// The memory store, then the store of each of `dbs`.
-fn every_store(dbs: &[db::Db]) -> Vec<(&'static str, Arc<dyn Store>)> {
+pub(crate) fn every_store(dbs: &[db::Db]) -> Vec<(&'static str, Arc<dyn Store>)> {
     let memory: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
     let mut stores = vec![("memory", memory)];
     stores.extend(dbs.iter().map(|db| (db.name, db.dyn_store())));

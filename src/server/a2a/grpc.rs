@@ -30,6 +30,7 @@ use crate::a2a::grpc::{SERVICE, from_proto, pb, status, to_proto};
 use crate::a2a::{ListQuery, Mode, Sent};
 use crate::auth::Principal;
 use crate::config::AgentSpec;
+use crate::pipeline::Door;
 use crate::protocol::a2a::types::SendMessageRequest;
 use crate::protocol::a2a::{A2aError, Kind};
 use crate::server::AppState;
@@ -140,7 +141,9 @@ impl Grpc {
         } else {
             Mode::Blocking
         };
-        super::send_admitted(&self.state, who, spec.slug.clone(), req, mode).await.map_err(|e| status(&e))
+        super::send_admitted(&self.state, Door::A2aGrpc, who, spec.slug.clone(), req, mode)
+            .await
+            .map_err(|e| status(&e))
     }
 
     /// GetExtendedAgentCard: the card with the rails' parameters for this

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::a2a::{ListQuery, Mode, Sent};
 use crate::auth::Principal;
+use crate::pipeline::Door;
 use crate::protocol::a2a::types::SendMessageRequest;
 use crate::protocol::a2a::{A2aError, Kind};
 use crate::server::{ApiError, AppState};
@@ -118,7 +119,7 @@ async fn dispatch_rpc(
             } else {
                 Mode::Blocking
             };
-            Ok(match send_admitted(state, who, spec.slug.clone(), req, mode).await? {
+            Ok(match send_admitted(state, Door::A2aJsonRpc, who, spec.slug.clone(), req, mode).await? {
                 Sent::Task(t) => ok(json!({"task": t})),
                 Sent::Message(m) => ok(json!({"message": m})),
                 Sent::Stream(stream) => sse(stream, Some(id.clone()), false),

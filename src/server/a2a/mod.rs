@@ -44,6 +44,7 @@ use super::{Admission, ApiError, AppState};
 use crate::a2a::{Mode, Sent, agent_card};
 use crate::auth::Principal;
 use crate::config::AgentSpec;
+use crate::pipeline::Door;
 use crate::protocol::a2a::types::{PROTOCOL_VERSION, SendMessageRequest};
 use crate::protocol::a2a::{A2aError, Kind};
 use crate::protocol::{AgentSlug, UserId};
@@ -262,6 +263,7 @@ fn with_error_headers(mut res: Response, kind: Kind) -> Response {
 /// answers 503.
 pub(super) async fn send_admitted(
     state: &AppState,
+    door: Door,
     who: Principal,
     agent: AgentSlug,
     req: SendMessageRequest,
@@ -269,7 +271,7 @@ pub(super) async fn send_admitted(
 ) -> Result<Sent, A2aError> {
     let place = state.admission.enter().ok_or_else(|| A2aError::new(Kind::Unavailable, state.admission.refusal()))?;
     let svc = state.a2a.clone();
-    let sent = state.admission.run(place, async move { svc.send(&who, &agent, req, mode).await });
+    let sent = state.admission.run(place, async move { svc.send(door, &who, &agent, req, mode).await });
     sent.await.map_err(|e| A2aError::new(Kind::Internal, format!("the send's task failed: {e}")))?
 }
 

@@ -17,6 +17,7 @@ use super::{
 };
 use crate::a2a::{ListQuery, Mode, Sent, parse_state};
 use crate::auth::Principal;
+use crate::pipeline::Door;
 use crate::protocol::a2a::types::SendMessageRequest;
 use crate::protocol::a2a::{A2aError, Kind};
 use crate::server::{ApiError, AppState};
@@ -159,7 +160,7 @@ async fn dispatch_rest(
                 _ if req.configuration.as_ref().is_some_and(|c| c.return_immediately) => Mode::NonBlocking,
                 _ => Mode::Blocking,
             };
-            Ok(match send_admitted(state, who, spec.slug.clone(), req, mode).await? {
+            Ok(match send_admitted(state, Door::A2aRest, who, spec.slug.clone(), req, mode).await? {
                 Sent::Task(t) => ok(json!({"task": t})),
                 Sent::Message(m) => ok(json!({"message": m})),
                 Sent::Stream(stream) => sse(stream, None, false),
