@@ -111,6 +111,7 @@ impl RuntimeBuilder {
                 vaults: SessionVaults::default(),
                 seal,
                 resumed_vaults: Default::default(),
+                decided: Default::default(),
                 redactor: Redactor::new(),
                 events: Events::default(),
                 domains: DomainTable::from_config(&config),

@@ -65,7 +65,15 @@ pub(super) async fn approval(
     let a = rt.inner.store.ask_approval(&asked).await?;
     let reason = a.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     match a.state {
-        ApprovalState::Approved => Ok(()),
+        // a person's yes holds only while the tree does: one cancelled after the yes (and before
+        // this node acted on it) does nothing more
+        ApprovalState::Approved => match rt.inner.store.step(node.root_id).await? {
+            Some(top) if top.state == StepState::Cancelled => Err(DelegationError::new(
+                ErrorCode::Cancelled,
+                format!("{} was approved, but the tree was cancelled before it was done; not done", a.action),
+            )),
+            _ => Ok(()),
+        },
         ApprovalState::Pending => Err(DelegationError::new(
             ErrorCode::NeedsApproval,
             format!("{} waits for approval {} to {}: {}", a.agent, a.id, a.action, a.summary),
@@ -169,22 +177,34 @@ impl Runtime {
 
     /// Runs the top step `id` again, to its end (after a restart, or once
     /// its approval was given): `NOT_FOUND` for no such step, `ALREADY_DECIDED`
-    /// for one that has ended or runs in this process now.
+    /// for one that has ended or runs in this process now. A tree a
+    /// decision on this replica took ([`Runtime::decide`]) resumes here;
+    /// another replica finds it running on a live one.
     pub async fn resume_tree(&self, id: RequestId) -> Result<DelegationResponse, DelegationError> {
         let step = self.top_step(id).await?;
         let refused = |why: String| DelegationError::new(ErrorCode::AlreadyDecided, why);
         if step.state.is_terminal() {
+            lock(&self.inner.decided).remove(&id);
             return Err(refused(format!("tree {id} is ended already; nothing to resume")));
         }
         if lock(&self.inner.running).contains_key(&id) {
             return Err(refused(format!("tree {id} is running already; nothing to resume")));
         }
-        // a waiting tree is anyone's to resume, once; a running one its live owner's
-        let Some(taken) = self.claim(&step, &Census::take(self).await?).await? else {
-            return Err(refused(format!("tree {id} is running on another replica already; nothing to resume")));
+        // a tree a decision here took (it waited until then) is this replica's; a waiting tree is
+        // anyone's to resume, once; a running one its live owner's
+        let mine = step.state == StepState::Running && step.owner.as_deref() == Some(self.replica_id());
+        let (taken, waited) = if mine && lock(&self.inner.decided).remove(&id) {
+            (step, true)
+        } else {
+            match self.claim(&step, &Census::take(self).await?).await? {
+                Some(taken) => (taken, step.state == StepState::Waiting),
+                None => {
+                    return Err(refused(format!("tree {id} is running on another replica already; nothing to resume")));
+                }
+            }
         };
         let response = self.resume_step(taken.clone()).await;
-        if step.state == StepState::Waiting && response.error.as_ref().is_some_and(|e| e.code.is_refusal()) {
+        if waited && response.error.as_ref().is_some_and(|e| e.code.is_refusal()) {
             // a rail refused it before it ran again: it waits again, for any replica (the take
             // marked it running here; a step that reached its end meanwhile keeps the end)
             let waiting = TreeStep { state: StepState::Waiting, updated_at: now_ms(), ..taken };
@@ -231,8 +251,12 @@ impl Runtime {
     /// A person's answer to approval `id`: recorded once (a second answer,
     /// or one to an approval that expired, is `ALREADY_DECIDED`; another
     /// user's is `USER_MISMATCH`; an unknown id `NOT_FOUND`; nothing changes
-    /// then). The tree is not resumed here: call [`Runtime::resume_tree`]
-    /// with the approval's `root_id` (a server does so in the background).
+    /// then). The answer and the waiting tree's next state are one
+    /// compare-and-set in the store (`Store::decide_approval`): of a
+    /// decision and a cancel of one waiting tree, the first decides it, and
+    /// the tree is this replica's to resume. The tree is not resumed here:
+    /// call [`Runtime::resume_tree`] with the approval's `root_id` (a server
+    /// does so in the background); until then it counts as running here.
     pub async fn decide(
         &self,
         caller: &Principal,
@@ -259,10 +283,22 @@ impl Runtime {
         }
         let state = if approve { ApprovalState::Approved } else { ApprovalState::Rejected };
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
-        match self.inner.store.decide_approval(id, state, &caller.label(), reason).await? {
-            Some(decided) => Ok(decided),
-            // someone else answered in between
-            None => Err(already(&self.inner.store.approval(id).await?.unwrap_or(a))),
+        match self.inner.store.decide_approval(id, state, &caller.label(), reason, self.replica_id()).await? {
+            Some(decided) => {
+                lock(&self.inner.decided).insert(decided.root_id);
+                Ok(decided)
+            }
+            // someone else answered in between, or the tree no longer waits (cancelled, expired)
+            None => {
+                let now = self.inner.store.approval(id).await?.unwrap_or(a);
+                if now.state == ApprovalState::Pending {
+                    return Err(DelegationError::new(
+                        ErrorCode::AlreadyDecided,
+                        format!("approval '{id}' belongs to a tree that no longer waits for it; nothing was changed"),
+                    ));
+                }
+                Err(already(&now))
+            }
         }
     }
 
@@ -281,26 +317,26 @@ impl Runtime {
             return Err(DelegationError::new(ErrorCode::AlreadyDecided, format!("tree {root} has ended already")));
         }
         let store = &self.inner.store;
-        let open = store.tree_steps(step.root_id).await?.iter().filter(|s| !s.state.is_terminal()).count();
-        for a in store.approvals(Some(&step.user_id), true).await?.into_iter().filter(|a| a.root_id == step.root_id) {
-            store
-                .decide_approval(&a.id, ApprovalState::Rejected, &caller.label(), Some("the tree was cancelled"))
-                .await?;
+        let steps = store.tree_steps(step.root_id).await?;
+        let open = steps.iter().filter(|s| !s.state.is_terminal()).count();
+        // cancelled in the store first, in one transaction with its pending approvals (so a
+        // decision racing this one finds the tree no longer waiting, and a crash now resumes
+        // nothing); a tree that ended meanwhile is not cancelled
+        if store.cancel_tree(step.root_id, &caller.label()).await? == 0 {
+            return Err(DelegationError::new(ErrorCode::AlreadyDecided, format!("tree {root} has ended already")));
         }
+        lock(&self.inner.decided).remove(&root);
         if lock(&self.inner.running).contains_key(&root) {
-            // cancelled in the store first, so a crash now does not resume it; then here
-            store.cancel_steps(step.root_id).await?;
             self.cancel(root);
         } else if step.state == StepState::Running
             && step.owner.as_deref() != Some(self.replica_id())
             && !Census::take(self).await?.orphaned(&step)
         {
-            // another replica runs it: cancelled in the store, it stops there at its next renewal
-            store.cancel_steps(step.root_id).await?;
+            // another replica runs it: it stops there at its next renewal
         } else {
-            // nothing runs it here: every open step gets its record, cancelled
+            // nothing runs it here: every step left open gets its record, cancelled
             let why = DelegationError::new(ErrorCode::Cancelled, format!("cancelled by {}", caller.label()));
-            self.end_offline(step, why).await?;
+            self.end_steps(step, &steps, why).await?;
         }
         Ok(open as u64)
     }
@@ -360,11 +396,7 @@ impl Runtime {
 
     async fn expire(&self, step: TreeStep) -> Result<(), DelegationError> {
         let why = overdue(&step);
-        for a in self.inner.store.approvals(Some(&step.user_id), true).await? {
-            if a.root_id == step.root_id {
-                self.inner.store.decide_approval(&a.id, ApprovalState::Expired, "deadline", None).await?;
-            }
-        }
+        self.inner.store.close_approvals(step.root_id, ApprovalState::Expired, "deadline").await?;
         self.end_offline(step, why).await
     }
 
@@ -372,7 +404,14 @@ impl Runtime {
     /// below it that were left open (first, so that a crash in between
     /// leaves the top open and the next start ends the rest).
     async fn end_offline(&self, step: TreeStep, why: DelegationError) -> Result<(), DelegationError> {
-        self.end_open_below(&step, &why).await?;
+        let steps = self.inner.store.tree_steps(step.root_id).await?;
+        self.end_steps(step, &steps, why).await
+    }
+
+    /// [`Runtime::end_offline`], with the tree's steps as they were read
+    /// before (those open then get their records).
+    async fn end_steps(&self, step: TreeStep, steps: &[TreeStep], why: DelegationError) -> Result<(), DelegationError> {
+        self.end_open_below(steps, &why).await?;
         let req = match serde_json::from_str::<DelegationRequest>(&step.request) {
             Ok(req) => req,
             // cut off before its envelope was kept: the record says what the step knows
@@ -403,8 +442,7 @@ impl Runtime {
     /// tree): each gets its record and ends with `why`, as an in-process
     /// tree's unfinished children do when it stops, so that no step of an
     /// ended tree stays open in the journal without a record.
-    async fn end_open_below(&self, top: &TreeStep, why: &DelegationError) -> Result<(), DelegationError> {
-        let steps = self.inner.store.tree_steps(top.root_id).await?;
+    async fn end_open_below(&self, steps: &[TreeStep], why: &DelegationError) -> Result<(), DelegationError> {
         for step in steps.iter().filter(|s| !s.is_top() && !s.state.is_terminal()) {
             let Some(parent) = steps.iter().find(|p| Some(p.request_id) == step.parent_id) else { continue };
             let (Ok(origin), Ok(target)) =

@@ -28,7 +28,9 @@ use crate::agent::{Agent, AgentContext, AgentOutput, Ledger, StepReads, Tape, Ta
 use crate::auth::Principal;
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, Status};
-use crate::store::{Durability, MemoryStore, ReplayRecord, StepState, Store, TreeStep, now_ms};
+use crate::store::{
+    Approval, ApprovalState, Durability, MemoryStore, ReplayRecord, StepState, Store, TreeStep, now_ms,
+};
 
 /// What a replay runs the agents against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -209,9 +211,21 @@ impl Runtime {
         let recorded: Arc<HashMap<RequestId, TreeStep>> =
             Arc::new(steps.iter().map(|s| (s.request_id, s.clone())).collect());
         let scratch: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        // the decisions people made, as they made them
+        // the decisions people made, as they made them; a yes that was never acted on (its node's
+        // step did not end done: the tree was cancelled, or ended otherwise, first) is not one the
+        // replay acts on either: a replay never does what the recorded tree did not
         for a in store.approvals(Some(&top.user_id), false).await? {
             if a.root_id == top.root_id {
+                let acted = steps.iter().any(|s| s.request_id == a.request_id && s.state == StepState::Done);
+                let a = if a.state == ApprovalState::Approved && !acted {
+                    Approval {
+                        state: ApprovalState::Rejected,
+                        reason: Some("approved, but not carried out: the tree ended first".into()),
+                        ..a
+                    }
+                } else {
+                    a
+                };
                 scratch.ask_approval(&a).await?;
             }
         }

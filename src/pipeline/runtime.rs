@@ -38,6 +38,8 @@ pub(super) struct Inner {
     /// Vaults opened from the journal for top steps about to resume, by
     /// request id (taken when the step is admitted again).
     pub resumed_vaults: std::sync::Mutex<HashMap<RequestId, crate::rails::SharedVault>>,
+    /// Waiting trees a person's decision took for this replica, not resumed yet (`Runtime::decide`).
+    pub decided: std::sync::Mutex<std::collections::HashSet<RequestId>>,
     pub breakers: Breakers,
     pub redactor: Redactor,
     pub events: Events,

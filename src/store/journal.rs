@@ -416,13 +416,69 @@ pub(super) async fn open_steps(pool: &AnyPool) -> StoreResult<Vec<TreeStep>> {
     convert(rows)
 }
 
-pub(super) async fn cancel_steps(pool: &AnyPool, root: RequestId, now: i64) -> StoreResult<u64> {
-    let done = sqlx::query(
-        "UPDATE tree_steps SET state = 'cancelled', updated_at = $1 WHERE root_id = $2 AND state IN ('running', 'waiting')",
+/// Cancels a tree whose top step has not ended: its pending approvals
+/// rejected and its open steps cancelled, in one transaction (see
+/// `Store::cancel_tree`).
+pub(super) async fn cancel_tree(pool: &AnyPool, root: RequestId, by: &str, now: i64) -> StoreResult<u64> {
+    let mut tx = pool.begin().await.map_err(backend_err)?;
+    let root = root.to_string();
+    // the top step first: the row every decision about the tree goes through
+    let open = sqlx::query(
+        "UPDATE tree_steps SET state = 'cancelled', updated_at = $1 WHERE request_id = $2 \
+         AND state IN ('running', 'waiting')",
     )
     .bind(now)
+    .bind(root.clone())
+    .execute(&mut *tx)
+    .await
+    .map_err(backend_err)?;
+    if open.rows_affected() == 0 {
+        return Ok(0);
+    }
+    let below = sqlx::query(
+        "UPDATE tree_steps SET state = 'cancelled', updated_at = $1 WHERE root_id = $2 AND request_id <> $2 \
+         AND state IN ('running', 'waiting')",
+    )
+    .bind(now)
+    .bind(root.clone())
+    .execute(&mut *tx)
+    .await
+    .map_err(backend_err)?;
+    close_approvals_on(&mut tx, &root, ApprovalState::Rejected, by, Some("the tree was cancelled"), now).await?;
+    tx.commit().await.map_err(backend_err)?;
+    Ok(1 + below.rows_affected())
+}
+
+/// Closes a tree's pending approvals as `state` (see `Store::close_approvals`).
+pub(super) async fn close_approvals(
+    pool: &AnyPool,
+    root: RequestId,
+    state: ApprovalState,
+    by: &str,
+    now: i64,
+) -> StoreResult<u64> {
+    let mut conn = pool.acquire().await.map_err(backend_err)?;
+    close_approvals_on(&mut conn, &root.to_string(), state, by, None, now).await
+}
+
+async fn close_approvals_on(
+    conn: &mut sqlx::AnyConnection,
+    root: &str,
+    state: ApprovalState,
+    by: &str,
+    reason: Option<&str>,
+    now: i64,
+) -> StoreResult<u64> {
+    let done = sqlx::query(
+        "UPDATE approvals SET state = $1, decided_by = $2, reason = $3, decided_at = $4 \
+         WHERE root_id = $5 AND state = 'pending'",
+    )
+    .bind(state.as_str())
+    .bind(by.to_string())
+    .bind(reason.map(str::to_string))
+    .bind(now)
     .bind(root.to_string())
-    .execute(pool)
+    .execute(&mut *conn)
     .await
     .map_err(backend_err)?;
     Ok(done.rows_affected())
@@ -519,16 +575,34 @@ pub(super) async fn approvals(pool: &AnyPool, user: Option<&UserId>, pending: bo
     rows.into_iter().map(Approval::try_from).collect()
 }
 
-/// Decides a pending approval; None when it was not pending (decided
-/// before, or unknown): a decision is taken once.
+/// Decides a pending approval of a waiting tree and takes the tree for
+/// `taker`, in one transaction; None, changing nothing, when the approval
+/// is not pending or its tree does not wait (see `Store::decide_approval`).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn decide_approval(
     pool: &AnyPool,
     id: &str,
     state: ApprovalState,
     by: &str,
     reason: Option<&str>,
+    taker: &str,
     now: i64,
 ) -> StoreResult<Option<Approval>> {
+    let mut tx = pool.begin().await.map_err(backend_err)?;
+    // the tree first: of a decision and a cancel racing, the one that moves it decides
+    let taken = sqlx::query(
+        "UPDATE tree_steps SET state = 'running', owner = $1, updated_at = $2 WHERE state = 'waiting' \
+         AND request_id = (SELECT root_id FROM approvals WHERE id = $3 AND state = 'pending')",
+    )
+    .bind(taker.to_string())
+    .bind(now)
+    .bind(id.to_string())
+    .execute(&mut *tx)
+    .await
+    .map_err(backend_err)?;
+    if taken.rows_affected() == 0 {
+        return Ok(None);
+    }
     let done = sqlx::query(
         "UPDATE approvals SET state = $1, decided_by = $2, reason = $3, decided_at = $4 \
          WHERE id = $5 AND state = 'pending'",
@@ -538,12 +612,13 @@ pub(super) async fn decide_approval(
     .bind(reason.map(str::to_string))
     .bind(now)
     .bind(id.to_string())
-    .execute(pool)
+    .execute(&mut *tx)
     .await
     .map_err(backend_err)?;
     if done.rows_affected() == 0 {
-        return Ok(None);
+        return Ok(None); // dropped: rolled back
     }
+    tx.commit().await.map_err(backend_err)?;
     approval(pool, id).await
 }
 

@@ -79,6 +79,18 @@ impl Inner {
         }
     }
 
+    /// Closes the tree's pending approvals as `state`; how many.
+    fn close_approvals(&mut self, root: RequestId, state: ApprovalState, by: &str, reason: Option<&str>) -> u64 {
+        let now = super::now_ms();
+        let mut n = 0;
+        for a in self.approvals.values_mut().filter(|a| a.root_id == root && a.state == ApprovalState::Pending) {
+            (a.state, a.decided_by, a.reason, a.decided_at) =
+                (state, Some(by.to_string()), reason.map(str::to_string), Some(now));
+            n += 1;
+        }
+        n
+    }
+
     /// Appends `record` to the audit chain; the entry it made.
     fn seal_audit(&mut self, record: AuditRecord) -> AuditEntry {
         let prev = self.audit.last().map_or(GENESIS, |e| e.hash.as_str());
@@ -421,10 +433,15 @@ impl Store for MemoryStore {
         Ok(steps)
     }
 
-    async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64> {
+    async fn cancel_tree(&self, root: RequestId, by: &str) -> StoreResult<u64> {
         let now = super::now_ms();
+        let mut inner = lock(&self.inner);
+        if inner.steps.get(&root).is_none_or(|top| top.state.is_terminal()) {
+            return Ok(0);
+        }
+        inner.close_approvals(root, ApprovalState::Rejected, by, Some("the tree was cancelled"));
         let mut n = 0;
-        for s in lock(&self.inner).steps.values_mut().filter(|s| s.root_id == root && !s.state.is_terminal()) {
+        for s in inner.steps.values_mut().filter(|s| s.root_id == root && !s.state.is_terminal()) {
             s.state = super::StepState::Cancelled;
             s.updated_at = now;
             n += 1;
@@ -522,16 +539,27 @@ impl Store for MemoryStore {
         state: ApprovalState,
         by: &str,
         reason: Option<&str>,
+        taker: &str,
     ) -> StoreResult<Option<Approval>> {
-        let mut inner = lock(&self.inner);
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
         let Some(a) = inner.approvals.get_mut(id).filter(|a| a.state == ApprovalState::Pending) else {
             return Ok(None);
         };
+        let Some(top) = inner.steps.get_mut(&a.root_id).filter(|s| s.state == super::StepState::Waiting) else {
+            return Ok(None);
+        };
+        let now = super::now_ms();
+        (top.state, top.owner, top.updated_at) = (super::StepState::Running, Some(taker.to_string()), now);
         a.state = state;
         a.decided_by = Some(by.to_string());
         a.reason = reason.map(str::to_string);
-        a.decided_at = Some(super::now_ms());
+        a.decided_at = Some(now);
         Ok(Some(a.clone()))
+    }
+
+    async fn close_approvals(&self, root: RequestId, state: ApprovalState, by: &str) -> StoreResult<u64> {
+        Ok(lock(&self.inner).close_approvals(root, state, by, None))
     }
 
     // A2A tasks and breakers (a2a_state.rs)

@@ -513,8 +513,15 @@ pub trait Store: Send + Sync + 'static {
     /// waiting): the trees a restarted process resumes or keeps waiting.
     async fn open_steps(&self) -> StoreResult<Vec<TreeStep>>;
 
-    /// Marks every running or waiting step of the tree cancelled; how many were.
-    async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64>;
+    /// Cancels the tree rooted at `root` for good, in one transaction: every
+    /// running or waiting step is marked cancelled and every approval of the
+    /// tree still pending is rejected (decided by `by`); how many steps were
+    /// open. Nothing when the top step has ended: 0.
+    async fn cancel_tree(&self, root: RequestId, by: &str) -> StoreResult<u64>;
+
+    /// Closes the approvals of the tree rooted at `root` still pending, as
+    /// `state` (expired at the tree's deadline); how many.
+    async fn close_approvals(&self, root: RequestId, state: ApprovalState, by: &str) -> StoreResult<u64>;
 
     // replicas sharing the store (replicas.rs)
 
@@ -557,13 +564,19 @@ pub trait Store: Send + Sync + 'static {
     /// Approvals of `user` (every user's when None), only pending ones when `pending`, oldest first.
     async fn approvals(&self, user: Option<&UserId>, pending: bool) -> StoreResult<Vec<Approval>>;
 
-    /// Decides a pending approval once: None when it is unknown or was decided already.
+    /// A person's decision on approval `id`, the one compare-and-set that
+    /// decides its waiting tree: in one transaction, the approval goes from
+    /// pending to `state` and the tree's top step from waiting to running,
+    /// taken for replica `taker` (which resumes it now). None, changing
+    /// nothing, when the approval is unknown or decided, or its tree no
+    /// longer waits (a cancel, another decision or its deadline came first).
     async fn decide_approval(
         &self,
         id: &str,
         state: ApprovalState,
         by: &str,
         reason: Option<&str>,
+        taker: &str,
     ) -> StoreResult<Option<Approval>>;
 
     /// Keeps the report of a replay that was run.

@@ -718,8 +718,12 @@ impl Store for SqlStore {
         super::journal::open_steps(&self.pool).await
     }
 
-    async fn cancel_steps(&self, root: RequestId) -> StoreResult<u64> {
-        super::journal::cancel_steps(&self.pool, root, now_ms()).await
+    async fn cancel_tree(&self, root: RequestId, by: &str) -> StoreResult<u64> {
+        super::journal::cancel_tree(&self.pool, root, by, now_ms()).await
+    }
+
+    async fn close_approvals(&self, root: RequestId, state: ApprovalState, by: &str) -> StoreResult<u64> {
+        super::journal::close_approvals(&self.pool, root, state, by, now_ms()).await
     }
 
     fn shared(&self) -> bool {
@@ -773,8 +777,9 @@ impl Store for SqlStore {
         state: ApprovalState,
         by: &str,
         reason: Option<&str>,
+        taker: &str,
     ) -> StoreResult<Option<Approval>> {
-        super::journal::decide_approval(&self.pool, id, state, by, reason, now_ms()).await
+        super::journal::decide_approval(&self.pool, id, state, by, reason, taker, now_ms()).await
     }
 
     // A2A tasks and breakers (a2a_state.rs)

@@ -298,25 +298,55 @@ async fn the_journal_holds_on_every_store() {
         };
         let first = store.ask_approval(&asked).await.unwrap();
         assert_eq!(store.ask_approval(&Approval { summary: "other".into(), ..asked.clone() }).await.unwrap(), first);
+        // a decision needs its tree waiting: a running one takes none
+        let early = store.decide_approval(&asked.id, ApprovalState::Approved, "early", None, "r0").await.unwrap();
+        assert!(early.is_none(), "{name}: {early:?}");
+        store.put_step(&step(root, None, "user", StepState::Waiting)).await.unwrap();
         let answers = futures::future::join_all((0..12).map(|i| {
             let store = store.clone();
             let id = asked.id.clone();
             async move {
                 let state = if i % 2 == 0 { ApprovalState::Approved } else { ApprovalState::Rejected };
-                store.decide_approval(&id, state, &format!("person {i}"), None).await.unwrap()
+                store.decide_approval(&id, state, &format!("person {i}"), None, &format!("replica-{i}")).await.unwrap()
             }
         }))
         .await;
         assert_eq!(answers.iter().flatten().count(), 1, "{name}: decided once");
         let kept = store.approval(&asked.id).await.unwrap().unwrap();
         assert_ne!(kept.state, ApprovalState::Pending, "{name}");
+        // the decision took the tree for its replica, in the same transaction
+        let winner = kept.decided_by.as_deref().unwrap().replace("person ", "replica-");
+        let taken = store.step(root).await.unwrap().unwrap();
+        assert_eq!((taken.state, taken.owner.as_deref()), (StepState::Running, Some(winner.as_str())), "{name}");
         assert!(store.approvals(Some(&user("alice")), true).await.unwrap().is_empty(), "{name}");
         assert!(store.approvals(Some(&user("bob")), false).await.unwrap().is_empty(), "{name}");
         assert_eq!(store.approvals(None, false).await.unwrap().len(), 1, "{name}");
 
-        assert_eq!(store.cancel_steps(root).await.unwrap(), 1, "{name}: the root; the child had ended");
+        assert_eq!(store.cancel_tree(root, "admin").await.unwrap(), 1, "{name}: the root; the child had ended");
         assert_eq!(store.step(root).await.unwrap().unwrap().state, StepState::Cancelled, "{name}");
         assert!(!store.open_steps().await.unwrap().iter().any(|s| s.root_id == root), "{name}");
+        assert_eq!(store.cancel_tree(root, "admin").await.unwrap(), 0, "{name}: an ended tree is not cancelled again");
+
+        // a cancel first: the tree's pending approval is rejected with it, and a decision after takes nothing
+        let waiting = RequestId::new();
+        let mailer = RequestId::new();
+        store
+            .put_step(&TreeStep { root_id: waiting, ..step(waiting, None, "user", StepState::Waiting) })
+            .await
+            .unwrap();
+        let pending =
+            Approval { id: Approval::id_for(mailer, "send_email"), root_id: waiting, request_id: mailer, ..asked };
+        store.ask_approval(&pending).await.unwrap();
+        assert_eq!(store.cancel_tree(waiting, "user:alice").await.unwrap(), 1, "{name}");
+        let closed = store.approval(&pending.id).await.unwrap().unwrap();
+        assert_eq!(
+            (closed.state, closed.decided_by.as_deref()),
+            (ApprovalState::Rejected, Some("user:alice")),
+            "{name}"
+        );
+        let late = store.decide_approval(&pending.id, ApprovalState::Approved, "late", None, "r1").await.unwrap();
+        assert!(late.is_none(), "{name}: {late:?}");
+        assert_eq!(store.step(waiting).await.unwrap().unwrap().state, StepState::Cancelled, "{name}");
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use switchboard::pipeline::{Door, Envelope};
 use switchboard::protocol::{DelegationRequest, ErrorCode, RequestId, Status};
-use switchboard::store::{StepState, Store};
+use switchboard::store::{ApprovalState, StepState, Store};
 use switchboard::{Principal, Runtime};
 
 use crate::db;
@@ -125,5 +125,54 @@ async fn an_ended_tree_named_as_a_root_by_another_caller_is_refused() {
         next.root_request_id = Some(own);
         let r = rt.enter(Door::Http, &gateway, Envelope::new(next)).await;
         assert!(r.is_success(), "{name}: {:?}", r.error);
+    }
+}
+
+/// Approve and cancel of one waiting tree, at the same moment: the store
+/// orders them (the decision and the tree's next state are one
+/// compare-and-set), the tree ends cancelled either way (a cancel after
+/// the decision cancels the tree it resumed), and nothing is sent: not by
+/// the tree, and not by a live replay of it later.
+#[tokio::test]
+async fn approve_and_cancel_of_one_waiting_tree_have_one_winner_and_no_replay_sends_what_was_cancelled() {
+    use switchboard::pipeline::ReplayMode;
+    let dbs = db::both().await;
+    for (name, store) in every_store(&dbs) {
+        let alice = Principal::User(user("alice"));
+        let mut seen = std::collections::BTreeSet::new();
+        for round in 0..6 {
+            let runs = Arc::new(Runs::default());
+            let rt = team(store.clone(), &runs, false);
+            let root = RequestId::new();
+            let r = rt.ask(&user("alice"), "Do the report and mail it", to_boss(root)).await.unwrap();
+            assert_eq!(r.status, Status::NeedsApproval, "{name}");
+            let a = rt.approvals(&alice, true).await.unwrap().into_iter().find(|a| a.root_id == root).unwrap();
+            let (decided, cancelled) = if round % 2 == 0 {
+                tokio::join!(rt.decide(&alice, &a.id, true, None), rt.cancel_tree(&alice, root))
+            } else {
+                let (c, d) = tokio::join!(rt.cancel_tree(&alice, root), rt.decide(&alice, &a.id, true, None));
+                (d, c)
+            };
+            assert!(cancelled.is_ok(), "{name}: a cancel of an open tree goes through: {cancelled:?}");
+            match &decided {
+                Ok(approved) => {
+                    seen.insert("decision first");
+                    assert_eq!(approved.state, ApprovalState::Approved, "{name}");
+                }
+                Err(e) => {
+                    seen.insert("cancel first");
+                    assert_eq!(e.code, ErrorCode::AlreadyDecided, "{name}: {e:?}");
+                    let closed = store.approval(&a.id).await.unwrap().unwrap();
+                    assert_eq!(closed.state, ApprovalState::Rejected, "{name}: closed with the tree");
+                }
+            }
+            let resumed = rt.resume_tree(root).await.map(drop).unwrap_err();
+            assert_eq!(resumed.code, ErrorCode::AlreadyDecided, "{name}: the tree has ended: {resumed:?}");
+            assert_eq!(store.step(root).await.unwrap().unwrap().state, StepState::Cancelled, "{name}");
+            assert_eq!(runs.sent.load(Ordering::SeqCst), 0, "{name}: nothing was sent");
+            let report = rt.replay_for(&alice, root, ReplayMode::Live).await.unwrap();
+            assert_eq!(runs.sent.load(Ordering::SeqCst), 0, "{name}: a live replay sends nothing: {}", report.render());
+        }
+        eprintln!("{name}: {seen:?}");
     }
 }
