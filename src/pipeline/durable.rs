@@ -456,7 +456,7 @@ impl Runtime {
             req.request_id = step.request_id;
             req.root_request_id = Some(step.root_id);
             req.parent_request_id = step.parent_id;
-            req.current_depth = depth(&steps, parent);
+            req.current_depth = depth(steps, parent);
             let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why.clone());
             record::offline(self, step.clone(), &req, &response).await?;
         }
