@@ -628,6 +628,52 @@ mod tests {
         assert!(matches!(unknown, UrlProblem::Unresolved(_)), "{unknown}");
     }
 
+    /// The host's own addresses, read from the system's interface list.
+    fn own_addresses() -> Vec<IpAddr> {
+        nix::ifaddrs::getifaddrs()
+            .unwrap()
+            .filter_map(|i| i.address)
+            .filter_map(|a| {
+                a.as_sockaddr_in()
+                    .map(|s| IpAddr::V4(s.ip()))
+                    .or_else(|| a.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip())))
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn special_purpose_embedded_and_the_hosts_own_addresses_are_refused() {
+        let none: Vec<IpRange> = Vec::new();
+        for host in [
+            "192.0.2.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "192.88.99.1",
+            "192.0.0.170",
+            "[2001:db8::1]",
+            "[3fff::1]",
+            "[100::1]",
+            "[fec0::1]",
+            "[5f00::1]",
+            "[2001:2::1]",
+            "[::7f00:1]",
+            "[::a00:1]",
+            "[2002:7f00:1::1]",
+            "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+            "[64:ff9b:1::a00:1]",
+            "[64:ff9b::c000:201]",
+        ] {
+            let url = format!("http://{host}:9/hook");
+            assert!(check_url(&url, &none).await.is_err(), "{url} is not globally routable");
+        }
+        let own = own_addresses();
+        assert!(!own.is_empty(), "the host has addresses");
+        for ip in own {
+            let url = format!("http://{}/hook", SocketAddr::new(ip, 9));
+            assert!(check_url(&url, &none).await.is_err(), "{url} is this host's own address");
+        }
+    }
+
     #[test]
     fn a_signature_verifies_with_the_published_key_and_not_for_another_body() {
         use ed25519_dalek::{Signature, Verifier, VerifyingKey};

@@ -179,6 +179,26 @@ mod tests {
         assert_eq!(escape("a\u{1}b"), "a\u{FFFD}b", "control characters are not XML");
     }
 
+    /// XML 1.0's `Char` production, written out here as the specification has it.
+    fn xml_char(c: char) -> bool {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+    }
+
+    /// The chart parsed by a real XML parser, and the `data-label` of each bar.
+    fn parsed_labels(svg: &str) -> Vec<String> {
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not well-formed XML ({e}): {svg:?}"));
+        doc.descendants().filter_map(|n| n.attribute("data-label")).map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_label_with_characters_xml_forbids_still_makes_a_well_formed_chart() {
+        for label in ["a\u{FFFE}b", "a\u{FFFF}b", "a\u{1}b\u{1f}", "tab\there", "line\r\nbreak\rcr"] {
+            let svg = bar_chart("By category", "USD", &[Bar::new(label, 100)], "red");
+            let kept: String = label.chars().map(|c| if xml_char(c) { c } else { '\u{FFFD}' }).collect();
+            assert_eq!(parsed_labels(&svg), [kept], "{label:?}");
+        }
+    }
+
     #[test]
     fn no_bars_or_nothing_positive_is_an_empty_chart_not_a_division_by_zero() {
         for bars in [vec![], vec![Bar::new("Refund", -500), Bar::new("Zero", 0)]] {
