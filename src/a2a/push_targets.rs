@@ -152,16 +152,16 @@ static BLOCKS: LazyLock<Vec<Block>> = LazyLock::new(|| {
         .collect()
 });
 
-/// The most specific block that holds `ip`.
-fn block_of(ip: IpAddr) -> &'static Block {
-    let holding = BLOCKS.iter().filter(|b| b.range.holds(ip));
-    // 0.0.0.0/0 and ::/0 hold every address
-    holding.max_by_key(|b| b.range.prefix).unwrap_or(&BLOCKS[0])
+/// The most specific block that holds `ip` (0.0.0.0/0 and ::/0 hold every address).
+fn block_of(ip: IpAddr) -> Option<&'static Block> {
+    BLOCKS.iter().filter(|b| b.range.holds(ip)).max_by_key(|b| b.range.prefix)
 }
 
 /// Why `ip` is not globally routable, or None when it is (see the module docs).
 pub fn special_purpose(ip: IpAddr) -> Option<String> {
-    let block = block_of(ip);
+    let Some(block) = block_of(ip) else {
+        return Some(format!("{ip} is in no block of the table of reachable addresses"));
+    };
     let carried = |c: Carries| match ip {
         IpAddr::V6(v6) => c.v4(v6),
         IpAddr::V4(_) => None,
@@ -180,7 +180,7 @@ pub fn special_purpose(ip: IpAddr) -> Option<String> {
             None => said(),
         }),
         Reach::As(c) => {
-            let v4 = carried(c)?;
+            let Some(v4) = carried(c) else { return Some(said()) };
             special_purpose(IpAddr::V4(v4)).map(|why| format!("{} carrying {v4}, and {why}", said()))
         }
     }
