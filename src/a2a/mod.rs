@@ -7,7 +7,7 @@
 //! - [`agent_card`]: an agent described as an A2A agent; [`extended_agent_card`]:
 //!   what an authenticated caller learns besides.
 //! - push notifications (push.rs): config operations on [`A2aService`], signed
-//!   and SSRF-checked deliveries.
+//!   deliveries to globally routable addresses only ([`blocked`]).
 //!
 //! The HTTP bindings (JSON-RPC, HTTP+JSON, SSE) and the gRPC service are in
 //! the server ([`grpc`], re-exported from [`crate::protocol::a2a`], holds gRPC's generated code and conversions); the wire
@@ -23,11 +23,13 @@ mod convert;
 pub use crate::protocol::a2a::grpc;
 mod push;
 mod push_configs;
+mod push_targets;
 mod service;
 mod tasks;
 
 pub use card::{agent_card, extended_agent_card};
 pub use convert::{KEEP_ALIVE, ends_stream, message_text, parse_state, to_artifacts};
-pub use push::{CheckedUrl, JWKS_PATH, PushKey, SIGNATURE_HEADER, TOKEN_HEADER, UrlProblem, blocked, check_url};
+pub use push::{CheckedUrl, JWKS_PATH, PushKey, SIGNATURE_HEADER, TOKEN_HEADER, UrlProblem, check_url};
+pub use push_targets::{blocked, host_addresses, special_purpose};
 pub use service::{A2aService, ListQuery, Mode, Sent, Subscription};
 pub use tasks::TaskEvent;

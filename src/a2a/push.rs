@@ -22,15 +22,16 @@
 //! public key is published as a JWKS at `/.well-known/jwks.json`.
 //!
 //! SSRF: a webhook's URL must be http(s); its host is resolved and every
-//! address checked: loopback, private, link-local, CGNAT, multicast,
-//! unspecified and reserved addresses are refused unless `[a2a.push]
-//! allow_private` lists them. Checked at create time and again before every
-//! POST, which connects only to the address that was checked (the
-//! resolution is pinned), so a DNS answer that changes meanwhile cannot
+//! address checked: only a globally routable address that is not this host's
+//! own may be reached (push_targets.rs: IANA's special-purpose registries,
+//! the IPv6 forms that carry an IPv4 address, the host's interfaces), unless
+//! `[a2a.push] allow_private` lists it. Checked at create time and again
+//! before every POST, which connects only to the address that was checked
+//! (the resolution is pinned), so a DNS answer that changes meanwhile cannot
 //! redirect it; redirects are not followed, proxies not used.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,7 @@ use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::push_targets::{blocked, host_addresses};
 use crate::config::{A2aPushConfig, IpRange};
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::types::TaskPushNotificationConfig;
@@ -169,61 +171,6 @@ fn write_seed(path: &Path) -> Result<[u8; 32], String> {
     }
 }
 
-/// Why `ip` may not receive a webhook, if it may not.
-pub fn blocked(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => blocked_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return blocked_v4(v4);
-            }
-            let s = v6.segments();
-            if v6.is_unspecified() {
-                Some("an unspecified address")
-            } else if v6.is_loopback() {
-                Some("a loopback address")
-            } else if s[0] & 0xfe00 == 0xfc00 {
-                Some("a private (unique local, fc00::/7) address")
-            } else if s[0] & 0xffc0 == 0xfe80 {
-                Some("a link-local (fe80::/10) address")
-            } else if s[0] & 0xff00 == 0xff00 {
-                Some("a multicast address")
-            } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                // NAT64: the IPv4 address it embeds
-                let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-                blocked_v4(v4)
-            } else if s[0] == 0x2001 && s[1] == 0x0db8 {
-                Some("a documentation (2001:db8::/32) address")
-            } else {
-                None
-            }
-        }
-    }
-}
-
-fn blocked_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let o = ip.octets();
-    if ip.is_unspecified() || o[0] == 0 {
-        Some("an unspecified (0.0.0.0/8) address")
-    } else if ip.is_loopback() {
-        Some("a loopback (127.0.0.0/8) address")
-    } else if ip.is_private() {
-        Some("a private (10/8, 172.16/12, 192.168/16) address")
-    } else if ip.is_link_local() {
-        Some("a link-local (169.254/16, cloud metadata) address")
-    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
-        Some("a carrier-grade NAT (100.64/10) address")
-    } else if ip.is_multicast() {
-        Some("a multicast address")
-    } else if ip.is_broadcast() || o[0] >= 240 {
-        Some("a reserved (240/4) address")
-    } else if (o[0] == 192 && o[1] == 0 && o[2] == 0) || (o[0] == 198 && (o[1] & 0xfe) == 18) {
-        Some("a special-purpose (192.0.0/24, 198.18/15) address")
-    } else {
-        None
-    }
-}
-
 /// A webhook URL that passed the check, and the address to connect to.
 #[derive(Debug, Clone)]
 pub struct CheckedUrl {
@@ -253,7 +200,8 @@ impl std::fmt::Display for UrlProblem {
 }
 
 /// Checks a webhook URL: http(s), a host, and every address it resolves to
-/// allowed (see [`blocked`]); the reason as an error.
+/// one a webhook may reach ([`blocked`], with this host's addresses read now)
+/// or one `allowed` lists; the reason as an error.
 pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, UrlProblem> {
     use UrlProblem::{Refused, Unresolved};
     let shown: String = url.chars().take(200).collect();
@@ -283,14 +231,15 @@ pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, Url
             (Some(name.to_string()), ips)
         }
     };
+    let own = host_addresses().map_err(|e| Refused(format!("url '{shown}' cannot be checked: {e}")))?;
     for ip in &addrs {
-        if let Some(why) = blocked(*ip)
+        if let Some(why) = blocked(*ip, &own)
             && !allowed.iter().any(|r| r.contains(*ip))
         {
             let named = host.as_ref().map(|h| format!("'{h}' resolves to {ip}, ")).unwrap_or_default();
             return Err(Refused(format!(
-                "url '{shown}': {named}{ip} is {why}; webhooks may not reach internal addresses (an operator may \
-                 allow some with [a2a.push] allow_private)"
+                "url '{shown}': {named}{why}; webhooks reach only globally routable addresses that are not this \
+                 host's own (an operator may allow some with [a2a.push] allow_private)"
             )));
         }
     }
@@ -577,33 +526,6 @@ pub(super) fn store_error(e: crate::store::StoreError) -> A2aError {
 mod tests {
     use super::*;
 
-    #[test]
-    fn internal_addresses_are_blocked_and_public_ones_are_not() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "224.0.0.1",
-            "255.255.255.255",
-            "::1",
-            "::",
-            "fd00::1",
-            "fe80::1",
-            "ff02::1",
-            "::ffff:127.0.0.1",
-            "64:ff9b::a01:203",
-        ] {
-            assert!(blocked(ip.parse().unwrap()).is_some(), "{ip}");
-        }
-        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "100.128.0.1"] {
-            assert_eq!(blocked(ip.parse().unwrap()), None, "{ip}");
-        }
-    }
-
     #[tokio::test]
     async fn urls_are_checked_with_their_reason_and_allowances_apply() {
         let none: Vec<IpRange> = Vec::new();
@@ -626,6 +548,39 @@ mod tests {
         assert!(check_url("http://127.0.0.2:9/hook", &allow).await.is_err(), "only what is listed");
         let unknown = check_url("http://no-such-host.invalid/hook", &none).await.unwrap_err();
         assert!(matches!(unknown, UrlProblem::Unresolved(_)), "{unknown}");
+    }
+
+    #[tokio::test]
+    async fn special_purpose_embedded_and_the_hosts_own_addresses_are_refused() {
+        let none: Vec<IpRange> = Vec::new();
+        for host in [
+            "192.0.2.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "192.88.99.1",
+            "192.0.0.170",
+            "[2001:db8::1]",
+            "[3fff::1]",
+            "[100::1]",
+            "[fec0::1]",
+            "[5f00::1]",
+            "[2001:2::1]",
+            "[::7f00:1]",
+            "[::a00:1]",
+            "[2002:7f00:1::1]",
+            "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+            "[64:ff9b:1::a00:1]",
+            "[64:ff9b::c000:201]",
+        ] {
+            let url = format!("http://{host}:9/hook");
+            assert!(check_url(&url, &none).await.is_err(), "{url} is not globally routable");
+        }
+        let own = host_addresses().unwrap();
+        assert!(own.contains(&"127.0.0.1".parse().unwrap()), "the interfaces were read: {own:?}");
+        for ip in own {
+            let url = format!("http://{}/hook", SocketAddr::new(ip, 9));
+            assert!(check_url(&url, &none).await.is_err(), "{url} is this host's own address");
+        }
     }
 
     #[test]

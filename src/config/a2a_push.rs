@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct A2aPushConfig {
-    /// Addresses a webhook may resolve to although they are loopback,
-    /// private, link-local, CGNAT, multicast or unspecified (refused
-    /// otherwise): IPs or CIDR ranges, e.g. `["127.0.0.1", "10.0.0.0/8"]`.
+    /// Addresses a webhook may resolve to although they are not globally
+    /// routable or are this host's own (refused otherwise; docs/A2A.md, "Push
+    /// notifications"): IPs or CIDR ranges, e.g. `["127.0.0.1", "10.0.0.0/8"]`.
     /// Empty by default.
     #[serde(default)]
     pub allow_private: Vec<String>,
@@ -102,10 +102,12 @@ impl IpRange {
 
     /// Whether `ip` is in the range (an IPv4-mapped IPv6 address counts as its IPv4 one).
     pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            v4 => v4,
-        };
+        self.holds(ip.to_canonical())
+    }
+
+    /// Whether `ip` is in the range as written: an IPv4-mapped IPv6 address
+    /// is an IPv6 one here.
+    pub fn holds(&self, ip: IpAddr) -> bool {
         match (self.addr, ip) {
             (IpAddr::V4(a), IpAddr::V4(b)) => prefix_eq(&a.octets(), &b.octets(), self.prefix),
             (IpAddr::V6(a), IpAddr::V6(b)) => prefix_eq(&a.octets(), &b.octets(), self.prefix),

@@ -29,7 +29,12 @@ const SIDE: f64 = 16.0;
 pub const PLOT_HEIGHT: f64 = HEIGHT - TOP - BOTTOM;
 const LABEL_CHARS: usize = 16;
 
-/// Text made safe for XML content and attribute values.
+/// Text made safe for XML 1.0 content and attribute values, whatever it
+/// holds: the markup characters as entities; tab, newline and carriage
+/// return as character references, which a parser keeps as they are (written
+/// raw, it turns them into spaces in an attribute and a lone CR into LF in
+/// text); and a character XML 1.0 allows nowhere (a C0 control other than
+/// those three, U+FFFE, U+FFFF) as U+FFFD, the replacement character.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -39,8 +44,10 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            // not allowed in XML 1.0 at all
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{FFFD}'),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\u{0}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}' => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -131,7 +138,9 @@ pub fn bar_chart(title: &str, currency: &str, bars: &[Bar], color: &str) -> Stri
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     /// `(label, height)` of every bar, read back from the SVG text.
@@ -146,6 +155,49 @@ mod tests {
                 (attr("data-label"), attr("height").parse().unwrap())
             })
             .collect()
+    }
+
+    /// XML 1.0's `Char` production, written out here as the specification has it.
+    fn xml_char(c: char) -> bool {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+    }
+
+    /// What a parser should read back of `text`: itself, each character XML
+    /// forbids replaced.
+    pub(crate) fn kept(text: &str) -> String {
+        text.chars().map(|c| if xml_char(c) { c } else { '\u{FFFD}' }).collect()
+    }
+
+    /// `svg` parsed by a real XML parser, or why it is not well-formed.
+    pub(crate) fn parse(svg: &str) -> Result<roxmltree::Document<'_>, TestCaseError> {
+        roxmltree::Document::parse(svg).map_err(|e| TestCaseError::fail(format!("not well-formed XML ({e}): {svg:?}")))
+    }
+
+    /// The `data-label` of each bar of a parsed chart.
+    pub(crate) fn labels_of(doc: &roxmltree::Document<'_>) -> Vec<String> {
+        doc.descendants().filter_map(|n| n.attribute("data-label")).map(str::to_string).collect()
+    }
+
+    /// Text that is hard on XML: any Unicode string, or one made of control
+    /// characters, the noncharacters XML forbids and markup.
+    pub(crate) fn awkward_text() -> impl Strategy<Value = String> {
+        let hard = prop_oneof![
+            (0u32..0x20).prop_filter_map("a C0 control", char::from_u32),
+            Just('\u{7F}'),
+            Just('\u{85}'),
+            Just('\u{FFFE}'),
+            Just('\u{FFFF}'),
+            Just('\u{FFFD}'),
+            proptest::sample::select(vec!['&', '<', '>', '"', '\'', ']', ';', '#', ' ']),
+            any::<char>(),
+        ];
+        prop_oneof![any::<String>(), proptest::collection::vec(hard, 0..24).prop_map(String::from_iter)]
+    }
+
+    /// The parsed chart, or a test failure.
+    fn parsed_labels(svg: &str) -> Vec<String> {
+        let doc = parse(svg).unwrap_or_else(|e| panic!("{e}"));
+        labels_of(&doc)
     }
 
     #[test]
@@ -176,7 +228,17 @@ mod tests {
         assert!(svg.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;co&quot;"), "{svg}");
         assert!(svg.contains("Tom &amp; Jerry&apos;s &lt;spending&gt;"), "{svg}");
         assert!(svg.contains("U&quot;SD"), "{svg}");
-        assert_eq!(escape("a\u{1}b"), "a\u{FFFD}b", "control characters are not XML");
+        assert_eq!(escape("a\u{1}b\u{FFFF}"), "a\u{FFFD}b\u{FFFD}", "characters XML forbids are replaced");
+        assert_eq!(escape("a\tb\r\n"), "a&#9;b&#13;&#10;", "kept as they are, even in an attribute");
+    }
+
+    #[test]
+    fn a_label_with_characters_xml_forbids_still_makes_a_well_formed_chart() {
+        for label in ["a\u{FFFE}b", "a\u{FFFF}b", "a\u{1}b\u{1f}", "tab\there", "line\r\nbreak\rcr"] {
+            let svg = bar_chart("By category", "USD", &[Bar::new(label, 100)], "red");
+            let kept: String = label.chars().map(|c| if xml_char(c) { c } else { '\u{FFFD}' }).collect();
+            assert_eq!(parsed_labels(&svg), [kept], "{label:?}");
+        }
     }
 
     #[test]
@@ -205,5 +267,44 @@ mod tests {
         let svg = bar_chart("x", "USD", &[Bar::new(label, 1)], "red");
         assert!(svg.contains(&format!("data-label=\"{label}\"")));
         assert!(svg.contains(">A very long mer…<"), "{svg}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn escaped_text_reads_back_as_itself_in_text_and_in_attributes(text in awkward_text()) {
+            let e = escape(&text);
+            let xml = format!("<r a=\"{e}\" b='{e}'>{e}</r>");
+            let doc = parse(&xml)?;
+            let root = doc.root_element();
+            let want = kept(&text);
+            prop_assert_eq!(root.attribute("a"), Some(want.as_str()));
+            prop_assert_eq!(root.attribute("b"), Some(want.as_str()));
+            prop_assert_eq!(root.children().filter_map(|n| n.text()).collect::<String>(), want);
+        }
+
+        #[test]
+        fn every_chart_is_well_formed_xml_and_keeps_its_text(
+            title in awkward_text(),
+            currency in awkward_text(),
+            labels in proptest::collection::vec(awkward_text(), 1..6),
+        ) {
+            let bars: Vec<Bar> = labels.iter().zip(1..).map(|(l, i)| Bar::new(l.clone(), 100 * i)).collect();
+            let svg = bar_chart(&title, &currency, &bars, "#1f6feb");
+            let doc = parse(&svg)?;
+            let root = doc.root_element();
+            prop_assert_eq!(root.attribute("aria-label").map(str::to_string), Some(kept(&title)));
+            prop_assert_eq!(labels_of(&doc), labels.iter().map(|l| kept(l)).collect::<Vec<_>>());
+            let tips: Vec<String> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("rect"))
+                .filter_map(|r| r.first_element_child())
+                .map(|t| t.children().filter_map(|n| n.text()).collect())
+                .collect();
+            let want: Vec<String> =
+                bars.iter().map(|b| format!("{}: {} {}", kept(&b.label), units(b.value), kept(&currency))).collect();
+            prop_assert_eq!(tips, want);
+        }
     }
 }

@@ -412,4 +412,26 @@ mod tests {
         let e = whose(&agent, Some("alice")).unwrap_err();
         assert_eq!((e.status, e.error.code), (StatusCode::UNAUTHORIZED, ErrorCode::Unauthenticated));
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+
+        #[test]
+        fn both_charts_of_any_ledger_are_well_formed_xml(
+            categories in proptest::collection::vec(chart::tests::awkward_text(), 1..6),
+            currency in chart::tests::awkward_text(),
+        ) {
+            let rows: Vec<LedgerEntry> = categories
+                .iter()
+                .zip(1..)
+                .map(|(c, i)| entry(Some(&format!("2025-{:02}-01", 1 + i % 12)), "Shop", 100 * i, &currency, Some(c)))
+                .collect();
+            let summary = summarize(&rows);
+            let svg = chart_svg(&summary, ChartKind::Category);
+            let drawn = chart::tests::labels_of(&chart::tests::parse(&svg)?);
+            let want: Vec<String> = summary.by_category.iter().map(|c| chart::tests::kept(&c.category)).collect();
+            proptest::prop_assert_eq!(drawn, want);
+            chart::tests::parse(&chart_svg(&summary, ChartKind::Month))?;
+        }
+    }
 }

@@ -295,6 +295,8 @@ async fn webhooks_on_internal_addresses_are_refused_unless_allowed() {
         ("http://[::1]:9/hook".to_string(), "loopback"),
         ("http://10.1.2.3/hook".to_string(), "private"),
         ("http://169.254.169.254/latest/meta-data".to_string(), "link-local"),
+        ("http://192.0.2.1/hook".to_string(), "documentation"),
+        ("http://[::7f00:1]:9/hook".to_string(), "IPv4-compatible address (RFC 4291) in ::/96 (it carries 127.0.0.1)"),
         ("http://localhost:9/hook".to_string(), "'localhost' resolves to"),
         ("ftp://example.com/hook".to_string(), "http or https"),
     ] {

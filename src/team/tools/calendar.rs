@@ -129,9 +129,28 @@ fn parse_when(phrase: &str, now: DateTime<Utc>, base: NaiveDate) -> Option<DateT
     parse_time(&s).map(|t| base.and_time(t).and_utc())
 }
 
-/// RFC 5545 §3.3.11 TEXT escaping.
+/// RFC 5545 §3.3.11 TEXT escaping, for any text: a line break (CRLF, LF or
+/// a lone CR) as `\n`; a control character TEXT may not hold (all but HTAB)
+/// as U+FFFD, so no text can end its line early or start a property.
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace(';', "\\;").replace(',', "\\,").replace("\r\n", "\\n").replace('\n', "\\n")
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            ';' => out.push_str("\\;"),
+            ',' => out.push_str("\\,"),
+            '\n' => out.push_str("\\n"),
+            '\r' => {
+                chars.next_if_eq(&'\n');
+                out.push_str("\\n");
+            }
+            '\t' => out.push('\t'),
+            '\u{0}'..='\u{1F}' | '\u{7F}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// RFC 5545 §3.1: lines longer than 75 octets continue on lines that start
@@ -392,6 +411,74 @@ mod tests {
             let err = run(&CalendarAgent, "calendar_block", &noted(note)).await.unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidRequest);
             assert!(err.message.contains(why), "{}", err.message);
+        }
+    }
+
+    /// RFC 5545's CONTROL: what a TEXT value may not hold (HTAB it may).
+    fn control(c: char) -> bool {
+        matches!(c, '\u{0}'..='\u{8}' | '\u{A}'..='\u{1F}' | '\u{7F}')
+    }
+
+    /// A TEXT value read back: `\n`, `\,`, `\;` and `\\` undone.
+    fn unescape(value: &str) -> String {
+        let mut out = String::new();
+        let mut chars = value.chars();
+        while let Some(c) = chars.next() {
+            match (c, c == '\\') {
+                (_, true) => match chars.next() {
+                    Some('n' | 'N') => out.push('\n'),
+                    Some(other) => out.push(other),
+                    None => out.push('\\'),
+                },
+                (c, false) => out.push(c),
+            }
+        }
+        out
+    }
+
+    fn awkward_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let hard = prop_oneof![
+            (0u32..0x20).prop_filter_map("a C0 control", char::from_u32),
+            proptest::sample::select(vec!['\u{7F}', '\\', ';', ',', ':', '\r', '\n', 'N']),
+            any::<char>(),
+        ];
+        prop_oneof![any::<String>(), proptest::collection::vec(hard, 0..30).prop_map(String::from_iter)]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        #[test]
+        fn any_title_or_description_makes_well_formed_icalendar(title in awkward_text(), description in awkward_text()) {
+            let now = DateTime::from_timestamp(1_760_000_000, 0).unwrap();
+            let event = Event {
+                title: title.clone(),
+                description: Some(description.clone()),
+                start: now,
+                end: now + Duration::hours(1),
+                busy: true,
+                reminder_minutes: Some(10),
+            };
+            let ics = event.ics(now);
+            proptest::prop_assert!(ics.ends_with("\r\n"));
+            let lines: Vec<&str> = ics.trim_end_matches("\r\n").split("\r\n").collect();
+            for line in &lines {
+                proptest::prop_assert!(!line.chars().any(control), "a control character in {:?}", line);
+            }
+            // a line break in the text is an escaped one; others are refused characters, replaced
+            let kept = |text: &str| -> String {
+                text.replace("\r\n", "\n").replace('\r', "\n").chars().map(|c| if c != '\n' && control(c) { '\u{FFFD}' } else { c }).collect()
+            };
+            let unfolded = unfold(&ics);
+            let value = |name: &str| -> Vec<String> {
+                unfolded.split("\r\n").filter_map(|l| l.strip_prefix(name)).map(unescape).collect()
+            };
+            proptest::prop_assert_eq!(value("SUMMARY:"), vec![kept(&title)]);
+            proptest::prop_assert_eq!(
+                value("DESCRIPTION:"),
+                vec![kept(&description), kept(&format!("Reminder: {title}"))]
+            );
         }
     }
 }
