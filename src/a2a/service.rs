@@ -307,7 +307,8 @@ impl A2aService {
                     if tasks.map.contains_key(&id) {
                         return Err(A2aError::invalid_params(format!(
                             "a task with id '{id}' exists already: the rails' requestId must be new for each delegation"
-                        )));
+                        ))
+                        .with("code", ErrorCode::IdConflict.as_str()));
                     }
                     let context_id = message.context_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
                     let session = tasks.contexts.get(&(owner.clone(), agent.to_string(), context_id.clone())).copied();

@@ -211,9 +211,8 @@ pub async fn delegation(
 ) -> Result<Json<TreeView>, ApiError> {
     let id: RequestId = id.parse().map_err(|e: protocol::IdError| ApiError::invalid(e.0))?;
     let records = state.runtime.store().delegation_tree(id).await.map_err(crate::DelegationError::from)?;
-    let not_found = || {
-        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::InvalidRequest, format!("no delegation {id} that you may see"))
-    };
+    let not_found =
+        || ApiError::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, format!("no delegation {id} that you may see"));
     if records.is_empty() || !may_see(&caller, &records) {
         return Err(not_found());
     }

@@ -142,7 +142,7 @@ async fn grpc_errors_are_statuses_with_error_info_and_never_panics() {
     // the version: missing (taken as 0.3) and wrong are refused before anything else
     for version in [None, Some("0.3"), Some("2.0")] {
         let e = c.get_task(req(get("tag-ai", "x"), version, Some(ALICE))).await.unwrap_err();
-        assert_eq!(e.code(), Code::FailedPrecondition, "{version:?}: {e:?}");
+        assert_eq!(e.code(), Code::Unimplemented, "{version:?}: A2A 1.0.0's table, the TCK's GRPC-ERR-002: {e:?}");
         assert_eq!(info(&e), ("VERSION_NOT_SUPPORTED".into(), "a2a-protocol.org".into()));
         assert!(e.message().contains("A2A-Version"), "{}", e.message());
     }

@@ -11,6 +11,7 @@ mod cli;
 mod crash;
 mod crash_trees;
 mod db;
+mod doors;
 mod durable;
 mod durable_state;
 mod faults;

@@ -29,7 +29,7 @@ const NATS: &str = "nats://127.0.0.1:4222";
 
 /// Whether NATS answers on 127.0.0.1:4222; without it the test is skipped,
 /// except under `CI=true` (where `.ci/run` starts one), where that fails.
-fn nats_up() -> bool {
+pub(crate) fn nats_up() -> bool {
     if std::net::TcpStream::connect_timeout(&"127.0.0.1:4222".parse().unwrap(), Duration::from_secs(1)).is_ok() {
         return true;
     }
@@ -44,9 +44,9 @@ fn fresh(prefix: &str) -> String {
 }
 
 /// One test's world: the caller's and the workers' configurations, keys, a log of the agent's runs.
-struct World {
+pub(crate) struct World {
     dir: tempfile::TempDir,
-    agent: String,
+    pub(crate) agent: String,
     caller: String,
     worker: String,
     /// The workers' public key, for a caller that checks their answers.
@@ -54,7 +54,7 @@ struct World {
 }
 
 impl World {
-    fn new(prefix: &str) -> Self {
+    pub(crate) fn new(prefix: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let agent = fresh(prefix);
         let (caller_lineage, caller_key) = lineage_keys(dir.path(), "caller");
@@ -114,7 +114,7 @@ may_start_trees = true
     }
 
     /// (worker, start?) of every run the agent logged.
-    fn runs(&self) -> Vec<(String, bool, String)> {
+    pub(crate) fn runs(&self) -> Vec<(String, bool, String)> {
         let text = std::fs::read_to_string(self.log()).unwrap_or_default();
         text.lines()
             .filter_map(|l| {
@@ -136,7 +136,7 @@ may_start_trees = true
     }
 
     /// Starts `switchboard worker` named `name` for the agent; its agent naps `nap` seconds.
-    fn worker(&self, name: &str, nap: &str, concurrency: u16) -> Worker {
+    pub(crate) fn worker(&self, name: &str, nap: &str, concurrency: u16) -> Worker {
         let config = self.dir.path().join("worker.toml");
         std::fs::write(&config, &self.worker).unwrap();
         let db = format!("sqlite://{}", self.dir.path().join("workers.db").display());
@@ -159,7 +159,7 @@ may_start_trees = true
         Worker(child)
     }
 
-    fn ask(&self, objective: &str, deadline_ms: u64) -> DelegationRequest {
+    pub(crate) fn ask(&self, objective: &str, deadline_ms: u64) -> DelegationRequest {
         let mut req = request("client", &self.agent, objective);
         req.constraints.deadline_ms = deadline_ms;
         req
@@ -167,7 +167,7 @@ may_start_trees = true
 }
 
 /// A worker process, SIGKILLed when dropped.
-struct Worker(Child);
+pub(crate) struct Worker(Child);
 
 impl Drop for Worker {
     fn drop(&mut self) {
@@ -176,12 +176,12 @@ impl Drop for Worker {
     }
 }
 
-async fn jetstream() -> jetstream::Context {
+pub(crate) async fn jetstream() -> jetstream::Context {
     jetstream::new(async_nats::connect(NATS).await.expect("NATS with JetStream on 127.0.0.1:4222 (.ci/run starts one)"))
 }
 
 /// The dead letters of `agent` so far: (reason, payload).
-async fn dead_letters(agent: &str) -> Vec<(String, String)> {
+pub(crate) async fn dead_letters(agent: &str) -> Vec<(String, String)> {
     let js = jetstream().await;
     let Ok(stream) = js.get_stream("SWITCHBOARD_DEAD").await else { return Vec::new() };
     let consumer = stream

@@ -76,10 +76,17 @@ impl Kind {
         }
     }
 
-    /// google.rpc.Code name for AIP-193's `status`.
+    /// google.rpc.Code name for AIP-193's `status` and the gRPC binding:
+    /// A2A 1.0.0's table (§5.4), the version this runtime speaks and the
+    /// TCK checks. (Version 1.0.1 of the text moved the three
+    /// `UNIMPLEMENTED` rows to `FAILED_PRECONDITION`; a client reads the
+    /// ErrorInfo's `reason` either way.)
     pub fn grpc_status(self) -> &'static str {
         match self {
             Self::TaskNotFound | Self::MethodNotFound => "NOT_FOUND",
+            Self::PushNotificationNotSupported | Self::UnsupportedOperation | Self::VersionNotSupported => {
+                "UNIMPLEMENTED"
+            }
             Self::ContentTypeNotSupported | Self::InvalidParams | Self::InvalidRequest | Self::ParseError => {
                 "INVALID_ARGUMENT"
             }
@@ -195,6 +202,7 @@ impl A2aError {
                 ErrorCode::InvalidRequest
             }
             Kind::VersionNotSupported => ErrorCode::UnsupportedVersion,
+            Kind::TaskNotFound => ErrorCode::NotFound,
             Kind::Internal | Kind::Unavailable => ErrorCode::AgentUnavailable,
             _ => ErrorCode::AgentFailed,
         }

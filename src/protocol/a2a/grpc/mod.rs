@@ -176,6 +176,7 @@ pub fn code_of(kind: Kind) -> tonic::Code {
         "UNAUTHENTICATED" => tonic::Code::Unauthenticated,
         "PERMISSION_DENIED" => tonic::Code::PermissionDenied,
         "UNAVAILABLE" => tonic::Code::Unavailable,
+        "UNIMPLEMENTED" => tonic::Code::Unimplemented,
         _ => tonic::Code::FailedPrecondition,
     }
 }
@@ -300,8 +301,9 @@ mod tests {
         let back = error_of(&s);
         assert_eq!(back.kind, Kind::TaskNotFound);
         assert_eq!(back.metadata["taskId"], "t-9");
+        // A2A 1.0.0's table (what the TCK's GRPC-ERR-002 checks)
         let s = status(&A2aError::new(Kind::VersionNotSupported, "no"));
-        assert_eq!(s.code(), tonic::Code::FailedPrecondition);
+        assert_eq!(s.code(), tonic::Code::Unimplemented);
         assert_eq!(error_of(&s).kind, Kind::VersionNotSupported);
         assert_eq!(error_of(&tonic::Status::not_found("x")).kind, Kind::TaskNotFound);
     }
