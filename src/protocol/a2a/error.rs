@@ -202,7 +202,6 @@ impl A2aError {
                 ErrorCode::InvalidRequest
             }
             Kind::VersionNotSupported => ErrorCode::UnsupportedVersion,
-            Kind::TaskNotFound => ErrorCode::NotFound,
             Kind::Internal | Kind::Unavailable => ErrorCode::AgentUnavailable,
             _ => ErrorCode::AgentFailed,
         }
