@@ -47,7 +47,7 @@ use super::push_targets::{blocked, host_addresses};
 use crate::config::{A2aPushConfig, IpRange};
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::types::TaskPushNotificationConfig;
-use crate::store::{A2aEventRecord, A2aPushConfigRecord, MAX_PUSH_CONFIGS_PER_TASK, Store, now_ms};
+use crate::store::{A2aEventRecord, A2aPushConfigRecord, MAX_PUSH_CONFIGS_PER_TASK, Store, TaskKeeper, now_ms};
 use crate::util::lock;
 
 /// The header that carries a delivery's signature.
@@ -249,6 +249,8 @@ pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, Url
 /// Delivers the events of tasks with push configs (see the module docs).
 pub struct Pusher {
     store: Arc<dyn Store>,
+    /// Configs are kept sealed, events redacted (their task's vault opens them).
+    keeper: TaskKeeper,
     config: A2aPushConfig,
     allowed: Vec<IpRange>,
     key: PushKey,
@@ -268,7 +270,7 @@ enum Delivery {
 impl Pusher {
     /// A pusher over `store` with `config` (a bad allowance or key file is
     /// logged and left out: nothing private is allowed, the key is a fresh one).
-    pub fn new(store: Arc<dyn Store>, config: &A2aPushConfig) -> Self {
+    pub fn new(store: Arc<dyn Store>, keeper: TaskKeeper, config: &A2aPushConfig) -> Self {
         let allowed = config.allowed_ranges().unwrap_or_else(|e| {
             tracing::error!("{e}: no private address is allowed");
             Vec::new()
@@ -279,6 +281,7 @@ impl Pusher {
         });
         Self {
             store,
+            keeper,
             config: config.clone(),
             allowed,
             key,
@@ -356,14 +359,18 @@ impl Pusher {
             failures: 0,
             last_error: None,
         };
-        self.store.put_a2a_push_config(&record).await.map_err(store_error)?;
+        self.store.put_a2a_push_config(&self.keeper.push_config(record)).await.map_err(store_error)?;
         Ok(c)
     }
 
     /// The task's configs as the client sees them.
     pub async fn configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
         let records = self.store.a2a_push_configs(task_id).await.map_err(store_error)?;
-        Ok(records.iter().filter_map(|r| serde_json::from_str(&r.config).ok()).collect())
+        Ok(records
+            .iter()
+            .filter_map(|r| self.keeper.open_push_config(r))
+            .filter_map(|c| serde_json::from_str(&c).ok())
+            .collect())
     }
 
     /// Events of `task_id` were stored: deliver them (in the background).
@@ -413,14 +420,20 @@ impl Pusher {
 
     /// Sends the task's events after the config's cursor, in order.
     async fn deliver_config(&self, task: &str, record: A2aPushConfigRecord) {
-        let Ok(config) = serde_json::from_str::<TaskPushNotificationConfig>(&record.config) else {
-            tracing::warn!(task, config = %record.id, "a stored push config could not be read");
+        let opened = self.keeper.open_push_config(&record);
+        let Some(config) = opened.and_then(|c| serde_json::from_str::<TaskPushNotificationConfig>(&c).ok()) else {
+            tracing::warn!(task, config = %record.id, "a stored push config could not be read (or opened with this key)");
             return;
+        };
+        // the events are kept redacted: the task's vault gives the webhook the values the task holds
+        let vault = match self.store.a2a_task(task).await {
+            Ok(Some(t)) => self.keeper.vault_of(&t),
+            _ => Default::default(),
         };
         let mut cursor = record.delivered_seq;
         loop {
             let events = match self.store.a2a_events(task, cursor, 100).await {
-                Ok(e) if !e.is_empty() => e,
+                Ok(e) if !e.is_empty() => self.keeper.open_events(e, &vault),
                 Ok(_) => return,
                 Err(e) => {
                     tracing::warn!(task, error = %e, "the events of an A2A task could not be read for delivery");
@@ -446,6 +459,7 @@ impl Pusher {
                         self.stats.failed.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(task, config = %record.id, seq = event.seq, error = %why, "A2A push notification not delivered");
                         let note = format!("event {}: {why}", event.seq);
+                        let note = crate::redact::Redactor::default().redacted(note, &mut Default::default());
                         if let Err(e) = self.store.a2a_push_failed(task, &record.id, &note).await {
                             tracing::warn!(task, error = %e, "a failed push delivery could not be recorded");
                         }

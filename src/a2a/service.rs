@@ -41,13 +41,17 @@ use crate::protocol::a2a::types::{
 use crate::protocol::{
     AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, Status, TokenUsage,
 };
-use crate::store::{A2aEventRecord, A2aTaskQuery, A2aTaskRecord, Durability, MAX_EVENTS_PER_TASK, StoreError};
+use crate::store::{
+    A2aEventRecord, A2aTaskQuery, A2aTaskRecord, Durability, MAX_EVENTS_PER_TASK, StoreError, TaskKeeper,
+};
 use crate::util::lock;
 
 /// The A2A side of one service: its runtime and its tasks. Each server
 /// state has its own; nothing is shared between two in one process.
 pub struct A2aService {
     runtime: Runtime,
+    /// How tasks are kept in the store: redacted, their vaults sealed.
+    keeper: TaskKeeper,
     tasks: Mutex<Tasks>,
     /// Delivers push notifications (push.rs).
     push: Arc<super::push::Pusher>,
@@ -85,6 +89,8 @@ pub struct Subscription {
     pub latest: u64,
     /// Where the events are on file, for a reader that falls behind the live buffer.
     pub store: Arc<dyn crate::store::Store>,
+    /// What reads them back as their owner sent them (they are kept redacted).
+    pub keeper: TaskKeeper,
 }
 
 /// How often a watcher looks at the tree of a task that runs elsewhere (or
@@ -165,8 +171,10 @@ enum Outcome {
 impl A2aService {
     /// The A2A service of `runtime`, with no tasks yet.
     pub fn new(runtime: Runtime) -> Self {
-        let push = Arc::new(super::push::Pusher::new(runtime.store().clone(), &runtime.config().a2a.push));
-        Self { runtime, tasks: Mutex::new(Tasks::default()), push }
+        let keeper = TaskKeeper::new(runtime.seal_key().clone());
+        let push =
+            Arc::new(super::push::Pusher::new(runtime.store().clone(), keeper.clone(), &runtime.config().a2a.push));
+        Self { runtime, keeper, tasks: Mutex::new(Tasks::default()), push }
     }
 
     /// The runtime it serves.
@@ -339,6 +347,7 @@ impl A2aService {
                 outbox: Vec::new(),
                 writer: Arc::default(),
                 watching: false,
+                vault: Default::default(),
                 pushless: true,
             });
             entry.seq = seq;
@@ -412,6 +421,7 @@ impl A2aService {
                     after: latest,
                     latest,
                     store,
+                    keeper: self.keeper.clone(),
                 }))
             }
             (Mode::Stream | Mode::NonBlocking, _) => Ok(Sent::Task(snapshot)),
@@ -548,9 +558,9 @@ impl A2aService {
             Some(w) => Some(w.lock().await),
             None => None,
         };
-        let (batch, pushless) = match lock(&self.tasks).map.get_mut(task_id) {
-            Some(e) => (std::mem::take(&mut e.outbox), e.pushless),
-            None => (Vec::new(), true),
+        let (batch, pushless, mut vault) = match lock(&self.tasks).map.get_mut(task_id) {
+            Some(e) => (std::mem::take(&mut e.outbox), e.pushless, e.vault.clone()),
+            None => (Vec::new(), true, Default::default()),
         };
         if batch.is_empty() && record.is_none() {
             return true;
@@ -560,6 +570,27 @@ impl A2aService {
             .filter(|(_, stored)| !stored)
             .map(|(ev, _)| A2aEventRecord::new(task_id, i64::try_from(ev.seq).unwrap_or(i64::MAX), &ev.event))
             .collect();
+        // kept redacted with the task's vault (the events first: the version keeps the vault
+        // as it is once they are redacted too); the vault grows, and only this flush writes it
+        let before = vault.len();
+        let records = self.keeper.events(records, &mut vault);
+        let record = match record {
+            Some(r) => Some(r),
+            // events that gave the vault new tokens: a version of the task keeps the vault that reads them
+            None if vault.len() > before => {
+                let mut tasks = lock(&self.tasks);
+                let seq = tasks.bump();
+                tasks.map.get_mut(task_id).map(|e| {
+                    e.seq = seq;
+                    e.record()
+                })
+            }
+            None => None,
+        };
+        let record = record.map(|r| self.keeper.task(r, &mut vault));
+        if let Some(e) = lock(&self.tasks).map.get_mut(task_id) {
+            e.vault = vault;
+        }
         let stored = self.runtime.store().put_a2a_task_with_events(record.as_ref(), &records, durability).await;
         let wrote = match &stored {
             Ok(kept) => *kept || !records.is_empty(),
@@ -639,7 +670,7 @@ impl A2aService {
             (_, Some(e)) => (TaskState::Failed, format!("{}: {}", e.code, e.message)),
             _ => (TaskState::Failed, response.summary.clone()),
         };
-        ended_elsewhere(store.as_ref(), id, request, state, &text, &response).await.unwrap_or_else(|e| {
+        ended_elsewhere(store.as_ref(), &self.keeper, id, request, state, &text, &response).await.unwrap_or_else(|e| {
             tracing::warn!(task = id, error = %e, "the end of an A2A task's tree could not be stored");
             false
         })
@@ -660,6 +691,7 @@ impl A2aService {
             Err(_) if known.is_some() => return Ok(()),
             Err(e) => return Err(store_error(e)),
         };
+        let (record, vault) = self.keeper.open(&record);
         // the events: those a known task's writer stored since, or the number of a new one's newest
         let (stored, newest) = match known {
             Some(after) => {
@@ -668,13 +700,22 @@ impl A2aService {
             }
             None => (Vec::new(), store.a2a_event_seq(id).await.map_err(store_error)?),
         };
-        self.apply_loaded(id, &record, stored, u64::try_from(newest).unwrap_or(0));
+        let stored = self.keeper.open_events(stored, &vault);
+        self.apply_loaded(id, &record, vault, stored, u64::try_from(newest).unwrap_or(0));
         self.flush(id, None, Durability::Now).await;
         Ok(())
     }
 
-    /// Puts a task version read from the store in the cache (see `load`).
-    fn apply_loaded(&self, id: &str, record: &A2aTaskRecord, stored: Vec<A2aEventRecord>, newest: u64) {
+    /// Puts a task version read from the store (as its owner reads it, with
+    /// its vault) in the cache (see `load`).
+    fn apply_loaded(
+        &self,
+        id: &str,
+        record: &A2aTaskRecord,
+        vault: crate::redact::Vault,
+        stored: Vec<A2aEventRecord>,
+        newest: u64,
+    ) {
         let mut tasks = lock(&self.tasks);
         tasks.saw(u64::try_from(record.seq).unwrap_or(0));
         match tasks.map.get_mut(id) {
@@ -685,8 +726,9 @@ impl A2aService {
             }
             Some(e) => {
                 // changed elsewhere: the newer version, and its status to whoever follows the task here
-                let Some(newer) = Entry::from_record(record, 0) else { return };
+                let Some(newer) = Entry::from_record(record, vault, 0) else { return };
                 e.task = newer.task;
+                e.vault = newer.vault;
                 e.seq = newer.seq;
                 e.session = newer.session.or(e.session);
                 // the events its writer stored with it, or else the change as a new one
@@ -697,7 +739,7 @@ impl A2aService {
                 e.close_if_terminal();
             }
             None => {
-                if let Some(entry) = Entry::from_record(record, newest) {
+                if let Some(entry) = Entry::from_record(record, vault, newest) {
                     tasks.evict();
                     tasks.map.insert(id.to_string(), entry);
                 }
@@ -868,7 +910,7 @@ impl A2aService {
         for record in &found.tasks {
             let task = match tasks.map.get(&record.id).filter(|e| ours(e, &owner, agent)) {
                 Some(e) if i64::try_from(e.seq).unwrap_or(i64::MAX) >= record.seq => e.task.clone(),
-                _ => record.to_task().map_err(store_error)?,
+                _ => self.keeper.open(record).0.to_task().map_err(store_error)?,
             };
             page.push(view(&task, q.history_length, q.include_artifacts.unwrap_or(false)));
         }
@@ -950,7 +992,7 @@ impl A2aService {
         self.cached(id).await?;
         // subscribed before the stored events are read: an event is stored
         // before it is sent, so each one is read, or received, or both
-        let (task, live, latest) = {
+        let (task, live, latest, vault) = {
             let mut tasks = lock(&self.tasks);
             let e =
                 tasks.map.get_mut(id).filter(|e| ours(e, &owner, agent)).ok_or_else(|| A2aError::task_not_found(id))?;
@@ -962,7 +1004,7 @@ impl A2aService {
                 .with("taskId", id));
             }
             let live = e.events.get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0).subscribe();
-            (view(&e.task, None, true), live, e.event_seq)
+            (view(&e.task, None, true), live, e.event_seq, e.vault.clone())
         };
         let replay = match last_event {
             None => Vec::new(),
@@ -981,6 +1023,7 @@ impl A2aService {
                     .a2a_events(id, after, MAX_EVENTS_PER_TASK as usize)
                     .await
                     .map_err(store_error)?;
+                let stored = self.keeper.open_events(stored, &vault);
                 let mut replay = Vec::with_capacity(stored.len());
                 for r in stored {
                     let event = r.to_event().map_err(store_error)?;
@@ -991,7 +1034,8 @@ impl A2aService {
         };
         self.watch(id);
         let store = self.runtime.store().clone();
-        Ok(Subscription { task, replay, live, after: last_event.unwrap_or(latest), latest, store })
+        let keeper = self.keeper.clone();
+        Ok(Subscription { task, replay, live, after: last_event.unwrap_or(latest), latest, store, keeper })
     }
 
     /// Follows a task that does not run here for its subscribers: while it
@@ -1035,6 +1079,7 @@ impl A2aService {
 /// next event. True when the task is on file.
 async fn ended_elsewhere(
     store: &dyn crate::store::Store,
+    keeper: &TaskKeeper,
     id: &str,
     request: RequestId,
     state: TaskState,
@@ -1042,6 +1087,7 @@ async fn ended_elsewhere(
     response: &DelegationResponse,
 ) -> Result<bool, StoreError> {
     let Some(record) = store.a2a_task(id).await? else { return Ok(false) };
+    let (record, mut vault) = keeper.open(&record);
     let mut task = record.to_task()?;
     if open_request(&task) != Some(request) {
         return Ok(true); // its end is on file already (its own process, or another that settled it)
@@ -1059,7 +1105,7 @@ async fn ended_elsewhere(
     }
     task.metadata = Some(Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]));
     events.push(task.set_status(state, text));
-    crate::store::a2a_state::store_change(store, &record, &task, &events).await?;
+    crate::store::a2a_state::store_change(store, keeper, &record, &mut vault, &task, &events).await?;
     Ok(true)
 }
 

@@ -57,6 +57,9 @@ pub(super) struct Entry {
     pub writer: Arc<tokio::sync::Mutex<()>>,
     /// A watcher follows the task's tree for its subscribers (see `watch`).
     pub watching: bool,
+    /// The vault its texts are kept redacted with (`store::TaskKeeper`):
+    /// it only grows, so every version and event stored reads back with it.
+    pub vault: crate::redact::Vault,
     /// Made by this process, which knows of no push config for it: its
     /// configs are looked up only when a turn ends (service `flush`).
     pub pushless: bool,
@@ -91,8 +94,9 @@ impl Entry {
 
     /// A stored task, not running in this process, whose newest stored
     /// event is `event_seq`: it keeps the state it was stored in, and takes
-    /// subscribers while it can still change.
-    pub fn from_record(r: &A2aTaskRecord, event_seq: u64) -> Option<Self> {
+    /// subscribers while it can still change. `r` as its owner reads it,
+    /// `vault` the task's (`store::TaskKeeper::open`).
+    pub fn from_record(r: &A2aTaskRecord, vault: crate::redact::Vault, event_seq: u64) -> Option<Self> {
         let task = r
             .to_task()
             .inspect_err(|e| tracing::warn!(task = %r.id, error = %e, "a stored A2A task could not be read"))
@@ -110,6 +114,7 @@ impl Entry {
             outbox: Vec::new(),
             writer: Arc::default(),
             watching: false,
+            vault,
             pushless: false,
         })
     }
@@ -214,6 +219,7 @@ mod tests {
             outbox: Vec::new(),
             writer: Arc::default(),
             watching: false,
+            vault: Default::default(),
             pushless: false,
         }
     }

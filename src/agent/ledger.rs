@@ -149,7 +149,7 @@ impl Ledger {
             .collect();
         let added = match self.recorded(&LedgerCall::Write { added: Vec::new() }) {
             Some(LedgerCall::Write { added }) => entries.iter().map(|e| added.contains(&e.id)).collect(),
-            _ => self.store.ledger_add(&entries).await?,
+            _ => self.store.ledger_add(&for_store(entries.clone())).await?,
         };
         self.keep(|| LedgerCall::Write {
             added: entries.iter().zip(&added).filter(|(_, new)| **new).map(|(e, _)| e.id.clone()).collect(),
@@ -169,7 +169,10 @@ impl Ledger {
     ) -> Result<bool, DelegationError> {
         let found = match self.recorded(&LedgerCall::Update { id: id.into(), found: false }) {
             Some(LedgerCall::Update { found, .. }) => found,
-            _ => self.store.ledger_update(&self.user, id, category, note).await?,
+            _ => {
+                let edit = for_store((category.map(str::to_string), note.map(str::to_string)));
+                self.store.ledger_update(&self.user, id, &edit).await?
+            }
         };
         self.keep(|| LedgerCall::Update { id: id.into(), found });
         Ok(found)
@@ -190,11 +193,18 @@ impl Ledger {
                 body,
                 updated_at: now_ms(),
             };
-            self.store.put_money_plan(&plan).await?;
+            self.store.put_money_plan(&for_store(plan)).await?;
         }
         self.keep(|| call);
         Ok(())
     }
+}
+
+/// A row as the store keeps it: every text through the redactor (what an
+/// agent read was redacted already; this pass keeps a value it did not
+/// see as one out of the ledger too).
+fn for_store<T: crate::redact::Texts>(value: T) -> crate::redact::Redacted<T> {
+    crate::redact::Redactor::default().redacted(value, &mut crate::redact::Vault::new())
 }
 
 /// The refusal when a context has no ledger (outside a runtime, or a consult).

@@ -62,7 +62,7 @@ pub(super) async fn approval(
         created_at: now_ms(),
         decided_at: None,
     };
-    let a = rt.inner.store.ask_approval(&asked).await?;
+    let a = rt.inner.store.ask_approval(&rt.for_store(asked)).await?;
     let reason = a.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     match a.state {
         // a person's yes holds only while the tree does: one cancelled after the yes (and before
@@ -127,7 +127,7 @@ impl Runtime {
             } else {
                 // counted before it runs again (the dashboard marks resumed trees)
                 let counted = TreeStep { resumes: step.resumes.saturating_add(1), ..step };
-                self.inner.store.put_step(&counted).await?;
+                self.inner.store.put_step(&self.for_store(counted.clone())).await?;
                 let rt = self.clone();
                 tokio::spawn(async move { rt.resume_step(counted).await });
                 found.resumed.push(id);
@@ -208,7 +208,7 @@ impl Runtime {
             // a rail refused it before it ran again: it waits again, for any replica (the take
             // marked it running here; a step that reached its end meanwhile keeps the end)
             let waiting = TreeStep { state: StepState::Waiting, updated_at: now_ms(), ..taken };
-            if let Err(e) = self.inner.store.put_step(&waiting).await {
+            if let Err(e) = self.inner.store.put_step(&self.for_store(waiting)).await {
                 tracing::warn!(request_id = %id, "a refused resume left tree {id} running on this replica: {e}");
             }
         }
@@ -282,8 +282,8 @@ impl Runtime {
             return Err(already(&a));
         }
         let state = if approve { ApprovalState::Approved } else { ApprovalState::Rejected };
-        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
-        match self.inner.store.decide_approval(id, state, &caller.label(), reason, self.replica_id()).await? {
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty()).map(|r| self.for_store(r.to_string()));
+        match self.inner.store.decide_approval(id, state, &caller.label(), reason.as_ref(), self.replica_id()).await? {
             Some(decided) => {
                 lock(&self.inner.decided).insert(decided.root_id);
                 Ok(decided)

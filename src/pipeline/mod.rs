@@ -159,7 +159,12 @@ impl Runtime {
         // again (a resumed step holds its key already)
         match if resumed { Ok(None) } else { idempotency::claim(self, &adm).await } {
             Ok(None) => {}
-            Ok(Some(stored)) => return stored,
+            Ok(Some(mut stored)) => {
+                if parent.is_none() {
+                    pii::restore_kept(self, &mut stored).await;
+                }
+                return stored;
+            }
             Err(e) => return record::refuse(self, Refused::admitted(adm, e), parent_scope, clock).await,
         }
         // journal: the step is durable before its agent runs
@@ -181,7 +186,7 @@ impl Runtime {
             }
             return record::unwritten(&adm, e, &clock);
         }
-        if let Err(e) = self.inner.store.put_step(&step).await {
+        if let Err(e) = self.inner.store.put_step(&self.for_store(step.clone())).await {
             if !resumed {
                 idempotency::free(self, &adm.req).await; // nothing ran: a retry may run it
             }
@@ -212,12 +217,13 @@ impl Runtime {
         }
         let tree = Some((self, &*adm.node.tree));
         conversation.step = Some(journal::ended(step, &response, adm.node.reads.take(), tree));
+        // a keyed answer is kept under its key (or the key freed) in the commit of its record,
+        // with its tokens (a repeat gets the values back from the tree's sealed vault)
+        conversation.key = idempotency::answer(&adm.req, &response);
         // respond: back at the edge the caller gets its own values back
         if parent.is_none() {
             Pii::new(&self.inner.redactor, Some(&adm.node.tree)).restore(&mut response);
         }
-        // a keyed answer is kept under its key (or the key freed) in the commit of its record
-        conversation.key = idempotency::answer(&adm.req, &response);
         let keyed = conversation.key.is_some();
         // nothing was written: a retry runs it again (unless the replica that took the tree over answers for it)
         if !running.finish(&mut response, attempts.execution.attempts, conversation, end).await

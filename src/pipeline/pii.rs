@@ -98,22 +98,45 @@ impl<'a> Pii<'a> {
 
     /// Back at the edge: the caller gave us these values; give them back.
     pub fn restore(&self, response: &mut DelegationResponse) {
-        let tokens = |t: &str| t.contains('<');
-        let question = response.error.as_ref().is_some_and(|e| tokens(&e.message));
-        if !tokens(&response.summary) && !tokens(&response.result) && response.artifacts.is_empty() && !question {
+        if !has_tokens(response) {
             return; // nothing to restore: the vault is not even locked
         }
         if let Some(tree) = self.tree {
-            let vault = tree.vault();
-            response.summary = vault.restore(&response.summary);
-            response.result = vault.restore(&response.result);
-            if let Some(e) = response.error.as_mut().filter(|_| question) {
-                e.message = vault.restore(&e.message); // a NEEDS_INPUT question names what the user gave
-            }
-            for a in &mut response.artifacts {
-                vault.restore_json(&mut a.value);
-            }
+            restore_with(&tree.vault(), response);
         }
+    }
+}
+
+/// Whether `response` holds anything a vault could restore.
+fn has_tokens(response: &DelegationResponse) -> bool {
+    let tokens = |t: &str| t.contains('<');
+    let question = response.error.as_ref().is_some_and(|e| tokens(&e.message));
+    tokens(&response.summary) || tokens(&response.result) || !response.artifacts.is_empty() || question
+}
+
+/// `response`'s texts with `vault`'s values back.
+pub(super) fn restore_with(vault: &Vault, response: &mut DelegationResponse) {
+    response.summary = vault.restore(&response.summary);
+    response.result = vault.restore(&response.result);
+    if let Some(e) = response.error.as_mut().filter(|e| e.message.contains('<')) {
+        e.message = vault.restore(&e.message); // a NEEDS_INPUT question names what the user gave
+    }
+    for a in &mut response.artifacts {
+        vault.restore_json(&mut a.value);
+    }
+}
+
+/// A top-level answer kept under an idempotency key (kept with tokens, as
+/// everything the store holds): its caller's values back, from the vault
+/// its tree sealed in the journal. A vault that does not open here (another
+/// key) leaves the tokens.
+pub(super) async fn restore_kept(rt: &super::Runtime, response: &mut DelegationResponse) {
+    if !has_tokens(response) {
+        return;
+    }
+    let sealed = rt.inner.store.step(response.request_id).await.ok().flatten().and_then(|s| s.pii);
+    if let Some(vault) = sealed.and_then(|p| rt.inner.seal.open(&p)) {
+        restore_with(&vault, response);
     }
 }
 

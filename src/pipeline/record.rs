@@ -85,7 +85,15 @@ pub(super) async fn finish(
     durability: Durability,
 ) -> Result<(), DelegationError> {
     let inner = &*rt.inner;
-    let written = inner.store.record_delegation(record, audit_of(record), conversation, durability).await;
+    let written = inner
+        .store
+        .record_delegation(
+            &rt.for_store(record.clone()),
+            rt.for_store(audit_of(record)),
+            rt.for_store(conversation),
+            durability,
+        )
+        .await;
     if let Ok(target) = crate::protocol::AgentSlug::parse(&record.target) {
         inner.metrics.observe(Observation {
             target: &target,

@@ -172,7 +172,7 @@ impl Runtime {
             run_by: caller.label(),
             created_at: now_ms(),
         };
-        store.put_replay(&kept).await?;
+        store.put_replay(&self.for_store(kept)).await?;
         Ok(report)
     }
 
@@ -226,7 +226,7 @@ impl Runtime {
                 } else {
                     a
                 };
-                scratch.ask_approval(&a).await?;
+                scratch.ask_approval(&self.for_store(a)).await?;
             }
         }
         let replica = self.replica(mode, &recorded, scratch.clone())?;
@@ -234,7 +234,7 @@ impl Runtime {
         // the root runs as a resumed step: under its recorded clock reading ("today" is the day it ran)
         // (owned by none: the replica that replays it writes it as its own)
         let start = TreeStep { state: StepState::Running, response: None, owner: None, ..top.clone() };
-        scratch.put_step(&start).await?;
+        scratch.put_step(&self.for_store(start)).await?;
         replica.dispatch_step(None, &caller, req, journal::entry(&top), true, Durability::Now).await;
         let replayed = scratch.tree_steps(root).await?;
         let from_record: HashSet<RequestId> = replayed

@@ -131,6 +131,21 @@ impl Runtime {
         self.inner.trees.len()
     }
 
+    /// `value` as the store writes it: every text through the redactor. The
+    /// pipeline redacted what a delegation carries already, with its tree's
+    /// vault (so that the user gets the values back); this pass finds what
+    /// a path did not, and gives it tokens of a vault of its own, which
+    /// nothing restores: what the store keeps is never the raw value.
+    pub(crate) fn for_store<T: crate::redact::Texts>(&self, value: T) -> crate::redact::Redacted<T> {
+        self.inner.redactor.redacted(value, &mut crate::redact::Vault::new())
+    }
+
+    /// The key that seals what the store keeps encrypted (trees' vaults,
+    /// A2A tasks' vaults, push configs).
+    pub(crate) fn seal_key(&self) -> &crate::redact::SealKey {
+        &self.inner.seal
+    }
+
     /// This runtime's lineage keys and the peers it trusts.
     pub fn lineage(&self) -> &crate::lineage::Authority {
         &self.inner.lineage

@@ -33,6 +33,7 @@
 //! tokens), so that restoring gives back exactly what was written.
 
 mod checksums;
+mod clean;
 mod detect;
 mod seal;
 mod vault;
@@ -47,6 +48,9 @@ use std::fmt;
 
 use serde_json::Value;
 
+#[cfg(test)]
+pub(crate) use clean::tests_clean;
+pub use clean::{Redacted, Text, Texts};
 pub use seal::SealKey;
 pub use vault::{Vault, name_in_address, name_token};
 

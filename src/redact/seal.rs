@@ -92,11 +92,29 @@ impl SealKey {
 
     /// `vault` sealed: `v1.` and the base64 of a fresh nonce and the ciphertext.
     pub fn seal(&self, vault: &Vault) -> String {
-        let plain = serde_json::to_vec(&vault.parts()).unwrap_or_default();
+        self.seal_bytes(&serde_json::to_vec(&vault.parts()).unwrap_or_default())
+    }
+
+    /// `value` with every text sealed (ciphertext, as a vault is): for what
+    /// must come back exactly as it was and holds a person's data or a
+    /// credential (a push config's webhook and token), where a token in
+    /// place of a value would break it. [`SealKey::open_text`] reads one back.
+    pub fn sealed<T: super::Texts>(&self, mut value: T) -> super::Redacted<T> {
+        value.texts(&mut |text| match text {
+            super::Text::Plain(s) | super::Text::Json(s) => *s = self.seal_bytes(s.as_bytes()),
+            super::Text::Value(v) => *v = serde_json::Value::String(self.seal_bytes(v.to_string().as_bytes())),
+        });
+        super::Redacted::made(value)
+    }
+
+    /// A text [`SealKey::sealed`] sealed, None when another key sealed it or it is damaged.
+    pub fn open_text(&self, sealed: &str) -> Option<String> {
+        String::from_utf8(self.open_bytes(sealed)?).ok()
+    }
+
+    fn seal_bytes(&self, plain: &[u8]) -> String {
         let nonce = random_bytes::<NONCE_LEN>();
-        let sealed = ChaCha20Poly1305::new(&self.0)
-            .encrypt(&Nonce::from(nonce), plain.as_slice())
-            .expect("sealing a vault in memory");
+        let sealed = ChaCha20Poly1305::new(&self.0).encrypt(&Nonce::from(nonce), plain).expect("sealing in memory");
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
         format!("{PREFIX}{}", B64.encode(out))
@@ -104,14 +122,17 @@ impl SealKey {
 
     /// The vault `sealed` holds, None when it was sealed with another key or is damaged.
     pub fn open(&self, sealed: &str) -> Option<Vault> {
+        Vault::from_parts(serde_json::from_slice::<VaultParts>(&self.open_bytes(sealed)?).ok()?)
+    }
+
+    fn open_bytes(&self, sealed: &str) -> Option<Vec<u8>> {
         let bytes = B64.decode(sealed.strip_prefix(PREFIX)?).ok()?;
         if bytes.len() < NONCE_LEN {
             return None;
         }
         let (nonce, body) = bytes.split_at(NONCE_LEN);
         let nonce: [u8; NONCE_LEN] = nonce.try_into().ok()?;
-        let plain = ChaCha20Poly1305::new(&self.0).decrypt(&Nonce::from(nonce), body).ok()?;
-        Vault::from_parts(serde_json::from_slice::<VaultParts>(&plain).ok()?)
+        ChaCha20Poly1305::new(&self.0).decrypt(&Nonce::from(nonce), body).ok()
     }
 }
 

@@ -226,16 +226,31 @@ mod tests {
             ("sqlite", Box::new(SqlStore::connect(&url).await.unwrap())),
         ];
         for (name, store) in stores {
-            store.put_a2a_push_config(&config("t1", "b", 2, "https://b.example")).await.unwrap();
-            store.put_a2a_push_config(&config("t1", "a", 1, "https://a.example")).await.unwrap();
-            store.put_a2a_push_config(&config("t2", "a", 1, "https://c.example")).await.unwrap();
+            store
+                .put_a2a_push_config(&crate::redact::tests_clean((config("t1", "b", 2, "https://b.example")).clone()))
+                .await
+                .unwrap();
+            store
+                .put_a2a_push_config(&crate::redact::tests_clean((config("t1", "a", 1, "https://a.example")).clone()))
+                .await
+                .unwrap();
+            store
+                .put_a2a_push_config(&crate::redact::tests_clean((config("t2", "a", 1, "https://c.example")).clone()))
+                .await
+                .unwrap();
             let ids = |l: &[A2aPushConfigRecord]| l.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
             assert_eq!(ids(&store.a2a_push_configs("t1").await.unwrap()), ["a", "b"], "{name}: oldest first");
             // the same id again replaces the config, not the cursor
             assert!(store.claim_a2a_push("t1", "a", 3, 4).await.unwrap(), "{name}");
             assert!(!store.claim_a2a_push("t1", "a", 3, 4).await.unwrap(), "{name}: claimed once");
-            store.put_a2a_push_config(&config("t1", "a", 9, "https://new.example")).await.unwrap();
-            store.a2a_push_failed("t1", "a", "event 4: HTTP 500").await.unwrap();
+            store
+                .put_a2a_push_config(&crate::redact::tests_clean((config("t1", "a", 9, "https://new.example")).clone()))
+                .await
+                .unwrap();
+            store
+                .a2a_push_failed("t1", "a", &crate::redact::tests_clean(String::from("event 4: HTTP 500")))
+                .await
+                .unwrap();
             let a = store.a2a_push_configs("t1").await.unwrap().remove(0);
             assert_eq!((a.delivered_seq, a.failures), (4, 1), "{name}");
             assert!(a.config.contains("new.example"), "{name}");

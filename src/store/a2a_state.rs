@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, FromRow};
 
+use super::a2a_keep::TaskKeeper;
 use super::backend_err;
 use super::{Store, StoreError, StoreResult, now_ms};
 use crate::protocol::a2a::types::{StreamResponse, Task, TaskState};
@@ -47,6 +48,8 @@ pub struct A2aTaskRecord {
     pub seq: i64,
     /// The status timestamp, in milliseconds since the Unix epoch.
     pub updated_at: i64,
+    /// The vault the task's texts were redacted with, sealed; None when they held no PII.
+    pub pii: Option<String>,
 }
 
 impl A2aTaskRecord {
@@ -68,6 +71,7 @@ impl A2aTaskRecord {
             task: serde_json::to_string(task).unwrap_or_default(),
             seq,
             updated_at,
+            pii: None,
         }
     }
 
@@ -197,13 +201,20 @@ impl A2aEventRecord {
 /// event. A service that holds the task in its cache reads the new version
 /// (and sends that event to its subscribers) the next time the task is
 /// asked for, or watched, while it does not run there.
-pub async fn set_task_status(store: &dyn Store, id: &str, state: TaskState, text: &str) -> StoreResult<bool> {
+pub async fn set_task_status(
+    store: &dyn Store,
+    keeper: &TaskKeeper,
+    id: &str,
+    state: TaskState,
+    text: &str,
+) -> StoreResult<bool> {
     let Some(record) = store.a2a_task(id).await? else {
         return Ok(false);
     };
-    let mut task = record.to_task()?;
+    let (open, mut vault) = keeper.open(&record);
+    let mut task = open.to_task()?;
     let event = task.set_status(state, text);
-    store_change(store, &record, &task, &[event]).await?;
+    store_change(store, keeper, &open, &mut vault, &task, &[event]).await?;
     Ok(true)
 }
 
@@ -211,28 +222,34 @@ pub async fn set_task_status(store: &dyn Store, id: &str, state: TaskState, text
 /// it, and `events` as the task's next stream events: a subscriber of any
 /// process (or a client reconnecting later) gets them. When a newer version
 /// won meanwhile, nothing is stored (its writer tells the stream).
+/// `record` is the stored one as its owner reads it ([`TaskKeeper::open`]),
+/// `vault` the task's vault: the new version is kept redacted with it.
 pub async fn store_change(
     store: &dyn Store,
+    keeper: &TaskKeeper,
     record: &A2aTaskRecord,
+    vault: &mut crate::redact::Vault,
     task: &Task,
     events: &[StreamResponse],
 ) -> StoreResult<()> {
     let agent = AgentSlug::parse(&record.agent)
         .map_err(|_| backend_err(format!("corrupt agent '{}' of A2A task '{}'", record.agent, record.id)))?;
     let seq = (record.seq + 1).max(now_ms().saturating_mul(1000));
-    let newer = A2aTaskRecord::new(task, &record.owner, &agent, record.session_id, seq);
-    if !store.put_a2a_task(&newer).await? {
-        return Ok(());
-    }
     let first = store.a2a_event_seq(&task.id).await? + 1;
     let records: Vec<A2aEventRecord> =
         events.iter().zip(first..).map(|(ev, n)| A2aEventRecord::new(&task.id, n, ev)).collect();
+    // the events first: the task keeps the vault as it is once they are redacted too
+    let records = keeper.events(records, vault);
+    let newer = keeper.task(A2aTaskRecord::new(task, &record.owner, &agent, record.session_id, seq), vault);
+    if !store.put_a2a_task(&newer).await? {
+        return Ok(());
+    }
     store.append_a2a_events(&records).await
 }
 
 // ---- SQL (SQLite and PostgreSQL through the Any driver) ----
 
-const TASK_COLUMNS: &str = "id, owner, agent, context_id, session_id, state, task, seq, updated_at";
+const TASK_COLUMNS: &str = "id, owner, agent, context_id, session_id, state, task, seq, updated_at, pii";
 
 #[derive(Debug, FromRow)]
 struct TaskRow {
@@ -245,6 +262,7 @@ struct TaskRow {
     task: String,
     seq: i64,
     updated_at: i64,
+    pii: Option<String>,
 }
 
 impl TryFrom<TaskRow> for A2aTaskRecord {
@@ -264,6 +282,7 @@ impl TryFrom<TaskRow> for A2aTaskRecord {
             task: r.task,
             seq: r.seq,
             updated_at: r.updated_at,
+            pii: r.pii,
         })
     }
 }
@@ -271,10 +290,10 @@ impl TryFrom<TaskRow> for A2aTaskRecord {
 /// Writes a task's version unless one with a higher or equal seq is
 /// stored, or the id is another owner's or agent's task (an id is its
 /// maker's): one row affected when it was written.
-pub(super) const TASK_UPSERT: &str = "INSERT INTO a2a_tasks (id, owner, agent, context_id, session_id, state, task, seq, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+pub(super) const TASK_UPSERT: &str = "INSERT INTO a2a_tasks (id, owner, agent, context_id, session_id, state, task, seq, updated_at, pii) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
      ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, state = excluded.state, \
-     task = excluded.task, seq = excluded.seq, updated_at = excluded.updated_at \
+     task = excluded.task, seq = excluded.seq, updated_at = excluded.updated_at, pii = excluded.pii \
      WHERE excluded.seq > a2a_tasks.seq AND a2a_tasks.owner = excluded.owner AND a2a_tasks.agent = excluded.agent";
 /// Whether the task `id` is on file as another owner's or agent's: a
 /// change whose version was not written for that reason writes no events either.
@@ -319,6 +338,7 @@ pub(super) async fn put_task_with_events_on(
             .bind(t.task.clone())
             .bind(t.seq)
             .bind(t.updated_at)
+            .bind(t.pii.clone())
             .execute(&mut *conn)
             .await
             .map_err(backend_err)?;
@@ -686,15 +706,24 @@ mod tests {
     async fn a_task_keeps_its_newest_version_and_its_owner() {
         let store = MemoryStore::new();
         let first = record("t1", "user:alice", TaskState::Working, 10, 1_000);
-        assert!(store.put_a2a_task(&first).await.unwrap());
+        assert!(store.put_a2a_task(&crate::redact::tests_clean(first.clone())).await.unwrap());
         // the id is alice's: another owner's version under it is not kept, however new
         let bobs =
             A2aTaskRecord { owner: "user:bob".into(), ..record("t1", "user:alice", TaskState::Canceled, 20, 3_000) };
-        assert!(!store.put_a2a_task(&bobs).await.unwrap(), "another owner's task under her id");
+        assert!(
+            !store.put_a2a_task(&crate::redact::tests_clean(bobs.clone())).await.unwrap(),
+            "another owner's task under her id"
+        );
         let done = record("t1", "user:alice", TaskState::Completed, 12, 2_000);
-        assert!(store.put_a2a_task(&done).await.unwrap());
-        assert!(!store.put_a2a_task(&first).await.unwrap(), "an older version arriving late is not kept");
-        assert!(!store.put_a2a_task(&done).await.unwrap(), "nor the same one twice");
+        assert!(store.put_a2a_task(&crate::redact::tests_clean(done.clone())).await.unwrap());
+        assert!(
+            !store.put_a2a_task(&crate::redact::tests_clean(first.clone())).await.unwrap(),
+            "an older version arriving late is not kept"
+        );
+        assert!(
+            !store.put_a2a_task(&crate::redact::tests_clean(done.clone())).await.unwrap(),
+            "nor the same one twice"
+        );
         let got = store.a2a_task("t1").await.unwrap().unwrap();
         assert_eq!(got.state, "TASK_STATE_COMPLETED");
         assert_eq!(got.seq, 12);
@@ -712,11 +741,11 @@ mod tests {
             ("a3", "user:alice", TaskState::Completed, 3, 2_000),
             ("b1", "user:bob", TaskState::Completed, 4, 4_000),
         ] {
-            store.put_a2a_task(&record(id, owner, state, seq, at)).await.unwrap();
+            store.put_a2a_task(&crate::redact::tests_clean((record(id, owner, state, seq, at)).clone())).await.unwrap();
         }
         let other =
             A2aTaskRecord { agent: "byte-doc".into(), ..record("x1", "user:alice", TaskState::Completed, 5, 5_000) };
-        store.put_a2a_task(&other).await.unwrap();
+        store.put_a2a_task(&crate::redact::tests_clean(other.clone())).await.unwrap();
         let ids = |p: &A2aTaskPage| p.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
         let q =
             A2aTaskQuery { owner: Some("user:alice".into()), agent: "tag-ai".into(), limit: 10, ..Default::default() };
@@ -792,14 +821,23 @@ mod tests {
     #[tokio::test]
     async fn a_stored_tasks_status_can_be_set_from_outside_the_service() {
         let store = MemoryStore::new();
-        store.put_a2a_task(&record("t1", "user:alice", TaskState::Working, 7, 1_000)).await.unwrap();
-        assert!(set_task_status(&store, "t1", TaskState::Completed, "Resumed and done.").await.unwrap());
+        store
+            .put_a2a_task(&crate::redact::tests_clean(
+                (record("t1", "user:alice", TaskState::Working, 7, 1_000)).clone(),
+            ))
+            .await
+            .unwrap();
+        assert!(set_task_status(&store, &keeper(), "t1", TaskState::Completed, "Resumed and done.").await.unwrap());
         let got = store.a2a_task("t1").await.unwrap().unwrap();
         assert!(got.seq > 7);
         let t = got.to_task().unwrap();
         assert_eq!(t.status.state, TaskState::Completed);
         assert_eq!(t.history.unwrap().last().unwrap().text(), "Resumed and done.");
-        assert!(!set_task_status(&store, "nope", TaskState::Failed, "").await.unwrap());
+        assert!(!set_task_status(&store, &keeper(), "nope", TaskState::Failed, "").await.unwrap());
+    }
+
+    fn keeper() -> TaskKeeper {
+        TaskKeeper::new(crate::redact::SealKey::random())
     }
 
     fn status_event(task: &str, state: TaskState) -> StreamResponse {
@@ -825,14 +863,24 @@ mod tests {
             assert_eq!(store.a2a_event_seq("t1").await.unwrap(), 0, "{name}: no events yet");
             assert!(store.a2a_events("t1", 0, 10).await.unwrap().is_empty());
             let ev = |seq, state| A2aEventRecord::new("t1", seq, &status_event("t1", state));
-            store.append_a2a_events(&[ev(1, TaskState::Working), ev(2, TaskState::Working)]).await.unwrap();
-            store.append_a2a_events(&[ev(3, TaskState::Completed)]).await.unwrap();
             store
-                .append_a2a_events(&[A2aEventRecord::new("t2", 1, &status_event("t2", TaskState::Failed))])
+                .append_a2a_events(&crate::redact::tests_clean(
+                    ([ev(1, TaskState::Working), ev(2, TaskState::Working)]).to_vec(),
+                ))
+                .await
+                .unwrap();
+            store
+                .append_a2a_events(&crate::redact::tests_clean(([ev(3, TaskState::Completed)]).to_vec()))
+                .await
+                .unwrap();
+            store
+                .append_a2a_events(&crate::redact::tests_clean(
+                    ([A2aEventRecord::new("t2", 1, &status_event("t2", TaskState::Failed))]).to_vec(),
+                ))
                 .await
                 .unwrap();
             // the same seq again is not a second event, nor does it replace the first
-            store.append_a2a_events(&[ev(2, TaskState::Failed)]).await.unwrap();
+            store.append_a2a_events(&crate::redact::tests_clean(([ev(2, TaskState::Failed)]).to_vec())).await.unwrap();
             assert_eq!(store.a2a_event_seq("t1").await.unwrap(), 3, "{name}");
             let all = store.a2a_events("t1", 0, 10).await.unwrap();
             assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3], "{name}");
@@ -847,7 +895,7 @@ mod tests {
 
             // only the newest MAX_EVENTS_PER_TASK stay
             let many: Vec<_> = (4..=MAX_EVENTS_PER_TASK + 5).map(|n| ev(n, TaskState::Working)).collect();
-            store.append_a2a_events(&many).await.unwrap();
+            store.append_a2a_events(&crate::redact::tests_clean(many.to_vec())).await.unwrap();
             let kept = store.a2a_events("t1", 0, 5_000).await.unwrap();
             assert_eq!(kept.len() as i64, MAX_EVENTS_PER_TASK, "{name}");
             assert_eq!(kept[0].seq, 6, "{name}: the oldest went");
@@ -887,10 +935,19 @@ mod tests {
     #[tokio::test]
     async fn setting_a_stored_tasks_status_from_outside_adds_it_as_the_tasks_next_event() {
         for (name, store, _dir) in stores().await {
-            store.put_a2a_task(&record("t1", "user:alice", TaskState::Working, 7, 1_000)).await.unwrap();
+            store
+                .put_a2a_task(&crate::redact::tests_clean(
+                    (record("t1", "user:alice", TaskState::Working, 7, 1_000)).clone(),
+                ))
+                .await
+                .unwrap();
             let working = A2aEventRecord::new("t1", 1, &status_event("t1", TaskState::Working));
-            store.append_a2a_events(&[working]).await.unwrap();
-            assert!(set_task_status(store.as_ref(), "t1", TaskState::Completed, "Done elsewhere.").await.unwrap());
+            store.append_a2a_events(&crate::redact::tests_clean([working].to_vec())).await.unwrap();
+            assert!(
+                set_task_status(store.as_ref(), &keeper(), "t1", TaskState::Completed, "Done elsewhere.")
+                    .await
+                    .unwrap()
+            );
             let events = store.a2a_events("t1", 1, 10).await.unwrap();
             assert_eq!(events.len(), 1, "{name}");
             assert_eq!(events[0].seq, 2, "{name}");

@@ -10,7 +10,8 @@ use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
     Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, LedgerEntry,
-    Message, MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
+    Message, MoneyPlan, Outcome, Redacted, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult,
+    TreeStep,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -163,9 +164,9 @@ impl Store for MemoryStore {
         Ok(i.children.get(&key).and_then(|id| i.sessions.get(id)).cloned())
     }
 
-    async fn append_messages(&self, messages: &[Message]) -> StoreResult<()> {
+    async fn append_messages(&self, messages: &Redacted<Vec<Message>>) -> StoreResult<()> {
         let mut i = lock(&self.inner);
-        for m in messages {
+        for m in messages.iter() {
             i.messages.entry(m.session_id).or_default().push(m.clone());
         }
         Ok(())
@@ -183,9 +184,9 @@ impl Store for MemoryStore {
         Ok(facts.iter().filter(|f| scopes.contains(&f.scope)).cloned().collect())
     }
 
-    async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
+    async fn add_facts(&self, facts: &Redacted<Vec<Fact>>) -> StoreResult<()> {
         let mut i = lock(&self.inner);
-        for f in facts {
+        for f in facts.iter() {
             let mine = i.facts.entry(f.user_id.clone()).or_default();
             if !mine.iter().any(|g| g.scope == f.scope && g.fact == f.fact) {
                 mine.push(f.clone());
@@ -194,20 +195,21 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn append_audit(&self, record: AuditRecord) -> StoreResult<AuditEntry> {
-        Ok(lock(&self.inner).seal_audit(record))
+    async fn append_audit(&self, record: Redacted<AuditRecord>) -> StoreResult<AuditEntry> {
+        Ok(lock(&self.inner).seal_audit(record.into_inner()))
     }
 
     /// The default's writes, under one lock: they land together, as the SQL
     /// stores' transaction does.
     async fn record_delegation(
         &self,
-        record: &DelegationRecord,
-        audit: AuditRecord,
-        conversation: Conversation,
+        record: &Redacted<DelegationRecord>,
+        audit: Redacted<AuditRecord>,
+        conversation: Redacted<Conversation>,
         _durability: super::Durability,
     ) -> StoreResult<AuditEntry> {
-        let Conversation { new_session, messages, facts, step, key } = conversation;
+        let Conversation { new_session, messages, facts, step, key } = conversation.into_inner();
+        let audit = audit.into_inner();
         let mut guard = lock(&self.inner);
         let i = &mut *guard;
         if let Some(s) = new_session {
@@ -249,7 +251,7 @@ impl Store for MemoryStore {
         Ok(lock(&self.inner).audit.last().map(|e| AuditHead { seq: e.seq, hash: e.hash.clone() }))
     }
 
-    async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()> {
+    async fn put_delegation(&self, record: &Redacted<DelegationRecord>) -> StoreResult<()> {
         lock(&self.inner).put_delegation(record);
         Ok(())
     }
@@ -324,8 +326,8 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
-        let answer = KeyAnswer { user_id: user.clone(), key: key.into(), response: Some(response.into()) };
+    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &Redacted<String>) -> StoreResult<()> {
+        let answer = KeyAnswer { user_id: user.clone(), key: key.into(), response: Some(response.to_string()) };
         lock(&self.inner).settle_key(answer);
         Ok(())
     }
@@ -352,7 +354,7 @@ impl Store for MemoryStore {
         Ok(v)
     }
 
-    async fn ledger_add(&self, entries: &[LedgerEntry]) -> StoreResult<Vec<bool>> {
+    async fn ledger_add(&self, entries: &Redacted<Vec<LedgerEntry>>) -> StoreResult<Vec<bool>> {
         let mut inner = lock(&self.inner);
         Ok(entries
             .iter()
@@ -381,26 +383,26 @@ impl Store for MemoryStore {
         &self,
         user: &UserId,
         id: &str,
-        category: Option<&str>,
-        note: Option<&str>,
+        edit: &Redacted<(Option<String>, Option<String>)>,
     ) -> StoreResult<bool> {
+        let (category, note) = &**edit;
         let mut inner = lock(&self.inner);
         let Some(row) = inner.ledger.get_mut(user).and_then(|rows| rows.iter_mut().find(|r| r.id == id)) else {
             return Ok(false);
         };
         if let Some(c) = category {
-            row.category = Some(c.to_string());
+            row.category = Some(c.clone());
         }
         if let Some(n) = note {
-            row.note = Some(n.to_string());
+            row.note = Some(n.clone());
         }
         row.updated_at = super::now_ms();
         Ok(true)
     }
 
-    async fn put_money_plan(&self, plan: &MoneyPlan) -> StoreResult<()> {
+    async fn put_money_plan(&self, plan: &Redacted<MoneyPlan>) -> StoreResult<()> {
         let key = (plan.user_id.clone(), plan.kind.clone(), plan.name.clone());
-        lock(&self.inner).plans.insert(key, plan.clone());
+        lock(&self.inner).plans.insert(key, (**plan).clone());
         Ok(())
     }
 
@@ -408,8 +410,8 @@ impl Store for MemoryStore {
         Ok(lock(&self.inner).plans.values().filter(|p| &p.user_id == user).cloned().collect())
     }
 
-    async fn put_step(&self, step: &TreeStep) -> StoreResult<()> {
-        match lock(&self.inner).put_step(step.clone()) {
+    async fn put_step(&self, step: &Redacted<TreeStep>) -> StoreResult<()> {
+        match lock(&self.inner).put_step((**step).clone()) {
             true => Ok(()),
             false => Err(StoreError::Conflict(format!("step {}", step.request_id))),
         }
@@ -500,8 +502,8 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn put_replay(&self, replay: &ReplayRecord) -> StoreResult<()> {
-        lock(&self.inner).replays.push(replay.clone());
+    async fn put_replay(&self, replay: &Redacted<ReplayRecord>) -> StoreResult<()> {
+        lock(&self.inner).replays.push((**replay).clone());
         Ok(())
     }
 
@@ -513,9 +515,9 @@ impl Store for MemoryStore {
         Ok(out)
     }
 
-    async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval> {
+    async fn ask_approval(&self, approval: &Redacted<Approval>) -> StoreResult<Approval> {
         let mut inner = lock(&self.inner);
-        Ok(inner.approvals.entry(approval.id.clone()).or_insert_with(|| approval.clone()).clone())
+        Ok(inner.approvals.entry(approval.id.clone()).or_insert_with(|| (**approval).clone()).clone())
     }
 
     async fn approval(&self, id: &str) -> StoreResult<Option<Approval>> {
@@ -538,7 +540,7 @@ impl Store for MemoryStore {
         id: &str,
         state: ApprovalState,
         by: &str,
-        reason: Option<&str>,
+        reason: Option<&Redacted<String>>,
         taker: &str,
     ) -> StoreResult<Option<Approval>> {
         let mut guard = lock(&self.inner);
@@ -553,7 +555,7 @@ impl Store for MemoryStore {
         (top.state, top.owner, top.updated_at) = (super::StepState::Running, Some(taker.to_string()), now);
         a.state = state;
         a.decided_by = Some(by.to_string());
-        a.reason = reason.map(str::to_string);
+        a.reason = reason.map(|r| r.to_string());
         a.decided_at = Some(now);
         Ok(Some(a.clone()))
     }
@@ -563,7 +565,7 @@ impl Store for MemoryStore {
     }
 
     // A2A tasks and breakers (a2a_state.rs)
-    async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool> {
+    async fn put_a2a_task(&self, task: &Redacted<A2aTaskRecord>) -> StoreResult<bool> {
         Ok(self.a2a.put_task(task))
     }
 
@@ -589,15 +591,15 @@ impl Store for MemoryStore {
         Ok(self.a2a.breakers())
     }
 
-    async fn append_a2a_events(&self, events: &[super::a2a_state::A2aEventRecord]) -> StoreResult<()> {
+    async fn append_a2a_events(&self, events: &Redacted<Vec<super::a2a_state::A2aEventRecord>>) -> StoreResult<()> {
         self.a2a.append_events(events);
         Ok(())
     }
 
     async fn put_a2a_task_with_events(
         &self,
-        task: Option<&A2aTaskRecord>,
-        events: &[super::a2a_state::A2aEventRecord],
+        task: Option<&Redacted<A2aTaskRecord>>,
+        events: &Redacted<Vec<super::a2a_state::A2aEventRecord>>,
         _durability: super::Durability,
     ) -> StoreResult<bool> {
         let written = task.is_some_and(|t| self.a2a.put_task(t));
@@ -621,7 +623,7 @@ impl Store for MemoryStore {
         Ok(self.a2a.last_event_seq(task_id))
     }
 
-    async fn put_a2a_push_config(&self, config: &super::A2aPushConfigRecord) -> StoreResult<()> {
+    async fn put_a2a_push_config(&self, config: &Redacted<super::A2aPushConfigRecord>) -> StoreResult<()> {
         self.push.put(config);
         Ok(())
     }
@@ -638,7 +640,7 @@ impl Store for MemoryStore {
         Ok(self.push.claim(task_id, id, from, to))
     }
 
-    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &str) -> StoreResult<()> {
+    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &Redacted<String>) -> StoreResult<()> {
         self.push.failed(task_id, id, error);
         Ok(())
     }

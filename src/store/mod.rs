@@ -3,6 +3,7 @@
 //! idempotency keys. [`MemoryStore`] keeps it in the process; SQL backends
 //! implement the same trait.
 
+mod a2a_keep;
 pub mod a2a_push;
 pub mod a2a_state;
 pub mod anchor;
@@ -18,13 +19,16 @@ mod signature;
 pub mod sql;
 mod sqlite_read;
 mod sqlite_writer;
+mod texts;
 mod writer;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, RequestId, SessionId, TokenUsage, UserId};
+pub use crate::redact::Redacted;
 
+pub use a2a_keep::TaskKeeper;
 pub use a2a_push::{A2aPushConfigRecord, MAX_PUSH_CONFIGS_PER_TASK};
 pub use a2a_state::{A2aEventRecord, BreakerCounters, MAX_EVENTS_PER_TASK, RecentCall};
 pub use a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
@@ -351,7 +355,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Option<Session>>;
 
     /// Appends messages to their sessions.
-    async fn append_messages(&self, messages: &[Message]) -> StoreResult<()>;
+    async fn append_messages(&self, messages: &Redacted<Vec<Message>>) -> StoreResult<()>;
 
     /// The last `limit` messages of a session, oldest first.
     async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>>;
@@ -360,11 +364,11 @@ pub trait Store: Send + Sync + 'static {
     async fn facts(&self, user: &UserId, scopes: &[String]) -> StoreResult<Vec<Fact>>;
 
     /// Saves facts; a fact already stored with the same scope is not saved twice.
-    async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()>;
+    async fn add_facts(&self, facts: &Redacted<Vec<Fact>>) -> StoreResult<()>;
 
     /// Appends to the audit log, chaining the record to the previous one. Must
     /// be durable when it returns.
-    async fn append_audit(&self, record: AuditRecord) -> StoreResult<AuditEntry>;
+    async fn append_audit(&self, record: Redacted<AuditRecord>) -> StoreResult<AuditEntry>;
 
     /// The audit log, oldest first.
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>>;
@@ -393,7 +397,7 @@ pub trait Store: Send + Sync + 'static {
     /// id, its outcome is updated, if it is the same delegation's (the same
     /// user, tree and origin: see [`DelegationRecord::same_delegation`]):
     /// another's record under that id is left as it is.
-    async fn put_delegation(&self, record: &DelegationRecord) -> StoreResult<()>;
+    async fn put_delegation(&self, record: &Redacted<DelegationRecord>) -> StoreResult<()>;
 
     /// A finished delegation's conversation, tree node and audit record,
     /// durable together when it returns (the SQL store commits them in one
@@ -406,28 +410,11 @@ pub trait Store: Send + Sync + 'static {
     /// log could lose.
     async fn record_delegation(
         &self,
-        record: &DelegationRecord,
-        audit: AuditRecord,
-        conversation: Conversation,
+        record: &Redacted<DelegationRecord>,
+        audit: Redacted<AuditRecord>,
+        conversation: Redacted<Conversation>,
         durability: Durability,
-    ) -> StoreResult<AuditEntry> {
-        // a store without a log to sync keeps every write as it returns
-        let _ = durability;
-        if let Some(s) = &conversation.new_session {
-            self.ensure_session(&s.user_id, &s.agent, Some(s.id), s.parent_id).await?;
-        }
-        if !conversation.messages.is_empty() {
-            self.append_messages(&conversation.messages).await?;
-        }
-        if !conversation.facts.is_empty() {
-            self.add_facts(&conversation.facts).await?;
-        }
-        if let Some(step) = &conversation.step {
-            self.put_step(step).await?;
-        }
-        self.put_delegation(record).await?;
-        self.append_audit(audit).await
-    }
+    ) -> StoreResult<AuditEntry>;
 
     /// Every node of the tree whose root is `root` (or that contains `root`).
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>>;
@@ -456,7 +443,7 @@ pub trait Store: Send + Sync + 'static {
     async fn take_idempotency(&self, user: &UserId, key: &str, from: &Held, to: &Holder) -> StoreResult<bool>;
 
     /// Stores the response of the request that claimed `key`.
-    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()>;
+    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &Redacted<String>) -> StoreResult<()>;
 
     /// Gives up a claim (the request failed in a way worth retrying).
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()>;
@@ -472,23 +459,22 @@ pub trait Store: Send + Sync + 'static {
 
     /// Adds ledger entries that are not there yet (by user and id), in one
     /// transaction; true for each entry added, false for one already kept.
-    async fn ledger_add(&self, entries: &[LedgerEntry]) -> StoreResult<Vec<bool>>;
+    async fn ledger_add(&self, entries: &Redacted<Vec<LedgerEntry>>) -> StoreResult<Vec<bool>>;
 
     /// The user's ledger, oldest first (at most [`ledger::LEDGER_LIMIT`] rows, the newest).
     async fn ledger(&self, user: &UserId) -> StoreResult<Vec<LedgerEntry>>;
 
-    /// Sets the category and/or note of the user's entry `id` (None keeps
-    /// the value); false when the user has no such entry.
+    /// Sets the category and/or note (`edit`: category, note) of the user's
+    /// entry `id` (None keeps the value); false when the user has no such entry.
     async fn ledger_update(
         &self,
         user: &UserId,
         id: &str,
-        category: Option<&str>,
-        note: Option<&str>,
+        edit: &Redacted<(Option<String>, Option<String>)>,
     ) -> StoreResult<bool>;
 
     /// Creates or replaces the user's goal or debt of that name.
-    async fn put_money_plan(&self, plan: &MoneyPlan) -> StoreResult<()>;
+    async fn put_money_plan(&self, plan: &Redacted<MoneyPlan>) -> StoreResult<()>;
 
     /// The user's goals and debts, by kind and name.
     async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>>;
@@ -501,7 +487,7 @@ pub trait Store: Send + Sync + 'static {
     /// decided in the statement that writes it (see `journal::owned_by`).
     /// A top step another replica took over stays the taker's (the fence):
     /// such a write changes nothing either, and is not an error.
-    async fn put_step(&self, step: &TreeStep) -> StoreResult<()>;
+    async fn put_step(&self, step: &Redacted<TreeStep>) -> StoreResult<()>;
 
     /// The step of delegation `id`.
     async fn step(&self, id: RequestId) -> StoreResult<Option<TreeStep>>;
@@ -556,7 +542,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Asks for an approval; if the node already asked for that action, the
     /// stored one (perhaps decided) comes back unchanged.
-    async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval>;
+    async fn ask_approval(&self, approval: &Redacted<Approval>) -> StoreResult<Approval>;
 
     /// The approval `id`.
     async fn approval(&self, id: &str) -> StoreResult<Option<Approval>>;
@@ -575,12 +561,12 @@ pub trait Store: Send + Sync + 'static {
         id: &str,
         state: ApprovalState,
         by: &str,
-        reason: Option<&str>,
+        reason: Option<&Redacted<String>>,
         taker: &str,
     ) -> StoreResult<Option<Approval>>;
 
     /// Keeps the report of a replay that was run.
-    async fn put_replay(&self, replay: &ReplayRecord) -> StoreResult<()>;
+    async fn put_replay(&self, replay: &Redacted<ReplayRecord>) -> StoreResult<()>;
 
     /// The replays of the tree rooted at `root`, newest first (at most [`REPLAYS_LIMIT`]).
     async fn replays(&self, root: RequestId) -> StoreResult<Vec<ReplayRecord>>;
@@ -589,7 +575,7 @@ pub trait Store: Send + Sync + 'static {
     /// Saves an A2A task, unless the store holds a version of it with a
     /// higher or equal `seq`; true when written. Its owner, agent and
     /// context never change once written.
-    async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool>;
+    async fn put_a2a_task(&self, task: &Redacted<A2aTaskRecord>) -> StoreResult<bool>;
 
     /// The A2A task `id`, whoever owns it (read only; callers check the owner).
     async fn a2a_task(&self, id: &str) -> StoreResult<Option<A2aTaskRecord>>;
@@ -615,7 +601,7 @@ pub trait Store: Send + Sync + 'static {
     /// `seq`; an event whose task and seq are on file already is not
     /// written again), and keeps only the newest [`MAX_EVENTS_PER_TASK`] of
     /// each task.
-    async fn append_a2a_events(&self, events: &[A2aEventRecord]) -> StoreResult<()>;
+    async fn append_a2a_events(&self, events: &Redacted<Vec<A2aEventRecord>>) -> StoreResult<()>;
 
     /// Saves a task's version (as [`Store::put_a2a_task`], when there is
     /// one) and appends events (as [`Store::append_a2a_events`]) together:
@@ -624,8 +610,8 @@ pub trait Store: Send + Sync + 'static {
     /// the next synced commit may sync it. True when the version was written.
     async fn put_a2a_task_with_events(
         &self,
-        task: Option<&A2aTaskRecord>,
-        events: &[A2aEventRecord],
+        task: Option<&Redacted<A2aTaskRecord>>,
+        events: &Redacted<Vec<A2aEventRecord>>,
         durability: Durability,
     ) -> StoreResult<bool> {
         // a store without a log to sync keeps every write as it returns
@@ -647,7 +633,7 @@ pub trait Store: Send + Sync + 'static {
     // A2A push notification configs (a2a_push.rs)
     /// Creates a push config, or replaces the `config` of the one with its
     /// task and id (its delivery cursor and failures stay).
-    async fn put_a2a_push_config(&self, config: &A2aPushConfigRecord) -> StoreResult<()>;
+    async fn put_a2a_push_config(&self, config: &Redacted<A2aPushConfigRecord>) -> StoreResult<()>;
 
     /// The push configs of task `task_id`, oldest first.
     async fn a2a_push_configs(&self, task_id: &str) -> StoreResult<Vec<A2aPushConfigRecord>>;
@@ -661,7 +647,7 @@ pub trait Store: Send + Sync + 'static {
     async fn claim_a2a_push(&self, task_id: &str, id: &str, from: i64, to: i64) -> StoreResult<bool>;
 
     /// Counts a delivery of a push config that finally failed, with its error.
-    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &str) -> StoreResult<()>;
+    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &Redacted<String>) -> StoreResult<()>;
 
     /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;

@@ -25,7 +25,8 @@ pub use super::writer::WriteStats;
 use super::writer::{A2aChange, Finish, Write, Writer, Written};
 use super::{
     Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, LedgerEntry,
-    Message, MoneyPlan, Outcome, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
+    Message, MoneyPlan, Outcome, Redacted, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult,
+    TreeStep, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -73,6 +74,7 @@ fn migrator(backend: Backend) -> Migrator {
             Backend::Sqlite => m(11, "facts_notify", include_str!("migrations/0011_facts_notify.sqlite.sql")),
         },
         m(12, "idempotency_holders", include_str!("migrations/0012_idempotency_holders.sql")),
+        m(13, "a2a_task_vaults", include_str!("migrations/0013_a2a_task_vaults.sql")),
     ])
 }
 
@@ -394,8 +396,8 @@ impl Store for SqlStore {
         row.map(Session::try_from).transpose()
     }
 
-    async fn append_messages(&self, messages: &[Message]) -> StoreResult<()> {
-        self.writer.write(Write::Messages(messages.to_vec())).await.map(drop)
+    async fn append_messages(&self, messages: &Redacted<Vec<Message>>) -> StoreResult<()> {
+        self.writer.write(Write::Messages((**messages).clone())).await.map(drop)
     }
 
     async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>> {
@@ -474,14 +476,14 @@ impl Store for SqlStore {
         Ok(facts)
     }
 
-    async fn add_facts(&self, facts: &[Fact]) -> StoreResult<()> {
-        self.writer.write(Write::Facts(facts.to_vec())).await?;
+    async fn add_facts(&self, facts: &Redacted<Vec<Fact>>) -> StoreResult<()> {
+        self.writer.write(Write::Facts((**facts).clone())).await?;
         self.forget_facts(facts.iter().map(|f| &f.user_id));
         Ok(())
     }
 
-    async fn append_audit(&self, record: AuditRecord) -> StoreResult<AuditEntry> {
-        audited(self.writer.write(Write::Audit(record)).await?)
+    async fn append_audit(&self, record: Redacted<AuditRecord>) -> StoreResult<AuditEntry> {
+        audited(self.writer.write(Write::Audit(record.into_inner())).await?)
     }
 
     async fn audit_log(&self) -> StoreResult<Vec<AuditEntry>> {
@@ -513,21 +515,22 @@ impl Store for SqlStore {
         self.anchor.as_deref().map(AnchorFile::path)
     }
 
-    async fn put_delegation(&self, r: &DelegationRecord) -> StoreResult<()> {
-        self.writer.write(Write::Delegation(Box::new(r.clone()))).await.map(drop)
+    async fn put_delegation(&self, r: &Redacted<DelegationRecord>) -> StoreResult<()> {
+        self.writer.write(Write::Delegation(Box::new((**r).clone()))).await.map(drop)
     }
 
     async fn record_delegation(
         &self,
-        r: &DelegationRecord,
-        audit: AuditRecord,
-        conversation: Conversation,
+        r: &Redacted<DelegationRecord>,
+        audit: Redacted<AuditRecord>,
+        conversation: Redacted<Conversation>,
         durability: super::Durability,
     ) -> StoreResult<AuditEntry> {
+        let (audit, conversation) = (audit.into_inner(), conversation.into_inner());
         // the anchor file is moved after the commit: an unsynced one could put it past what the log keeps
         let durability = if self.anchor.is_some() { super::Durability::Now } else { durability };
         let learned: Vec<UserId> = conversation.facts.iter().map(|f| f.user_id.clone()).collect();
-        let finish = Finish { record: r.clone(), audit, conversation, durability };
+        let finish = Finish { record: (**r).clone(), audit, conversation, durability };
         let entry = audited(self.writer.write(Write::Finish(Box::new(finish))).await?);
         self.forget_facts(&learned);
         entry
@@ -626,8 +629,9 @@ impl Store for SqlStore {
         super::idem::take(&self.pool, user, key, from, to).await
     }
 
-    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &str) -> StoreResult<()> {
-        self.settle_key(KeyAnswer { user_id: user.clone(), key: key.into(), response: Some(response.into()) }).await
+    async fn complete_idempotency(&self, user: &UserId, key: &str, response: &Redacted<String>) -> StoreResult<()> {
+        self.settle_key(KeyAnswer { user_id: user.clone(), key: key.into(), response: Some(response.to_string()) })
+            .await
     }
 
     async fn release_idempotency(&self, user: &UserId, key: &str) -> StoreResult<()> {
@@ -664,7 +668,7 @@ impl Store for SqlStore {
             .map_err(backend_err)
     }
 
-    async fn ledger_add(&self, entries: &[LedgerEntry]) -> StoreResult<Vec<bool>> {
+    async fn ledger_add(&self, entries: &Redacted<Vec<LedgerEntry>>) -> StoreResult<Vec<bool>> {
         super::ledger::add(&self.pool, entries).await
     }
 
@@ -676,13 +680,13 @@ impl Store for SqlStore {
         &self,
         user: &UserId,
         id: &str,
-        category: Option<&str>,
-        note: Option<&str>,
+        edit: &Redacted<(Option<String>, Option<String>)>,
     ) -> StoreResult<bool> {
-        super::ledger::update(&self.pool, user, id, category, note).await
+        let (category, note) = &**edit;
+        super::ledger::update(&self.pool, user, id, category.as_deref(), note.as_deref()).await
     }
 
-    async fn put_money_plan(&self, plan: &MoneyPlan) -> StoreResult<()> {
+    async fn put_money_plan(&self, plan: &Redacted<MoneyPlan>) -> StoreResult<()> {
         super::ledger::put_plan(&self.pool, plan).await
     }
 
@@ -690,8 +694,8 @@ impl Store for SqlStore {
         super::ledger::plans(&self.pool, user).await
     }
 
-    async fn put_step(&self, step: &TreeStep) -> StoreResult<()> {
-        match self.writer.write(Write::Step(Box::new(step.clone()))).await? {
+    async fn put_step(&self, step: &Redacted<TreeStep>) -> StoreResult<()> {
+        match self.writer.write(Write::Step(Box::new((**step).clone()))).await? {
             // not written: another caller's step under that id, or one another replica took over (the fence)
             super::writer::Written::Unwritten => match self.step(step.request_id).await? {
                 Some(before) if !super::journal::owned_by(&before, step) => {
@@ -751,11 +755,11 @@ impl Store for SqlStore {
         super::replicas::cancelled(&self.pool, ids).await
     }
 
-    async fn ask_approval(&self, approval: &Approval) -> StoreResult<Approval> {
+    async fn ask_approval(&self, approval: &Redacted<Approval>) -> StoreResult<Approval> {
         super::journal::ask_approval(&self.pool, approval).await
     }
 
-    async fn put_replay(&self, replay: &ReplayRecord) -> StoreResult<()> {
+    async fn put_replay(&self, replay: &Redacted<ReplayRecord>) -> StoreResult<()> {
         super::journal::put_replay(&self.pool, replay).await
     }
 
@@ -776,15 +780,16 @@ impl Store for SqlStore {
         id: &str,
         state: ApprovalState,
         by: &str,
-        reason: Option<&str>,
+        reason: Option<&Redacted<String>>,
         taker: &str,
     ) -> StoreResult<Option<Approval>> {
+        let reason = reason.map(|r| r.as_str());
         super::journal::decide_approval(&self.pool, id, state, by, reason, taker, now_ms()).await
     }
 
     // A2A tasks and breakers (a2a_state.rs)
-    async fn put_a2a_task(&self, task: &A2aTaskRecord) -> StoreResult<bool> {
-        self.put_a2a_task_with_events(Some(task), &[], super::Durability::Now).await
+    async fn put_a2a_task(&self, task: &Redacted<A2aTaskRecord>) -> StoreResult<bool> {
+        self.put_a2a_task_with_events(Some(task), &Redacted::none(), super::Durability::Now).await
     }
 
     async fn a2a_task(&self, id: &str) -> StoreResult<Option<A2aTaskRecord>> {
@@ -807,7 +812,7 @@ impl Store for SqlStore {
         super::a2a_state::breakers(&self.pool).await
     }
 
-    async fn append_a2a_events(&self, events: &[super::a2a_state::A2aEventRecord]) -> StoreResult<()> {
+    async fn append_a2a_events(&self, events: &Redacted<Vec<super::a2a_state::A2aEventRecord>>) -> StoreResult<()> {
         self.put_a2a_task_with_events(None, events, super::Durability::Now).await.map(drop)
     }
 
@@ -815,14 +820,14 @@ impl Store for SqlStore {
     // delegations' records instead of taking the write lock on its own
     async fn put_a2a_task_with_events(
         &self,
-        task: Option<&A2aTaskRecord>,
-        events: &[super::a2a_state::A2aEventRecord],
+        task: Option<&Redacted<A2aTaskRecord>>,
+        events: &Redacted<Vec<super::a2a_state::A2aEventRecord>>,
         durability: super::Durability,
     ) -> StoreResult<bool> {
         if task.is_none() && events.is_empty() {
             return Ok(false);
         }
-        let change = A2aChange { task: task.cloned(), events: events.to_vec(), durability };
+        let change = A2aChange { task: task.map(|t| (**t).clone()), events: (**events).clone(), durability };
         match self.writer.write(Write::A2a(Box::new(change))).await? {
             Written::Task(written) => Ok(written),
             _ => Err(StoreError::Backend("the writer answered an A2A change without saying if it was kept".into())),
@@ -842,7 +847,7 @@ impl Store for SqlStore {
         super::a2a_state::last_event_seq(&self.pool, task_id).await
     }
 
-    async fn put_a2a_push_config(&self, config: &super::A2aPushConfigRecord) -> StoreResult<()> {
+    async fn put_a2a_push_config(&self, config: &Redacted<super::A2aPushConfigRecord>) -> StoreResult<()> {
         super::a2a_push::put(&self.pool, config).await
     }
 
@@ -861,7 +866,7 @@ impl Store for SqlStore {
         super::a2a_push::claim(&self.pool, task_id, id, from, to).await
     }
 
-    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &str) -> StoreResult<()> {
+    async fn a2a_push_failed(&self, task_id: &str, id: &str, error: &Redacted<String>) -> StoreResult<()> {
         super::a2a_push::failed(&self.pool, task_id, id, error).await
     }
 

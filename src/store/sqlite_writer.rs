@@ -271,7 +271,8 @@ fn a2a_change(
             t.state,
             t.task,
             t.seq,
-            t.updated_at
+            t.updated_at,
+            t.pii
         ])? == 1;
         if !written {
             let foreign: i64 = tx

@@ -108,6 +108,9 @@ fn push_config(allow_loopback: bool) -> Config {
         c.a2a.push.allow_private = vec!["127.0.0.1".into()];
     }
     c.a2a.push.retry_base_ms = 20;
+    // push configs are kept sealed: every runtime of these tests (a restart, a second
+    // service on the same database) reads them with the one key, as `serve` does with its key file
+    c.pii.seal_key_file = Some(std::env::temp_dir().join(format!("switchboard-tests-{}.seal", std::process::id())));
     c
 }
 

@@ -14,7 +14,7 @@ use switchboard::protocol::{ErrorCode, RequestId, Status};
 use switchboard::store::{ApprovalState, StepState, Store};
 
 use crate::db::{self, Db};
-use crate::support::user;
+use crate::support::{clean, user};
 use crate::team::{Runs, cut_off_mid_tree, runtime, to_boss};
 
 const CONFIG: &str = r#"
@@ -256,30 +256,33 @@ async fn the_journal_holds_on_every_store() {
             ..crate::support::tree_step(id, root, entry, state)
         };
         let child = RequestId::new();
-        store.put_step(&step(root, None, "user", StepState::Running)).await.unwrap();
-        store.put_step(&step(child, Some(root), "child", StepState::Running)).await.unwrap();
-        store.put_step(&step(RequestId::new(), None, "delegation", StepState::Done)).await.unwrap();
+        store.put_step(&clean((step(root, None, "user", StepState::Running)).clone())).await.unwrap();
+        store.put_step(&clean((step(child, Some(root), "child", StepState::Running)).clone())).await.unwrap();
+        store.put_step(&clean((step(RequestId::new(), None, "delegation", StepState::Done)).clone())).await.unwrap();
         let open: Vec<RequestId> = store.open_steps().await.unwrap().iter().map(|s| s.request_id).collect();
         assert!(open.contains(&root) && !open.contains(&child), "{name}: {open:?}");
         // a later write replaces the state, not the first write's time
         let mut later = step(child, Some(root), "child", StepState::Done);
         (later.created_at, later.attempts, later.reads) = (5, 2, Some(r#"{"facts":["x"]}"#.into()));
-        store.put_step(&later).await.unwrap();
+        store.put_step(&clean(later.clone())).await.unwrap();
         let got = store.step(child).await.unwrap().unwrap();
         assert_eq!((got.state, got.attempts, got.created_at), (StepState::Done, 2, 1), "{name}");
         assert_eq!(got.reads.as_deref(), Some(r#"{"facts":["x"]}"#), "{name}");
         // a resume is counted; a later write that does not know of it keeps the count (and the reads)
-        store.put_step(&TreeStep { resumes: 2, ..step(root, None, "user", StepState::Running) }).await.unwrap();
-        store.put_step(&step(root, None, "user", StepState::Running)).await.unwrap();
+        store
+            .put_step(&clean((TreeStep { resumes: 2, ..step(root, None, "user", StepState::Running) }).clone()))
+            .await
+            .unwrap();
+        store.put_step(&clean((step(root, None, "user", StepState::Running)).clone())).await.unwrap();
         assert_eq!(store.step(root).await.unwrap().unwrap().resumes, 2, "{name}");
         // a late write of its start (its envelope) does not move it back from its end
         let late = TreeStep { request: "{\"late\":1}".into(), ..step(child, Some(root), "child", StepState::Running) };
-        store.put_step(&late).await.unwrap();
+        store.put_step(&clean(late.clone())).await.unwrap();
         let got = store.step(child).await.unwrap().unwrap();
         assert_eq!((got.state, got.attempts, got.request.as_str()), (StepState::Done, 2, "{\"late\":1}"), "{name}");
         assert!(got.reads.is_some(), "{name}: a write without reads keeps them");
         // and an empty envelope keeps the stored one
-        store.put_step(&TreeStep { request: String::new(), ..got.clone() }).await.unwrap();
+        store.put_step(&clean((TreeStep { request: String::new(), ..got.clone() }).clone())).await.unwrap();
         assert_eq!(store.step(child).await.unwrap().unwrap().request, "{\"late\":1}", "{name}");
 
         let asked = Approval {
@@ -296,12 +299,15 @@ async fn the_journal_holds_on_every_store() {
             created_at: 1,
             decided_at: None,
         };
-        let first = store.ask_approval(&asked).await.unwrap();
-        assert_eq!(store.ask_approval(&Approval { summary: "other".into(), ..asked.clone() }).await.unwrap(), first);
+        let first = store.ask_approval(&clean(asked.clone())).await.unwrap();
+        assert_eq!(
+            store.ask_approval(&clean((Approval { summary: "other".into(), ..asked.clone() }).clone())).await.unwrap(),
+            first
+        );
         // a decision needs its tree waiting: a running one takes none
         let early = store.decide_approval(&asked.id, ApprovalState::Approved, "early", None, "r0").await.unwrap();
         assert!(early.is_none(), "{name}: {early:?}");
-        store.put_step(&step(root, None, "user", StepState::Waiting)).await.unwrap();
+        store.put_step(&clean((step(root, None, "user", StepState::Waiting)).clone())).await.unwrap();
         let answers = futures::future::join_all((0..12).map(|i| {
             let store = store.clone();
             let id = asked.id.clone();
@@ -331,12 +337,14 @@ async fn the_journal_holds_on_every_store() {
         let waiting = RequestId::new();
         let mailer = RequestId::new();
         store
-            .put_step(&TreeStep { root_id: waiting, ..step(waiting, None, "user", StepState::Waiting) })
+            .put_step(&clean(
+                (TreeStep { root_id: waiting, ..step(waiting, None, "user", StepState::Waiting) }).clone(),
+            ))
             .await
             .unwrap();
         let pending =
             Approval { id: Approval::id_for(mailer, "send_email"), root_id: waiting, request_id: mailer, ..asked };
-        store.ask_approval(&pending).await.unwrap();
+        store.ask_approval(&clean(pending.clone())).await.unwrap();
         assert_eq!(store.cancel_tree(waiting, "user:alice").await.unwrap(), 1, "{name}");
         let closed = store.approval(&pending.id).await.unwrap().unwrap();
         assert_eq!(

@@ -118,7 +118,7 @@ async fn a_task_cut_short_by_a_restart_keeps_its_stored_state_until_it_is_set() 
         task.status.state = TaskState::Working;
         let agent = switchboard::protocol::AgentSlug::parse(&stored.agent).unwrap();
         let working = A2aTaskRecord::new(&task, &stored.owner, &agent, stored.session_id, stored.seq + 1);
-        assert!(db.store.put_a2a_task(&working).await.unwrap());
+        assert!(db.store.put_a2a_task(&clean(working.clone())).await.unwrap());
         drop(one);
 
         let store = reopen(&db).await;
@@ -126,7 +126,17 @@ async fn a_task_cut_short_by_a_restart_keeps_its_stored_state_until_it_is_set() 
         let got = rpc(&two, "a2a-conformance", ALICE, "GetTask", json!({"id": id})).await;
         assert_eq!(got["result"]["status"]["state"], "TASK_STATE_WORKING", "{name}: left as stored: {got}");
         // the code that resumes its tree sets the outcome; the service reads it on the next call
-        assert!(a2a_state::set_task_status(store.as_ref(), &id, TaskState::Completed, "Resumed.").await.unwrap());
+        assert!(
+            a2a_state::set_task_status(
+                store.as_ref(),
+                &switchboard::store::TaskKeeper::new(switchboard::redact::SealKey::random()),
+                &id,
+                TaskState::Completed,
+                "Resumed."
+            )
+            .await
+            .unwrap()
+        );
         let got = rpc(&two, "a2a-conformance", ALICE, "GetTask", json!({"id": id})).await;
         assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{name}: {got}");
         assert_eq!(got["result"]["status"]["message"]["parts"][0]["text"], "Resumed.");

@@ -125,7 +125,7 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
         ("someday", json!({"note": "a boat, one day"})),
     ] {
         let plan = MoneyPlan { user_id: alice.clone(), kind: "goal".into(), name: name.into(), body, updated_at: 1 };
-        store.put_money_plan(&plan).await.map_err(|e| e.to_string())?;
+        store.put_money_plan(&crate::support::clean(plan.clone())).await.map_err(|e| e.to_string())?;
     }
 
     // What the ledger holds, checked against the statement itself and Tag's own totals.

@@ -19,7 +19,7 @@ use switchboard::store::{Claim, Holder, SqlStore, StepState, Store};
 use crate::crash_trees::{TOKEN, config, envelope, runs, start_server};
 use crate::db::{self, Db};
 use crate::service::Server;
-use crate::support::{eventually, nested_request, operator, user};
+use crate::support::{clean, eventually, nested_request, operator, user};
 use crate::team::{Runs, runtime_on, served_config, to_boss};
 
 /// The crash-trees team (command agents that log their runs), with a short lease.
@@ -224,24 +224,24 @@ async fn a_running_tree_is_taken_only_past_its_owners_lease_and_its_former_owner
             alive_until,
         };
         store.heartbeat(&lease("one", now + 60_000)).await.unwrap();
-        store.put_step(&step(root, "user", StepState::Running, "one")).await.unwrap();
-        store.put_step(&step(child, "child", StepState::Running, "one")).await.unwrap();
+        store.put_step(&clean((step(root, "user", StepState::Running, "one")).clone())).await.unwrap();
+        store.put_step(&clean((step(child, "child", StepState::Running, "one")).clone())).await.unwrap();
         let seen = top(&store, root).await;
         assert!(!store.take_step(&seen, "two").await.unwrap(), "{name}: taken while its owner's lease runs");
         store.heartbeat(&lease("one", now - 1)).await.unwrap();
         assert!(store.take_step(&seen, "two").await.unwrap(), "{name}: taken once the lease is out");
         // replica one wakes up and writes the end of its tree: the taker's step stays
-        store.put_step(&step(root, "user", StepState::Done, "one")).await.unwrap();
+        store.put_step(&clean((step(root, "user", StepState::Done, "one")).clone())).await.unwrap();
         let got = top(&store, root).await;
         assert_eq!((got.state, got.owner.as_deref()), (StepState::Running, Some("two")), "{name}: {got:?}");
         // the taker writes the end
-        store.put_step(&step(root, "user", StepState::Done, "two")).await.unwrap();
+        store.put_step(&clean((step(root, "user", StepState::Done, "two")).clone())).await.unwrap();
         let got = top(&store, root).await;
         assert_eq!((got.state, got.response.as_deref()), (StepState::Done, Some(r#"{"by":"two"}"#)), "{name}");
-        store.put_step(&step(root, "user", StepState::Done, "one")).await.unwrap();
+        store.put_step(&clean((step(root, "user", StepState::Done, "one")).clone())).await.unwrap();
         assert_eq!(top(&store, root).await.response.as_deref(), Some(r#"{"by":"two"}"#), "{name}: kept");
         // a child step is the taker's to write again (it resumes the cut-off one under its id)
-        store.put_step(&step(child, "child", StepState::Done, "two")).await.unwrap();
+        store.put_step(&clean((step(child, "child", StepState::Done, "two")).clone())).await.unwrap();
         let got = top(&store, child).await;
         assert_eq!((got.state, got.owner.as_deref()), (StepState::Done, Some("two")), "{name}");
     }

@@ -81,13 +81,16 @@ async fn the_delegate_gets_facts_objective_handoff_and_its_last_five_messages() 
     for db in db::both().await {
         let store = db.dyn_store();
         store
-            .add_facts(&[
-                fact("alice", "global", "prefers CSV"),
-                fact("alice", "agent:keeper", "keeps receipts in a shoebox"),
-                fact("alice", "domain:finance", "self-employed"),
-                fact("alice", "agent:solver-a", "not for keeper"),
-                fact("bob", "global", "bob's secret"),
-            ])
+            .add_facts(&clean(
+                ([
+                    fact("alice", "global", "prefers CSV"),
+                    fact("alice", "agent:keeper", "keeps receipts in a shoebox"),
+                    fact("alice", "domain:finance", "self-employed"),
+                    fact("alice", "agent:solver-a", "not for keeper"),
+                    fact("bob", "global", "bob's secret"),
+                ])
+                .to_vec(),
+            ))
             .await
             .unwrap();
         let (seen, calls): (Seen, _) = (Arc::default(), Arc::new(AtomicUsize::new(0)));

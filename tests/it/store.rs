@@ -84,7 +84,7 @@ async fn the_last_messages_of_a_session_come_back_oldest_first() {
                 created_at: now_ms(),
             })
             .collect();
-        s.append_messages(&msgs).await.unwrap();
+        s.append_messages(&clean(msgs.to_vec())).await.unwrap();
         let last = s.recent_messages(session.id, 5).await.unwrap();
         let contents: Vec<&str> = last.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(contents, ["m3", "m4", "m5", "m6", "m7"], "{}", db.name);
@@ -104,16 +104,19 @@ async fn facts_are_scoped_and_not_duplicated() {
             source_request: Some(RequestId::new()),
             created_at: now_ms(),
         };
-        s.add_facts(&[
-            fact("alice", "global", "prefers CSV"),
-            fact("alice", "agent:ledger-tax", "self-employed in Canada"),
-            fact("alice", "domain:tax", "files quarterly"),
-            fact("alice", "agent:byte-doc", "uploads scans"),
-            fact("bob", "global", "bob's secret"),
-        ])
+        s.add_facts(&clean(
+            ([
+                fact("alice", "global", "prefers CSV"),
+                fact("alice", "agent:ledger-tax", "self-employed in Canada"),
+                fact("alice", "domain:tax", "files quarterly"),
+                fact("alice", "agent:byte-doc", "uploads scans"),
+                fact("bob", "global", "bob's secret"),
+            ])
+            .to_vec(),
+        ))
         .await
         .unwrap();
-        s.add_facts(&[fact("alice", "global", "prefers CSV")]).await.unwrap();
+        s.add_facts(&clean(([fact("alice", "global", "prefers CSV")]).to_vec())).await.unwrap();
         let scopes = ["global".to_string(), "agent:ledger-tax".into(), "domain:tax".into()];
         let got: Vec<String> = s.facts(&user("alice"), &scopes).await.unwrap().into_iter().map(|f| f.fact).collect();
         assert_eq!(got, ["prefers CSV", "self-employed in Canada", "files quarterly"], "{}", db.name);
@@ -126,7 +129,7 @@ async fn concurrent_audit_appends_form_one_verifying_chain_and_tampering_is_dete
         let s: Arc<dyn Store> = db.dyn_store();
         let entries = join_all((0..20).map(|i| {
             let s = s.clone();
-            async move { s.append_audit(record(i)).await.unwrap() }
+            async move { s.append_audit(clean(record(i))).await.unwrap() }
         }))
         .await;
         let mut seqs: Vec<u64> = entries.iter().map(|e| e.seq).collect();
@@ -155,7 +158,7 @@ async fn records_deleted_from_the_tail_middle_or_start_of_the_audit_log_are_name
         for db in db::both().await {
             let s = db.dyn_store();
             for i in 0..10 {
-                s.append_audit(record(i)).await.unwrap();
+                s.append_audit(clean(record(i))).await.unwrap();
             }
             assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
             db.store.pool().execute(delete).await.unwrap();
@@ -163,7 +166,7 @@ async fn records_deleted_from_the_tail_middle_or_start_of_the_audit_log_are_name
             assert!(!report.valid, "{} {what}: {report:?}", db.name);
             assert_eq!(report.broken_at, Some(first_missing), "{} {what}: {report:?}", db.name);
             // appending goes on from the anchored head: the gap stays visible
-            let next = s.append_audit(record(99)).await.unwrap();
+            let next = s.append_audit(clean(record(99))).await.unwrap();
             assert_eq!(next.seq, 11, "{} {what}", db.name);
             assert_eq!(s.verify_audit().await.unwrap().broken_at, Some(first_missing), "{} {what}", db.name);
         }
@@ -194,12 +197,16 @@ async fn delegation_trees_and_history_come_back_from_the_store() {
             tokens: TokenUsage::new(10, 5),
         };
         let child = RequestId::new();
-        s.put_delegation(&rec(root, None, "prime-boss", "success", "x")).await.unwrap();
-        s.put_delegation(&rec(child, Some(root), "byte-doc", "success", "extract receipt data")).await.unwrap();
+        s.put_delegation(&clean((rec(root, None, "prime-boss", "success", "x")).clone())).await.unwrap();
+        s.put_delegation(&clean((rec(child, Some(root), "byte-doc", "success", "extract receipt data")).clone()))
+            .await
+            .unwrap();
         for status in ["success", "success", "failed", "refused"] {
-            s.put_delegation(&rec(RequestId::new(), Some(root), "tag-ai", status, "extract receipt data"))
-                .await
-                .unwrap();
+            s.put_delegation(&clean(
+                (rec(RequestId::new(), Some(root), "tag-ai", status, "extract receipt data")).clone(),
+            ))
+            .await
+            .unwrap();
         }
         let tree = s.delegation_tree(child).await.unwrap();
         assert_eq!(tree.len(), 6, "{}", db.name);
@@ -254,7 +261,7 @@ async fn idempotency_keys_are_claimed_once_and_replayed() {
         assert!(held.since > now_ms() - 60_000, "{name}: {held:?}");
         assert_eq!(s.claim_idempotency(&alice, "k1", "h2", &b).await.unwrap(), Claim::Mismatch);
         assert_eq!(s.claim_idempotency(&user("bob"), "k1", "h2", &b).await.unwrap(), Claim::New, "keys are per user");
-        s.complete_idempotency(&alice, "k1", "{\"done\":true}").await.unwrap();
+        s.complete_idempotency(&alice, "k1", &clean(String::from("{\"done\":true}"))).await.unwrap();
         assert_eq!(s.claim_idempotency(&alice, "k1", "h1", &b).await.unwrap(), Claim::Done("{\"done\":true}".into()));
         assert!(!s.take_idempotency(&alice, "k1", &held, &b).await.unwrap(), "{name}: a finished key is not taken");
         s.release_idempotency(&alice, "k1").await.unwrap();
@@ -307,9 +314,10 @@ async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
             .map(|i| {
                 let s = s.clone();
                 let n = node(i);
-                tokio::spawn(
-                    async move { s.record_delegation(&n, record(i), Default::default(), Durability::Now).await },
-                )
+                tokio::spawn(async move {
+                    s.record_delegation(&clean(n.clone()), clean(record(i)), clean(Default::default()), Durability::Now)
+                        .await
+                })
             })
             .collect();
         // PostgreSQL refuses a NUL byte in text: that write fails, alone
@@ -323,7 +331,7 @@ async fn concurrent_writes_share_commits_and_a_bad_write_fails_alone() {
             asked: false,
             created_at: now_ms(),
         };
-        let bad_write = s.append_messages(&[bad]).await;
+        let bad_write = s.append_messages(&clean([bad].to_vec())).await;
         let mut seqs = Vec::new();
         for f in finished {
             seqs.push(f.await.unwrap().unwrap_or_else(|e| panic!("{}: {e}", db.name)).seq);
@@ -369,7 +377,7 @@ async fn on_sqlite_idempotency_keys_are_written_in_the_writers_shared_commits() 
     }
     assert!(won.values().all(|&n| n == 1) && won.len() == 100, "one claim of each key wins: {won:?}");
     for k in 0..50 {
-        s.complete_idempotency(&user("alice"), &format!("k{k}"), "{}").await.unwrap();
+        s.complete_idempotency(&user("alice"), &format!("k{k}"), &clean(String::from("{}"))).await.unwrap();
         s.release_idempotency(&user("alice"), &format!("k{}", 50 + k)).await.unwrap();
     }
     let after = db.store.write_stats();
@@ -403,7 +411,13 @@ async fn a_keyed_answer_is_kept_or_its_key_freed_in_the_commit_of_its_record() {
                     let response = (n % 2 == 0).then(|| format!("{{\"n\":{n}}}"));
                     let key = KeyAnswer { user_id: alice, key: format!("end-{n}"), response };
                     let conversation = Conversation { key: Some(key), ..Default::default() };
-                    s.record_delegation(&node(n), record(n), conversation, Durability::Now).await
+                    s.record_delegation(
+                        &clean((node(n)).clone()),
+                        clean(record(n)),
+                        clean(conversation),
+                        Durability::Now,
+                    )
+                    .await
                 })
             })
             .collect();
@@ -466,14 +480,21 @@ async fn a_delegation_and_its_conversation_commit_together() {
             jobs.push(tokio::spawn(async move {
                 // the running node, then its end: both may land in one batch
                 n.status = "running".into();
-                s.put_delegation(&n).await?;
+                s.put_delegation(&clean(n.clone())).await?;
                 n.status = "success".into();
-                s.record_delegation(&n, record(i), c, Durability::Now).await.map(drop)
+                s.record_delegation(&clean(n.clone()), clean(record(i)), clean(c), Durability::Now).await.map(drop)
             }));
         }
         // PostgreSQL refuses a NUL byte: this delegation fails whole
         let bad_node = node(99);
-        let bad = s.record_delegation(&bad_node, record(99), conversation(99, "nul \0 byte"), Durability::Now).await;
+        let bad = s
+            .record_delegation(
+                &clean(bad_node.clone()),
+                clean(record(99)),
+                clean(conversation(99, "nul \0 byte")),
+                Durability::Now,
+            )
+            .await;
         for j in jobs {
             j.await.unwrap().unwrap_or_else(|e| panic!("{}: {e}", db.name));
         }
@@ -524,13 +545,13 @@ async fn a_users_ledger_keeps_each_transaction_once_apart_from_other_users_and_t
             entry("alice", "2026-10-01", "Starbucks", 450, 0),
             entry("alice", "2026-10-01", "Starbucks", 450, 1),
         ];
-        assert_eq!(s.ledger_add(&first).await.unwrap(), [true, true, true], "{}", db.name);
+        assert_eq!(s.ledger_add(&clean(first.to_vec())).await.unwrap(), [true, true, true], "{}", db.name);
         // the same receipt again, and bob's identical purchase
         let again = [
             entry("alice", "2026-10-03", "OFFICE DEPOT #123", 8103, 0),
             entry("bob", "2026-10-03", "Office Depot", 8103, 0),
         ];
-        assert_eq!(s.ledger_add(&again).await.unwrap(), [false, true], "{}", db.name);
+        assert_eq!(s.ledger_add(&clean(again.to_vec())).await.unwrap(), [false, true], "{}", db.name);
 
         let alice = s.ledger(&user("alice")).await.unwrap();
         let seen: Vec<(&str, i64)> = alice.iter().map(|e| (e.date.as_deref().unwrap_or(""), e.amount)).collect();
@@ -540,12 +561,26 @@ async fn a_users_ledger_keeps_each_transaction_once_apart_from_other_users_and_t
 
         // a correction changes alice's row only, and another user cannot make it
         let id = alice[2].id.clone();
-        assert!(!s.ledger_update(&user("bob"), &id, Some("Travel"), None).await.unwrap(), "{}", db.name);
-        assert!(s.ledger_update(&user("alice"), &id, Some("Office Supplies"), Some("printer ink")).await.unwrap());
+        assert!(
+            !s.ledger_update(&user("bob"), &id, &clean((Some(String::from("Travel")), None::<String>))).await.unwrap(),
+            "{}",
+            db.name
+        );
+        assert!(
+            s.ledger_update(
+                &user("alice"),
+                &id,
+                &clean((Some(String::from("Office Supplies")), Some(String::from("printer ink"))))
+            )
+            .await
+            .unwrap()
+        );
         let row = s.ledger(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         assert_eq!((row.category.as_deref(), row.note.as_deref()), (Some("Office Supplies"), Some("printer ink")));
         // None keeps what is there
-        assert!(s.ledger_update(&user("alice"), &id, None, Some("toner")).await.unwrap());
+        assert!(
+            s.ledger_update(&user("alice"), &id, &clean((None::<String>, Some(String::from("toner"))))).await.unwrap()
+        );
         let row = s.ledger(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         assert_eq!((row.category.as_deref(), row.note.as_deref()), (Some("Office Supplies"), Some("toner")));
         let bobs = s.ledger(&user("bob")).await.unwrap();
@@ -559,9 +594,9 @@ async fn a_users_ledger_keeps_each_transaction_once_apart_from_other_users_and_t
             body: serde_json::json!({"target": 300000, "saved": saved}),
             updated_at: now_ms(),
         };
-        s.put_money_plan(&plan("alice", "vacation", 50000)).await.unwrap();
-        s.put_money_plan(&plan("alice", "vacation", 80000)).await.unwrap();
-        s.put_money_plan(&plan("bob", "car", 1000)).await.unwrap();
+        s.put_money_plan(&clean((plan("alice", "vacation", 50000)).clone())).await.unwrap();
+        s.put_money_plan(&clean((plan("alice", "vacation", 80000)).clone())).await.unwrap();
+        s.put_money_plan(&clean((plan("bob", "car", 1000)).clone())).await.unwrap();
         let plans = s.money_plans(&user("alice")).await.unwrap();
         assert_eq!(plans.len(), 1, "{}", db.name);
         assert_eq!(plans[0].body["saved"], 80000, "{}", db.name);
@@ -588,7 +623,7 @@ async fn an_sqlite_files_log_is_copied_into_it_off_the_writers_path_and_starts_o
         join_all((0..100u64).map(|i| {
             let mut r = record(round * 100 + i);
             r.objective = big.clone();
-            s.append_audit(r)
+            s.append_audit(clean(r))
         }))
         .await
         .into_iter()
@@ -641,7 +676,7 @@ async fn a_steps_start_and_a_blocking_sends_task_commit_without_a_sync_of_their_
         };
         let stats = || db.store.write_stats();
         let before = stats();
-        s.put_step(&start).await.unwrap();
+        s.put_step(&clean(start.clone())).await.unwrap();
         let started = stats();
         assert_eq!((started.commits - before.commits, started.synced - before.synced), (1, 0), "{}", db.name);
         assert_eq!(s.step(id).await.unwrap().unwrap().state, StepState::Running, "{}: written at once", db.name);
@@ -658,20 +693,40 @@ async fn a_steps_start_and_a_blocking_sends_task_commit_without_a_sync_of_their_
         };
         let before = stats();
         assert!(
-            s.put_a2a_task_with_events(Some(&task(TaskState::Working, 1)), &[], Durability::WithNext).await.unwrap()
+            s.put_a2a_task_with_events(
+                Some(&clean(task(TaskState::Working, 1))),
+                &clean(Vec::new()),
+                Durability::WithNext
+            )
+            .await
+            .unwrap()
         );
         let ended = node(1);
-        s.record_delegation(&ended, record(1), Default::default(), Durability::WithNext).await.unwrap();
+        s.record_delegation(&clean(ended.clone()), clean(record(1)), clean(Default::default()), Durability::WithNext)
+            .await
+            .unwrap();
         let started = stats();
         assert_eq!((started.commits - before.commits, started.synced - before.synced), (2, 0), "{}", db.name);
         let stored = s.a2a_task(&id.to_string()).await.unwrap();
         assert_eq!(stored.map(|t| t.seq), Some(1), "{}: the task is written at once", db.name);
         assert_eq!(s.delegation_tree(ended.request_id).await.unwrap().len(), 1, "{}: so is the end", db.name);
         // the step's end, an audit append, the task's last version and a delegation's end: each synced
-        s.put_step(&TreeStep { state: StepState::Done, response: Some("{}".into()), ..start.clone() }).await.unwrap();
-        s.append_audit(record(2)).await.unwrap();
-        s.record_delegation(&node(3), record(3), Default::default(), Durability::Now).await.unwrap();
-        assert!(s.put_a2a_task_with_events(Some(&task(TaskState::Completed, 2)), &[], Durability::Now).await.unwrap());
+        s.put_step(&clean((TreeStep { state: StepState::Done, response: Some("{}".into()), ..start.clone() }).clone()))
+            .await
+            .unwrap();
+        s.append_audit(clean(record(2))).await.unwrap();
+        s.record_delegation(&clean((node(3)).clone()), clean(record(3)), clean(Default::default()), Durability::Now)
+            .await
+            .unwrap();
+        assert!(
+            s.put_a2a_task_with_events(
+                Some(&clean(task(TaskState::Completed, 2))),
+                &clean(Vec::new()),
+                Durability::Now
+            )
+            .await
+            .unwrap()
+        );
         let after = stats();
         assert_eq!((after.commits - started.commits, after.synced - started.synced), (4, 4), "{}", db.name);
         // with an audit anchor file a delegation's end always syncs: the file is moved after the
@@ -681,7 +736,15 @@ async fn a_steps_start_and_a_blocking_sends_task_commit_without_a_sync_of_their_
             .await
             .unwrap();
         let before = anchored.write_stats();
-        anchored.record_delegation(&node(4), record(4), Default::default(), Durability::WithNext).await.unwrap();
+        anchored
+            .record_delegation(
+                &clean((node(4)).clone()),
+                clean(record(4)),
+                clean(Default::default()),
+                Durability::WithNext,
+            )
+            .await
+            .unwrap();
         let after = anchored.write_stats();
         assert_eq!((after.commits - before.commits, after.synced - before.synced), (1, 1), "{}", db.name);
         assert_eq!(s.step(id).await.unwrap().unwrap().state, StepState::Done, "{}", db.name);
@@ -704,7 +767,7 @@ async fn two_processes_sharing_an_anchor_file_append_in_turn_and_both_verify() {
         let b = SqlStore::connect_anchored(&db.url, Some(&file)).await.unwrap();
         for n in 0..6u64 {
             let store = if n % 2 == 0 { &a } else { &b };
-            let entry = store.append_audit(record(n)).await.unwrap_or_else(|e| panic!("{}: {e}", db.name));
+            let entry = store.append_audit(clean(record(n))).await.unwrap_or_else(|e| panic!("{}: {e}", db.name));
             assert_eq!(entry.seq, n + 1, "{}", db.name);
         }
         let log = a.audit_log().await.unwrap();
@@ -717,7 +780,7 @@ async fn two_processes_sharing_an_anchor_file_append_in_turn_and_both_verify() {
         // last wrote record 5, so it looks at the file before it moves it)
         let forged = serde_json::json!({"seq": 6, "hash": log[4].hash, "updated_at": 0});
         std::fs::write(&file, forged.to_string()).unwrap();
-        let entry = a.append_audit(record(6)).await.unwrap_or_else(|e| panic!("{}: {e}", db.name));
+        let entry = a.append_audit(clean(record(6))).await.unwrap_or_else(|e| panic!("{}: {e}", db.name));
         assert_eq!(entry.seq, 7, "{}", db.name);
         let kept = anchor::read(&file).unwrap().unwrap();
         assert_eq!((kept.seq, kept.hash.as_str()), (6, log[4].hash.as_str()), "{}: the file is kept", db.name);
@@ -737,10 +800,10 @@ async fn a_tree_and_a_tasks_push_configs_written_by_another_process_are_read_at_
         let s = db.dyn_store();
         let (root, child) = (node(1), RequestId::new());
         assert!(s.delegation_tree(child).await.unwrap().is_empty(), "{}", db.name);
-        other.put_delegation(&root).await.unwrap();
+        other.put_delegation(&clean(root.clone())).await.unwrap();
         let mut kid = node(2);
         (kid.request_id, kid.root_id, kid.parent_id) = (child, root.root_id, Some(root.request_id));
-        other.put_delegation(&kid).await.unwrap();
+        other.put_delegation(&clean(kid.clone())).await.unwrap();
         // asked by the child's id, or the root's: the whole tree, oldest first
         for id in [child, root.request_id] {
             let tree = s.delegation_tree(id).await.unwrap();
@@ -761,7 +824,7 @@ async fn a_tree_and_a_tasks_push_configs_written_by_another_process_are_read_at_
             failures: 0,
             last_error: None,
         };
-        other.put_a2a_push_config(&config).await.unwrap();
+        other.put_a2a_push_config(&clean(config.clone())).await.unwrap();
         let seen = s.a2a_push_configs(&task).await.unwrap();
         assert_eq!(seen.len(), 1, "{}", db.name);
         assert_eq!((seen[0].id.as_str(), seen[0].config.as_str()), ("hook", config.config.as_str()), "{}", db.name);
@@ -844,7 +907,7 @@ async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_chang
 
     // another replica's fact reaches a (the trigger's notification): a reads
     // the table again, the quiet facts with it
-    b.add_facts(&[fact("agent:echo", "likes tea")]).await.unwrap();
+    b.add_facts(&clean(([fact("agent:echo", "likes tea")]).to_vec())).await.unwrap();
     eventually("b's fact reaches a", async || facts_of(&*a, &alice).await.contains(&"likes tea".to_string())).await;
     let seen = facts_of(&*a, &alice).await;
     assert!(seen.iter().any(|f| f.starts_with("quiet ")), "{seen:?}");
@@ -853,7 +916,7 @@ async fn on_postgresql_a_users_facts_are_kept_in_memory_and_every_replicas_chang
 
     // a reads its own write at once, without waiting for the notification
     assert!(until_kept(&*a, &db.url, &alice, "kept").await);
-    a.add_facts(&[fact("global", "moved to Lyon")]).await.unwrap();
+    a.add_facts(&clean(([fact("global", "moved to Lyon")]).to_vec())).await.unwrap();
     let seen = facts_of(&*a, &alice).await;
     assert!(seen.contains(&"moved to Lyon".to_string()), "{seen:?}");
 

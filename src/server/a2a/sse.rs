@@ -52,6 +52,7 @@ struct Cursor {
     latest: u64,
     done: bool,
     store: Arc<dyn Store>,
+    keeper: crate::store::TaskKeeper,
     task_id: String,
 }
 
@@ -87,6 +88,7 @@ pub(super) fn events(
     let cursor = Cursor {
         task_id: sub.task.id.clone(),
         store: sub.store,
+        keeper: sub.keeper,
         first: Some(StreamResponse::Task(sub.task)),
         replay: sub.replay.into(),
         live: sub.live,
@@ -126,6 +128,12 @@ pub(super) fn events(
                         else {
                             return None; // the client reconnects with Last-Event-ID
                         };
+                        // kept redacted: the task's vault as stored now reads every stored event
+                        let vault = match c.store.a2a_task(&c.task_id).await {
+                            Ok(Some(t)) => c.keeper.vault_of(&t),
+                            _ => Default::default(),
+                        };
+                        let missed = c.keeper.open_events(missed, &vault);
                         for r in missed {
                             let Ok(event) = r.to_event() else { return None };
                             c.replay.push_back(TaskEvent { seq: u64::try_from(r.seq).unwrap_or(0), event });
@@ -204,6 +212,7 @@ mod tests {
             .collect();
         let records: Vec<A2aEventRecord> =
             events.iter().map(|e| A2aEventRecord::new("t1", e.seq as i64, &e.event)).collect();
+        let records = crate::redact::Redactor::default().redacted(records, &mut Default::default());
         store.append_a2a_events(&records).await.unwrap();
         let (tx, live) = broadcast::channel(2);
         for e in &events {
@@ -218,7 +227,8 @@ mod tests {
             history: None,
             metadata: None,
         };
-        let sub = Subscription { task, replay: Vec::new(), live, after: 0, latest: 0, store };
+        let keeper = crate::store::TaskKeeper::new(crate::redact::SealKey::random());
+        let sub = Subscription { task, replay: Vec::new(), live, after: 0, latest: 0, store, keeper };
         let body = axum::body::to_bytes(sse(sub, None, true).into_body(), 1 << 20).await.unwrap();
         assert_eq!(ids(&body), [1, 2, 3, 4, 5, 6], "{}", String::from_utf8_lossy(&body));
         assert!(String::from_utf8_lossy(&body).contains("TASK_STATE_COMPLETED"));

@@ -1,0 +1,216 @@
+//! What the store writes: [`Redacted`] values. Every text a value holds
+//! has passed the redactor (its PII swapped for tokens of a vault), and
+//! only this module makes one, so the store's write methods, which take
+//! nothing else, cannot be handed a raw value by a caller that forgot, nor
+//! by a table added later ([`Texts`] names the texts of each kind of row).
+
+use std::borrow::Cow;
+use std::ops::Deref;
+
+use serde_json::Value;
+
+use super::{Redactor, Vault};
+
+/// A value whose every text has passed the redactor: the only kind of
+/// value the store's write methods take. Made by [`Redactor::redacted`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Redacted<T>(T);
+
+impl<T> Redacted<T> {
+    /// What a sealing or redacting function of this module made.
+    pub(super) fn made(value: T) -> Self {
+        Self(value)
+    }
+
+    /// The value itself.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+
+    /// A redacted value's part, itself redacted (its texts are some of the whole's).
+    pub fn part<U: Clone>(&self, part: impl FnOnce(&T) -> &U) -> Redacted<U> {
+        Redacted(part(&self.0).clone())
+    }
+}
+
+impl<T> Redacted<Vec<T>> {
+    /// No values at all: nothing to redact.
+    pub fn none() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<T> Deref for Redacted<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// One text of a row, as [`Texts::texts`] hands it over.
+#[derive(Debug)]
+pub enum Text<'a> {
+    /// Plain text.
+    Plain(&'a mut String),
+    /// A JSON document: its string values are redacted, its keys and layout kept.
+    Json(&'a mut String),
+    /// A JSON value: its string values are redacted.
+    Value(&'a mut Value),
+}
+
+/// The texts of a kind of value the store writes: every field a person's
+/// data may reach (names, objectives, answers, envelopes, notes), each
+/// visited once. Ids, states, codes and times are not texts.
+pub trait Texts {
+    /// Calls `visit` on each text.
+    fn texts(&mut self, visit: &mut dyn FnMut(Text<'_>));
+
+    /// Where the value keeps the vault its texts were redacted with, sealed
+    /// (ciphertext, see [`SealKey`](super::SealKey)), for its owner to get
+    /// the values back: [`Redactor::redacted_keeping_vault`]. Most kinds of
+    /// row keep none.
+    fn keep_vault(&mut self, sealed: String) {
+        let _ = sealed;
+    }
+}
+
+impl Texts for String {
+    fn texts(&mut self, visit: &mut dyn FnMut(Text<'_>)) {
+        visit(Text::Plain(self));
+    }
+}
+
+impl<T: Texts> Texts for Option<T> {
+    fn texts(&mut self, visit: &mut dyn FnMut(Text<'_>)) {
+        if let Some(t) = self {
+            t.texts(visit);
+        }
+    }
+}
+
+impl<T: Texts> Texts for Vec<T> {
+    fn texts(&mut self, visit: &mut dyn FnMut(Text<'_>)) {
+        for t in self {
+            t.texts(visit);
+        }
+    }
+}
+
+impl<A: Texts, B: Texts> Texts for (A, B) {
+    fn texts(&mut self, visit: &mut dyn FnMut(Text<'_>)) {
+        self.0.texts(visit);
+        self.1.texts(visit);
+    }
+}
+
+impl Redactor {
+    /// `value` with every text redacted with `vault` (a token already in
+    /// a text stays as it is, so a value the pipeline redacted before comes
+    /// through unchanged): the only way to make a [`Redacted`].
+    pub fn redacted<T: Texts>(&self, mut value: T, vault: &mut Vault) -> Redacted<T> {
+        value.texts(&mut |text| match text {
+            Text::Plain(s) => {
+                if let Cow::Owned(r) = self.redact_cow(s, vault) {
+                    *s = r;
+                }
+            }
+            Text::Json(s) => self.redact_json_text(s, vault),
+            Text::Value(v) => self.redact_json(v, vault),
+        });
+        Redacted(value)
+    }
+
+    /// [`Redactor::redacted`], and the vault, sealed with `key`, kept in the
+    /// value ([`Texts::keep_vault`]): what is stored is tokens and ciphertext,
+    /// and what the owner reads back has its values again.
+    pub fn redacted_keeping_vault<T: Texts>(&self, value: T, vault: &mut Vault, key: &super::SealKey) -> Redacted<T> {
+        let mut out = self.redacted(value, vault);
+        if !vault.is_empty() {
+            out.0.keep_vault(key.seal(vault));
+        }
+        out
+    }
+
+    /// A JSON document's string values redacted, the document written again
+    /// only when one changed. Text that is not JSON is redacted as text.
+    fn redact_json_text(&self, s: &mut String, vault: &mut Vault) {
+        if s.is_empty() {
+            return;
+        }
+        let Ok(mut doc) = serde_json::from_str::<Value>(s) else {
+            if let Cow::Owned(r) = self.redact_cow(s, vault) {
+                *s = r;
+            }
+            return;
+        };
+        let mut changed = false;
+        super::for_each_string(&mut doc, |v| {
+            if let Cow::Owned(r) = self.redact_cow(v, vault) {
+                *v = r;
+                changed = true;
+            }
+        });
+        if changed {
+            *s = doc.to_string();
+        }
+    }
+}
+
+/// A value through the redactor with a vault of its own: for unit tests that write rows.
+#[cfg(test)]
+pub(crate) fn tests_clean<T: Texts>(value: T) -> Redacted<T> {
+    Redactor::new().redacted(value, &mut Vault::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct Row {
+        id: u32,
+        note: String,
+        doc: String,
+        tags: Vec<String>,
+    }
+
+    impl Texts for Row {
+        fn texts(&mut self, visit: &mut dyn FnMut(Text<'_>)) {
+            visit(Text::Plain(&mut self.note));
+            visit(Text::Json(&mut self.doc));
+            self.tags.texts(visit);
+        }
+    }
+
+    fn row() -> Row {
+        Row {
+            id: 7,
+            note: "call ann@example.com".into(),
+            doc: r#"{"card":"4111 1111 1111 1111","to":"\"ann@example.com\"","n":4111111111111111}"#.into(),
+            tags: vec!["ok".into(), "ssn 123-45-6789".into()],
+        }
+    }
+
+    #[test]
+    fn every_text_of_a_row_is_redacted_and_json_by_its_values() {
+        let mut vault = Vault::new();
+        let clean = Redactor::new().redacted(row(), &mut vault);
+        assert_eq!(clean.id, 7);
+        assert_eq!(clean.note, "call <EMAIL_1>");
+        // the values are what is redacted (the quotes JSON escapes stay quotes), the numbers stay numbers
+        let doc: Value = serde_json::from_str(&clean.doc).unwrap();
+        assert!(doc["card"].as_str().unwrap().starts_with("<CARD_"), "{doc}");
+        assert_eq!(doc["to"], "\"<EMAIL_1>\"", "{doc}");
+        assert_eq!(clean.tags[1], "ssn <SSN_1>");
+        // redacting again changes nothing: tokens stay tokens
+        let again = Redactor::new().redacted(clean.clone().into_inner(), &mut vault);
+        assert_eq!(again, clean);
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_redacted_as_text() {
+        let doc = Redactor::new().redacted(String::from("not json: bob@example.org"), &mut Vault::new());
+        assert_eq!(doc.as_str(), "not json: <EMAIL_1>");
+    }
+}

@@ -1,0 +1,120 @@
+//! How A2A tasks are kept: a task's texts (its messages, artifacts, status
+//! and its stream's events) go into the store redacted with a vault of the
+//! task's own, and the vault goes beside them sealed (encrypted under the
+//! runtime's seal key, `[pii] seal_key_file`). The database holds tokens
+//! and ciphertext; the task's owner reads their values back. A runtime
+//! with another key (or a record written before tasks kept vaults) reads
+//! what is there: tokens stay tokens, never another value.
+
+use serde_json::Value;
+
+use super::a2a_push::A2aPushConfigRecord;
+use super::a2a_state::{A2aEventRecord, A2aTaskRecord};
+use crate::redact::{Redacted, Redactor, SealKey, Vault};
+
+/// Writes A2A tasks redacted and reads them back restored (see the module docs).
+#[derive(Debug, Clone)]
+pub struct TaskKeeper {
+    key: SealKey,
+}
+
+impl TaskKeeper {
+    /// A keeper sealing with `key`.
+    pub fn new(key: SealKey) -> Self {
+        Self { key }
+    }
+
+    /// A task's version as stored: its texts redacted with the task's
+    /// `vault` (which gains the tokens it hands out), the vault sealed in it.
+    pub fn task(&self, record: A2aTaskRecord, vault: &mut Vault) -> Redacted<A2aTaskRecord> {
+        Redactor::default().redacted_keeping_vault(record, vault, &self.key)
+    }
+
+    /// A task's stream events as stored: redacted with the task's `vault`.
+    pub fn events(&self, events: Vec<A2aEventRecord>, vault: &mut Vault) -> Redacted<Vec<A2aEventRecord>> {
+        Redactor::default().redacted(events, vault)
+    }
+
+    /// The vault a stored task keeps (an empty one when it keeps none, or it does not open here).
+    pub fn vault_of(&self, record: &A2aTaskRecord) -> Vault {
+        record.pii.as_deref().and_then(|p| self.key.open(p)).unwrap_or_default()
+    }
+
+    /// A stored task as its owner reads it (its texts' values back), and its vault.
+    pub fn open(&self, record: &A2aTaskRecord) -> (A2aTaskRecord, Vault) {
+        let vault = self.vault_of(record);
+        let mut open = record.clone();
+        open.task = restored(&vault, &record.task);
+        (open, vault)
+    }
+
+    /// Stored events of a task whose vault is `vault`, as its owner reads them.
+    pub fn open_events(&self, events: Vec<A2aEventRecord>, vault: &Vault) -> Vec<A2aEventRecord> {
+        events.into_iter().map(|e| A2aEventRecord { event: restored(vault, &e.event), ..e }).collect()
+    }
+
+    /// A push config as stored: its config (a webhook's address and
+    /// credentials) sealed, since a token in their place would deliver nowhere.
+    pub fn push_config(&self, record: A2aPushConfigRecord) -> Redacted<A2aPushConfigRecord> {
+        self.key.sealed(record)
+    }
+
+    /// A stored push config's config, as it was given (one written before
+    /// configs were sealed reads as it is); None when it does not open here.
+    pub fn open_push_config(&self, record: &A2aPushConfigRecord) -> Option<String> {
+        match self.key.open_text(&record.config) {
+            Some(config) => Some(config),
+            None if record.config.starts_with('{') => Some(record.config.clone()),
+            None => None,
+        }
+    }
+}
+
+/// A stored JSON text with its tokens' values back (by value: a value may
+/// hold what JSON escapes).
+fn restored(vault: &Vault, text: &str) -> String {
+    if vault.is_empty() {
+        return text.to_string();
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(mut doc) => {
+            vault.restore_json(&mut doc);
+            doc.to_string()
+        }
+        Err(_) => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::AgentSlug;
+    use crate::protocol::a2a::types::{Message, Task, TaskState, TaskStatus};
+
+    fn task(text: &str) -> A2aTaskRecord {
+        let t = Task {
+            id: "t1".into(),
+            context_id: "c1".into(),
+            status: TaskStatus::now(TaskState::Completed, None),
+            artifacts: None,
+            history: Some(vec![Message::agent_text(text, Some("c1".into()), Some("t1".into()))]),
+            metadata: None,
+        };
+        A2aTaskRecord::new(&t, "user:alice", &AgentSlug::parse("tag-ai").unwrap(), None, 1)
+    }
+
+    #[test]
+    fn a_task_is_stored_with_tokens_and_read_back_with_its_values_by_its_key_only() {
+        let keeper = TaskKeeper::new(SealKey::random());
+        let sent = "my card is 4111 1111 1111 1111, mail \"ann@example.com\"";
+        let mut vault = Vault::new();
+        let stored = keeper.task(task(sent), &mut vault);
+        assert!(!stored.task.contains("4111") && !stored.task.contains("ann@example.com"), "{}", stored.task);
+        assert!(stored.pii.is_some());
+        let (open, _) = keeper.open(&stored);
+        assert_eq!(open.to_task().unwrap().history.unwrap()[0].text(), sent);
+        // another key: the tokens stay tokens
+        let (other, _) = TaskKeeper::new(SealKey::random()).open(&stored);
+        assert!(other.task.contains("<CARD_1>"), "{}", other.task);
+    }
+}
