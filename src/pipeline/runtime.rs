@@ -142,6 +142,7 @@ impl Runtime {
 
     /// The key that seals what the store keeps encrypted (trees' vaults,
     /// A2A tasks' vaults, push configs).
+    #[cfg(feature = "a2a")]
     pub(crate) fn seal_key(&self) -> &crate::redact::SealKey {
         &self.inner.seal
     }
