@@ -133,7 +133,9 @@ pub(super) fn unwritten(adm: &Admitted, error: DelegationError, clock: &Clock) -
 pub(super) async fn refuse(rt: &Runtime, refused: Refused, parent: Option<&Scope>, clock: Clock) -> DelegationResponse {
     let Refused { req, tree, error } = refused;
     tracing::info!(request_id = %req.request_id, origin = %req.origin_employee, target = %req.target_employee, code = %error.code, "delegation refused");
-    let objective = Pii::new(&rt.inner.redactor, tree.as_deref()).text(&req.objective);
+    // an objective past the limit (the refusal may be for its size) is kept as a bounded
+    // preview and its hash: never the whole text, and only the preview is redacted
+    let objective = Pii::new(&rt.inner.redactor, tree.as_deref()).text(&bounded(&req.objective));
     // filed in the tree it names only when it belongs there (a node's child here, or admitted
     // into the tree); an envelope refused before that is a tree of its own: naming someone
     // else's tree files nothing in it
@@ -156,6 +158,30 @@ pub(super) async fn refuse(rt: &Runtime, refused: Refused, parent: Option<&Scope
         response.error = Some(e);
     }
     response
+}
+
+/// The most of a refused objective the record keeps.
+const PREVIEW_BYTES: usize = 256;
+
+/// `objective` as a refusal's record keeps it: whole when it is within
+/// what an objective may be, else its first [`PREVIEW_BYTES`] and, to tell
+/// it apart, its length and the start of its sha256.
+fn bounded(objective: &str) -> std::borrow::Cow<'_, str> {
+    if objective.len() <= crate::rails::validate::MAX_OBJECTIVE_BYTES {
+        return std::borrow::Cow::Borrowed(objective);
+    }
+    let mut end = PREVIEW_BYTES;
+    while !objective.is_char_boundary(end) {
+        end -= 1;
+    }
+    use sha2::Digest as _;
+    let digest = hex::encode(sha2::Sha256::digest(objective.as_bytes()));
+    std::borrow::Cow::Owned(format!(
+        "{} … [{} bytes in all, sha256 {}]",
+        &objective[..end],
+        objective.len(),
+        &digest[..16]
+    ))
 }
 
 /// The place of an action inside a running delegation that is not itself a

@@ -4,7 +4,8 @@
 use crate::config::Limits;
 use crate::protocol::{DelegationError, DelegationRequest, version};
 
-const MAX_OBJECTIVE_BYTES: usize = 4 * 1024;
+/// The longest objective an envelope may carry (details go in its input).
+pub const MAX_OBJECTIVE_BYTES: usize = 4 * 1024;
 const MAX_HINTS: usize = 64;
 const MAX_CHAIN: usize = 64;
 const MAX_IDEMPOTENCY_KEY: usize = 256;

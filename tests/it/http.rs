@@ -756,3 +756,32 @@ fn a_max_in_flight_of_zero_is_a_configuration_error_that_names_the_field() {
     let err = Config::from_toml("[server]\nmax_inflight = 3\n").err().unwrap();
     assert!(err.message.contains("max_inflight"), "{}", err.message);
 }
+
+/// A message past every limit is refused, and what the store keeps of it is
+/// a bounded preview (redacted) with its length and hash: never the whole
+/// text (it was ~1.9 MB of audit and record per request, redacted whole).
+#[tokio::test]
+async fn an_oversize_message_leaves_a_bounded_preview_and_its_hash_never_the_whole_text() {
+    let mut config = Config::builtin();
+    config.auth.user_tokens = [("alice".to_string(), ALICE.to_string())].into();
+    let auth = config.auth.clone();
+    let rt = Runtime::builder().config(config).build().unwrap();
+    let state = Arc::new(AppState::new(rt.clone()));
+    state.tokens.load_config(&auth).await.unwrap();
+    let r = app(state);
+    let message = format!("mail ann@example.com {} end bob@example.com", "x".repeat(900 * 1024));
+    let req = Request::post("/v1/chat")
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("content-type", "application/json")
+        .body(Body::from(json!({ "message": message }).to_string()))
+        .unwrap();
+    let res = call(&r, req).await;
+    assert_eq!(res.status, StatusCode::BAD_REQUEST, "{}", String::from_utf8_lossy(&res.body));
+    assert_eq!(res.json()["error"]["code"], "INVALID_REQUEST");
+    let audit = rt.store().audit_log().await.unwrap();
+    let kept = &audit.last().unwrap().record.objective;
+    assert!(kept.len() < 1024, "{} bytes kept", kept.len());
+    assert!(kept.contains(&format!("{} bytes in all", message.len())), "{kept}");
+    assert!(kept.contains("<EMAIL_1>") && !kept.contains("ann@example.com"), "the preview is redacted: {kept}");
+    assert!(!kept.contains("bob@example.com"), "{kept}");
+}
