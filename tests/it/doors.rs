@@ -200,6 +200,11 @@ may_start_trees = true
 async fn world() -> World {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("doors.db").display());
+    world_on(dir, db).await
+}
+
+/// [`world`] on the database at `db` (SQLite or PostgreSQL).
+async fn world_on(dir: tempfile::TempDir, db: String) -> World {
     let (lineage, _) = crate::service::lineage_keys(dir.path(), "here");
     let peer = KeyRing::open(&dir.path().join("peer-keys"), "peer", 0).unwrap();
     let impostor = KeyRing::open(&dir.path().join("impostor-keys"), "peer", 0).unwrap();
@@ -1026,4 +1031,204 @@ async fn every_door_gives_the_same_verdict_for_every_hostile_case() {
     assert_eq!(w.rt.store().delegation_tree(w.alice_root).await.unwrap(), before_tree);
     assert_eq!(w.rt.store().tree_steps(w.alice_root).await.unwrap(), before_steps);
     let _ = (Path::new("."), ALICE);
+}
+
+// ── nothing raw is stored, whichever door it came through ─────────────────
+
+/// What a person sends that the store must never hold as it is.
+const RAW: [&str; 7] = [
+    "maya.r@example.com",
+    "4111 1111 1111 1111",
+    "4111-1111-1111-1111",
+    "4111111111111111",
+    "123-45-6789",
+    "(415) 555-2671",
+    "push-secret-7f3a9c",
+];
+
+/// A message holding every raw value (the card twice, in two spellings).
+fn raw_message(door: &str) -> String {
+    format!(
+        "Categorize for {door}: 2025-10-01 Starbucks 4.50 paid with 4111 1111 1111 1111 \
+         (also 4111-1111-1111-1111), receipt to maya.r@example.com, call (415) 555-2671, ssn 123-45-6789"
+    )
+}
+
+/// Every row of every table, each as text.
+async fn every_row(w: &World) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(path) = w.db.strip_prefix("sqlite://") {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for t in tables {
+            let mut stmt = conn.prepare(&format!("SELECT * FROM \"{t}\"")).unwrap();
+            let n = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| {
+                    let mut row = String::new();
+                    for i in 0..n {
+                        use rusqlite::types::ValueRef;
+                        match r.get_ref(i)? {
+                            ValueRef::Text(b) | ValueRef::Blob(b) => row.push_str(&String::from_utf8_lossy(b)),
+                            ValueRef::Integer(v) => row.push_str(&v.to_string()),
+                            ValueRef::Real(v) => row.push_str(&v.to_string()),
+                            ValueRef::Null => {}
+                        }
+                        row.push('|');
+                    }
+                    Ok(row)
+                })
+                .unwrap();
+            out.extend(rows.map(|r| (t.clone(), r.unwrap())));
+        }
+    } else {
+        use sqlx::Row;
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&w.db).await.unwrap();
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        for t in tables {
+            let sql = format!("SELECT row_to_json(t)::text FROM \"{t}\" t");
+            for row in sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&pool).await.unwrap() {
+                out.push((t.clone(), row.get::<String, _>(0)));
+            }
+        }
+    }
+    out
+}
+
+/// Sends the raw values through every door (a user's turn at each that
+/// takes one, an agent's envelope at the native and A2A doors, a push
+/// config's credentials), then reads every table of the database: none
+/// holds a raw value, on SQLite and on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_door_leaves_a_raw_value_in_any_table() {
+    let mut dbs = vec![];
+    let dir = tempfile::tempdir().unwrap();
+    dbs.push((dir, None));
+    if let Some(pg) = crate::db::postgres().await {
+        dbs.push((tempfile::tempdir().unwrap(), Some(pg)));
+    }
+    for (dir, pg) in dbs {
+        let db = match &pg {
+            Some(p) => p.url.clone(),
+            None => format!("sqlite://{}", dir.path().join("raw.db").display()),
+        };
+        let w = world_on(dir, db).await;
+        let c = http();
+        // native: a user's turn and an agent's envelope
+        let (s, v) = send(c.post(format!("{}/v1/chat", w.base)).bearer_auth(ALICE).json(&json!({
+            "message": "Categorize this", "input": raw_message("chat")
+        })))
+        .await;
+        assert_eq!(s, 200, "{v}");
+        let mut env = DelegationRequest::new(slug("trusted"), slug("worker"), user("alice"), "Categorize", "");
+        env.input = raw_message("delegate");
+        let (s, v) = send(
+            c.post(format!("{}/v1/delegate", w.base))
+                .bearer_auth(TRUSTED)
+                .header("x-agent-request-id", env.request_id.to_string())
+                .header("x-agent-origin", "trusted")
+                .json(&env),
+        )
+        .await;
+        assert_eq!(s, 200, "{v}");
+        // the OpenAI-compatible API
+        let body = json!({"model": "front", "messages": [{"role": "user", "content": raw_message("openai")}]});
+        let (s, v) = send(c.post(format!("{}/v1/chat/completions", w.base)).bearer_auth(ALICE).json(&body)).await;
+        assert_eq!(s, 200, "{v}");
+        // A2A: a user's message over JSON-RPC and HTTP+JSON (with a push config), an agent's over gRPC
+        let (s, v) = jsonrpc(
+            &w.base,
+            "worker",
+            Some(ALICE),
+            "SendMessage",
+            json!({"message": message(&raw_message("jsonrpc"))}),
+        )
+        .await;
+        assert_eq!(s, 200, "{v}");
+        let push = json!({"url": "https://hooks.example.org/push", "token": "push-secret-7f3a9c"});
+        let body =
+            json!({"message": message(&raw_message("rest")), "configuration": {"taskPushNotificationConfig": push}});
+        let (s, v) = send(
+            c.post(format!("{}/a2a/worker/message:send", w.base))
+                .header("a2a-version", "1.0")
+                .bearer_auth(ALICE)
+                .json(&body),
+        )
+        .await;
+        assert_eq!(s, 200, "{v}");
+        let channel =
+            tonic::transport::Channel::from_shared(format!("http://{}", w.addr)).unwrap().connect().await.unwrap();
+        let mut grpc = A2aServiceClient::new(channel);
+        let mut req = DelegationRequest::new(slug("trusted"), slug("worker"), user("alice"), "Categorize", "");
+        req.objective = raw_message("grpc");
+        let send_req: pb::SendMessageRequest =
+            to_proto(&json!({"tenant": "worker", "message": a2a_message(&req, None)})).unwrap();
+        grpc.send_message(grpc_request(send_req, Some(TRUSTED))).await.unwrap();
+        // MCP over HTTP and stdio, the command line, the library
+        let calls = [(ALICE, tool("ask", json!({"message": raw_message("mcp")})))];
+        for (who, call) in calls {
+            use rmcp::ServiceExt;
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", w.base)).auth_header(who.to_string());
+            let client = rmcp::model::ClientConfig::default()
+                .serve(StreamableHttpClientTransport::from_config(config))
+                .await
+                .unwrap();
+            assert!(mcp_result(client.call_tool(call).await).is_ok());
+            let _ = client.cancel().await;
+        }
+        {
+            use rmcp::ServiceExt;
+            use rmcp::transport::TokioChildProcess;
+            let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+            cmd.current_dir(w.dir.path()).env_remove("SWITCHBOARD_CONFIG").env_remove("SWITCHBOARD_DATABASE_URL");
+            cmd.arg("--config").arg(&w.config).args(["--database-url", &w.db, "mcp", "--user", "bob"]);
+            let transport = TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().unwrap().0;
+            let client = rmcp::model::ClientConfig::default().serve(transport).await.unwrap();
+            assert!(mcp_result(client.call_tool(tool("ask", json!({"message": raw_message("stdio")}))).await).is_ok());
+            let _ = client.cancel().await;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .current_dir(w.dir.path())
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("SWITCHBOARD_DATABASE_URL")
+            .arg("--config")
+            .arg(&w.config)
+            .args(["--database-url", &w.db, "ask", "--user", "bob", &raw_message("cli")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let asked = w.rt.ask(&user("alice"), &raw_message("library"), AskOptions::default()).await.unwrap();
+        assert!(
+            asked.answer.contains("maya.r@example.com") || !asked.answer.contains("EMAIL"),
+            "values come back: {}",
+            asked.answer
+        );
+        // every table, every row
+        let rows = every_row(&w).await;
+        assert!(rows.len() > 40, "{} rows", rows.len());
+        let leaks: Vec<String> = rows
+            .iter()
+            .flat_map(|(t, r)| {
+                RAW.iter().filter(|raw| r.contains(*raw)).map(move |raw| format!("{t}: {raw} in {r:.300}"))
+            })
+            .collect();
+        let name = if pg.is_some() { "postgres" } else { "sqlite" };
+        assert!(leaks.is_empty(), "{name}: {} raw values stored:\n{}", leaks.len(), leaks.join("\n"));
+        drop(pg);
+    }
 }
