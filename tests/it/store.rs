@@ -47,6 +47,7 @@ fn node(n: u64) -> DelegationRecord {
         started_at: now_ms(),
         duration_ms: n,
         tokens: TokenUsage::default(),
+        consult: false,
     }
 }
 
@@ -192,6 +193,7 @@ async fn delegation_trees_and_history_come_back_from_the_store() {
             started_at: now_ms(),
             duration_ms: 3,
             tokens: TokenUsage::new(10, 5),
+            consult: false,
         };
         let child = RequestId::new();
         s.put_delegation(&rec(root, None, "prime-boss", "success", "x")).await.unwrap();
@@ -228,7 +230,7 @@ async fn seed_scores_are_promoted_penalized_and_ordered() {
 }
 
 /// The memory store, then the store of each of `dbs`.
-fn every_store(dbs: &[db::Db]) -> Vec<(&'static str, Arc<dyn Store>)> {
+pub(crate) fn every_store(dbs: &[db::Db]) -> Vec<(&'static str, Arc<dyn Store>)> {
     let memory: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
     let mut stores = vec![("memory", memory)];
     stores.extend(dbs.iter().map(|db| (db.name, db.dyn_store())));
