@@ -315,3 +315,51 @@ async fn bad_ranges_are_refused_with_a_stable_code() {
         assert_eq!(e.code, ErrorCode::InvalidRequest, "{since:?}..{until:?}");
     }
 }
+
+/// seeds/001's data note and a roster its first approach fails on (as in tests/it/seeds.rs).
+const DATA_NOTE: &str = "Transform CSV data to JSON format.\nInput columns: name, email, role.\nOutput structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.\nname,email,role\nAlex Chan,alex.chan@company.com,PM\nBo,bo@x,dev\nBea Li,bea.li@company.com,Engineer\nAlex Chan,alex.chan@company.com,PM";
+
+#[tokio::test]
+async fn a_tree_rated_down_counts_against_the_seed_that_answered_and_taking_it_back_restores_it() {
+    use switchboard::Runtime;
+    use switchboard::auth::Principal;
+    use switchboard::protocol::{DelegationRequest, Status};
+    use switchboard::store::task_signature;
+    let rt = Runtime::embedded();
+    let mut r =
+        DelegationRequest::new(slug("prime-boss"), slug("data"), user("alice"), "Transform the team roster", "");
+    r.task_note = Some(DATA_NOTE.into());
+    let answer = rt.delegate(&Principal::Admin, r).await;
+    assert_eq!(answer.status, Status::Success, "{answer:#?}");
+    let seed = *answer.execution.as_ref().unwrap().seeds_tried.last().unwrap();
+    let score = async || {
+        let scores = rt.store().seed_scores(&slug("data"), &task_signature("Transform the team roster")).await.unwrap();
+        scores.into_iter().find(|(s, _)| *s == seed).map(|(_, x)| x).unwrap()
+    };
+    let before = score().await;
+    let alice = Principal::User(user("alice"));
+    let root = answer.request_id;
+    let kept =
+        rt.rate(&alice, root, Thumb::Down, Some("the emails are wrong: mail me at alice@example.com")).await.unwrap();
+    assert_eq!(score().await, before - 1.0, "the seed that answered loses a point");
+    assert!(!kept.comment.unwrap().contains("alice@example.com"), "a comment is kept PII redacted");
+    rt.rate(&alice, root, Thumb::Down, None).await.unwrap();
+    assert_eq!(score().await, before - 1.0, "the same rating again changes nothing more");
+    rt.rate(&alice, root, Thumb::Up, None).await.unwrap();
+    assert_eq!(score().await, before, "taking the 👎 back gives the point back");
+
+    // who may rate: the tree's user only; nothing changes otherwise
+    for (caller, code) in [
+        (Principal::User(user("bob")), ErrorCode::UserMismatch),
+        (Principal::Admin, ErrorCode::PermissionDenied),
+        (Principal::Agent(slug("prime-boss")), ErrorCode::Unauthenticated),
+    ] {
+        let e = rt.rate(&caller, root, Thumb::Down, None).await.unwrap_err();
+        assert_eq!(e.code, code, "{caller:?}: {}", e.message);
+    }
+    assert_eq!(rt.rate(&alice, RequestId::new(), Thumb::Down, None).await.unwrap_err().code, ErrorCode::NotFound);
+    let long = "x".repeat(switchboard::store::ratings::MAX_COMMENT_CHARS + 1);
+    assert_eq!(rt.rate(&alice, root, Thumb::Down, Some(&long)).await.unwrap_err().code, ErrorCode::InvalidRequest);
+    assert_eq!(rt.store().rating(root).await.unwrap().unwrap().thumb, Thumb::Up, "the refusals changed nothing");
+    assert_eq!(score().await, before);
+}
