@@ -4,6 +4,7 @@ mod a2a;
 mod a2a_grpc;
 mod a2a_push;
 mod analytics;
+mod analytics_http;
 mod approvals_cli;
 mod approvals_http;
 mod approvals_ui;
