@@ -137,3 +137,65 @@ async fn bad_input_and_wrong_callers_get_stable_codes() {
         assert!(!body["error"]["message"].as_str().unwrap_or_default().is_empty(), "{path}");
     }
 }
+
+/// `switchboard` on an SQLite file in `dir`, its exit code and stdout.
+fn cli(dir: &tempfile::TempDir, args: &[&str]) -> (i32, String, String) {
+    let url = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .env_remove("SWITCHBOARD_CONFIG")
+        .env_remove("SWITCHBOARD_USER")
+        .env_remove("SWITCHBOARD_DATABASE_URL")
+        .current_dir(dir.path())
+        .args(["--database-url", &url])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn switchboard_stats_counts_what_ran_and_switchboard_rate_rates_a_users_own_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let receipt = "STARBUCKS\n10/09/2025\nLatte 5.25\nTOTAL $5.25";
+    let file = dir.path().join("receipt.txt");
+    std::fs::write(&file, receipt).unwrap();
+    let (code, out, err) = cli(
+        &dir,
+        &[
+            "--json",
+            "ask",
+            "--user",
+            "alice",
+            "Upload this receipt and categorize it",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let tree = serde_json::from_str::<Value>(&out).unwrap()["request_id"].as_str().unwrap().to_string();
+
+    let (code, out, err) = cli(&dir, &["rate", &tree, "down", "--user", "alice", "--comment", "wrong category"]);
+    assert_eq!((code, out.trim()), (0, format!("rated tree {tree} down for alice").as_str()), "{err}");
+    let (code, _, err) = cli(&dir, &["rate", &tree, "up", "--user", "bob"]);
+    assert_eq!(code, 3, "another user's tree is refused: {err}");
+    assert!(err.contains("USER_MISMATCH"), "{err}");
+    let (code, _, err) = cli(&dir, &["rate", &tree, "sideways", "--user", "alice"]);
+    assert_eq!(code, 2, "{err}");
+
+    let (code, out, err) = cli(&dir, &["--json", "stats"]);
+    assert_eq!(code, 0, "{err}");
+    let stats: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (stats["totals"]["trees"].as_u64(), stats["totals"]["rated_down"].as_u64()),
+        (Some(1), Some(1)),
+        "{stats}"
+    );
+    assert_eq!(stats["lowest_rated"][0]["comment"], "wrong category");
+    let (code, text, _) = cli(&dir, &["stats", "--user", "alice"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("1 trees, 3 delegations") && text.contains("prime-boss → byte-doc"), "{text}");
+    let (code, _, err) = cli(&dir, &["stats", "--since", "2025-06-01", "--until", "2025-05-01"]);
+    assert_eq!(code, 2, "a reversed range is a usage error");
+    assert!(err.contains("INVALID_REQUEST") && err.contains("reversed"), "{err}");
+}
