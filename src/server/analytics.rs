@@ -7,7 +7,7 @@
 //! | route | who | what |
 //! |---|---|---|
 //! | `GET /v1/analytics[?since=&until=&user=]` | user (own), admin (all, or `user`) | agents, edges, depth and fan-out, errors, users, tokens over time, rated-down answers |
-//! | `GET /v1/trees[?agent=&status=&q=&before=&limit=&user=]` | user (own), admin (all, or `user`) | `{"trees":[…],"next"}`: past trees, newest first |
+//! | `GET /v1/trees[?agent=&status=&q=&before=&limit=&user=]` | user (own), admin (all, or `user`) | `{"trees":[…],"next","user"}`: past trees, newest first, and whose (null: everyone's) |
 //! | `POST /v1/trees/{id}/rating` | the tree's user | `{"rating":"up"\|"down","comment"?}` → the rating kept |
 //! | `GET /v1/trees/{id}/rating` | the tree's user, admin | `{"rating":…\|null}` |
 //!
@@ -89,8 +89,10 @@ pub async fn trees(State(state): State<Arc<AppState>>, caller: Principal, uri: U
         before: p.before.as_deref().filter(|b| !b.is_empty()).map(Cursor::decode).transpose()?,
         limit,
     };
+    // whose trees these are (None: everyone's, for an admin), so the page knows whether it may rate
+    let user = crate::pipeline::whose(&caller, p.user.as_deref())?;
     let page = state.runtime.past_trees_for(&caller, p.user.as_deref(), history).await?;
-    Ok(Json(json!(page)))
+    Ok(Json(json!({ "trees": page.trees, "next": page.next, "user": user })))
 }
 
 /// A rating as `POST /v1/trees/{id}/rating` takes it.

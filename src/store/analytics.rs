@@ -197,7 +197,7 @@ pub(super) struct Calls {
     pub consult: bool,
     pub root: bool,
     pub calls: u64,
-    /// Their own tokens: their subtrees' are counted with the subtrees.
+    /// Tokens of the calls, their subtrees included (a record's tokens).
     pub tokens: u64,
     pub duration_ms: u64,
     pub max_ms: u64,
@@ -248,7 +248,7 @@ pub struct UserTotals {
 pub struct SeriesPoint {
     /// The start of the point's hour or day, epoch milliseconds.
     pub at: i64,
-    /// Tokens used by the delegations that started then.
+    /// Tokens of the trees that started then.
     pub tokens: u64,
     /// Trees that started then.
     pub trees: u64,
@@ -313,7 +313,7 @@ pub struct AgentStats {
     pub success_rate: f64,
     /// `(failed + refused) / calls`.
     pub failure_rate: f64,
-    /// Its own tokens.
+    /// Tokens of the calls to it, their subtrees included (what asking it cost).
     pub tokens: u64,
     /// Median duration, read from the duration buckets.
     pub p50_ms: u64,
@@ -350,7 +350,7 @@ pub struct EdgeStats {
     pub p50_ms: u64,
     /// 95th percentile duration.
     pub p95_ms: u64,
-    /// The calls' own tokens.
+    /// Tokens of the calls, their subtrees included.
     pub tokens: u64,
 }
 
@@ -453,13 +453,14 @@ pub(super) fn fold(q: &AnalyticsQuery, series_width_ms: i64, rows: Counted) -> A
     for c in &rows.calls {
         if c.root {
             totals.trees += c.calls;
+            // a tree's top record holds the tokens of the whole tree
+            totals.tokens += c.tokens;
         }
         if c.consult {
             totals.consults += c.calls;
         } else {
             totals.delegations += c.calls;
         }
-        totals.tokens += c.tokens;
         let (success, partial, failed, refused) = match c.status.as_str() {
             "success" => (c.calls, 0, 0, 0),
             "partial" => (0, c.calls, 0, 0),
@@ -607,12 +608,8 @@ pub(super) fn of_records<'a>(
     ratings: impl Iterator<Item = &'a Rating>,
     now: i64,
 ) -> Analytics {
-    let mut children_tokens: HashMap<RequestId, u64> = HashMap::new();
     let mut by_root: HashMap<RequestId, Vec<&DelegationRecord>> = HashMap::new();
     for r in records.clone() {
-        if let Some(p) = r.parent_id {
-            *children_tokens.entry(p).or_default() += u64::from(r.tokens.total);
-        }
         by_root.entry(r.root_id).or_default().push(r);
     }
     let width = series_width(&pieces(q.since, q.until, now));
@@ -622,7 +619,7 @@ pub(super) fn of_records<'a>(
     let mut shapes: BTreeMap<(ShapeKind, u64), u64> = BTreeMap::new();
     for r in records.filter(|r| q.covers(r.started_at) && q.counts(&r.user_id)) {
         let root = r.request_id == r.root_id;
-        let own = u64::from(r.tokens.total).saturating_sub(children_tokens.get(&r.request_id).copied().unwrap_or(0));
+        let tokens = u64::from(r.tokens.total);
         let code = r.error_code.clone().unwrap_or_default();
         let key = (r.origin.clone(), r.target.clone(), r.status.clone(), code, r.consult, root);
         let c = calls.entry(key.clone()).or_insert_with(|| Calls {
@@ -635,7 +632,7 @@ pub(super) fn of_records<'a>(
             ..Default::default()
         });
         c.calls += 1;
-        c.tokens += own;
+        c.tokens += tokens;
         c.duration_ms += r.duration_ms;
         c.max_ms = c.max_ms.max(r.duration_ms);
         c.hist[bucket_of(r.duration_ms)] += 1;
@@ -645,8 +642,6 @@ pub(super) fn of_records<'a>(
         let p = series.entry(r.started_at.div_euclid(HOUR_MS) * HOUR_MS).or_default();
         p.at = r.started_at.div_euclid(HOUR_MS) * HOUR_MS;
         p.calls += 1;
-        p.tokens += own;
-        u.tokens += own;
         if r.consult {
             u.consults += 1
         } else {
@@ -654,7 +649,9 @@ pub(super) fn of_records<'a>(
         }
         if root {
             u.trees += 1;
+            u.tokens += tokens;
             p.trees += 1;
+            p.tokens += tokens;
             let tree = by_root.get(&r.request_id).map(Vec::as_slice).unwrap_or_default();
             let deepest = tree.iter().map(|n| u64::from(n.depth)).max().unwrap_or(0);
             *shapes.entry((ShapeKind::Depth, deepest)).or_default() += 1;
@@ -732,124 +729,148 @@ fn hist_sums(of: impl Fn(usize) -> String) -> String {
 
 const CALL_KEY: &str = "origin, target, status, error_code, consult, root";
 
-/// Rolls up the hour at `hour` for everyone and for each user.
-fn roll_hour_sql() -> Vec<String> {
+/// The hour (or day) of a time column, as SQL.
+fn bucket_expr(col: &str, width: i64) -> String {
+    format!("({col} / {width} * {width})")
+}
+
+/// The statements that roll up the hours in `list` (all in `[$1, $2)`) for
+/// everyone and for each user, grouping by hour.
+fn roll_hours_sql(list: &str) -> Vec<String> {
     let hist = hist_columns();
-    let own = "d.total_tokens - COALESCE((SELECT SUM(c.total_tokens) FROM delegations c \
-               WHERE c.root_id = d.root_id AND c.parent_id = d.request_id), 0)";
+    let at = bucket_expr("d.started_at", HOUR_MS);
     let inner = format!(
-        "SELECT d.user_id, d.origin, d.target, d.status, COALESCE(d.error_code, '') AS error_code, d.consult, \
-         CASE WHEN d.request_id = d.root_id THEN 1 ELSE 0 END AS root, d.duration_ms, {} AS b, {own} AS own \
-         FROM delegations d WHERE d.started_at >= $1 AND d.started_at < $2",
+        "SELECT {at} AS bucket, d.user_id, d.origin, d.target, d.status, COALESCE(d.error_code, '') AS error_code, \
+         d.consult, CASE WHEN d.request_id = d.root_id THEN 1 ELSE 0 END AS root, d.duration_ms, d.total_tokens, \
+         {} AS b FROM delegations d WHERE d.started_at >= $1 AND d.started_at < $2 AND {at} IN ({list})",
         bucket_case("d.duration_ms")
     );
     let sums = hist_sums(|i| format!("CASE WHEN b = {i} THEN 1 ELSE 0 END"));
     let calls = |scope: &str, group: &str| {
         format!(
             "INSERT INTO stats_calls (width, bucket, scope, {CALL_KEY}, calls, tokens, duration_ms, max_ms, {hist}) \
-             SELECT {HOUR_MS}, $1, {scope}, {CALL_KEY}, COUNT(*), \
-             CAST(SUM(CASE WHEN own < 0 THEN 0 ELSE own END) AS BIGINT), CAST(SUM(duration_ms) AS BIGINT), \
-             MAX(duration_ms), {sums} FROM ({inner}) x GROUP BY {group}{CALL_KEY}"
+             SELECT {HOUR_MS}, bucket, {scope}, {CALL_KEY}, COUNT(*), CAST(SUM(total_tokens) AS BIGINT), \
+             CAST(SUM(duration_ms) AS BIGINT), MAX(duration_ms), {sums} FROM ({inner}) x \
+             GROUP BY bucket, {group}{CALL_KEY}"
         )
     };
-    let roots = "FROM delegations r WHERE r.started_at >= $1 AND r.started_at < $2 AND r.request_id = r.root_id";
+    let root_at = bucket_expr("r.started_at", HOUR_MS);
+    let roots = format!(
+        "FROM delegations r WHERE r.started_at >= $1 AND r.started_at < $2 AND {root_at} IN ({list}) \
+         AND r.request_id = r.root_id"
+    );
     let depth = format!(
-        "SELECT r.user_id, (SELECT MAX(c.depth) FROM delegations c WHERE c.root_id = r.request_id) AS n {roots}"
+        "SELECT {root_at} AS bucket, r.user_id, (SELECT MAX(c.depth) FROM delegations c WHERE c.root_id = r.request_id) \
+         AS n {roots}"
     );
     let fan_out = format!(
-        "SELECT r.user_id, c.parent_id, COUNT(*) AS n FROM delegations r JOIN delegations c ON c.root_id = r.request_id \
-         WHERE r.started_at >= $1 AND r.started_at < $2 AND r.request_id = r.root_id AND c.parent_id IS NOT NULL \
-         GROUP BY r.user_id, c.parent_id"
+        "SELECT {root_at} AS bucket, r.user_id, c.parent_id, COUNT(*) AS n FROM delegations r \
+         JOIN delegations c ON c.root_id = r.request_id WHERE r.started_at >= $1 AND r.started_at < $2 \
+         AND {root_at} IN ({list}) AND r.request_id = r.root_id AND c.parent_id IS NOT NULL \
+         GROUP BY {root_at}, r.user_id, c.parent_id"
     );
     let shape = |kind: ShapeKind, from: &str, scope: &str, group: &str| {
         format!(
             "INSERT INTO stats_shapes (width, bucket, scope, kind, n, total) \
-             SELECT {HOUR_MS}, $1, {scope}, '{}', n, COUNT(*) FROM ({from}) t GROUP BY {group}n",
+             SELECT {HOUR_MS}, bucket, {scope}, '{}', n, COUNT(*) FROM ({from}) t GROUP BY bucket, {group}n",
             kind.as_str()
         )
     };
+    let everyone = format!("'{EVERYONE}'");
     vec![
-        calls(&format!("'{EVERYONE}'"), ""),
+        calls(&everyone, ""),
         calls("user_id", "user_id, "),
-        shape(ShapeKind::Depth, &depth, &format!("'{EVERYONE}'"), ""),
+        shape(ShapeKind::Depth, &depth, &everyone, ""),
         shape(ShapeKind::Depth, &depth, "user_id", "user_id, "),
-        shape(ShapeKind::FanOut, &fan_out, &format!("'{EVERYONE}'"), ""),
+        shape(ShapeKind::FanOut, &fan_out, &everyone, ""),
         shape(ShapeKind::FanOut, &fan_out, "user_id", "user_id, "),
         format!(
             "INSERT INTO stats_users (width, bucket, user_id, trees, calls, consults, tokens) \
-             SELECT {HOUR_MS}, $1, scope, CAST(SUM(CASE WHEN root = 1 THEN calls ELSE 0 END) AS BIGINT), \
+             SELECT {HOUR_MS}, bucket, scope, CAST(SUM(CASE WHEN root = 1 THEN calls ELSE 0 END) AS BIGINT), \
              CAST(SUM(CASE WHEN consult = 0 THEN calls ELSE 0 END) AS BIGINT), \
-             CAST(SUM(CASE WHEN consult = 1 THEN calls ELSE 0 END) AS BIGINT), CAST(SUM(tokens) AS BIGINT) \
-             FROM stats_calls WHERE width = {HOUR_MS} AND bucket = $1 AND scope <> '{EVERYONE}' AND $2 > 0 GROUP BY scope"
+             CAST(SUM(CASE WHEN consult = 1 THEN calls ELSE 0 END) AS BIGINT), \
+             CAST(SUM(CASE WHEN root = 1 THEN tokens ELSE 0 END) AS BIGINT) FROM stats_calls \
+             WHERE width = {HOUR_MS} AND bucket >= $1 AND bucket < $2 AND bucket IN ({list}) AND scope <> '{EVERYONE}' \
+             GROUP BY bucket, scope"
         ),
     ]
 }
 
-/// Rolls up the day at `$1` (to `$2`) from its hours.
-fn roll_day_sql() -> Vec<String> {
+/// The statements that roll up the days in `list` (all in `[$1, $2)`) from their hours.
+fn roll_days_sql(list: &str) -> Vec<String> {
     let hist = hist_columns();
     let sums = hist_sums(|i| format!("h{i:02}"));
-    let hours = format!("width = {HOUR_MS} AND bucket >= $1 AND bucket < $2");
+    let day = bucket_expr("bucket", DAY_MS);
+    let hours = format!("width = {HOUR_MS} AND bucket >= $1 AND bucket < $2 AND {day} IN ({list})");
     vec![
         format!(
             "INSERT INTO stats_calls (width, bucket, scope, {CALL_KEY}, calls, tokens, duration_ms, max_ms, {hist}) \
-             SELECT {DAY_MS}, $1, scope, {CALL_KEY}, CAST(SUM(calls) AS BIGINT), CAST(SUM(tokens) AS BIGINT), \
+             SELECT {DAY_MS}, {day}, scope, {CALL_KEY}, CAST(SUM(calls) AS BIGINT), CAST(SUM(tokens) AS BIGINT), \
              CAST(SUM(duration_ms) AS BIGINT), MAX(max_ms), {sums} FROM stats_calls WHERE {hours} \
-             GROUP BY scope, {CALL_KEY}"
+             GROUP BY {day}, scope, {CALL_KEY}"
         ),
         format!(
             "INSERT INTO stats_shapes (width, bucket, scope, kind, n, total) \
-             SELECT {DAY_MS}, $1, scope, kind, n, CAST(SUM(total) AS BIGINT) FROM stats_shapes WHERE {hours} \
-             GROUP BY scope, kind, n"
+             SELECT {DAY_MS}, {day}, scope, kind, n, CAST(SUM(total) AS BIGINT) FROM stats_shapes WHERE {hours} \
+             GROUP BY {day}, scope, kind, n"
         ),
         format!(
             "INSERT INTO stats_users (width, bucket, user_id, trees, calls, consults, tokens) \
-             SELECT {DAY_MS}, $1, user_id, CAST(SUM(trees) AS BIGINT), CAST(SUM(calls) AS BIGINT), \
-             CAST(SUM(consults) AS BIGINT), CAST(SUM(tokens) AS BIGINT) FROM stats_users WHERE {hours} GROUP BY user_id"
+             SELECT {DAY_MS}, {day}, user_id, CAST(SUM(trees) AS BIGINT), CAST(SUM(calls) AS BIGINT), \
+             CAST(SUM(consults) AS BIGINT), CAST(SUM(tokens) AS BIGINT) FROM stats_users WHERE {hours} \
+             GROUP BY {day}, user_id"
         ),
     ]
 }
 
-/// Rolls one marked bucket up (an hour from the delegations, a day from its
-/// hours), in a transaction that starts by taking its mark away: of two
-/// processes rolling it, the second finds no mark and leaves it. A write
-/// marked after the mark was taken is rolled next time.
-async fn roll(pool: &AnyPool, width: i64, bucket: i64) -> StoreResult<()> {
+/// Buckets rolled in one transaction: a backlog (the first query after an
+/// upgrade or a bulk load) is rolled a day at a time, each commit short.
+const ROLL_CHUNK: usize = 24;
+
+/// Rolls marked buckets up (hours from the delegations, days from their
+/// hours), `buckets` (of `width`, sorted) at most: in a transaction that
+/// starts by taking the marks of their span away, and rolls what it took.
+/// Of two processes rolling the same hours, the second finds no marks and
+/// leaves them; a write marked after its mark was taken is rolled next time.
+async fn roll(pool: &AnyPool, width: i64, buckets: &[i64]) -> StoreResult<()> {
+    let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else { return Ok(()) };
+    let (lo, hi) = (*first, last + width);
     let mut tx = pool.begin().await.map_err(backend_err)?;
-    let taken = sqlx::query("DELETE FROM stats_dirty WHERE width = $1 AND bucket = $2")
-        .bind(width)
-        .bind(bucket)
-        .execute(&mut *tx)
-        .await
-        .map_err(backend_err)?;
-    if taken.rows_affected() == 0 {
+    let taken: Vec<i64> = sqlx::query_scalar(
+        "DELETE FROM stats_dirty WHERE width = $1 AND bucket >= $2 AND bucket < $3 RETURNING bucket",
+    )
+    .bind(width)
+    .bind(lo)
+    .bind(hi)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(backend_err)?;
+    if taken.is_empty() {
         return tx.rollback().await.map_err(backend_err);
     }
+    // numbers the store made: safe to write into the statement
+    let list = taken.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
     for table in ["stats_calls", "stats_shapes", "stats_users"] {
-        sqlx::query(AssertSqlSafe(format!("DELETE FROM {table} WHERE width = $1 AND bucket = $2")))
+        sqlx::query(AssertSqlSafe(format!("DELETE FROM {table} WHERE width = $1 AND bucket IN ({list})")))
             .bind(width)
-            .bind(bucket)
             .execute(&mut *tx)
             .await
             .map_err(backend_err)?;
     }
-    let statements = if width == HOUR_MS { roll_hour_sql() } else { roll_day_sql() };
+    let statements = if width == HOUR_MS { roll_hours_sql(&list) } else { roll_days_sql(&list) };
     for sql in statements {
-        sqlx::query(AssertSqlSafe(sql))
-            .bind(bucket)
-            .bind(bucket + width)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend_err)?;
+        sqlx::query(AssertSqlSafe(sql)).bind(lo).bind(hi).execute(&mut *tx).await.map_err(backend_err)?;
     }
     if width == HOUR_MS {
-        // its day, rolled once the day is past (the same upsert as the trigger's)
-        sqlx::query(
-            "INSERT INTO stats_dirty (width, bucket) VALUES ($1, $2) \
-             ON CONFLICT (width, bucket) DO UPDATE SET bucket = excluded.bucket",
-        )
-        .bind(DAY_MS)
-        .bind(bucket.div_euclid(DAY_MS) * DAY_MS)
+        // their days, rolled once past (the same upsert as the trigger's on PostgreSQL)
+        let mut days: Vec<i64> = taken.iter().map(|h| h.div_euclid(DAY_MS) * DAY_MS).collect();
+        days.sort_unstable();
+        days.dedup();
+        let values = days.iter().map(|d| format!("({DAY_MS}, {d})")).collect::<Vec<_>>().join(", ");
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO stats_dirty (width, bucket) VALUES {values} \
+             ON CONFLICT (width, bucket) DO UPDATE SET bucket = excluded.bucket"
+        )))
         .execute(&mut *tx)
         .await
         .map_err(backend_err)?;
@@ -870,12 +891,12 @@ async fn roll_range(pool: &AnyPool, since: i64, until: i64, pieces: &[(i64, i64,
         .await
         .map_err(backend_err)
     };
-    for hour in marked(HOUR_MS, since, until).await? {
-        roll(pool, HOUR_MS, hour).await?;
+    for hours in marked(HOUR_MS, since, until).await?.chunks(ROLL_CHUNK) {
+        roll(pool, HOUR_MS, hours).await?;
     }
     for &(_, from, to) in pieces.iter().filter(|(w, ..)| *w == DAY_MS) {
-        for day in marked(DAY_MS, from, to).await? {
-            roll(pool, DAY_MS, day).await?;
+        for days in marked(DAY_MS, from, to).await?.chunks(ROLL_CHUNK) {
+            roll(pool, DAY_MS, days).await?;
         }
     }
     Ok(())
@@ -927,8 +948,9 @@ pub(super) async fn from_rollups(pool: &AnyPool, q: &AnalyticsQuery, now: i64) -
             calls.push(c);
         }
         for row in bind(format!(
-            "SELECT bucket, CAST(SUM(tokens) AS BIGINT), CAST(SUM(CASE WHEN root = 1 THEN calls ELSE 0 END) AS BIGINT), \
-             CAST(SUM(calls) AS BIGINT) FROM stats_calls WHERE {range} GROUP BY bucket"
+            "SELECT bucket, CAST(SUM(CASE WHEN root = 1 THEN tokens ELSE 0 END) AS BIGINT), \
+             CAST(SUM(CASE WHEN root = 1 THEN calls ELSE 0 END) AS BIGINT), CAST(SUM(calls) AS BIGINT) \
+             FROM stats_calls WHERE {range} GROUP BY bucket"
         ))
         .fetch_all(pool)
         .await

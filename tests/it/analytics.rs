@@ -152,11 +152,15 @@ async fn every_store_counts_the_same_calls_edges_shapes_errors_users_and_ratings
         let tot = &all.totals;
         assert_eq!((tot.trees, tot.delegations, tot.consults), (4, 10, 1), "{name}: {tot:?}");
         assert_eq!((tot.success, tot.failed, tot.refused, tot.other), (8, 2, 1, 0), "{name}");
-        // own tokens: each node's minus its children's, so the sum is the trees' totals
+        // a tree's tokens are its top record's (which counts its subtree's)
         assert_eq!(tot.tokens, 100 + 10 + 5 + 7, "{name}");
         assert_eq!((tot.rated_up, tot.rated_down), (1, 1), "{name}");
         let prime = agent(&all, "prime-boss");
-        assert_eq!((prime.calls, prime.success, prime.failed, prime.tokens), (3, 2, 1, 20 + 4), "{name}: {prime:?}");
+        assert_eq!(
+            (prime.calls, prime.success, prime.failed, prime.tokens),
+            (3, 2, 1, 100 + 10 + 7),
+            "{name}: {prime:?}"
+        );
         assert_eq!((prime.rated_up, prime.rated_down), (1, 1), "{name}");
         assert_eq!(agent(&all, "tag-ai").tokens, 50 + 10, "{name}");
         assert_eq!(all.agents[0].agent, "prime-boss", "{name}: the most called first");

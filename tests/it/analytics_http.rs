@@ -199,3 +199,78 @@ fn switchboard_stats_counts_what_ran_and_switchboard_rate_rates_a_users_own_tree
     assert_eq!(code, 2, "a reversed range is a usage error");
     assert!(err.contains("INVALID_REQUEST") && err.contains("reversed"), "{err}");
 }
+
+/// Whether `(`, `[` and `{` close in order (outside quoted label values).
+fn balanced(expr: &str) -> bool {
+    let (mut stack, mut quoted) = (Vec::new(), false);
+    for c in expr.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            _ if quoted => {}
+            '(' | '[' | '{' => stack.push(c),
+            ')' | ']' | '}' => {
+                let open = match c {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                if stack.pop() != Some(open) {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    stack.is_empty() && !quoted
+}
+
+#[tokio::test]
+async fn the_grafana_dashboard_is_valid_and_queries_only_metrics_the_runtime_serves() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/switchboard.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("the dashboard is JSON");
+    assert!(dashboard["title"].as_str().is_some_and(|t| !t.is_empty()) && dashboard["uid"].is_string());
+    assert!(dashboard["schemaVersion"].is_u64());
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 8, "{} panels", panels.len());
+
+    // what the runtime serves at /metrics, after a delegation
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve(runtime(&dir).await).await;
+    chat(&Client::new(&addr), ALICE, "Upload this receipt and categorize it", "STARBUCKS\n10/09/2025\nTOTAL $5.25")
+        .await;
+    switchboard::util::install_tls();
+    let text =
+        reqwest::Client::builder().no_proxy().build().unwrap().get(format!("http://{addr}/metrics")).send().await;
+    let text = text.unwrap().text().await.unwrap();
+    let served: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let metric = regex::Regex::new(r"\bswitchboard_[a-z_]+").unwrap();
+
+    let mut ids = std::collections::BTreeSet::new();
+    for p in panels {
+        let title = p["title"].as_str().unwrap_or_default();
+        assert!(!title.is_empty() && ids.insert(p["id"].as_u64().expect("a numeric id")), "{p}");
+        assert!(p["description"].as_str().is_some_and(|d| d.ends_with('?')), "{title}: says the question it answers");
+        assert!(
+            ["timeseries", "bargauge", "stat", "table"].contains(&p["type"].as_str().unwrap_or_default()),
+            "{title}"
+        );
+        let g = &p["gridPos"];
+        let (x, w) = (g["x"].as_u64().unwrap(), g["w"].as_u64().unwrap());
+        assert!(x + w <= 24 && g["h"].as_u64().is_some() && g["y"].as_u64().is_some(), "{title}: {g}");
+        let targets = p["targets"].as_array().filter(|t| !t.is_empty()).unwrap_or_else(|| panic!("{title}: no query"));
+        for t in targets {
+            let expr = t["expr"].as_str().unwrap_or_default();
+            assert!(t["refId"].is_string() && balanced(expr), "{title}: {expr}");
+            let names: Vec<&str> = metric.find_iter(expr).map(|m| m.as_str()).collect();
+            assert!(!names.is_empty(), "{title}: queries no switchboard metric: {expr}");
+            for name in names {
+                assert!(served.contains(name), "{title}: {name} is not in /metrics (served: {served:?})");
+            }
+        }
+    }
+}

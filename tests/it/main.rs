@@ -19,6 +19,7 @@ mod faults;
 mod fuzz;
 mod hostile;
 mod http;
+mod insights_ui;
 mod lineage;
 mod llm;
 mod mcp_client;
