@@ -12,6 +12,11 @@
 //! - the 30 days after 1 000 more delegations arrived in the current hour
 //!   (what a live server's next query pays: that hour rolled again).
 //!
+//! `cargo bench --bench analytics -- writes` measures what the rollup
+//! trigger costs the write path instead: durable delegations a second
+//! (zero-work agent, SQLite file, concurrency 64), with the trigger and with
+//! it dropped, interleaved (BENCH_WRITES delegations a run, default 20 000).
+//!
 //! Each figure is printed as a table row and as a `BENCH_JSON {...}` line.
 //! Nothing here asserts a timing.
 
@@ -224,9 +229,72 @@ async fn time(store: &SqlStore, what: &str, q: &AnalyticsQuery, runs: usize) -> 
     median
 }
 
+struct Zero;
+
+#[async_trait::async_trait]
+impl switchboard::Agent for Zero {
+    async fn run(
+        &self,
+        _ctx: &switchboard::AgentContext,
+        _task: &switchboard::Task,
+    ) -> Result<switchboard::AgentOutput, switchboard::DelegationError> {
+        Ok(switchboard::AgentOutput::new("done", "done"))
+    }
+}
+
+/// Durable delegations a second on a fresh SQLite file, the rollup trigger kept or dropped.
+async fn writes(n: usize, trigger: bool) -> f64 {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("writes.db");
+    drop(SqlStore::connect(&format!("sqlite://{}", file.display())).await.unwrap());
+    if !trigger {
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        conn.execute_batch("DROP TRIGGER delegations_added_stats; DROP TRIGGER delegations_updated_stats;").unwrap();
+    }
+    let store = SqlStore::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+    let team = "[[agents]]\nslug = \"caller\"\nname = \"caller\"\nmay_delegate_to = [\"*\"]\n\
+                [[agents]]\nslug = \"zero\"\nname = \"zero\"\n";
+    let runtime = switchboard::Runtime::builder()
+        .config(switchboard::Config::from_toml(team).unwrap())
+        .store(std::sync::Arc::new(store))
+        .agent("caller", Zero)
+        .agent("zero", Zero)
+        .build()
+        .unwrap();
+    let user = switchboard::protocol::UserId::parse("bench").unwrap();
+    let slug = |s: &str| switchboard::protocol::AgentSlug::parse(s).unwrap();
+    let request =
+        || switchboard::protocol::DelegationRequest::new(slug("caller"), slug("zero"), user.clone(), "do it", "");
+    let run = |count: usize| {
+        futures::stream::iter(0..count).for_each_concurrent(64, |_| async {
+            std::hint::black_box(runtime.delegate(&switchboard::Principal::Admin, request()).await);
+        })
+    };
+    run(1000).await; // warm up
+    let t = Instant::now();
+    run(n).await;
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    if args.iter().any(|a| a == "writes") {
+        let n: usize = std::env::var("BENCH_WRITES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+        println!("durable delegations a second (SQLite file, concurrency 64, {n} a run)");
+        for round in 1..=3 {
+            for trigger in [true, false] {
+                let per_sec = writes(n, trigger).await;
+                let what = if trigger { "with the rollup trigger" } else { "without it" };
+                println!("  round {round}, {what:<24} {per_sec:>8.0}/s");
+                println!(
+                    "BENCH_JSON {{\"bench\":\"analytics_writes\",\"trigger\":{trigger},\"per_sec\":{per_sec:.0}}}"
+                );
+            }
+        }
+        return;
+    }
     let n: usize = std::env::var("BENCH_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
     let now = now_ms();
     let from = now - DAYS * DAY_MS;

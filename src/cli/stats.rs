@@ -7,10 +7,11 @@
 use clap::Args;
 use serde_json::json;
 
-use super::{EXIT_OK, exit_code, usage_error};
+use super::approvals::failed;
+use super::{EXIT_OK, usage_error};
 use crate::auth::Principal;
 use crate::pipeline::Runtime;
-use crate::protocol::{DelegationError, UserId};
+use crate::protocol::UserId;
 use crate::store::Thumb;
 use crate::store::analytics::Analytics;
 
@@ -39,15 +40,6 @@ pub(super) struct RateArgs {
     /// The user whose tree it is.
     #[arg(long, env = "SWITCHBOARD_USER", default_value = "local-user")]
     user: String,
-}
-
-fn failed(e: &DelegationError, json: bool) -> u8 {
-    if json {
-        outln!("{}", json!({"error": e}));
-    } else {
-        eprintln!("error: {}: {}", e.code, e.message);
-    }
-    exit_code(e.code)
 }
 
 pub(super) async fn stats(runtime: &Runtime, args: StatsArgs, json: bool) -> u8 {

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::extract::Body;
+use super::extract::{Body, json_object, optional_text};
 use super::{ApiError, AppState};
 use crate::auth::Principal;
 use crate::protocol::{ErrorCode, IdError, RequestId};
@@ -107,29 +107,14 @@ pub struct RatingBody {
 /// Reads `{"rating":"up"|"down"|"👍"|"👎","comment"?}`; any other field, or
 /// a field of the wrong kind, is `INVALID_REQUEST` naming it.
 pub fn parse_rating(raw: &[u8]) -> Result<RatingBody, ApiError> {
-    let value: Value = serde_json::from_slice(raw).map_err(|e| {
-        ApiError::invalid(format!("the body must be JSON {{\"rating\":\"up\"|\"down\",\"comment\"?}}: {e}"))
-    })?;
-    let Value::Object(mut body) = value else {
-        return Err(ApiError::invalid("the body must be a JSON object {\"rating\":\"up\"|\"down\",\"comment\"?}"));
-    };
-    let (rating, comment) = (body.remove("rating"), body.remove("comment"));
-    if let Some(field) = body.keys().next() {
-        return Err(ApiError::invalid(format!("unknown field '{field}': the body takes 'rating' and 'comment'")));
-    }
-    let thumb = match rating {
+    let shape = "{\"rating\":\"up\"|\"down\",\"comment\"?}";
+    let mut body = json_object(raw, shape, &["rating", "comment"])?;
+    let thumb = match body.remove("rating") {
         Some(Value::String(r)) => Thumb::parse(&r),
         _ => None,
     }
     .ok_or_else(|| ApiError::invalid("field 'rating' must be \"up\" or \"down\" (or 👍, 👎)"))?;
-    let comment = match comment {
-        None | Some(Value::Null) => None,
-        Some(Value::String(c)) if c.chars().count() > MAX_COMMENT_CHARS => {
-            return Err(ApiError::invalid(format!("field 'comment' is longer than {MAX_COMMENT_CHARS} characters")));
-        }
-        Some(Value::String(c)) => Some(c),
-        Some(other) => return Err(ApiError::invalid(format!("field 'comment' must be text, not {other}"))),
-    };
+    let comment = optional_text(body.remove("comment"), "comment", MAX_COMMENT_CHARS)?;
     Ok(RatingBody { thumb, comment })
 }
 

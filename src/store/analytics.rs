@@ -10,8 +10,8 @@
 //! query first rolls up the marked hours of its range, and the past days
 //! they belong to, then sums the rollups: whole days from the daily ones,
 //! the hours at either end from the hourly ones. The memory store counts its
-//! records directly. Both produce the same [`Calls`], [`Shape`] and
-//! [`UserTotals`] rows, and [`fold`] turns them into the one [`Analytics`]:
+//! records directly. Both produce the same rows (calls, tree shapes and
+//! [`UserTotals`]), and one fold turns them into the one [`Analytics`]:
 //! the rules of what counts as what are written once, here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -501,9 +501,9 @@ pub(super) fn fold(q: &AnalyticsQuery, series_width_ms: i64, rows: Counted) -> A
         if !c.error_code.is_empty() {
             let e = errors.entry((c.error_code.as_str(), c.target.as_str())).or_default();
             if refused > 0 {
-                e.refused += refused
+                e.refused += refused;
             } else {
-                e.failed += c.calls
+                e.failed += c.calls;
             }
             e.total += c.calls;
         }
@@ -643,9 +643,9 @@ pub(super) fn of_records<'a>(
         p.at = r.started_at.div_euclid(HOUR_MS) * HOUR_MS;
         p.calls += 1;
         if r.consult {
-            u.consults += 1
+            u.consults += 1;
         } else {
-            u.delegations += 1
+            u.delegations += 1;
         }
         if root {
             u.trees += 1;
@@ -673,9 +673,9 @@ pub(super) fn of_records<'a>(
         let tree = by_root.get(&rating.root_id).map(Vec::as_slice).unwrap_or_default();
         let down = rating.thumb == Thumb::Down;
         if down {
-            rated.1 += 1
+            rated.1 += 1;
         } else {
-            rated.0 += 1
+            rated.0 += 1;
         }
         let agents: HashSet<&str> = tree.iter().map(|n| n.target.as_str()).collect();
         for a in agents {

@@ -164,7 +164,7 @@ pub(super) fn of_records(
             q.before.is_none_or(|c| (r.started_at, r.request_id.to_string()) < (c.started_at, c.root_id.to_string()))
         })
         .collect();
-    tops.sort_by(|a, b| (b.started_at, b.request_id.to_string()).cmp(&(a.started_at, a.request_id.to_string())));
+    tops.sort_by_key(|r| std::cmp::Reverse((r.started_at, r.request_id.to_string())));
     let trees = tops
         .into_iter()
         .take(q.limit + 1)

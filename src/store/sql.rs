@@ -74,8 +74,22 @@ fn migrator(backend: Backend) -> Migrator {
         },
         m(12, "idempotency_holders", include_str!("migrations/0012_idempotency_holders.sql")),
         match backend {
-            Backend::Postgres => m(14, "analytics", include_str!("migrations/0014_analytics.sql")),
-            Backend::Sqlite => m(14, "analytics", include_str!("migrations/0014_analytics.sqlite.sql")),
+            Backend::Postgres => m(
+                14,
+                "analytics",
+                concat!(
+                    include_str!("migrations/0014_analytics.sql"),
+                    include_str!("migrations/0014_analytics.postgres.sql")
+                ),
+            ),
+            Backend::Sqlite => m(
+                14,
+                "analytics",
+                concat!(
+                    include_str!("migrations/0014_analytics.sql"),
+                    include_str!("migrations/0014_analytics.sqlite.sql")
+                ),
+            ),
         },
     ])
 }

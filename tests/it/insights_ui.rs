@@ -7,9 +7,7 @@
 //! view is kept in target/test-artifacts/insights.png.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-use base64::Engine as _;
 use serde_json::{Value, json};
 use switchboard::protocol::UserId;
 use switchboard::store::{DelegationRecord, HistoryQuery, Store, Thumb};
@@ -208,15 +206,7 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
     assert_eq!(shown["users"], json!(["alice"]));
 
     // the picture, for people
-    let shot = cdp.call("Page.captureScreenshot", json!({"format": "png", "captureBeyondViewport": true})).await?;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(shot["data"].as_str().ok_or("no screenshot data")?)
-        .map_err(|e| e.to_string())?;
-    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
-    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).parent().map(|t| t.join("test-artifacts")).unwrap();
-    std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
-    std::fs::write(artifacts.join("insights.png"), &png).map_err(|e| e.to_string())?;
-    eprintln!("screenshot: {}", artifacts.join("insights.png").display());
+    ui::screenshot(&mut cdp, "insights").await?;
 
     // a rated-down answer opens its tree
     cdp.eval(&format!("document.querySelector('#lowest [data-root-id=\"{}\"] a').click()", roots[0])).await?;

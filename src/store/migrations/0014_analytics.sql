@@ -1,5 +1,6 @@
--- Usage analytics and ratings (docs/ANALYTICS.md). PostgreSQL's version;
--- SQLite runs 0014_analytics.sqlite.sql, the same but for its trigger.
+-- Usage analytics and ratings (docs/ANALYTICS.md), on both databases; the
+-- trigger that marks the hours written is each one's own, run after this:
+-- 0014_analytics.postgres.sql, 0014_analytics.sqlite.sql.
 --
 -- `consult`: 1 for an ephemeral consult (`ask_agent`, mode "ephemeral"),
 -- counted apart from delegations.
@@ -93,16 +94,3 @@ CREATE TABLE stats_users (
     tokens      BIGINT NOT NULL,
     PRIMARY KEY (width, bucket, user_id)
 );
-
-CREATE FUNCTION switchboard_stats_dirty() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    -- an update, not DO NOTHING: it waits for a rollup that is taking the mark
-    -- away, so a change is never left unmarked behind a rollup that missed it
-    INSERT INTO stats_dirty (width, bucket) SELECT DISTINCT 3600000, started_at / 3600000 * 3600000 FROM added
-        ON CONFLICT (width, bucket) DO UPDATE SET bucket = excluded.bucket;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER delegations_added_stats AFTER INSERT ON delegations
-    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION switchboard_stats_dirty();
-CREATE TRIGGER delegations_updated_stats AFTER UPDATE ON delegations
-    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION switchboard_stats_dirty();
