@@ -49,7 +49,7 @@ fn parse_user(user: Option<&str>) -> Result<Option<UserId>, String> {
 }
 
 /// Prints an error as `ask` does and gives the exit code of its class.
-fn failed(e: &DelegationError, json: bool) -> u8 {
+pub(super) fn failed(e: &DelegationError, json: bool) -> u8 {
     if json {
         outln!("{}", json!({"error": e}));
     } else {

@@ -32,6 +32,7 @@ mod keys;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod replay;
+mod stats;
 #[cfg(feature = "queue")]
 mod worker;
 
@@ -119,6 +120,10 @@ enum Command {
     Approve(approvals::ApproveArgs),
     /// Cancel a running or waiting tree for good.
     Cancel(approvals::CancelArgs),
+    /// Usage analytics from the store: agents, who calls whom, depths, errors, users, ratings.
+    Stats(stats::StatsArgs),
+    /// Rate the answer of one of a user's trees up or down (a second rating replaces the first).
+    Rate(stats::RateArgs),
     /// Serve MCP on stdin/stdout as a user, for desktop clients (Claude Desktop, Cursor).
     #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
@@ -369,6 +374,8 @@ async fn run(cli: Cli) -> u8 {
         Command::Approvals(args) => approvals::list(&runtime, args, cli.json).await,
         Command::Approve(args) => approvals::approve(&runtime, args, cli.json).await,
         Command::Cancel(args) => approvals::cancel(&runtime, args, cli.json).await,
+        Command::Stats(args) => stats::stats(&runtime, args, cli.json).await,
+        Command::Rate(args) => stats::rate(&runtime, args, cli.json).await,
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => mcp::run(runtime, args).await,
         #[cfg(feature = "queue")]

@@ -12,7 +12,7 @@ use super::pii::Pii;
 use super::replica::Top;
 use super::{Clock, Runtime};
 use crate::agent::Scope;
-use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, TokenUsage, UserId};
+use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, Mode, RequestId, Status, TokenUsage, UserId};
 use crate::rails::cycle;
 use crate::store::{AuditRecord, Conversation, DelegationRecord, Durability, now_ms, task_signature};
 use crate::telemetry::{Event, Observation};
@@ -53,6 +53,7 @@ pub(super) fn new_record(
         started_at,
         duration_ms: 0,
         tokens: TokenUsage::default(),
+        consult: false,
     }
 }
 
@@ -150,6 +151,7 @@ pub(super) async fn refuse(rt: &Runtime, refused: Refused, parent: Option<&Scope
         depth: parent.map_or(req.current_depth, |p| p.depth).saturating_add(1),
     };
     let mut record = new_record(place, objective, cycle::objective_hash(&req.objective), clock.started_ms);
+    record.consult = req.mode == Mode::Ephemeral;
     record.error_code = Some(error.code.to_string());
     record.duration_ms = clock.elapsed_ms();
     let mut response = DelegationResponse::failed(req.request_id, req.target_employee.clone(), error);
@@ -258,6 +260,7 @@ pub(super) async fn offline(
         depth: req.current_depth.saturating_add(u32::from(step.entry != "user")),
     };
     let mut record = new_record(place, req.objective.clone(), cycle::objective_hash(&req.objective), step.created_at);
+    record.consult = req.mode == Mode::Ephemeral;
     record.status = response.status.as_str().into();
     record.error_code = response.error_code().map(|c| c.to_string());
     record.duration_ms = u64::try_from(now_ms().saturating_sub(step.created_at)).unwrap_or(0);
@@ -295,6 +298,7 @@ impl Running {
             depth: adm.node.depth,
         };
         let mut record = new_record(place, objective.clone(), cycle::objective_hash(&req.objective), clock.started_ms);
+        record.consult = req.mode == Mode::Ephemeral;
         record.status = Status::Failed.as_str().into();
         record.error_code = Some(ErrorCode::Cancelled.to_string());
         let top = adm.node.top.clone();

@@ -121,6 +121,7 @@ mod tests {
             started_at: 0,
             duration_ms: 3,
             tokens: TokenUsage::default(),
+            consult: false,
         }
     }
 

@@ -86,20 +86,9 @@ pub struct Decision {
 /// Reads `{"decision":"approve"|"reject","reason"?}`; any other field, or a
 /// field of the wrong kind, is `INVALID_REQUEST` naming it.
 pub fn parse_decision(raw: &[u8]) -> Result<Decision, ApiError> {
-    let value: Value = serde_json::from_slice(raw).map_err(|e| {
-        ApiError::invalid(format!("the body must be JSON {{\"decision\":\"approve\"|\"reject\",\"reason\"?}}: {e}"))
-    })?;
-    let Value::Object(mut body) = value else {
-        return Err(ApiError::invalid(
-            "the body must be a JSON object {\"decision\":\"approve\"|\"reject\",\"reason\"?}",
-        ));
-    };
-    let decision = body.remove("decision");
-    let reason = body.remove("reason");
-    if let Some(field) = body.keys().next() {
-        return Err(ApiError::invalid(format!("unknown field '{field}': the body takes 'decision' and 'reason'")));
-    }
-    let approve = match decision {
+    let shape = "{\"decision\":\"approve\"|\"reject\",\"reason\"?}";
+    let mut body = super::extract::json_object(raw, shape, &["decision", "reason"])?;
+    let approve = match body.remove("decision") {
         Some(Value::String(d)) if d == "approve" => true,
         Some(Value::String(d)) if d == "reject" => false,
         None => return Err(ApiError::invalid("missing field 'decision': \"approve\" or \"reject\"")),
@@ -107,14 +96,7 @@ pub fn parse_decision(raw: &[u8]) -> Result<Decision, ApiError> {
             return Err(ApiError::invalid(format!("field 'decision' must be \"approve\" or \"reject\", not {other}")));
         }
     };
-    let reason = match reason {
-        None | Some(Value::Null) => None,
-        Some(Value::String(r)) if r.chars().count() > MAX_REASON_CHARS => {
-            return Err(ApiError::invalid(format!("field 'reason' is longer than {MAX_REASON_CHARS} characters")));
-        }
-        Some(Value::String(r)) => Some(r),
-        Some(other) => return Err(ApiError::invalid(format!("field 'reason' must be text, not {other}"))),
-    };
+    let reason = super::extract::optional_text(body.remove("reason"), "reason", MAX_REASON_CHARS)?;
     Ok(Decision { approve, reason })
 }
 

@@ -13,6 +13,7 @@ use axum_extra::TypedHeader;
 use axum_extra::headers::Authorization;
 use axum_extra::headers::authorization::Bearer;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use super::{ApiError, AppState};
 use crate::auth::Principal;
@@ -69,6 +70,34 @@ impl FromRequest<Arc<AppState>> for Body {
             let status = if status.is_client_error() { status } else { StatusCode::BAD_REQUEST };
             ApiError::new(status, ErrorCode::InvalidRequest, message)
         })
+    }
+}
+
+/// A body that must be a JSON object of `fields` at most (`shape` shows it,
+/// e.g. `{"rating":"up"|"down","comment"?}`); anything else is
+/// `INVALID_REQUEST` saying what is wrong. The fields given, by name.
+pub fn json_object(raw: &[u8], shape: &str, fields: &[&str]) -> Result<Map<String, Value>, ApiError> {
+    let value: Value =
+        serde_json::from_slice(raw).map_err(|e| ApiError::invalid(format!("the body must be JSON {shape}: {e}")))?;
+    let Value::Object(body) = value else {
+        return Err(ApiError::invalid(format!("the body must be a JSON object {shape}")));
+    };
+    if let Some(field) = body.keys().find(|k| !fields.contains(&k.as_str())) {
+        let takes = fields.iter().map(|f| format!("'{f}'")).collect::<Vec<_>>().join(" and ");
+        return Err(ApiError::invalid(format!("unknown field '{field}': the body takes {takes}")));
+    }
+    Ok(body)
+}
+
+/// An optional text field of at most `max_chars` characters (null is none).
+pub fn optional_text(value: Option<Value>, field: &str, max_chars: usize) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(t)) if t.chars().count() > max_chars => {
+            Err(ApiError::invalid(format!("field '{field}' is longer than {max_chars} characters")))
+        }
+        Some(Value::String(t)) => Ok(Some(t)),
+        Some(other) => Err(ApiError::invalid(format!("field '{field}' must be text, not {other}"))),
     }
 }
 

@@ -15,11 +15,13 @@
 //! | `GET /v1/approvals`, `POST /v1/approvals/{id}` | user token (own), admin | approvals to answer; an answer resumes its tree |
 //! | `POST /v1/trees/{id}/cancel`, `GET /v1/trees/{id}/steps` | the tree's user, admin | cancel a tree; its journal of steps (and how often a restart resumed it) |
 //! | `POST /v1/trees/{id}/replay`, `GET /v1/trees/{id}/replays` | the tree's user, admin | replay a tree (recorded or live); the replays kept |
+//! | `GET /v1/analytics`, `GET /v1/trees`, `POST\|GET /v1/trees/{id}/rating` | user token (own), admin | usage analytics, past trees, ratings (see [`analytics`]) |
 //! | `POST\|GET\|DELETE /mcp` | any token | MCP (streamable HTTP): tools and resources, docs/MCP.md |
 //! | `GET /` | anyone (the page asks for a token) | live delegation trees, the Money view |
 
 #[cfg(feature = "a2a")]
 mod a2a;
+pub mod analytics;
 pub mod approvals;
 pub mod chart;
 pub mod error;
@@ -65,6 +67,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/trees/{id}/steps", get(approvals::steps))
         .route("/v1/trees/{id}/replay", post(trees::replay))
         .route("/v1/trees/{id}/replays", get(trees::replays))
+        .route("/v1/analytics", get(analytics::analytics))
+        .route("/v1/trees", get(analytics::trees))
+        .route("/v1/trees/{id}/rating", post(analytics::rate).get(analytics::rating))
         .route("/healthz", get(native::health))
         .route("/metrics", get(native::metrics))
         .route("/", get(ui::index))

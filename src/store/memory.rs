@@ -46,6 +46,7 @@ struct Inner {
     replicas: Vec<super::Replica>,
     approvals: std::collections::BTreeMap<String, Approval>,
     replays: Vec<ReplayRecord>,
+    ratings: HashMap<RequestId, super::Rating>,
 }
 
 impl Inner {
@@ -288,10 +289,16 @@ impl Store for MemoryStore {
         let mut mine: Vec<&DelegationRecord> =
             i.delegations.values().filter(|r| &r.user_id == user && r.status != "refused").collect();
         mine.sort_by_key(|r| std::cmp::Reverse((r.started_at, r.request_id)));
+        // a success in a tree its user rated down counts as none (ratings.rs)
+        let down = |r: &DelegationRecord| i.ratings.get(&r.root_id).is_some_and(|x| x.thumb == super::Thumb::Down);
         Ok(mine
             .into_iter()
             .take(limit)
-            .map(|r| Outcome { target: r.target.clone(), status: r.status.clone(), signature: r.signature.clone() })
+            .map(|r| Outcome {
+                target: r.target.clone(),
+                status: if r.status == "success" && down(r) { "rated_down".into() } else { r.status.clone() },
+                signature: r.signature.clone(),
+            })
             .collect())
     }
 
@@ -654,5 +661,32 @@ impl Store for MemoryStore {
             delegations: i.delegations.len() as u64,
             audit: i.audit.len() as u64,
         })
+    }
+
+    async fn analytics(&self, query: &super::AnalyticsQuery) -> StoreResult<super::Analytics> {
+        let i = lock(&self.inner);
+        Ok(super::analytics::of_records(query, i.delegations.values(), i.ratings.values(), super::now_ms()))
+    }
+
+    async fn past_trees(&self, query: &super::HistoryQuery) -> StoreResult<super::HistoryPage> {
+        let i = lock(&self.inner);
+        Ok(super::history::of_records(query, &i.delegations, &i.ratings))
+    }
+
+    async fn rate_tree(
+        &self,
+        user: &UserId,
+        root: RequestId,
+        thumb: super::Thumb,
+        comment: Option<&Redacted<String>>,
+    ) -> StoreResult<super::Rated> {
+        let comment = comment.map(|c| c.as_str());
+        let mut guard = lock(&self.inner);
+        let i = &mut *guard;
+        Ok(super::ratings::rate_in(&mut i.ratings, &i.delegations, user, root, thumb, comment, super::now_ms()))
+    }
+
+    async fn rating(&self, root: RequestId) -> StoreResult<Option<super::Rating>> {
+        Ok(lock(&self.inner).ratings.get(&root).cloned())
     }
 }

@@ -6,13 +6,16 @@
 mod a2a_keep;
 pub mod a2a_push;
 pub mod a2a_state;
+pub mod analytics;
 pub mod anchor;
 pub mod audit;
 mod facts_cache;
+pub mod history;
 mod idem;
 pub mod journal;
 pub mod ledger;
 pub mod memory;
+pub mod ratings;
 pub mod replicas;
 mod rows;
 mod signature;
@@ -32,10 +35,13 @@ pub use a2a_keep::TaskKeeper;
 pub use a2a_push::{A2aPushConfigRecord, MAX_PUSH_CONFIGS_PER_TASK};
 pub use a2a_state::{A2aEventRecord, BreakerCounters, MAX_EVENTS_PER_TASK, RecentCall};
 pub use a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
+pub use analytics::{Analytics, AnalyticsQuery};
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
+pub use history::{HistoryPage, HistoryQuery, PastTree};
 pub use journal::{Approval, ApprovalState, REPLAYS_LIMIT, ReplayRecord, StepState, TreeStep};
 pub use ledger::{LedgerEntry, MoneyPlan, entry_id};
 pub use memory::MemoryStore;
+pub use ratings::{Rated, Rating, Thumb};
 pub use replicas::Replica;
 pub use signature::task_signature;
 pub use sql::SqlStore;
@@ -185,6 +191,9 @@ pub struct DelegationRecord {
     pub duration_ms: u64,
     /// Tokens used by the delegation and its subtree.
     pub tokens: TokenUsage,
+    /// An ephemeral consult (`ask_agent`, mode `ephemeral`), which analytics counts apart from delegations.
+    #[serde(default)]
+    pub consult: bool,
 }
 
 impl DelegationRecord {
@@ -201,7 +210,8 @@ impl DelegationRecord {
 pub struct Outcome {
     /// The agent that was asked.
     pub target: String,
-    /// `success`, `partial` or `failed`.
+    /// `success`, `partial` or `failed`; `rated_down` for a success whose
+    /// tree its user rated down (it counts against the agent, as a failure does).
     pub status: String,
     /// The kind of task ([`task_signature`]).
     pub signature: String,
@@ -651,6 +661,30 @@ pub trait Store: Send + Sync + 'static {
 
     /// How many rows each table holds.
     async fn counts(&self) -> StoreResult<StoreCounts>;
+
+    // usage analytics, past trees and ratings (analytics.rs, history.rs, ratings.rs)
+
+    /// Usage over `query`'s range, of one user or of everyone
+    /// ([`Analytics`]; the SQL stores roll up what changed first).
+    async fn analytics(&self, query: &AnalyticsQuery) -> StoreResult<Analytics>;
+
+    /// A page of past trees, newest first (`query` checked by [`HistoryQuery::check`]).
+    async fn past_trees(&self, query: &HistoryQuery) -> StoreResult<HistoryPage>;
+
+    /// Rates tree `root` for `user`, replacing the rating they gave it
+    /// before. Only the tree's own user rates it, checked in the write:
+    /// another user's tree is [`Rated::NotYours`], one that does not exist
+    /// (or has not answered) [`Rated::NotFound`], and neither changes anything.
+    async fn rate_tree(
+        &self,
+        user: &UserId,
+        root: RequestId,
+        thumb: Thumb,
+        comment: Option<&Redacted<String>>,
+    ) -> StoreResult<Rated>;
+
+    /// The rating of tree `root`, whoever gave it (read only; callers check the owner).
+    async fn rating(&self, root: RequestId) -> StoreResult<Option<Rating>>;
 }
 
 /// Opens the store a URL names: `memory:`, `sqlite://PATH` (created on first

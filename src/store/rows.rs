@@ -67,6 +67,7 @@ pub(super) struct DelegationRow {
     pub(super) prompt_tokens: i64,
     pub(super) completion_tokens: i64,
     pub(super) total_tokens: i64,
+    pub(super) consult: i64,
 }
 
 impl TryFrom<DelegationRow> for DelegationRecord {
@@ -93,6 +94,7 @@ impl TryFrom<DelegationRow> for DelegationRecord {
                 completion: count("completion_tokens", r.completion_tokens)?,
                 total: count("total_tokens", r.total_tokens)?,
             },
+            consult: r.consult != 0,
         })
     }
 }

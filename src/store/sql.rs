@@ -75,6 +75,24 @@ fn migrator(backend: Backend) -> Migrator {
         },
         m(12, "idempotency_holders", include_str!("migrations/0012_idempotency_holders.sql")),
         m(13, "a2a_task_vaults", include_str!("migrations/0013_a2a_task_vaults.sql")),
+        match backend {
+            Backend::Postgres => m(
+                14,
+                "analytics",
+                concat!(
+                    include_str!("migrations/0014_analytics.sql"),
+                    include_str!("migrations/0014_analytics.postgres.sql")
+                ),
+            ),
+            Backend::Sqlite => m(
+                14,
+                "analytics",
+                concat!(
+                    include_str!("migrations/0014_analytics.sql"),
+                    include_str!("migrations/0014_analytics.sqlite.sql")
+                ),
+            ),
+        },
     ])
 }
 
@@ -278,7 +296,7 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
 /// The columns of a [`DelegationRow`], in [`delegation_row`]'s order.
 const DELEGATION_COLUMNS: &str = "request_id, root_id, parent_id, user_id, origin, target, objective, objective_hash, \
      signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, completion_tokens, \
-     total_tokens";
+     total_tokens, consult";
 
 fn delegation_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DelegationRow> {
     Ok(DelegationRow {
@@ -300,6 +318,7 @@ fn delegation_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DelegationRow> {
         prompt_tokens: r.get(15)?,
         completion_tokens: r.get(16)?,
         total_tokens: r.get(17)?,
+        consult: r.get(18)?,
     })
 }
 
@@ -594,9 +613,11 @@ impl Store for SqlStore {
     }
 
     async fn recent_outcomes(&self, user: &UserId, limit: usize) -> StoreResult<Vec<Outcome>> {
+        // a success in a tree its user rated down counts as none (ratings.rs)
         let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT target, status, signature FROM delegations WHERE user_id = $1 AND status <> 'refused' \
-             ORDER BY started_at DESC, request_id DESC LIMIT $2",
+            "SELECT d.target, CASE WHEN d.status = 'success' AND r.rating < 0 THEN 'rated_down' ELSE d.status END, \
+             d.signature FROM delegations d LEFT JOIN ratings r ON r.root_id = d.root_id \
+             WHERE d.user_id = $1 AND d.status <> 'refused' ORDER BY d.started_at DESC, d.request_id DESC LIMIT $2",
         )
         .bind(user.to_string())
         .bind(limit as i64)
@@ -886,5 +907,27 @@ impl Store for SqlStore {
             delegations: row.delegations as u64,
             audit: row.audit as u64,
         })
+    }
+
+    async fn analytics(&self, query: &super::AnalyticsQuery) -> StoreResult<super::Analytics> {
+        super::analytics::from_rollups(&self.pool, query, now_ms()).await
+    }
+
+    async fn past_trees(&self, query: &super::HistoryQuery) -> StoreResult<super::HistoryPage> {
+        super::history::page_sql(&self.pool, query).await
+    }
+
+    async fn rate_tree(
+        &self,
+        user: &UserId,
+        root: RequestId,
+        thumb: super::Thumb,
+        comment: Option<&Redacted<String>>,
+    ) -> StoreResult<super::Rated> {
+        super::ratings::rate(&self.pool, user, root, thumb, comment.map(|c| c.as_str()), now_ms()).await
+    }
+
+    async fn rating(&self, root: RequestId) -> StoreResult<Option<super::Rating>> {
+        super::ratings::rating(&self.pool, root).await
     }
 }

@@ -626,7 +626,7 @@ const FACTS: Table = Table(
 const DELEGATIONS: Table = Table(
     "INSERT INTO delegations (request_id, root_id, parent_id, user_id, origin, target, objective, \
      objective_hash, signature, status, error_code, attempts, depth, started_at, duration_ms, prompt_tokens, \
-     completion_tokens, total_tokens) VALUES ",
+     completion_tokens, total_tokens, consult) VALUES ",
     " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, error_code = excluded.error_code, \
      attempts = excluded.attempts, duration_ms = excluded.duration_ms, \
      prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, \
@@ -743,6 +743,7 @@ impl Rows {
                 Val::Int(i64::from(r.tokens.prompt)),
                 Val::Int(i64::from(r.tokens.completion)),
                 Val::Int(i64::from(r.tokens.total)),
+                Val::Int(i64::from(r.consult)),
             ],
         ));
     }

@@ -107,15 +107,7 @@ async fn drive(h: &mut Harness, addr: &str, chromium: &Path, db: &db::Db, runs: 
     assert!(!text.contains("alex@example.com"), "the summary is redacted: {text}");
 
     // the picture, for people
-    let shot = cdp.call("Page.captureScreenshot", json!({"format": "png", "captureBeyondViewport": true})).await?;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(shot["data"].as_str().ok_or("no screenshot data")?)
-        .map_err(|e| e.to_string())?;
-    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
-    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).parent().map(|t| t.join("test-artifacts")).unwrap();
-    std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
-    std::fs::write(artifacts.join("approvals.png"), &png).map_err(|e| e.to_string())?;
-    eprintln!("screenshot: {}", artifacts.join("approvals.png").display());
+    ui::screenshot(&mut cdp, "approvals").await?;
 
     // Approve: the tree resumes and finishes, on the page and in the store
     click(&mut cdp, &format!("[data-approval-id=\"{id}\"] button[data-decision=approve]")).await?;

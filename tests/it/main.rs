@@ -3,6 +3,8 @@
 mod a2a;
 mod a2a_grpc;
 mod a2a_push;
+mod analytics;
+mod analytics_http;
 mod approvals_cli;
 mod approvals_http;
 mod approvals_ui;
@@ -18,6 +20,7 @@ mod faults;
 mod fuzz;
 mod hostile;
 mod http;
+mod insights_ui;
 mod lineage;
 mod llm;
 mod mcp_client;

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use base64::Engine as _;
 use serde_json::{Value, json};
 use switchboard::protocol::UserId;
 use switchboard::store::{MoneyPlan, Store};
@@ -213,15 +212,7 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
     assert_eq!((&someday["percent"], &someday["bars"]), (&Value::Null, &json!(0)), "{someday}");
 
     // the picture, for people
-    let shot = cdp.call("Page.captureScreenshot", json!({"format": "png", "captureBeyondViewport": true})).await?;
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(shot["data"].as_str().ok_or("no screenshot data")?)
-        .map_err(|e| e.to_string())?;
-    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
-    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).parent().map(|t| t.join("test-artifacts")).unwrap();
-    std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
-    std::fs::write(artifacts.join("money.png"), &png).map_err(|e| e.to_string())?;
-    eprintln!("screenshot: {}", artifacts.join("money.png").display());
+    ui::screenshot(&mut cdp, "money").await?;
 
     // bob's token shows bob's receipt and none of alice's rows
     open_money(&mut cdp, addr, BOB).await?;

@@ -47,6 +47,7 @@ fn node(n: u64) -> DelegationRecord {
         started_at: now_ms(),
         duration_ms: n,
         tokens: TokenUsage::default(),
+        consult: false,
     }
 }
 
@@ -195,6 +196,7 @@ async fn delegation_trees_and_history_come_back_from_the_store() {
             started_at: now_ms(),
             duration_ms: 3,
             tokens: TokenUsage::new(10, 5),
+            consult: false,
         };
         let child = RequestId::new();
         s.put_delegation(&clean((rec(root, None, "prime-boss", "success", "x")).clone())).await.unwrap();

@@ -285,6 +285,23 @@ pub(crate) async fn close(mut h: Harness, cdp: Option<Cdp>) {
     let _ = h.server.kill().await;
 }
 
+/// Takes a screenshot of the whole page and keeps it as
+/// `target/test-artifacts/{name}.png`, for people to look at.
+pub(crate) async fn screenshot(cdp: &mut Cdp, name: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    let shot = cdp.call("Page.captureScreenshot", json!({"format": "png", "captureBeyondViewport": true})).await?;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().ok_or("no screenshot data")?)
+        .map_err(|e| e.to_string())?;
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).parent().map(|t| t.join("test-artifacts")).unwrap();
+    std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
+    let file = artifacts.join(format!("{name}.png"));
+    std::fs::write(&file, &png).map_err(|e| e.to_string())?;
+    eprintln!("screenshot: {}", file.display());
+    Ok(())
+}
+
 /// Fails when chromium is missing and CI=true; otherwise says the test is skipped.
 pub(crate) fn chromium_or_skip(test: &str) -> Option<PathBuf> {
     let found = chromium();
