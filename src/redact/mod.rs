@@ -48,7 +48,7 @@ use std::fmt;
 use serde_json::Value;
 
 pub use seal::SealKey;
-pub use vault::{Vault, name_in_address, name_token};
+pub use vault::{Vault, mask_tokens, name_in_address, name_token};
 
 /// What a finding is; also the token prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
