@@ -363,6 +363,16 @@ pub struct Limits {
     pub max_input_bytes: usize,
 }
 
+impl Limits {
+    /// The largest file read as input (`ask --file`): four times
+    /// `max_input_bytes`, room for what a PDF holds besides its text. Its
+    /// size is checked before it is read, and its text is held to
+    /// `max_input_bytes` while it is extracted.
+    pub fn max_file_bytes(&self) -> usize {
+        self.max_input_bytes.saturating_mul(4)
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
