@@ -337,7 +337,7 @@ pub enum Balance {
     LeastBusy,
 }
 
-/// Runtime-wide limits (DESIGN §3). A request may lower them for its subtree.
+/// Runtime-wide limits (docs/RAILS.md). A request may lower them for its subtree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
