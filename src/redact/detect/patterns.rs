@@ -22,6 +22,12 @@ const BLANK_OR_TAB: &str = r"[\t \u{A0}\u{2000}-\u{200B}\u{202F}\u{205F}\u{3000}
 /// and fullwidth hyphen-minus) or a dot.
 const MARK: &str = r"[-.\u{2010}-\u{2015}\u{2212}\u{FE58}\u{FE63}\u{FF0D}]";
 
+/// Where a number may start: not inside a run of digits or letters (an
+/// ASCII word boundary, which keeps the search on the fast engine). Without
+/// it, every digit run's tail followed by a separator was a candidate:
+/// every row of a CSV statement, where the next row starts with digits.
+const START: &str = r"(?-u:\b)";
+
 /// Whether `c` may stand between a number's groups (see [`BLANK`], [`MARK`]):
 /// a blank, a tab, a dash, a dot, a slash or a line break.
 pub(super) fn is_separator(c: char) -> bool {
@@ -62,24 +68,24 @@ pub(super) static EMAIL: LazyLock<Regex> =
 /// 4-4-4-4-3), or bare.
 pub(super) static CARD: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"[0-9]{{6}}{gap}[0-9]{{7,13}}|[0-9]{{4,6}}(?:{gap}[0-9]{{3,6}}){{1,4}}|[0-9]{{13,19}}",
+        r"{START}(?:[0-9]{{6}}{gap}[0-9]{{7,13}}|[0-9]{{4,6}}(?:{gap}[0-9]{{3,6}}){{1,4}}|[0-9]{{13,19}})",
         gap = wide_gap()
     ))
 });
 /// Groups of up to four, compact or parted by blanks, a dash or a line break.
 pub(super) static IBAN: LazyLock<Regex> = LazyLock::new(|| {
     let gap = format!(r"(?:{BLANK_OR_TAB}{{1,3}}|-|{BLANK}?\r?\n{BLANK}?)");
-    re(&format!(r"[A-Z]{{2}}[0-9]{{2}}(?:{gap}?[A-Z0-9]{{1,4}}){{3,8}}"))
+    re(&format!(r"{START}[A-Z]{{2}}[0-9]{{2}}(?:{gap}?[A-Z0-9]{{1,4}}){{3,8}}"))
 });
 pub(super) static SSN: LazyLock<Regex> =
-    LazyLock::new(|| re(&format!(r"[0-9]{{3}}{gap}[0-9]{{2}}{gap}[0-9]{{4}}", gap = gap(false))));
+    LazyLock::new(|| re(&format!(r"{START}[0-9]{{3}}{gap}[0-9]{{2}}{gap}[0-9]{{4}}", gap = gap(false))));
 // A label, then a few words without digits (`SSN:`, `call me at`), then the
 // bare number; the digits in our tokens keep a label from reaching past one.
 pub(super) static SSN_LABELLED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:ssn|social security)\b[^0-9\n]{0,24}?([0-9]{9})"));
 /// A Canadian SIN as written: three groups of three digits.
 pub(super) static SIN: LazyLock<Regex> =
-    LazyLock::new(|| re(&format!(r"[0-9]{{3}}{gap}[0-9]{{3}}{gap}[0-9]{{3}}", gap = gap(false))));
+    LazyLock::new(|| re(&format!(r"{START}[0-9]{{3}}{gap}[0-9]{{3}}{gap}[0-9]{{3}}", gap = gap(false))));
 pub(super) static SIN_LABELLED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:sin|social insurance(?: number)?)\b[^0-9\n]{0,24}?([0-9]{9})"));
 /// Month names as people write them, whole or cut short (`Mar`, `Sept`).
