@@ -53,8 +53,8 @@ pub(super) fn luhn_check_digit(payload: &str) -> char {
     char::from(b'0' + ((10 - sum % 10) % 10) as u8)
 }
 
-/// Splits `s` into groups of the given sizes (the last takes the rest).
-fn grouped(s: &str, sizes: &[usize], sep: &str) -> String {
+/// Splits `s` at the given group sizes (the last takes the rest).
+pub(super) fn split<'a>(s: &'a str, sizes: &[usize]) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut rest = s;
     for &n in sizes {
@@ -66,7 +66,12 @@ fn grouped(s: &str, sizes: &[usize], sep: &str) -> String {
         rest = tail;
     }
     out.push(rest);
-    out.join(sep)
+    out
+}
+
+/// Splits `s` into groups of the given sizes (the last takes the rest).
+fn grouped(s: &str, sizes: &[usize], sep: &str) -> String {
+    split(s, sizes).join(sep)
 }
 
 fn email(rng: &mut Rng) -> (String, String) {
@@ -680,7 +685,7 @@ fn look_alike(rng: &mut Rng) -> String {
     }
 }
 
-fn fill(template: &str, value: &str) -> (String, usize) {
+pub(super) fn fill(template: &str, value: &str) -> (String, usize) {
     let at = template.find("{}").unwrap_or(0);
     (format!("{}{value}{}", &template[..at], &template[at + 2..]), at)
 }

@@ -8,7 +8,7 @@
 //! numbers, times, versions and table rows written with the same
 //! separators.
 
-use super::corpus::{Rng, iban_parts, luhn_check_digit};
+use super::corpus::{Rng, fill, iban_parts, luhn_check_digit, split};
 use super::*;
 
 /// Blanks between groups: space, tab, no-break, thin, narrow no-break,
@@ -67,22 +67,6 @@ fn joined(groups: &[&str], seps: &[String]) -> String {
         }
         out.push_str(g);
     }
-    out
-}
-
-/// Splits `s` at the given group sizes (the last takes the rest).
-fn split<'a>(s: &'a str, sizes: &[usize]) -> Vec<&'a str> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    for &n in sizes {
-        if rest.len() <= n {
-            break;
-        }
-        let (head, tail) = rest.split_at(n);
-        out.push(head);
-        rest = tail;
-    }
-    out.push(rest);
     out
 }
 
@@ -191,11 +175,6 @@ const CONTEXTS: &[&str] = &[
     "call me on {} or mail",
     "- {}\n- more",
 ];
-
-fn fill(template: &str, value: &str) -> (String, usize) {
-    let at = template.find("{}").unwrap_or(0);
-    (format!("{}{value}{}", &template[..at], &template[at + 2..]), at)
-}
 
 /// Hand-written spellings, each with the raw value expected.
 const WRITTEN: &[(PiiKind, &str, &str)] = &[
@@ -317,7 +296,8 @@ fn spellings_recall_and_false_positives() {
     for i in 0..generators.len() * PER_KIND {
         let (kind, generate) = generators[i % generators.len()];
         let raw = generate(&mut rng);
-        let (sentence, at) = fill(*rng.pick(CONTEXTS), &raw);
+        let context = *rng.pick(CONTEXTS);
+        let (sentence, at) = fill(context, &raw);
         check(kind, &sentence, at, &raw, &mut missed_by_kind);
     }
     for &(kind, text, raw) in WRITTEN {
@@ -327,7 +307,8 @@ fn spellings_recall_and_false_positives() {
     let (mut look_alikes, mut false_positives) = (0usize, Vec::new());
     let generated: Vec<String> = (0..3000).map(|_| look_alike(&mut rng)).collect();
     for value in generated.iter().map(String::as_str).chain(NOT_PII.iter().copied()) {
-        let (sentence, _) = fill(*rng.pick(CONTEXTS), value);
+        let context = *rng.pick(CONTEXTS);
+        let (sentence, _) = fill(context, value);
         look_alikes += 1;
         let found = r.find(&sentence);
         if !found.is_empty() {
