@@ -13,6 +13,11 @@
 //! alone (docs/LINEAGE.md): minting a root, one hop's work (verify the
 //! incoming token, attenuate, encode) and verifying a 3-hop token.
 //!
+//! `cargo bench --bench overhead -- redact` measures the PII redactor alone
+//! (it runs on every delegation's input): a chat message with PII, a
+//! receipt without, a 200-row statement, a statement of the input limit's
+//! 256 KiB, and PDF text whose numbers are split by odd spaces and dashes.
+//!
 //! Each figure is also printed as a `BENCH_JSON {...}` line for
 //! `scripts/bench.sh`.
 
@@ -147,6 +152,9 @@ fn main() {
     let n: usize = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     if std::env::args().any(|a| a == "lineage") {
         return lineage(n);
+    }
+    if std::env::args().any(|a| a == "redact") {
+        return redact(n);
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
     let workers = vec![slug("w1"), slug("w2"), slug("w3")];
@@ -444,6 +452,69 @@ fn lineage(n: usize) {
             serde_json::json!({
                 "section": "lineage", "name": key, "n": n,
                 "p50_us": s.p50.as_secs_f64() * 1e6, "p99_us": s.p99.as_secs_f64() * 1e6, "per_sec": s.per_sec,
+            })
+        );
+    }
+}
+
+/// A statement of `rows` lines as a bank's CSV export writes them: dates,
+/// merchants, amounts, a masked card, a reference number.
+fn statement(rows: usize) -> String {
+    let merchants = ["STARBUCKS #1234", "AMAZON MKTP US*2K4", "UBER *TRIP", "SHELL OIL 5744", "PAYROLL ACME INC"];
+    let mut out = String::from("Date,Description,Amount,Balance,Card,Reference\n");
+    for i in 0..rows {
+        out.push_str(&format!(
+            "2025-{:02}-{:02},{},{}.{:02},{}.{:02},XXXX XXXX XXXX {:04},REF{:010}\n",
+            i % 12 + 1,
+            i % 28 + 1,
+            merchants[i % merchants.len()],
+            i % 300,
+            i % 100,
+            10_000 + i * 7,
+            i % 100,
+            1000 + i % 9000,
+            7_340_000_000u64 + i as u64 * 7919,
+        ));
+    }
+    out
+}
+
+/// The redactor on texts a delegation carries; p50 per text and MB/s.
+fn redact(n: usize) {
+    use switchboard::redact::{Redactor, Vault};
+    let r = Redactor::new();
+    let chat = "Hi, it's Jo (jo.doe@example.com, +1 415 555 2671). Please pay the invoice with card \
+                4111 1111 1111 1111 and send the receipt; my IBAN is DE89 3704 0044 0532 0130 00 and my \
+                SSN 123-45-6789 in case the bank asks. Thanks!";
+    let receipt = "OFFICE DEPOT #1234\n2025-10-09 14:32\nPAPER 500 SHEETS    42.99\nPENS 12 PK          15.49\n\
+                   SUBTOTAL            58.48\nTAX 8.25%            4.82\nTOTAL               63.30\nVISA ****1111\n\
+                   AUTH 004213  REF 88213344\nThank you for shopping!";
+    let rows = statement(200);
+    let full = statement(4200);
+    let full = &full[..full.len().min(256 * 1024)];
+    let pdf = "Kontoauszug 10/2025\nKarte 4111\u{a0}1111\u{a0}1111\u{a0}1111   Betrag 1.234,56 EUR\n\
+               Tel. 030\u{2009}1234\u{2009}5678   SSN 123\u{2013}45\u{2013}6789   IBAN DE89\u{202f}3704\u{202f}0044\u{202f}0532\u{202f}0130\u{202f}00\n"
+        .repeat(40);
+    let cases: [(&str, &str, usize); 5] = [
+        ("chat message with PII", chat, n),
+        ("receipt, no PII", receipt, n),
+        ("statement, 200 rows", &rows, n / 20),
+        ("statement, 256 KiB", full, (n / 1000).max(10)),
+        ("PDF text, odd separators", &pdf, n / 20),
+    ];
+    println!("switchboard PII redaction ({n} samples for short texts)\n");
+    println!("{:<30} {:>10} {:>10} {:>10} {:>12}", "case", "bytes", "p50", "p99", "MB/s");
+    for (name, text, samples) in cases {
+        let s = measure_sync(samples.max(10), || {
+            black_box(r.redact(black_box(text), &mut Vault::new()));
+        });
+        let mb_s = text.len() as f64 / s.p50.as_secs_f64() / 1e6;
+        println!("{:<30} {:>10} {:>10.1?} {:>10.1?} {:>12.1}", name, text.len(), s.p50, s.p99, mb_s);
+        println!(
+            "BENCH_JSON {}",
+            serde_json::json!({
+                "section": "redact", "name": name, "bytes": text.len(),
+                "p50_us": s.p50.as_secs_f64() * 1e6, "p99_us": s.p99.as_secs_f64() * 1e6, "mb_per_sec": mb_s,
             })
         );
     }

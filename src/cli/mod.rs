@@ -480,12 +480,12 @@ async fn trace(runtime: &Runtime, args: TraceArgs, json: bool) -> u8 {
     }
 }
 
-/// A file's text: UTF-8 as it is, a PDF's text layer; an image or other
-/// binary is a usage error that says what to send instead.
-fn read_file(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    crate::team::finance::document::to_text(&name, &bytes).map_err(|e| e.to_string())
+/// A file's text: UTF-8 as it is, a PDF's text layer, held to the runtime's
+/// `[limits]` before it is read and while it is extracted; an image, other
+/// binary or a file over its limit is `INVALID_REQUEST`, with what to send
+/// instead.
+fn read_file(runtime: &Runtime, path: &Path) -> Result<String, DelegationError> {
+    Ok(crate::team::finance::document::read(path, &runtime.config().limits)?)
 }
 
 async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
@@ -494,9 +494,9 @@ async fn ask(runtime: &Runtime, args: AskArgs, json: bool) -> u8 {
         Err(e) => return usage_error(format!("--user: {e}")),
     };
     let input = match &args.file {
-        Some(p) => match read_file(p) {
+        Some(p) => match read_file(runtime, p) {
             Ok(t) => Some(t),
-            Err(e) => return usage_error(e),
+            Err(e) => return print_error(&e, json),
         },
         None => None,
     };
@@ -597,9 +597,9 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
         Err(e) => return usage_error(format!("--user: {e}")),
     };
     let input = match &args.input_file {
-        Some(p) => match read_file(p) {
+        Some(p) => match read_file(runtime, p) {
             Ok(t) => t,
-            Err(e) => return usage_error(e),
+            Err(e) => return print_error(&e, json),
         },
         None => args.input,
     };

@@ -337,7 +337,7 @@ pub enum Balance {
     LeastBusy,
 }
 
-/// Runtime-wide limits (DESIGN §3). A request may lower them for its subtree.
+/// Runtime-wide limits (docs/RAILS.md). A request may lower them for its subtree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
@@ -361,6 +361,16 @@ pub struct Limits {
     pub ask_max_tokens: u32,
     /// Largest accepted input, in bytes.
     pub max_input_bytes: usize,
+}
+
+impl Limits {
+    /// The largest file read as input (`ask --file`): four times
+    /// `max_input_bytes`, room for what a PDF holds besides its text. Its
+    /// size is checked before it is read, and its text is held to
+    /// `max_input_bytes` while it is extracted.
+    pub fn max_file_bytes(&self) -> usize {
+        self.max_input_bytes.saturating_mul(4)
+    }
 }
 
 impl Default for Limits {

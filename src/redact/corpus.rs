@@ -8,10 +8,10 @@ use super::checksums::{card_issuer_ok, iban_length, luhn_ok};
 use super::*;
 
 /// SplitMix64: deterministic, dependency-free.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -19,28 +19,28 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(super) fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.below(hi - lo + 1)
     }
 
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(super) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
 
-    fn digits(&mut self, n: usize) -> String {
+    pub(super) fn digits(&mut self, n: usize) -> String {
         (0..n).map(|_| char::from(b'0' + self.below(10) as u8)).collect()
     }
 
-    fn chance(&mut self, percent: u64) -> bool {
+    pub(super) fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
 }
 
-fn luhn_check_digit(payload: &str) -> char {
+pub(super) fn luhn_check_digit(payload: &str) -> char {
     let sum: u32 = payload
         .bytes()
         .rev()
@@ -53,8 +53,8 @@ fn luhn_check_digit(payload: &str) -> char {
     char::from(b'0' + ((10 - sum % 10) % 10) as u8)
 }
 
-/// Splits `s` into groups of the given sizes (the last takes the rest).
-fn grouped(s: &str, sizes: &[usize], sep: &str) -> String {
+/// Splits `s` at the given group sizes (the last takes the rest).
+pub(super) fn split<'a>(s: &'a str, sizes: &[usize]) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut rest = s;
     for &n in sizes {
@@ -66,7 +66,12 @@ fn grouped(s: &str, sizes: &[usize], sep: &str) -> String {
         rest = tail;
     }
     out.push(rest);
-    out.join(sep)
+    out
+}
+
+/// Splits `s` into groups of the given sizes (the last takes the rest).
+fn grouped(s: &str, sizes: &[usize], sep: &str) -> String {
+    split(s, sizes).join(sep)
 }
 
 fn email(rng: &mut Rng) -> (String, String) {
@@ -163,7 +168,7 @@ fn card(rng: &mut Rng) -> (String, String) {
 const IBAN_COUNTRIES: &[&str] =
     &["DE", "GB", "FR", "ES", "IT", "NL", "BE", "AT", "CH", "PL", "SE", "NO", "IE", "PT", "DK", "FI"];
 
-fn iban_parts(rng: &mut Rng) -> (String, String) {
+pub(super) fn iban_parts(rng: &mut Rng) -> (String, String) {
     let country = *rng.pick(IBAN_COUNTRIES);
     let len = iban_length(country).unwrap_or(22);
     let mut bban = String::new();
@@ -680,7 +685,7 @@ fn look_alike(rng: &mut Rng) -> String {
     }
 }
 
-fn fill(template: &str, value: &str) -> (String, usize) {
+pub(super) fn fill(template: &str, value: &str) -> (String, usize) {
     let at = template.find("{}").unwrap_or(0);
     (format!("{}{value}{}", &template[..at], &template[at + 2..]), at)
 }

@@ -1,4 +1,4 @@
-//! PII detection and reversible typed tokens (`<EMAIL_1>`), DESIGN §3 "PII".
+//! PII detection and reversible typed tokens (`<EMAIL_1>`); docs/RAILS.md "PII".
 //!
 //! A [`Redactor`] finds personal data in text or JSON and swaps each value
 //! for a token held in a per-conversation [`Vault`]; the vault puts the values
@@ -8,17 +8,28 @@
 //! | kind    | accepted                                                       |
 //! |---------|----------------------------------------------------------------|
 //! | `EMAIL` | `local@domain.tld`, dotted domain with a letter TLD (so not `user@localhost`), ≤ 254 bytes |
-//! | `PHONE` | `+` and 10–15 digits (E.164; `+1` needs 11), single spaces, dots, dashes, `(0)` groups; North American `(415) 555-2671`, `415-555-2671`, `415.555.2671`, `415 555 2671` (area and exchange 2–9); bare `4155552671` only a few words after a label (`phone`, `tel`, `call me at`, …) |
-//! | `CARD`  | 13–19 digits, bare or in groups split by one kind of single separator (space or dash), Luhn-valid, with an issuer prefix and length (Visa, Mastercard, Amex, Discover, UnionPay, Diners, JCB, Mir, Maestro) |
-//! | `IBAN`  | upper-case country, check digits, BBAN; compact or groups of four; the country's length; mod 97 == 1 |
-//! | `SSN`   | `AAA-GG-SSSS` or `AAA GG SSSS`; bare nine digits only a few words after `SSN`/`social security`; area not 000, 666, 9xx; group not 00; serial not 0000 |
+//! | `PHONE` | `+` and 10–15 digits (E.164; `+1` needs 11), groups parted by a *gap* (below) or nothing, `(0)` groups; North American `(415) 555-2671`, `415-555-2671`, `415.555.2671`, `415 555 2671`, `415/555-2671`, `415–555–2671` (area and exchange 2–9); bare `4155552671` only a few words after a label (`phone`, `tel`, `call me at`, …) |
+//! | `CARD`  | 13–19 digits, bare or in groups of 3–6 (Amex 4-6-5, 19 digits 4-4-4-4-3 or 6-13) parted by a *wide gap* (below), mixed ones too (`4111 1111-1111 1111`); Luhn-valid, with an issuer prefix and length (Visa, Mastercard, Amex, Discover, UnionPay, Diners, JCB, Mir, Maestro) |
+//! | `IBAN`  | upper-case country, check digits, BBAN; compact or groups of four parted by blanks, tabs, a dash or a line break; the country's length; mod 97 == 1 |
+//! | `SSN`   | `AAA-GG-SSSS`, groups parted by a *gap* (`123 45 6789`, `123.45.6789`, `123–45–6789`, mixed); bare nine digits only a few words after `SSN`/`social security`; area not 000, 666, 9xx; group not 00; serial not 0000 |
 //! | `IP`    | IPv4 (std parsing: octets ≤ 255, no leading zeros; not after `version`, `v`, `build`…), IPv6 (std parsing, ≥ 4 hex digits and a decimal digit, so not `::1` nor `std::io`; not a stretch of a longer `a:b:…` chain) |
 //! | `DOB`   | a date only right after a label (`DOB`, `D.O.B.`, `date of birth`, `birth date`, `birthday`, `born`, with `is`/`was`/`on`/`the` between): `1985-03-14`, `03/14/1985`, `14/03/1985`, `14.03.1985`, `3/4/85`, `March 14, 1985`, `14 March 1985`, `Mar 14 1985`; the day must exist; the label stays |
 //! | `ADDRESS` | house number (`221B`, `12-14`), one to four street-name words (capitalised or ordinals like `5th`; lower case only before an abbreviation: `12 main st`), a street suffix (`Street`/`St`, `Avenue`/`Ave`, `Road`/`Rd`, `Drive`/`Dr`, `Way`, `Court`/`Ct`, … any case, `.` after an abbreviation), then optionally a direction (`NW`), a unit (`Apt 4B`, `Suite 200`, `#12`) and `, City, ST 12345(-6789)` or `, City, PR A1A 1A1`; not after `Route`, `Chapter`, `Exit`, a month name …, a thousands comma (`$1,200`) or, for a year, `in`/`by`/`of`; not with `the`, `and`, `of` … among the name words |
 //! | `BANK`  | ABA routing numbers (nine digits, Fed prefix, 3-7-1 check sum) a few words after `routing`/`ABA`/`RTN`, or beside a labelled account number (`acct 12345678 / 021000021`); account numbers of 6–17 digits right after `account`, `acct`, `a/c`, `acc no` (with `number`/`no.`/`#`/`is`/`:` between), no check digit; a number that is also a card, IBAN, SSN or SIN stays that |
 //!
+//! Separators between digit groups are the ones people, spreadsheets and
+//! PDF text write. A *gap* (SSN, SIN, phone) is one blank — a space, a
+//! no-break space (U+00A0), a thin, narrow (U+2009, U+202F), figure or other
+//! fixed-width space — or a mark: a dash of any kind (hyphen, en and em
+//! dash, minus sign, …) or a dot (and, in a phone, a slash), with at most
+//! one blank either side; or a line break a PDF extractor left inside the
+//! number. A *wide gap* (card) also takes up to three blanks or tabs. Several
+//! blanks or a tab between groups without a check digit are a table's
+//! columns, not one number; a SIN's groups of three followed by `,12` are an
+//! amount's thousands and cents.
+//!
 //! A value must stand alone: a letter, digit, `@` or currency sign right next
-//! to it, or a `.`/`-`/`_` joining it to one (`1.2.3.4.5`, `ORD-415-555-2671`),
+//! to it, or a `.`/`_`/dash joining it to one (`1.2.3.4.5`, `ORD-415-555-2671`),
 //! makes it part of something else. When rules overlap, checksummed kinds win
 //! over structural ones and those over phone. Once a value is found, its
 //! other occurrences in the same text are redacted as well.
@@ -41,6 +52,8 @@ mod vault;
 #[cfg(test)]
 mod corpus;
 #[cfg(test)]
+mod spellings;
+#[cfg(test)]
 mod tests;
 
 use std::borrow::Cow;
@@ -52,7 +65,7 @@ use serde_json::Value;
 pub(crate) use clean::tests_clean;
 pub use clean::{Redacted, Text, Texts};
 pub use seal::SealKey;
-pub use vault::{Vault, name_in_address, name_token};
+pub use vault::{Vault, mask_tokens, name_in_address, name_token};
 
 /// What a finding is; also the token prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

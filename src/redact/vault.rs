@@ -84,6 +84,32 @@ pub(super) fn starts_with_token(text: &str) -> bool {
             .is_some_and(|(i, _)| parse_token(&text[..=i]).is_some())
 }
 
+/// `text` with the digits of every token-shaped span (`<EMAIL_1>`,
+/// `<CARD_12>`, `<EMAIL_1:name>`) replaced by `_`: the same length, so
+/// every offset found in the result holds in `text`. A token stands for a
+/// value, its number only tells tokens apart; whatever reads numbers,
+/// amounts or dates out of text reads them from this, so that the `1` of
+/// `<EMAIL_1>` is never booked as $1.00. `_` keeps a token one word (as
+/// digits did) without being a digit, a letter or a separator that a
+/// parser gives meaning to.
+pub fn mask_tokens(text: &str) -> Cow<'_, str> {
+    if !text.contains('<') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::new();
+    let mut done = 0;
+    for m in TOKEN.find_iter(text) {
+        out.push_str(text.get(done..m.start()).unwrap_or_default());
+        out.extend(m.as_str().chars().map(|c| if c.is_ascii_digit() { '_' } else { c }));
+        done = m.end();
+    }
+    if done == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(text.get(done..).unwrap_or_default());
+    Cow::Owned(out)
+}
+
 /// Token ↔ raw value for one conversation. The same raw value always gets the
 /// same token; numbers count up per kind. `Debug` shows only the count, so a
 /// vault can sit in structs that get logged.
@@ -292,5 +318,14 @@ mod empty_tests {
         assert_eq!(vault.slots.len(), PiiKind::ALL.len());
         let again = Vault::from_parts(vault.parts()).unwrap();
         assert_eq!(again.restore("write to <EMAIL_1>"), "write to ada@example.com");
+    }
+
+    #[test]
+    fn masking_hides_a_tokens_digits_and_keeps_every_offset() {
+        let text = "23.10 to <EMAIL_1>, <CARD_12>; hi <EMAIL_3:name> <EMAIL_01> <email_1> 4.50 ünï <IP_7>";
+        let masked = mask_tokens(text);
+        assert_eq!(masked, "23.10 to <EMAIL__>, <CARD___>; hi <EMAIL__:name> <EMAIL___> <email_1> 4.50 ünï <IP__>");
+        assert_eq!(masked.len(), text.len());
+        assert!(matches!(mask_tokens("no tokens 1 < 2"), Cow::Borrowed(_)));
     }
 }

@@ -101,16 +101,18 @@ pub struct Observation<'a> {
     pub fallback: bool,
 }
 
+/// The `target` label of every delegation to an agent this runtime does not have.
+pub const UNKNOWN: &str = "unknown";
+
 /// The runtime's Prometheus registry, with handles made per agent at start.
+/// Every label value comes from the configuration or a fixed set (outcomes,
+/// [`TakenOver`]), never from a caller: series are bounded by the team.
 pub struct Metrics {
     registry: Registry,
     agents: HashMap<AgentSlug, AgentMetrics>,
-    outcomes: Family<TargetOutcome, Counter>,
-    attempts: Family<Target, Counter>,
-    first_attempt: Family<Target, Counter>,
-    fallbacks: Family<Target, Counter>,
-    tokens: Family<Target, Counter>,
-    latency: Family<Target, Histogram>,
+    /// Every target outside the registry: the caller chose its name, so it
+    /// is no label (a label per name would grow `/metrics` without bound).
+    unknown: AgentMetrics,
     breaker: Family<Agent, Gauge>,
     /// Handles of `switchboard_taken_over_total`, one per [`TakenOver`], in its order.
     taken: [Counter; TakenOver::ALL.len()],
@@ -151,29 +153,28 @@ impl Metrics {
             taken_over.clone(),
         );
         let taken = TakenOver::ALL.map(|what| taken_over.get_or_create(&Taken { what: what.label().into() }).clone());
-        let agents = agents
-            .into_iter()
-            .map(|slug| {
-                let t = Target { target: slug.to_string() };
-                let o = |outcome: &str| {
-                    outcomes.get_or_create(&TargetOutcome { target: slug.to_string(), outcome: outcome.into() }).clone()
-                };
-                let m = AgentMetrics {
-                    success: o("success"),
-                    partial: o("partial"),
-                    failed: o("failed"),
-                    refused: o("refused"),
-                    needs_input: o("needs_input"),
-                    attempts: attempts.get_or_create(&t).clone(),
-                    first_attempt: first_attempt.get_or_create(&t).clone(),
-                    fallbacks: fallbacks.get_or_create(&t).clone(),
-                    tokens: tokens.get_or_create(&t).clone(),
-                    latency: latency.get_or_create(&t).clone(),
-                };
-                (slug.clone(), m)
-            })
-            .collect();
-        Self { registry, agents, outcomes, attempts, first_attempt, fallbacks, tokens, latency, breaker, taken }
+        let handles = |target: &str| {
+            let t = Target { target: target.to_string() };
+            let o = |outcome: &str| {
+                outcomes.get_or_create(&TargetOutcome { target: target.to_string(), outcome: outcome.into() }).clone()
+            };
+            AgentMetrics {
+                success: o("success"),
+                partial: o("partial"),
+                failed: o("failed"),
+                refused: o("refused"),
+                needs_input: o("needs_input"),
+                attempts: attempts.get_or_create(&t).clone(),
+                first_attempt: first_attempt.get_or_create(&t).clone(),
+                fallbacks: fallbacks.get_or_create(&t).clone(),
+                tokens: tokens.get_or_create(&t).clone(),
+                latency: latency.get_or_create(&t).clone(),
+            }
+        };
+        let agents: HashMap<AgentSlug, AgentMetrics> =
+            agents.into_iter().map(|slug| (slug.clone(), handles(slug.as_str()))).collect();
+        let unknown = handles(UNKNOWN);
+        Self { registry, agents, unknown, breaker, taken }
     }
 
     /// Counts `n` things of one kind taken over from a process that died.
@@ -183,30 +184,7 @@ impl Metrics {
 
     /// Records one finished (or refused) delegation.
     pub fn observe(&self, o: Observation<'_>) {
-        let owned;
-        let m = match self.agents.get(o.target) {
-            Some(m) => m,
-            None => {
-                // a target outside the registry (refused as unknown): counted by name
-                let t = Target { target: o.target.to_string() };
-                owned = AgentMetrics {
-                    success: Counter::default(),
-                    partial: Counter::default(),
-                    failed: Counter::default(),
-                    needs_input: Counter::default(),
-                    refused: self
-                        .outcomes
-                        .get_or_create(&TargetOutcome { target: t.target.clone(), outcome: "refused".into() })
-                        .clone(),
-                    attempts: self.attempts.get_or_create(&t).clone(),
-                    first_attempt: self.first_attempt.get_or_create(&t).clone(),
-                    fallbacks: self.fallbacks.get_or_create(&t).clone(),
-                    tokens: self.tokens.get_or_create(&t).clone(),
-                    latency: self.latency.get_or_create(&t).clone(),
-                };
-                &owned
-            }
-        };
+        let m = self.agents.get(o.target).unwrap_or(&self.unknown);
         match o.outcome {
             "success" => m.success.inc(),
             "partial" => m.partial.inc(),

@@ -180,6 +180,38 @@ fn exit_codes_say_refused_failed_or_usage() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
+/// `ask --file` holds a file to `[limits]` before the work: a file over four
+/// times `max_input_bytes` is refused before it is read, a text over
+/// `max_input_bytes` as it is extracted; both `INVALID_REQUEST`, naming the
+/// limit, and nothing reaches the runtime.
+#[test]
+fn a_file_over_the_limits_is_refused_before_it_is_read_or_extracted() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("state.db").display());
+    let big = dir.path().join("big.csv");
+    std::fs::write(&big, "2025-10-01,Starbucks,4.50\n".repeat(45_000)).unwrap(); // 1.17 MB
+    let long = dir.path().join("long.csv");
+    std::fs::write(&long, "2025-10-01,Starbucks,4.50\n".repeat(11_000)).unwrap(); // 286 KB
+    for (file, says) in [
+        (&big, "files up to 1048576 bytes are read (4 × [limits] max_input_bytes)"),
+        (&long, "its text passes the input limit of 262144 bytes ([limits] max_input_bytes)"),
+    ] {
+        let o = run_on(&url, &["ask", "--json", "--file", file.to_str().unwrap(), "Categorize these"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let v = json(&o);
+        assert_eq!(v["error"]["code"], "INVALID_REQUEST", "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains(says), "{v}");
+        let o = run_on(
+            &url,
+            &["delegate", "--to", "byte-doc", "--objective", "Extract", "--input-file", file.to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("INVALID_REQUEST") && stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    let o = run_on(&url, &["audit", "--json"]);
+    assert_eq!(json(&o)["records"].as_array().map(Vec::len), Some(0), "nothing was run: {}", stdout(&o));
+}
+
 #[test]
 fn a_bad_config_file_is_a_usage_error_that_names_the_problem() {
     let dir = tempfile::tempdir().unwrap();

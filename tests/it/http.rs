@@ -192,6 +192,39 @@ async fn agents_health_and_metrics() {
     assert!(String::from_utf8_lossy(&page.body).contains("Switchboard"));
 }
 
+/// A caller names targets, not metric series: delegations to agents that do
+/// not exist are counted under one `target="unknown"`, so any number of
+/// made-up names leaves `/metrics` the size one of them does.
+#[tokio::test]
+async fn made_up_targets_do_not_grow_the_metrics() {
+    let r = router().await;
+    let metrics = async || {
+        let res = call(&r, Request::get("/metrics").body(Body::empty()).unwrap()).await;
+        String::from_utf8(res.body).unwrap()
+    };
+    let send = async |i: usize| {
+        let id = switchboard::protocol::RequestId::new().to_string();
+        let env = envelope(&id, "prime-boss", &format!("ghost-{i}{}", "x".repeat(i % 40)), "alice");
+        let headers = [("x-agent-request-id", id.as_str()), ("x-agent-origin", "prime-boss")];
+        let res = call(&r, delegate(Some(PRIME), &headers, env.to_string())).await;
+        assert_eq!(res.json()["error"]["code"], "AGENT_NOT_FOUND", "{}", String::from_utf8_lossy(&res.body));
+    };
+    send(0).await;
+    let after_one = metrics().await;
+    for i in 1..300 {
+        send(i).await;
+    }
+    let after_many = metrics().await;
+    assert!(!after_many.contains("ghost-"), "a caller's name became a label");
+    assert!(after_many.contains(r#"switchboard_delegations_total{target="unknown",outcome="refused"} 300"#));
+    assert!(
+        after_many.len() <= after_one.len() + 16,
+        "{} bytes after one, {} after 300",
+        after_one.len(),
+        after_many.len()
+    );
+}
+
 /// ≥ 50 bad requests: every one is a 4xx with a JSON error code; none is a 5xx.
 #[tokio::test]
 async fn fifty_bad_requests_get_a_4xx_with_a_json_error_code_every_time() {

@@ -234,3 +234,20 @@ async fn a_child_never_writes_the_ledger_where_its_parent_could_not() {
     assert!(r.answer.contains("$5.95") && !r.answer.contains("Kept"), "{}", r.answer);
     assert!(store.ledger(&user("alice")).await.unwrap().is_empty());
 }
+
+/// A PII token's digits are not data: the email in a receipt line becomes
+/// `<EMAIL_1>` before Byte reads it, and Byte books the 23.10 the line says,
+/// never the 1 of the token.
+#[tokio::test]
+async fn a_pii_tokens_digits_are_never_booked_as_an_amount() {
+    let store: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
+    let rt = runtime(store.clone());
+    let r = ask(&rt, "alice", "2025-10-02 Uber 23.10 receipt sent to me@x.com", None, None).await;
+    assert_eq!(r.status, Status::Success, "{}", r.answer);
+    assert!(r.answer.contains("$23.10"), "{}", r.answer);
+    assert!(!r.answer.contains("$1.00"), "{}", r.answer);
+    let kept = store.ledger(&user("alice")).await.unwrap();
+    let amounts: Vec<i64> = kept.iter().map(|e| e.amount).collect();
+    assert_eq!(amounts, [2310], "{kept:?}");
+    assert!(kept.iter().all(|e| !e.description.contains("me@x.com")), "raw PII kept: {kept:?}");
+}

@@ -339,3 +339,47 @@ async fn a_tree_resumed_after_a_restart_gives_the_values_back_with_its_key_and_t
     let err = err.map(drop).unwrap_err();
     assert!(err.message.contains("other.key") && err.message.contains("64 hex digits"), "{}", err.message);
 }
+
+/// Numbers as a PDF statement or a spreadsheet spells them (no-break and
+/// thin spaces, Unicode dashes, dots, a line break inside the number) reach
+/// no agent and no table raw: not the ledger, the audit log, the tree's
+/// steps nor the conversation.
+#[tokio::test]
+async fn spellings_from_pdfs_and_spreadsheets_reach_no_table_raw() {
+    use switchboard::pipeline::{AskOptions, Runtime};
+    use switchboard::store::{MemoryStore, Store};
+    let spelled = [
+        ("4111\u{a0}1111\u{a0}1111\u{a0}1111", "4111111111111111"),
+        ("5500\u{2013}0000\u{2013}0000\u{2013}0004", "5500000000000004"),
+        ("3782 822463\n10005", "378282246310005"),
+        ("123.45.6789", "123456789"),
+        ("(415)\u{2009}555\u{2011}2671", "4155552671"),
+        ("DE89\u{202f}3704\u{202f}0044\u{202f}0532\u{202f}0130\u{202f}00", "89370400440532013000"),
+    ];
+    let statement = format!(
+        "2025-10-01 Starbucks 4.50 card {}\n2025-10-02 Uber 23.10 card {}\n2025-10-03 Amazon 19.99 card {}\n\
+         2025-10-04 Refund 12.00 SSN {} phone {} IBAN {}\n",
+        spelled[0].0, spelled[1].0, spelled[2].0, spelled[3].0, spelled[4].0, spelled[5].0
+    );
+    let store = Arc::new(MemoryStore::new());
+    let rt = Runtime::builder().store(store.clone()).build().unwrap();
+    let opts = AskOptions { input: Some(statement), ..AskOptions::default() };
+    let r = rt.ask(&user("alice"), "Here's my bank statement", opts).await.unwrap();
+    let kept = store.ledger(&user("alice")).await.unwrap();
+    let mut amounts: Vec<i64> = kept.iter().map(|e| e.amount).collect();
+    amounts.sort();
+    assert_eq!(amounts, [-1200, 450, 1999, 2310], "no card's digits read as an amount: {}", r.answer);
+    let tables = [
+        serde_json::to_string(&kept).unwrap(),
+        serde_json::to_string(&store.audit_log().await.unwrap()).unwrap(),
+        serde_json::to_string(&store.tree_steps(r.request_id).await.unwrap()).unwrap(),
+        serde_json::to_string(&store.recent_messages(r.session_id, 100).await.unwrap()).unwrap(),
+    ];
+    for (table, text) in ["ledger", "audit", "steps", "messages"].iter().zip(&tables) {
+        // the digits alone, so no separator can hide a number
+        let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+        for (raw, bare) in spelled {
+            assert!(!text.contains(raw) && !digits.contains(bare), "{table} holds {raw:?}: {text}");
+        }
+    }
+}

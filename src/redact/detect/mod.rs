@@ -28,17 +28,30 @@ use super::{Finding, PiiKind};
 
 type Validate = fn(&str, usize, usize) -> bool;
 
+/// Where a match may be cut short, besides its end: a greedy match may have
+/// swallowed a following number (`4111 … 1111 2025`).
+#[derive(Clone, Copy)]
+enum Cut {
+    /// Nowhere: the pattern's length is fixed.
+    Never,
+    /// Before each of these bytes.
+    Before(&'static [u8]),
+    /// Where a group of letters or digits ends, whatever separates the
+    /// groups (a space, a no-break space, a dash of any kind, a line break).
+    GroupEnds,
+}
+
 /// Candidates, where a match may be cut short, kind, validation.
-static RULES: [(&LazyLock<Regex>, &[u8], PiiKind, Validate); 8] = [
-    (&SIN, b"", PiiKind::Sin, sin_span_ok),
-    (&CARD, b" -", PiiKind::Card, card_ok),
-    (&IBAN, b" ", PiiKind::Iban, iban_span_ok),
-    (&SSN, b"", PiiKind::Ssn, ssn_span_ok),
-    (&IPV4, b"", PiiKind::Ip, ipv4_ok),
+static RULES: [(&LazyLock<Regex>, Cut, PiiKind, Validate); 8] = [
+    (&SIN, Cut::Never, PiiKind::Sin, sin_span_ok),
+    (&CARD, Cut::GroupEnds, PiiKind::Card, card_ok),
+    (&IBAN, Cut::GroupEnds, PiiKind::Iban, iban_span_ok),
+    (&SSN, Cut::Never, PiiKind::Ssn, ssn_span_ok),
+    (&IPV4, Cut::Never, PiiKind::Ip, ipv4_ok),
     // The match may run on into what follows (`…::1:a@x.com`).
-    (&IPV6, b":.", PiiKind::Ip, ipv6_ok),
-    (&PHONE_INTL, b" .-", PiiKind::Phone, intl_phone_ok),
-    (&PHONE_NANP, b"", PiiKind::Phone, nanp_phone_ok),
+    (&IPV6, Cut::Before(b":."), PiiKind::Ip, ipv6_ok),
+    (&PHONE_INTL, Cut::GroupEnds, PiiKind::Phone, intl_phone_ok),
+    (&PHONE_NANP, Cut::Never, PiiKind::Phone, nanp_phone_ok),
 ];
 
 /// Patterns whose first group is the value and the rest its label.
@@ -133,8 +146,8 @@ fn detect(text: &str) -> Chosen {
         }
     }
     if digit {
-        for &(re, seps, kind, valid) in &RULES {
-            scan(re, seps, text, kind, &mut found, valid);
+        for &(re, cut, kind, valid) in &RULES {
+            scan(re, cut, text, kind, &mut found, valid);
         }
         for &(re, kind, valid) in &LABELLED {
             labelled(re, text, kind, &mut found, valid);
@@ -150,17 +163,17 @@ fn detect(text: &str) -> Chosen {
 }
 
 /// Runs a bounded-length pattern over `text` and keeps every valid value
-/// that starts where a match starts and ends where it ends or at one of its
-/// `seps` (a greedy match may have swallowed a following number: `4111 …
+/// that starts where a match starts and ends where it ends or where `cut`
+/// allows (a greedy match may have swallowed a following number: `4111 …
 /// 1111 2025`). Every start is tried, inside earlier matches too: the shorter
 /// value there may be the one that survives overlap resolution (`…::1 415-…`
 /// where `1 415-…` loses to the address). Patterns are short, so this stays
 /// linear.
-fn scan(re: &Regex, seps: &[u8], text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid: Validate) {
+fn scan(re: &Regex, cut: Cut, text: &str, kind: PiiKind, out: &mut Vec<Finding>, valid: Validate) {
     let mut pos = 0;
     while let Some(m) = re.find_at(text, pos) {
         let start = m.start();
-        let ends = cuts(text, start, m.end(), seps).filter(|&end| valid(text, start, end));
+        let ends = cuts(text, start, m.end(), cut).filter(|&end| valid(text, start, end));
         out.extend(ends.map(|end| Finding { kind, start, end }));
         // Skip, without the regex, the starts whose left neighbour already
         // rules them out: in a long run of digits that is all of them.
@@ -256,11 +269,24 @@ fn next_char(text: &str, i: usize) -> usize {
     text.get(i..).and_then(|t| t.chars().next()).map_or(text.len(), |c| i + c.len_utf8())
 }
 
-/// The match end, then each separator inside the match, longest first: a
-/// greedy match may have swallowed a following number (`4111 … 1111 2025`).
-fn cuts<'a>(text: &'a str, start: usize, end: usize, seps: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+/// The match end, then each place inside the match where `cut` allows it to
+/// end, longest first. Every place is a character boundary: it is before an
+/// ASCII byte, or after one.
+fn cuts(text: &str, start: usize, end: usize, cut: Cut) -> impl Iterator<Item = usize> + '_ {
     let bytes = text.as_bytes();
-    std::iter::once(end).chain((start + 1..end).rev().filter(move |&i| bytes.get(i).is_some_and(|b| seps.contains(b))))
+    let inner = match cut {
+        Cut::Never => start..start,
+        Cut::Before(_) | Cut::GroupEnds => start + 1..end,
+    };
+    let allowed = move |i: usize| match cut {
+        Cut::Never => false,
+        Cut::Before(seps) => bytes.get(i).is_some_and(|b| seps.contains(b)),
+        Cut::GroupEnds => {
+            bytes.get(i - 1).is_some_and(u8::is_ascii_alphanumeric)
+                && bytes.get(i).is_some_and(|b| !b.is_ascii_alphanumeric())
+        }
+    };
+    std::iter::once(end).chain(inner.rev().filter(move |&i| allowed(i)))
 }
 
 /// Every reading of the email match `start..end`: from the start of the

@@ -10,19 +10,82 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static pattern")
 }
 
+/// A blank people, spreadsheets and PDF text put between digit groups: a
+/// space, a no-break space, the fixed-width Unicode spaces (en, em, figure,
+/// punctuation, thin, hair, zero-width), the narrow no-break, medium
+/// mathematical and ideographic spaces. Not a tab: tabs part a table's cells.
+const BLANK: &str = r"[ \u{A0}\u{2000}-\u{200B}\u{202F}\u{205F}\u{3000}]";
+/// A blank or a tab, where several may stand between groups (cards).
+const BLANK_OR_TAB: &str = r"[\t \u{A0}\u{2000}-\u{200B}\u{202F}\u{205F}\u{3000}]";
+/// A dash in any of its spellings (hyphen-minus, hyphen, non-breaking
+/// hyphen, figure dash, en and em dash, horizontal bar, minus sign, small
+/// and fullwidth hyphen-minus) or a dot.
+const MARK: &str = r"[-.\u{2010}-\u{2015}\u{2212}\u{FE58}\u{FE63}\u{FF0D}]";
+
+/// Where a number may start: not inside a run of digits or letters (an
+/// ASCII word boundary, which keeps the search on the fast engine). Without
+/// it, every digit run's tail followed by a separator was a candidate:
+/// every row of a CSV statement, where the next row starts with digits.
+const START: &str = r"(?-u:\b)";
+
+/// Whether `c` may stand between a number's groups (see [`BLANK`], [`MARK`]):
+/// a blank, a tab, a dash, a dot, a slash or a line break.
+pub(super) fn is_separator(c: char) -> bool {
+    matches!(c, '\t' | ' ' | '\u{A0}' | '\u{2000}'..='\u{200B}' | '\u{202F}' | '\u{205F}' | '\u{3000}')
+        || is_dash(c)
+        || matches!(c, '.' | '/' | '\n' | '\r')
+}
+
+/// A dash in any of its spellings.
+pub(super) fn is_dash(c: char) -> bool {
+    matches!(c, '-' | '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE58}' | '\u{FE63}' | '\u{FF0D}')
+}
+
+/// The gap between two groups of a number without a check digit (SSN, SIN,
+/// phone): one blank; a mark (or a slash, where `slash`) with at most one
+/// blank either side; or a line break where a PDF's text wrapped the number,
+/// perhaps after its mark. Several blanks or a tab are a table's columns.
+fn gap(slash: bool) -> String {
+    let mark = if slash { format!("(?:{MARK}|/)") } else { MARK.to_string() };
+    format!(r"(?:{BLANK}|{BLANK}?{mark}{BLANK}?|{BLANK}?{mark}?\r?\n{BLANK}?)")
+}
+
+/// The gap between two groups of a card number, whose Luhn check and issuer
+/// range let it be looser: up to three blanks or tabs (a form's boxes), a
+/// mark or a slash with up to two blanks either side, or a line break.
+fn wide_gap() -> String {
+    let b = BLANK_OR_TAB;
+    format!(r"(?:{b}{{1,3}}|{b}{{0,2}}(?:{MARK}|/){b}{{0,2}}|{b}{{0,2}}{MARK}?\r?\n{b}{{0,2}})")
+}
+
 pub(super) static EMAIL: LazyLock<Regex> =
     LazyLock::new(|| re(r"[\p{L}\p{M}\p{N}._%+-]+@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}{2,}"));
 // `[0-9]` rather than `\d`: `\d` is Unicode and would match other scripts'
 // digits, which no check digit below understands.
-pub(super) static CARD: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{4,6}(?:[ -][0-9]{3,6}){1,4}|[0-9]{13,19}"));
-pub(super) static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{1,4}){3,8}"));
-pub(super) static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}"));
+/// Six digits and the rest (`625351 7660682368226`; tried first, as the
+/// regex takes the first alternative that matches), groups of three to six
+/// digits (`4111 1111 1111 1111`, Amex's `3782 822463 10005`, 19 digits as
+/// 4-4-4-4-3), or bare.
+pub(super) static CARD: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r"{START}(?:[0-9]{{6}}{gap}[0-9]{{7,13}}|[0-9]{{4,6}}(?:{gap}[0-9]{{3,6}}){{1,4}}|[0-9]{{13,19}})",
+        gap = wide_gap()
+    ))
+});
+/// Groups of up to four, compact or parted by blanks, a dash or a line break.
+pub(super) static IBAN: LazyLock<Regex> = LazyLock::new(|| {
+    let gap = format!(r"(?:{BLANK_OR_TAB}{{1,3}}|-|{BLANK}?\r?\n{BLANK}?)");
+    re(&format!(r"{START}[A-Z]{{2}}[0-9]{{2}}(?:{gap}?[A-Z0-9]{{1,4}}){{3,8}}"))
+});
+pub(super) static SSN: LazyLock<Regex> =
+    LazyLock::new(|| re(&format!(r"{START}[0-9]{{3}}{gap}[0-9]{{2}}{gap}[0-9]{{4}}", gap = gap(false))));
 // A label, then a few words without digits (`SSN:`, `call me at`), then the
 // bare number; the digits in our tokens keep a label from reaching past one.
 pub(super) static SSN_LABELLED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:ssn|social security)\b[^0-9\n]{0,24}?([0-9]{9})"));
 /// A Canadian SIN as written: three groups of three digits.
-pub(super) static SIN: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{3}[ -][0-9]{3}[ -][0-9]{3}"));
+pub(super) static SIN: LazyLock<Regex> =
+    LazyLock::new(|| re(&format!(r"{START}[0-9]{{3}}{gap}[0-9]{{3}}{gap}[0-9]{{3}}", gap = gap(false))));
 pub(super) static SIN_LABELLED: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)\b(?:sin|social insurance(?: number)?)\b[^0-9\n]{0,24}?([0-9]{9})"));
 /// Month names as people write them, whole or cut short (`Mar`, `Sept`).
@@ -101,10 +164,15 @@ pub(super) static SECRETS: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}"));
 pub(super) static IPV6: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:\.[0-9]{1,3}){0,3}"));
-pub(super) static PHONE_INTL: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\+[0-9]{1,3}(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,6})){1,7}"));
-pub(super) static PHONE_NANP: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?:\+?1[ .-]?)?(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .-])[2-9][0-9]{2}[ .-][0-9]{4}"));
+pub(super) static PHONE_INTL: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(r"\+[0-9]{{1,3}}(?:{gap}?(?:\([0-9]{{1,4}}\)|[0-9]{{1,6}})){{1,7}}", gap = gap(true)))
+});
+pub(super) static PHONE_NANP: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r"(?:\+?1{gap}?)?(?:\([2-9][0-9]{{2}}\){gap}?|[2-9][0-9]{{2}}{gap})[2-9][0-9]{{2}}{gap}[0-9]{{4}}",
+        gap = gap(true)
+    ))
+});
 pub(super) static PHONE_LABELLED: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?i)\b(?:phone|tel|telephone|mobile|mob|cell|fax|call|whatsapp)\b[^0-9\n]{0,16}?(1?[2-9][0-9]{2}[2-9][0-9]{6})",

@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use super::super::PiiKind;
 use super::super::checksums::{aba_ok, birth_date_ok, card_issuer_ok, iban_ok, luhn_ok, number, ssn_ok};
 use super::super::vault::{ends_with_token, starts_with_token};
-use super::patterns::{STREET_WORDS, VERSION_LABEL};
+use super::patterns::{STREET_WORDS, VERSION_LABEL, is_dash, is_separator};
 
 /// Whether what comes before a number makes it something other than a
 /// house number: a word such as `Route 66`, `Chapter 12`, `Exit 4`, `March
@@ -52,10 +52,23 @@ fn binds(c: char) -> bool {
 }
 
 /// A neighbour that joins the match to whatever is across it (`1.2.3.4.5`,
-/// `ORD-415-555-2671`). For addresses `/` is not one: `10.0.0.0/8`,
-/// `http://10.0.0.1/`.
+/// `ORD-415-555-2671`, `ORD–415–555–2671`). For addresses `/` is not one:
+/// `10.0.0.0/8`, `http://10.0.0.1/`.
 fn joins(kind: PiiKind, c: char) -> bool {
-    matches!(c, '.' | '-' | '_') || (c == '/' && kind != PiiKind::Ip)
+    matches!(c, '.' | '_') || is_dash(c) || (c == '/' && kind != PiiKind::Ip)
+}
+
+/// The runs of ASCII digits in a span, whatever separates them; the
+/// patterns have already held the separators to the ones a number may have.
+fn digit_groups(span: &str) -> impl Iterator<Item = &str> {
+    span.split(|c: char| !c.is_ascii_digit()).filter(|g| !g.is_empty())
+}
+
+/// Whether a span's digit groups have these lengths, or it is the bare
+/// number they make up.
+fn grouped_as(span: &str, lengths: &[usize]) -> bool {
+    let found: Vec<usize> = digit_groups(span).map(str::len).collect();
+    found == lengths || (found.len() == 1 && span.len() == lengths.iter().sum::<usize>())
 }
 
 /// Whether `start..end` is a value on its own rather than part of a longer
@@ -96,21 +109,20 @@ pub(super) fn right_free(kind: PiiKind, tail: &str) -> bool {
     }
 }
 
+/// 13–19 digits, bare or in groups parted by any separators the pattern
+/// admits, mixed too (`4111 1111-1111 1111`): Luhn and an issuer's range
+/// and length tell a card from other long numbers.
 pub(super) fn card_ok(text: &str, start: usize, end: usize) -> bool {
     let Some(span) = text.get(start..end) else {
         return false;
     };
-    let (mut digits, mut n, mut sep) = ([0u8; 19], 0, None);
-    for b in span.bytes() {
-        if b.is_ascii_digit() {
-            let Some(slot) = digits.get_mut(n) else {
-                return false;
-            };
-            *slot = b - b'0';
-            n += 1;
-        } else if *sep.get_or_insert(b) != b {
-            return false; // `4111 1111-1111 1111`
-        }
+    let (mut digits, mut n) = ([0u8; 19], 0);
+    for b in span.bytes().filter(u8::is_ascii_digit) {
+        let Some(slot) = digits.get_mut(n) else {
+            return false;
+        };
+        *slot = b - b'0';
+        n += 1;
     }
     let digits = &digits[..n];
     n >= 13
@@ -123,53 +135,67 @@ pub(super) fn card_ok(text: &str, start: usize, end: usize) -> bool {
 /// `ES67 4564 8739 2787 0717 9008`: groups after an IBAN's country and check
 /// digits are its account number, whether or not the IBAN's checksum holds.
 fn after_iban_head(head: &str) -> bool {
-    let h = head.as_bytes();
-    let n = h.len();
-    n >= 5
-        && h[n - 5..n - 3].iter().all(u8::is_ascii_uppercase)
-        && h[n - 3..n - 1].iter().all(u8::is_ascii_digit)
-        && h[n - 1] == b' '
-        && !(n > 5 && h[n - 6].is_ascii_alphanumeric())
+    let gap = head.trim_end_matches(is_separator);
+    let g = gap.as_bytes();
+    let n = g.len();
+    gap.len() < head.len()
+        && head.len() - gap.len() <= 4
+        && n >= 4
+        && g[n - 4..n - 2].iter().all(u8::is_ascii_uppercase)
+        && g[n - 2..].iter().all(u8::is_ascii_digit)
+        && !(n > 4 && g[n - 5].is_ascii_alphanumeric())
 }
 
-/// Compact, or in groups of four with single spaces (the last may be shorter).
+/// Compact, or in groups of four parted by blanks, dashes or a line break
+/// (the last group may be shorter).
 pub(super) fn iban_span_ok(text: &str, start: usize, end: usize) -> bool {
     let Some(span) = text.get(start..end) else {
         return false;
     };
-    let mut groups = span.split(' ');
-    let last_ok = groups.next_back().is_some_and(|g| (1..=4).contains(&g.len()));
-    let spacing_ok = !span.contains(' ') || (last_ok && groups.all(|g| g.len() == 4));
-    let compact: String = span.chars().filter(|&c| c != ' ').collect();
-    spacing_ok && iban_ok(&compact) && stands_alone(PiiKind::Iban, text, start, end)
+    let groups: Vec<&str> = span.split(|c: char| !c.is_ascii_alphanumeric()).filter(|g| !g.is_empty()).collect();
+    let spacing_ok = match groups.split_last() {
+        Some((last, [])) => !last.is_empty(),
+        Some((last, rest)) => (1..=4).contains(&last.len()) && rest.iter().all(|g| g.len() == 4),
+        None => false,
+    };
+    spacing_ok && iban_ok(&groups.concat()) && stands_alone(PiiKind::Iban, text, start, end)
 }
 
-/// Nine digits, bare or as 3-3-3 with one separator, that pass Luhn and
-/// start as SINs do (not 0 or 8), standing alone.
+/// Nine digits, bare or as 3-3-3, that pass Luhn and start as SINs do (not
+/// 0 or 8), standing alone.
 pub(super) fn sin_span_ok(text: &str, start: usize, end: usize) -> bool {
     let Some(span) = text.get(start..end) else {
         return false;
     };
     let digits: Vec<u8> = span.bytes().filter(u8::is_ascii_digit).map(|b| b - b'0').collect();
-    let one_separator = span.len() == 9 || (span.len() == 11 && span.get(3..4) == span.get(7..8));
-    digits.len() == 9
-        && one_separator
+    grouped_as(span, &[3, 3, 3])
         && !matches!(digits[0], 0 | 8)
         && luhn_ok(&digits)
         && stands_alone(PiiKind::Sin, text, start, end)
+        && !(span.len() > 9 && decimal_comma_follows(text.get(end..).unwrap_or_default()))
 }
 
-/// `AAA-GG-SSSS`, `AAA GG SSSS` (one separator throughout) or, after a label,
-/// `AAAGGSSSS`.
+/// `,12` and then no digit: the cents of an amount written with a decimal
+/// comma, whose thousands are the groups of three before it (`441 933 157,12 €`).
+fn decimal_comma_follows(tail: &str) -> bool {
+    let Some(rest) = tail.strip_prefix(',') else {
+        return false;
+    };
+    let cents = rest.bytes().take_while(u8::is_ascii_digit).count();
+    (1..=2).contains(&cents)
+}
+
+/// `AAA-GG-SSSS`, `AAA GG SSSS`, `AAA.GG.SSSS`, `AAA–GG–SSSS` (any of the
+/// separators the pattern admits, mixed too) or, after a label, `AAAGGSSSS`.
 pub(super) fn ssn_span_ok(text: &str, start: usize, end: usize) -> bool {
     let Some(span) = text.get(start..end) else {
         return false;
     };
-    let parts = match span.len() {
-        9 => [span.get(..3), span.get(3..5), span.get(5..)],
-        11 if span.get(3..4) == span.get(6..7) => [span.get(..3), span.get(4..6), span.get(7..)],
-        _ => return false,
-    };
+    if !grouped_as(span, &[3, 2, 4]) {
+        return false;
+    }
+    let digits: String = digit_groups(span).collect();
+    let parts = [digits.get(..3), digits.get(3..5), digits.get(5..)];
     let [Some(area), Some(group), Some(serial)] = parts.map(|p| p.and_then(number)) else {
         return false;
     };

@@ -1,15 +1,27 @@
 //! An uploaded file as text the finance parsers read: UTF-8 text as it is
 //! (without a byte-order mark), a PDF's text layer, and a clear refusal for
 //! images, scans and other binary files. Known by content, not by name.
+//!
+//! Limits come before the work they limit: a file's size is checked before
+//! it is read ([`read`]), and a PDF's text stops being extracted as soon as
+//! it passes the input limit, its page content as soon as it passes
+//! [`MAX_PDF_CONTENT`]; the extraction is linear in what it reads.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::io::Read as _;
+use std::path::Path;
 
 use lopdf::content::{Content, Operation};
-use lopdf::{Document, Encoding, Object, ObjectId};
+use lopdf::{Dictionary, Document, Encoding, Object, ObjectId};
 
-/// Past this, a PDF's page content is not decompressed (a zip-bomb guard).
-const MAX_PDF_CONTENT: usize = 16 * 1024 * 1024;
+use crate::config::Limits;
+use crate::protocol::DelegationError;
+
+/// The page content (drawing instructions) decompressed and read from one
+/// PDF, all pages together: past it the PDF is refused (a zip-bomb guard,
+/// and a bound on the work for pages that draw no text).
+pub const MAX_PDF_CONTENT: usize = 16 * 1024 * 1024;
 const MAX_PDF_PAGES: usize = 200;
 
 /// Why a file gives no text.
@@ -22,6 +34,11 @@ pub enum DocumentError {
     BadPdf { name: String, reason: String },
     /// Binary data that is neither text, PDF nor a known image.
     Binary { name: String },
+    /// The file could not be opened or read; the reason.
+    Unreadable { name: String, reason: String },
+    /// The file, its text or a PDF's page content is over its limit, which
+    /// the reason names; found before the work past the limit was done.
+    TooLarge { name: String, reason: String },
 }
 
 impl fmt::Display for DocumentError {
@@ -41,22 +58,82 @@ impl fmt::Display for DocumentError {
                 "{name} is not text, a PDF or an image I know: upload a receipt or statement as text, CSV, OFX/QFX \
                  or a PDF with a text layer."
             ),
+            Self::Unreadable { name, reason } => write!(f, "cannot read {name}: {reason}"),
+            Self::TooLarge { name, reason } => write!(
+                f,
+                "{name} is too large: {reason}. Send fewer pages or a shorter period (a month's statement), \
+                 or raise [limits] max_input_bytes."
+            ),
         }
     }
 }
 
 impl std::error::Error for DocumentError {}
 
-/// The text of a file: UTF-8 passes through (a BOM stripped), a PDF's text
-/// layer is extracted; images and PDFs without text (scans) are refused with
-/// a message saying what to send instead.
-pub fn to_text(name: &str, bytes: &[u8]) -> Result<String, DocumentError> {
+/// Every reason a file gives no text is the caller's to fix: `INVALID_REQUEST`.
+impl From<DocumentError> for DelegationError {
+    fn from(e: DocumentError) -> Self {
+        DelegationError::invalid(e.to_string())
+    }
+}
+
+/// The text of the file at `path` under `limits`: its size is checked
+/// before it is read (at most [`Limits::max_file_bytes`], read no further
+/// than that should it grow meanwhile), then [`to_text`] holds the text to
+/// `max_input_bytes`.
+pub fn read(path: &Path, limits: &Limits) -> Result<String, DocumentError> {
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let unreadable =
+        |e: std::io::Error| DocumentError::Unreadable { name: path.display().to_string(), reason: e.to_string() };
+    let max = limits.max_file_bytes();
+    let too_large = |size: String| DocumentError::TooLarge {
+        name: name.clone(),
+        reason: format!("the file is {size} bytes and files up to {max} bytes are read (4 × [limits] max_input_bytes)"),
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let size = file.metadata().map_err(unreadable)?.len();
+    if size > max as u64 {
+        return Err(too_large(size.to_string()));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // `take`: a pipe has no size, and a file may grow after it was measured
+    file.take(max as u64 + 1).read_to_end(&mut bytes).map_err(unreadable)?;
+    if bytes.len() > max {
+        return Err(too_large(format!("over {max}")));
+    }
+    to_text(&name, &bytes, limits.max_input_bytes)
+}
+
+/// The text of a file, at most `max_text` bytes of it: UTF-8 passes through
+/// (a BOM stripped), a PDF's text layer is extracted until it passes
+/// `max_text`; images and PDFs without text (scans) are refused with a
+/// message saying what to send instead.
+pub fn to_text(name: &str, bytes: &[u8], max_text: usize) -> Result<String, DocumentError> {
     if let Some(kind) = image_kind(bytes) {
         return Err(DocumentError::Image { name: name.into(), kind });
     }
-    if is_pdf(bytes) {
-        return pdf_text(name, bytes);
+    let pdf = is_pdf(bytes);
+    // text is at least half its bytes (UTF-16 is the widest): a file that
+    // long is refused before it is converted
+    if !pdf && bytes.len().saturating_sub(2) / 2 > max_text {
+        return Err(text_too_large(name, max_text));
     }
+    let text = if pdf { pdf_text(name, bytes, max_text) } else { plain_text(name, bytes) }?;
+    if text.len() > max_text {
+        return Err(text_too_large(name, max_text));
+    }
+    Ok(text)
+}
+
+fn text_too_large(name: &str, max_text: usize) -> DocumentError {
+    DocumentError::TooLarge {
+        name: name.into(),
+        reason: format!("its text passes the input limit of {max_text} bytes ([limits] max_input_bytes)"),
+    }
+}
+
+/// Text as UTF-8, UTF-16 with a BOM, or Windows-1252.
+fn plain_text(name: &str, bytes: &[u8]) -> Result<String, DocumentError> {
     if let Some(text) = utf16(bytes) {
         return Ok(text);
     }
@@ -114,25 +191,72 @@ fn image_kind(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-fn pdf_text(name: &str, bytes: &[u8]) -> Result<String, DocumentError> {
+/// Why extraction stopped early.
+enum Stop {
+    Bad(String),
+    /// The text passed the input limit.
+    Text,
+    /// The page content passed [`MAX_PDF_CONTENT`].
+    Content,
+}
+
+impl From<lopdf::Error> for Stop {
+    fn from(e: lopdf::Error) -> Self {
+        match e {
+            lopdf::Error::Decompress(lopdf::DecompressError::MemoryLimitExceeded { .. }) => Stop::Content,
+            e => Stop::Bad(e.to_string()),
+        }
+    }
+}
+
+/// What is left to spend on one PDF: text bytes (pieces shown, then lines
+/// written) and page content bytes.
+struct Budget {
+    text: usize,
+    content: usize,
+}
+
+impl Budget {
+    fn spend_text(&mut self, n: usize) -> Result<(), Stop> {
+        self.text = self.text.checked_sub(n).ok_or(Stop::Text)?;
+        Ok(())
+    }
+}
+
+fn pdf_text(name: &str, bytes: &[u8], max_text: usize) -> Result<String, DocumentError> {
     let bad = |reason: String| DocumentError::BadPdf { name: name.into(), reason };
     // A parser for untrusted input: a panic inside it is a bad PDF, not a crash.
-    let extracted = std::panic::catch_unwind(|| -> Result<String, String> {
-        let doc = Document::load_mem(bytes).map_err(|e| e.to_string())?;
+    let extracted = std::panic::catch_unwind(|| -> Result<String, Stop> {
+        let doc = Document::load_mem(bytes)?;
         if doc.is_encrypted() {
-            return Err("it is password-protected".into());
+            return Err(Stop::Bad("it is password-protected".into()));
         }
-        let pages: Vec<String> = doc
-            .get_pages()
-            .values()
-            .take(MAX_PDF_PAGES)
-            .map(|page| page_pieces(&doc, *page).map(lines).map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()?;
-        Ok(pages.join("\n"))
+        // The text is charged twice: pieces as a page shows them (they are
+        // held until the page is done), lines as they are written.
+        let mut budget = Budget { text: max_text, content: MAX_PDF_CONTENT };
+        let mut out = String::new();
+        let mut fonts = Fonts::default();
+        for (i, page) in doc.get_pages().values().take(MAX_PDF_PAGES).enumerate() {
+            let pieces = page_pieces(&doc, *page, &mut fonts, &mut budget)?;
+            if i > 0 {
+                out.push('\n');
+            }
+            lines(pieces, &mut out, max_text)?;
+        }
+        Ok(out)
     })
-    .map_err(|_| bad("its structure is broken".into()))?
-    .map_err(bad)?;
-    let text = extracted.replace('\u{a0}', " ");
+    .map_err(|_| bad("its structure is broken".into()))?;
+    let text = match extracted {
+        Ok(text) => text.replace('\u{a0}', " "),
+        Err(Stop::Bad(reason)) => return Err(bad(reason)),
+        Err(Stop::Text) => return Err(text_too_large(name, max_text)),
+        Err(Stop::Content) => {
+            return Err(DocumentError::TooLarge {
+                name: name.into(),
+                reason: format!("its pages hold more than {} MiB of drawing instructions", MAX_PDF_CONTENT >> 20),
+            });
+        }
+    };
     if text.chars().filter(|c| c.is_alphanumeric()).count() < 3 {
         return Err(DocumentError::Image {
             name: name.into(),
@@ -140,6 +264,26 @@ fn pdf_text(name: &str, bytes: &[u8]) -> Result<String, DocumentError> {
         });
     }
     Ok(text)
+}
+
+/// Font encodings by font dictionary, made once per PDF however many pages
+/// use a font.
+#[derive(Default)]
+struct Fonts<'a>(HashMap<*const Dictionary, Option<Encoding<'a>>>);
+
+impl<'a> Fonts<'a> {
+    /// The encodings of a page's fonts by resource name.
+    fn of_page(&mut self, doc: &'a Document, page: ObjectId) -> Result<BTreeMap<Vec<u8>, &Encoding<'a>>, Stop> {
+        let fonts = doc.get_page_fonts(page)?;
+        for font in fonts.values() {
+            let key: *const Dictionary = *font;
+            self.0.entry(key).or_insert_with(|| font.get_font_encoding_with_limit(doc, MAX_PDF_CONTENT).ok());
+        }
+        Ok(fonts
+            .into_iter()
+            .filter_map(|(name, font)| Some((name, self.0.get(&(font as *const Dictionary))?.as_ref()?)))
+            .collect())
+    }
 }
 
 /// Text shown on a page, where the page puts it (x, y and an estimated end).
@@ -153,23 +297,28 @@ struct Piece {
 
 /// The text pieces of a page, positioned by the text operators (`Td`, `TD`,
 /// `Tm`, `T*`); fonts by their encodings, widths estimated from the size.
-fn page_pieces(doc: &Document, page: ObjectId) -> lopdf::Result<Vec<Piece>> {
-    let fonts = doc.get_page_fonts(page)?;
-    let encodings: BTreeMap<Vec<u8>, Encoding> = fonts
-        .iter()
-        .filter_map(|(name, font)| Some((name.clone(), font.get_font_encoding_with_limit(doc, MAX_PDF_CONTENT).ok()?)))
-        .collect();
-    let content = Content::decode(&doc.get_page_content_with_limit(page, MAX_PDF_CONTENT)?)?;
+/// The content is read one operation at a time and reading stops as soon as
+/// the page content or the text shown passes what `budget` has left.
+fn page_pieces<'a>(
+    doc: &'a Document,
+    page: ObjectId,
+    fonts: &mut Fonts<'a>,
+    budget: &mut Budget,
+) -> Result<Vec<Piece>, Stop> {
+    let encodings = fonts.of_page(doc, page)?;
+    let content = doc.get_page_content_with_limit(page, budget.content)?;
+    budget.content -= content.len().min(budget.content);
     let mut pieces = Vec::new();
     let (mut line_x, mut y, mut x, mut scale, mut size, mut leading) =
         (0.0f32, 0.0f32, 0.0f32, 1.0f32, 10.0f32, 0.0f32);
     let mut font: Option<&Encoding> = None;
-    for op in &content.operations {
+    for op in Content::decode_iter(&content) {
+        let op = op?;
         let num = |i: usize| op.operands.get(i).and_then(|o| o.as_float().ok()).unwrap_or(0.0);
         match op.operator.as_str() {
             "BT" => (line_x, y, x, scale) = (0.0, 0.0, 0.0, 1.0),
             "Tf" => {
-                font = op.operands.first().and_then(|o| o.as_name().ok()).and_then(|n| encodings.get(n));
+                font = op.operands.first().and_then(|o| o.as_name().ok()).and_then(|n| encodings.get(n).copied());
                 size = num(1).abs();
             }
             "TL" => leading = num(0),
@@ -192,7 +341,9 @@ fn page_pieces(doc: &Document, page: ObjectId) -> lopdf::Result<Vec<Piece>> {
                     (y, x) = (y - leading * scale, line_x);
                 }
                 let Some(encoding) = font else { continue };
-                let text = shown(encoding, op);
+                let text = shown(encoding, &op);
+                // an empty piece still costs a place in the page's pieces
+                budget.spend_text(text.len().max(1))?;
                 let width = text.chars().count() as f32 * size * scale * 0.5;
                 pieces.push(Piece { x, y, end: x + width, size: size * scale, text });
                 x += width;
@@ -221,11 +372,12 @@ fn shown(encoding: &Encoding, op: &Operation) -> String {
     text
 }
 
-/// Pieces as lines, top of the page first: pieces at one height make a
-/// line, left to right, each at the character column its position gives, so
-/// a table's cells stay under their headers (two spaces at least between
-/// cells far apart, as statement parsers split on them).
-fn lines(mut pieces: Vec<Piece>) -> String {
+/// Pieces as lines appended to `out`, top of the page first: pieces at one
+/// height make a line, left to right, each at the character column its
+/// position gives, so a table's cells stay under their headers (two spaces
+/// at least between cells far apart, as statement parsers split on them).
+/// Stops once `out` passes `max_text`.
+fn lines(mut pieces: Vec<Piece>, out: &mut String, max_text: usize) -> Result<(), Stop> {
     pieces.sort_by(|a, b| b.y.total_cmp(&a.y).then(a.x.total_cmp(&b.x)));
     let mut rows: Vec<Vec<Piece>> = Vec::new();
     for piece in pieces {
@@ -234,14 +386,15 @@ fn lines(mut pieces: Vec<Piece>) -> String {
             _ => rows.push(vec![piece]),
         }
     }
-    let mut out = String::new();
     for mut row in rows {
         row.sort_by(|a, b| a.x.total_cmp(&b.x));
         let mut line = String::new();
+        // characters in `line`, counted as they are added: counting the
+        // whole line again for each piece made a long line quadratic
+        let mut width = 0;
         let mut end: Option<f32> = None;
         for piece in row {
             let column = (piece.x / (piece.size.max(1.0) * 0.5)).round().clamp(0.0, 400.0) as usize;
-            let width = line.chars().count();
             let pad = match end {
                 Some(e) if piece.x - e > piece.size => column.saturating_sub(width).max(2),
                 Some(e) if piece.x - e > piece.size * 0.15 && !line.ends_with(' ') => 1,
@@ -250,27 +403,190 @@ fn lines(mut pieces: Vec<Piece>) -> String {
             };
             line.extend(std::iter::repeat_n(' ', pad));
             line.push_str(&piece.text);
+            width += pad + piece.text.chars().count();
             end = Some(piece.end.max(end.unwrap_or(f32::MIN)));
         }
         out.push_str(line.trim_end());
         out.push('\n');
+        if out.len() > max_text {
+            return Err(Stop::Text);
+        }
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const LIMIT: usize = 256 * 1024;
+
+    /// A one-page PDF (compressed, as writers make them) whose content
+    /// stream is `ops`, with one font `F1`.
+    fn pdf_of(ops: Vec<Operation>) -> Vec<u8> {
+        use lopdf::{Stream, dictionary};
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let font_id = doc.add_object(dictionary! {"Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Courier"});
+        let resources_id = doc.add_object(dictionary! {"Font" => dictionary! {"F1" => font_id}});
+        let content = Content { operations: ops }.encode().expect("content");
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content));
+        let page_id = doc.add_object(dictionary! {"Type" => "Page", "Parent" => pages_id, "Contents" => content_id});
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! {
+                "Type" => "Pages", "Kids" => vec![page_id.into()], "Count" => 1, "Resources" => resources_id,
+                "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+            }),
+        );
+        let catalog_id = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => pages_id});
+        doc.trailer.set("Root", catalog_id);
+        doc.compress();
+        let mut out = Vec::new();
+        doc.save_to(&mut out).expect("pdf");
+        out
+    }
+
+    /// `n` strings of `len` characters shown one after another: on one line
+    /// (`across`) or each on a line of its own.
+    fn shown_strings(n: usize, len: usize, across: bool) -> Vec<Operation> {
+        let mut ops = vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Tf", vec!["F1".into(), 10.into()]),
+            Operation::new("TL", vec![12.into()]),
+            Operation::new("Td", vec![40.into(), 700.into()]),
+        ];
+        let op = if across { "Tj" } else { "'" };
+        let text = |i: usize| Object::string_literal(format!("{:0len$} ", i % 10));
+        ops.extend((0..n).map(|i| Operation::new(op, vec![text(i)])));
+        ops.push(Operation::new("ET", vec![]));
+        ops
+    }
+
+    /// CPU time this thread has used, user and system: what extraction
+    /// costs, whatever else the machine runs meanwhile.
+    fn thread_cpu() -> std::time::Duration {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let usage = getrusage(UsageWho::RUSAGE_THREAD).expect("getrusage");
+        let micros = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
+        std::time::Duration::from_micros(micros(usage.user_time()) + micros(usage.system_time()))
+    }
+
+    /// The CPU time of extracting `pdf`'s text, the least of two runs.
+    fn extraction_cpu(pdf: &[u8]) -> std::time::Duration {
+        (0..2)
+            .map(|_| {
+                let before = thread_cpu();
+                let text = to_text("p.pdf", pdf, usize::MAX).expect("text");
+                assert!(text.len() > 1000);
+                thread_cpu() - before
+            })
+            .min()
+            .unwrap_or_default()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 3,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x9df_1e57),
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Extraction is linear in the page's content: eight times the
+        /// strings take at most twelve times the CPU (a slack of 30 ms for
+        /// the clock's grain). Counting a long line again for each string
+        /// shown made it quadratic: 12,000 strings on one line took 88 ms,
+        /// 96,000 took 1.28 s (14.5×) in a debug build.
+        #[test]
+        fn pdf_text_extraction_is_linear_in_page_content(n in 12_000usize..14_000, across in proptest::bool::weighted(0.7)) {
+            let small = extraction_cpu(&pdf_of(shown_strings(n, 4, across)));
+            let large = extraction_cpu(&pdf_of(shown_strings(8 * n, 4, across)));
+            println!("{n} strings (across: {across}): {small:?}; {}: {large:?}", 8 * n);
+            proptest::prop_assert!(
+                large <= small * 12 + std::time::Duration::from_millis(30),
+                "{n} strings: {small:?}; {}: {large:?}", 8 * n
+            );
+        }
+    }
+
+    #[test]
+    fn pdf_extraction_stops_once_its_text_passes_the_limit() {
+        let pdf = pdf_of(shown_strings(200_000, 4, true));
+        assert!(pdf.len() < 16 * 1024, "a small file: {} bytes", pdf.len());
+        let before = thread_cpu();
+        let err = to_text("big.pdf", &pdf, 4096).expect_err("over the limit");
+        let spent = thread_cpu() - before;
+        assert!(matches!(err, DocumentError::TooLarge { .. }), "{err:?}");
+        assert!(err.to_string().contains("input limit of 4096 bytes ([limits] max_input_bytes)"), "{err}");
+        // what the whole page costs, for comparison: the stop came long before it
+        let whole = extraction_cpu(&pdf);
+        println!("{} bytes of PDF: refused after {spent:?} of CPU; the whole page takes {whole:?}", pdf.len());
+        assert!(spent * 4 < whole, "stopped after {spent:?}; the whole page takes {whole:?}");
+        let one_page = to_text("ok.pdf", &pdf_of(shown_strings(200, 4, false)), 4096);
+        assert!(one_page.is_ok_and(|t| t.len() <= 4096), "a text under the limit is read");
+        let code = crate::protocol::DelegationError::from(err).code;
+        assert_eq!(code, crate::protocol::ErrorCode::InvalidRequest);
+    }
+
+    #[test]
+    fn pages_sharing_one_content_stream_are_charged_for_each_page() {
+        use lopdf::{Stream, dictionary};
+        // 200 pages that each point at one stream of 600 KB (one string
+        // shown in no font: no text): 120 MB of content from a few kilobytes
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let content = format!("BT ({}) Tj ET\n", "a".repeat(600_000)).into_bytes();
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content));
+        let kids: Vec<Object> = (0..200)
+            .map(|_| {
+                doc.add_object(dictionary! {"Type" => "Page", "Parent" => pages_id, "Contents" => content_id}).into()
+            })
+            .collect();
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(dictionary! {"Type" => "Pages", "Kids" => kids, "Count" => 200,
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()]}),
+        );
+        let catalog_id = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => pages_id});
+        doc.trailer.set("Root", catalog_id);
+        doc.compress();
+        let mut pdf = Vec::new();
+        doc.save_to(&mut pdf).expect("pdf");
+        assert!(pdf.len() < 64 * 1024, "{} bytes", pdf.len());
+        let err = to_text("pages.pdf", &pdf, 256 * 1024).expect_err("too much content");
+        assert!(err.to_string().contains("more than 16 MiB of drawing instructions"), "{err}");
+    }
+
+    #[test]
+    fn a_file_over_its_limit_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().expect("dir");
+        let limits = Limits { max_input_bytes: 1000, ..Limits::default() };
+        let path = dir.path().join("big.csv");
+        std::fs::write(&path, "a".repeat(4001)).expect("write");
+        let err = read(&path, &limits).expect_err("over 4 × 1000");
+        assert!(
+            err.to_string().starts_with("big.csv is too large: the file is 4001 bytes and files up to 4000"),
+            "{err}"
+        );
+        std::fs::write(&path, "a".repeat(1001)).expect("write");
+        let err = read(&path, &limits).expect_err("text over 1000");
+        assert!(err.to_string().contains("its text passes the input limit of 1000 bytes"), "{err}");
+        std::fs::write(&path, "Date,Amount\n").expect("write");
+        assert_eq!(read(&path, &limits).as_deref(), Ok("Date,Amount\n"));
+        let gone = read(&dir.path().join("none.csv"), &limits).expect_err("missing");
+        assert!(matches!(gone, DocumentError::Unreadable { .. }), "{gone:?}");
+    }
+
     #[test]
     fn document_passes_text_through_without_its_bom() {
-        assert_eq!(to_text("a.csv", b"\xEF\xBB\xBFDate,Amount\r\n").as_deref(), Ok("Date,Amount\r\n"));
-        assert_eq!(to_text("r.txt", "Café 4,50 €".as_bytes()).as_deref(), Ok("Café 4,50 €"));
+        assert_eq!(to_text("a.csv", b"\xEF\xBB\xBFDate,Amount\r\n", LIMIT).as_deref(), Ok("Date,Amount\r\n"));
+        assert_eq!(to_text("r.txt", "Café 4,50 €".as_bytes(), LIMIT).as_deref(), Ok("Café 4,50 €"));
         assert_eq!(
-            to_text("w.csv", b"Empf\xE4nger;Betrag\r\nB\xE4cker;-4,50 \x80").as_deref(),
+            to_text("w.csv", b"Empf\xE4nger;Betrag\r\nB\xE4cker;-4,50 \x80", LIMIT).as_deref(),
             Ok("Empfänger;Betrag\r\nBäcker;-4,50 €")
         );
-        assert_eq!(to_text("u.csv", b"\xFF\xFEA\0,\0\xE9\0").as_deref(), Ok("A,é"));
+        assert_eq!(to_text("u.csv", b"\xFF\xFEA\0,\0\xE9\0", LIMIT).as_deref(), Ok("A,é"));
     }
 
     #[test]
@@ -285,7 +601,7 @@ mod tests {
             b"MM\0*\0\0\0\x08",
         ];
         for bytes in images {
-            let err = to_text("receipt.jpg", bytes).expect_err("an image");
+            let err = to_text("receipt.jpg", bytes, LIMIT).expect_err("an image");
             assert!(matches!(err, DocumentError::Image { .. }), "{err:?}");
             assert!(err.to_string().starts_with("I can't read images yet: receipt.jpg is a"), "{err}");
             assert!(err.to_string().contains("Paste the receipt's text, or upload the PDF/CSV"), "{err}");
@@ -294,10 +610,10 @@ mod tests {
 
     #[test]
     fn document_refuses_other_binary_and_broken_pdfs() {
-        let err = to_text("x.bin", b"\0\x01\x02\x03PK\x03\x04").expect_err("binary");
+        let err = to_text("x.bin", b"\0\x01\x02\x03PK\x03\x04", LIMIT).expect_err("binary");
         assert_eq!(err, DocumentError::Binary { name: "x.bin".into() });
-        assert!(to_text("x.bin", &[0xC3, 0x28, 0x01]).is_err(), "invalid UTF-8 with a control byte");
-        let err = to_text("s.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n%%EOF").expect_err("broken pdf");
+        assert!(to_text("x.bin", &[0xC3, 0x28, 0x01], LIMIT).is_err(), "invalid UTF-8 with a control byte");
+        let err = to_text("s.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n%%EOF", LIMIT).expect_err("broken pdf");
         assert!(matches!(err, DocumentError::BadPdf { .. } | DocumentError::Image { .. }), "{err:?}");
     }
 }

@@ -5,6 +5,9 @@
 use super::document::{self, DocumentError};
 use super::transactions::{Extracted, Source, from_text};
 
+/// The default `[limits] max_input_bytes`.
+const LIMIT: usize = 256 * 1024;
+
 macro_rules! fixture {
     ($name:literal) => {
         include_str!(concat!("../../../tests/fixtures/finance/", $name))
@@ -344,7 +347,7 @@ fn fixture_german_bank_semicolons_and_decimal_commas() {
 
 #[test]
 fn fixture_sparkasse_export_in_windows_1252_with_two_digit_years() {
-    let text = document::to_text("umsaetze.csv", fixture_bytes!("sparkasse_windows1252.csv")).expect("text");
+    let text = document::to_text("umsaetze.csv", fixture_bytes!("sparkasse_windows1252.csv"), LIMIT).expect("text");
     let found = assert_statement(
         &text,
         Source::Csv,
@@ -507,15 +510,15 @@ fn fixture_qfx_credit_card_on_few_lines() {
 
 #[test]
 fn fixture_pdf_receipt_reads_through_its_text_layer() {
-    let text = document::to_text("receipt.pdf", fixture_bytes!("receipt_best_buy.pdf")).expect("a text layer");
+    let text = document::to_text("receipt.pdf", fixture_bytes!("receipt_best_buy.pdf"), LIMIT).expect("a text layer");
     let items = &[("USB-C Charger 65W", 1, 4999), ("Screen Protector", 1, 1999)];
     assert_receipts(&text, &[("Best Buy", "2025-10-25", "USD", 7610, (Some(6998), Some(612), None), items)]);
 }
 
 #[test]
 fn fixture_pdf_statement_reads_as_a_table() {
-    let text =
-        document::to_text("statement.pdf", fixture_bytes!("statement_community_bank.pdf")).expect("a text layer");
+    let text = document::to_text("statement.pdf", fixture_bytes!("statement_community_bank.pdf"), LIMIT)
+        .expect("a text layer");
     assert_statement(
         &text,
         Source::Csv,
@@ -530,7 +533,7 @@ fn fixture_pdf_statement_reads_as_a_table() {
 
 #[test]
 fn fixture_pdf_statement_of_positioned_cells_with_empty_ones() {
-    let text = document::to_text("cells.pdf", fixture_bytes!("statement_cells.pdf")).expect("a text layer");
+    let text = document::to_text("cells.pdf", fixture_bytes!("statement_cells.pdf"), LIMIT).expect("a text layer");
     assert_statement(
         &text,
         Source::Csv,
@@ -544,7 +547,7 @@ fn fixture_pdf_statement_of_positioned_cells_with_empty_ones() {
 
 #[test]
 fn fixture_pdf_scan_without_text_is_refused_like_an_image() {
-    let err = document::to_text("scan.pdf", fixture_bytes!("receipt_scan.pdf")).expect_err("no text layer");
+    let err = document::to_text("scan.pdf", fixture_bytes!("receipt_scan.pdf"), LIMIT).expect_err("no text layer");
     assert!(matches!(err, DocumentError::Image { .. }), "{err:?}");
     assert!(err.to_string().starts_with("I can't read images yet: scan.pdf is a scanned PDF"), "{err}");
 }
@@ -552,7 +555,7 @@ fn fixture_pdf_scan_without_text_is_refused_like_an_image() {
 #[test]
 fn fixture_text_files_pass_through_document_unchanged_but_the_bom() {
     let chase = fixture_bytes!("chase_checking.csv");
-    let text = document::to_text("chase.csv", chase).expect("text");
+    let text = document::to_text("chase.csv", chase, LIMIT).expect("text");
     assert!(text.starts_with("Details,Posting Date"));
     assert_eq!(rows(&from_text(&text)), rows(&from_text(fixture!("chase_checking.csv"))));
 }
@@ -586,7 +589,7 @@ fn fixtures_cut_anywhere_never_panic() {
     for pdf in pdfs {
         for end in (0..pdf.len()).step_by(7) {
             // A cut PDF is text, an error or a shorter text layer; never a panic.
-            let _ = document::to_text("cut.pdf", &pdf[..end]);
+            let _ = document::to_text("cut.pdf", &pdf[..end], LIMIT);
         }
     }
 }
@@ -622,6 +625,6 @@ proptest::proptest! {
                 *b = byte;
             }
         }
-        let _ = document::to_text("mangled.pdf", &pdf);
+        let _ = document::to_text("mangled.pdf", &pdf, LIMIT);
     }
 }

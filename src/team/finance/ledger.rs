@@ -34,6 +34,7 @@ use super::tag_ai;
 use super::transactions::{self, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
+use crate::redact::mask_tokens;
 
 pub const TOOL: &str = "find_deductions";
 /// The rules, then strict.
@@ -89,6 +90,8 @@ pub struct TaxContext {
 impl TaxContext {
     /// Reads the objective, the input's prose and the user's facts.
     pub fn from_text(text: &str) -> Self {
+        // a token's number is not an income nor a percentage
+        let text = &*mask_tokens(text);
         let office = HOME_OFFICE.captures(text);
         let home_office = office.is_some() || WORK_FROM_HOME.is_match(text);
         let home_office_pct = office

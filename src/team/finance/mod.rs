@@ -40,6 +40,8 @@ mod seeded_tests;
 mod seeding;
 pub mod statement;
 pub mod tag_ai;
+#[cfg(test)]
+mod tokens_tests;
 pub mod transaction;
 pub mod transactions;
 mod transfers;

@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
+use crate::redact::mask_tokens;
+
 /// An amount in hundredths of its currency unit.
 pub type Cents = i64;
 
@@ -219,12 +221,15 @@ pub struct Figure {
 }
 
 /// The numbers in a line of prose: `$10,000`, `2.5k`, `500`, `19.99%`. Digits
-/// glued to letters (`Q4`, `i7`) are not figures.
+/// glued to letters (`Q4`, `i7`) are not figures, nor the number of a PII
+/// token (`<EMAIL_1>`: see [`mask_tokens`]).
 pub fn figures(text: &str) -> Vec<Figure> {
     static NUM: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)(?:(?:CA\$|C\$|A\$|NZ\$|US\$|\$|€|£)\s?)?\d[\d,]*(?:\.\d+)?(?:\s?k\b)?(?:\s?%)?")
             .expect("valid regex")
     });
+    // Offsets in the masked text hold in `text`, and no figure reaches into a token.
+    let text = &*mask_tokens(text);
     NUM.find_iter(text)
         .filter(|m| {
             let before = text[..m.start()].chars().next_back();
