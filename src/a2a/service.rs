@@ -1105,7 +1105,7 @@ async fn ended_elsewhere(
     }
     task.metadata = Some(Map::from_iter([(RAILS_EXTENSION.to_string(), Value::Object(ext))]));
     events.push(task.set_status(state, text));
-    crate::store::a2a_state::store_change(store, keeper, &record, &mut vault, &task, &events).await?;
+    crate::store::a2a_keep::store_change(store, keeper, &record, &mut vault, &task, &events).await?;
     Ok(true)
 }
 

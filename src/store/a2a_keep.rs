@@ -10,6 +10,9 @@ use serde_json::Value;
 
 use super::a2a_push::A2aPushConfigRecord;
 use super::a2a_state::{A2aEventRecord, A2aTaskRecord};
+use super::{Store, StoreResult, backend_err, now_ms};
+use crate::protocol::AgentSlug;
+use crate::protocol::a2a::types::{StreamResponse, Task, TaskState};
 use crate::redact::{Redacted, Redactor, SealKey, Vault};
 
 /// Writes A2A tasks redacted and reads them back restored (see the module docs).
@@ -83,6 +86,60 @@ fn restored(vault: &Vault, text: &str) -> String {
         }
         Err(_) => text.to_string(),
     }
+}
+
+/// Sets the status of a stored A2A task from outside the A2A service (a
+/// resumed tree that finished in another process than the one that started
+/// it): the status, with an agent message holding `text` that is also added
+/// to the history, under a version above the stored one. False when there
+/// is no such task. The change is also stored as the task's next stream
+/// event. A service that holds the task in its cache reads the new version
+/// (and sends that event to its subscribers) the next time the task is
+/// asked for, or watched, while it does not run there.
+pub async fn set_task_status(
+    store: &dyn Store,
+    keeper: &TaskKeeper,
+    id: &str,
+    state: TaskState,
+    text: &str,
+) -> StoreResult<bool> {
+    let Some(record) = store.a2a_task(id).await? else {
+        return Ok(false);
+    };
+    let (open, mut vault) = keeper.open(&record);
+    let mut task = open.to_task()?;
+    let event = task.set_status(state, text);
+    store_change(store, keeper, &open, &mut vault, &task, &[event]).await?;
+    Ok(true)
+}
+
+/// Stores `task`, changed from the stored `record`, under a version above
+/// it, and `events` as the task's next stream events: a subscriber of any
+/// process (or a client reconnecting later) gets them. When a newer version
+/// won meanwhile, nothing is stored (its writer tells the stream).
+/// `record` is the stored one as its owner reads it ([`TaskKeeper::open`]),
+/// `vault` the task's vault: the new version is kept redacted with it.
+pub async fn store_change(
+    store: &dyn Store,
+    keeper: &TaskKeeper,
+    record: &A2aTaskRecord,
+    vault: &mut crate::redact::Vault,
+    task: &Task,
+    events: &[StreamResponse],
+) -> StoreResult<()> {
+    let agent = AgentSlug::parse(&record.agent)
+        .map_err(|_| backend_err(format!("corrupt agent '{}' of A2A task '{}'", record.agent, record.id)))?;
+    let seq = (record.seq + 1).max(now_ms().saturating_mul(1000));
+    let first = store.a2a_event_seq(&task.id).await? + 1;
+    let records: Vec<A2aEventRecord> =
+        events.iter().zip(first..).map(|(ev, n)| A2aEventRecord::new(&task.id, n, ev)).collect();
+    // the events first: the task keeps the vault as it is once they are redacted too
+    let records = keeper.events(records, vault);
+    let newer = keeper.task(A2aTaskRecord::new(task, &record.owner, &agent, record.session_id, seq), vault);
+    if !store.put_a2a_task(&newer).await? {
+        return Ok(());
+    }
+    store.append_a2a_events(&records).await
 }
 
 #[cfg(test)]

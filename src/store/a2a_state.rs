@@ -19,10 +19,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, FromRow};
 
-use super::a2a_keep::TaskKeeper;
 use super::backend_err;
-use super::{Store, StoreError, StoreResult, now_ms};
-use crate::protocol::a2a::types::{StreamResponse, Task, TaskState};
+use super::{StoreError, StoreResult, now_ms};
+use crate::protocol::a2a::types::{StreamResponse, Task};
 use crate::protocol::{AgentSlug, SessionId, UserId};
 use crate::util::lock;
 
@@ -191,60 +190,6 @@ impl A2aEventRecord {
         serde_json::from_str(&self.event)
             .map_err(|e| backend_err(format!("corrupt event {} of A2A task '{}': {e}", self.seq, self.task_id)))
     }
-}
-
-/// Sets the status of a stored A2A task from outside the A2A service (a
-/// resumed tree that finished in another process than the one that started
-/// it): the status, with an agent message holding `text` that is also added
-/// to the history, under a version above the stored one. False when there
-/// is no such task. The change is also stored as the task's next stream
-/// event. A service that holds the task in its cache reads the new version
-/// (and sends that event to its subscribers) the next time the task is
-/// asked for, or watched, while it does not run there.
-pub async fn set_task_status(
-    store: &dyn Store,
-    keeper: &TaskKeeper,
-    id: &str,
-    state: TaskState,
-    text: &str,
-) -> StoreResult<bool> {
-    let Some(record) = store.a2a_task(id).await? else {
-        return Ok(false);
-    };
-    let (open, mut vault) = keeper.open(&record);
-    let mut task = open.to_task()?;
-    let event = task.set_status(state, text);
-    store_change(store, keeper, &open, &mut vault, &task, &[event]).await?;
-    Ok(true)
-}
-
-/// Stores `task`, changed from the stored `record`, under a version above
-/// it, and `events` as the task's next stream events: a subscriber of any
-/// process (or a client reconnecting later) gets them. When a newer version
-/// won meanwhile, nothing is stored (its writer tells the stream).
-/// `record` is the stored one as its owner reads it ([`TaskKeeper::open`]),
-/// `vault` the task's vault: the new version is kept redacted with it.
-pub async fn store_change(
-    store: &dyn Store,
-    keeper: &TaskKeeper,
-    record: &A2aTaskRecord,
-    vault: &mut crate::redact::Vault,
-    task: &Task,
-    events: &[StreamResponse],
-) -> StoreResult<()> {
-    let agent = AgentSlug::parse(&record.agent)
-        .map_err(|_| backend_err(format!("corrupt agent '{}' of A2A task '{}'", record.agent, record.id)))?;
-    let seq = (record.seq + 1).max(now_ms().saturating_mul(1000));
-    let first = store.a2a_event_seq(&task.id).await? + 1;
-    let records: Vec<A2aEventRecord> =
-        events.iter().zip(first..).map(|(ev, n)| A2aEventRecord::new(&task.id, n, ev)).collect();
-    // the events first: the task keeps the vault as it is once they are redacted too
-    let records = keeper.events(records, vault);
-    let newer = keeper.task(A2aTaskRecord::new(task, &record.owner, &agent, record.session_id, seq), vault);
-    if !store.put_a2a_task(&newer).await? {
-        return Ok(());
-    }
-    store.append_a2a_events(&records).await
 }
 
 // ---- SQL (SQLite and PostgreSQL through the Any driver) ----
@@ -681,8 +626,8 @@ impl InMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::a2a::types::{Message, TaskStatus, TaskStatusUpdateEvent};
-    use crate::store::MemoryStore;
+    use crate::protocol::a2a::types::{Message, TaskState, TaskStatus, TaskStatusUpdateEvent};
+    use crate::store::{MemoryStore, Store};
 
     fn task(id: &str, context: &str, state: TaskState, text: &str) -> Task {
         Task {
@@ -827,17 +772,23 @@ mod tests {
             ))
             .await
             .unwrap();
-        assert!(set_task_status(&store, &keeper(), "t1", TaskState::Completed, "Resumed and done.").await.unwrap());
+        assert!(
+            crate::store::a2a_keep::set_task_status(&store, &keeper(), "t1", TaskState::Completed, "Resumed and done.")
+                .await
+                .unwrap()
+        );
         let got = store.a2a_task("t1").await.unwrap().unwrap();
         assert!(got.seq > 7);
         let t = got.to_task().unwrap();
         assert_eq!(t.status.state, TaskState::Completed);
         assert_eq!(t.history.unwrap().last().unwrap().text(), "Resumed and done.");
-        assert!(!set_task_status(&store, &keeper(), "nope", TaskState::Failed, "").await.unwrap());
+        assert!(
+            !crate::store::a2a_keep::set_task_status(&store, &keeper(), "nope", TaskState::Failed, "").await.unwrap()
+        );
     }
 
-    fn keeper() -> TaskKeeper {
-        TaskKeeper::new(crate::redact::SealKey::random())
+    fn keeper() -> crate::store::TaskKeeper {
+        crate::store::TaskKeeper::new(crate::redact::SealKey::random())
     }
 
     fn status_event(task: &str, state: TaskState) -> StreamResponse {
@@ -944,9 +895,15 @@ mod tests {
             let working = A2aEventRecord::new("t1", 1, &status_event("t1", TaskState::Working));
             store.append_a2a_events(&crate::redact::tests_clean([working].to_vec())).await.unwrap();
             assert!(
-                set_task_status(store.as_ref(), &keeper(), "t1", TaskState::Completed, "Done elsewhere.")
-                    .await
-                    .unwrap()
+                crate::store::a2a_keep::set_task_status(
+                    store.as_ref(),
+                    &keeper(),
+                    "t1",
+                    TaskState::Completed,
+                    "Done elsewhere."
+                )
+                .await
+                .unwrap()
             );
             let events = store.a2a_events("t1", 1, 10).await.unwrap();
             assert_eq!(events.len(), 1, "{name}");

@@ -19,7 +19,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
-use super::ratings::{Rating, Thumb};
+pub use super::ratings::LOWEST_RATED;
+use super::ratings::{AgentRatings, RatedAnswer, Rating, Thumb};
 use super::{DelegationRecord, StoreResult, backend_err};
 use crate::protocol::{DelegationError, ErrorCode, RequestId, UserId};
 
@@ -41,8 +42,6 @@ pub const EARLIEST_MS: i64 = 946_684_800_000;
 pub const FUTURE_MS: i64 = DAY_MS;
 /// The range when none is given: the last seven days.
 pub const DEFAULT_SPAN_MS: i64 = 7 * DAY_MS;
-/// How many rated-down answers are listed.
-pub const LOWEST_RATED: usize = 10;
 /// How many users an admin's table lists (the most tokens first).
 pub const USERS_SHOWN: usize = 100;
 
@@ -369,27 +368,6 @@ pub struct ErrorStats {
     pub total: u64,
 }
 
-/// A rated-down answer, with what to open it by.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RatedAnswer {
-    /// The tree.
-    pub root_id: RequestId,
-    /// Its user.
-    pub user_id: UserId,
-    /// The agent that answered (the tree's top target).
-    pub agent: String,
-    /// The task as stored (PII redacted).
-    pub objective: String,
-    /// `up` or `down`.
-    pub rating: Thumb,
-    /// What the user said, if anything.
-    pub comment: Option<String>,
-    /// When it was rated, epoch milliseconds.
-    pub rated_at: i64,
-    /// When the tree started.
-    pub started_at: i64,
-}
-
 /// Usage over a range: the answer of `GET /v1/analytics` and `switchboard stats`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analytics {
@@ -420,9 +398,6 @@ pub struct Analytics {
     /// Rated-down answers, the latest rating first (at most [`LOWEST_RATED`]).
     pub lowest_rated: Vec<RatedAnswer>,
 }
-
-/// Ratings counted per agent: the agent, trees rated up and down it took part in.
-pub(super) type AgentRatings = Vec<(String, u64, u64)>;
 
 /// What the rows say, whichever store read them.
 pub(super) struct Counted {
@@ -683,7 +658,7 @@ pub(super) fn of_records<'a>(
             if down { e.1 += 1 } else { e.0 += 1 }
         }
         if down && let Some(top) = tree.iter().find(|n| n.request_id == rating.root_id) {
-            lowest.push(rated_answer(rating, &top.target, &top.objective));
+            lowest.push(RatedAnswer::of(rating, &top.target, &top.objective));
         }
     }
     let counted = Counted {
@@ -696,19 +671,6 @@ pub(super) fn of_records<'a>(
         lowest,
     };
     fold(q, width, counted)
-}
-
-fn rated_answer(r: &Rating, agent: &str, objective: &str) -> RatedAnswer {
-    RatedAnswer {
-        root_id: r.root_id,
-        user_id: r.user_id.clone(),
-        agent: agent.to_string(),
-        objective: objective.to_string(),
-        rating: r.thumb,
-        comment: r.comment.clone(),
-        rated_at: r.updated_at,
-        started_at: r.started_at,
-    }
 }
 
 // ---- the SQL stores: rollups ----
@@ -988,14 +950,9 @@ pub(super) async fn from_rollups(pool: &AnyPool, q: &AnalyticsQuery, now: i64) -
             });
         }
     }
-    let (agent_ratings, rated, lowest) = super::ratings::counted(pool, q).await?;
+    let (agent_ratings, rated, lowest) = super::ratings::counted(pool, q.since, q.until, q.user.as_ref()).await?;
     let counted = Counted { calls, shapes, users, series, agent_ratings, rated, lowest };
     Ok(fold(q, series_width(&pieces), counted))
-}
-
-/// A rated-down answer as the SQL store reads it (ratings.rs builds the row).
-pub(super) fn lowest_row(r: &Rating, agent: &str, objective: &str) -> RatedAnswer {
-    rated_answer(r, agent, objective)
 }
 
 #[cfg(test)]

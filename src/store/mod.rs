@@ -3,7 +3,7 @@
 //! idempotency keys. [`MemoryStore`] keeps it in the process; SQL backends
 //! implement the same trait.
 
-mod a2a_keep;
+pub mod a2a_keep;
 pub mod a2a_push;
 pub mod a2a_state;
 pub mod analytics;

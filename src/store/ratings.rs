@@ -10,12 +10,54 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use sqlx::{AnyPool, FromRow};
 
-use super::analytics::{AgentRatings, AnalyticsQuery, RatedAnswer, lowest_row};
 use super::{DelegationRecord, StoreError, StoreResult, backend_err};
 use crate::protocol::{RequestId, UserId};
 
 /// The longest comment kept with a rating, in characters.
 pub const MAX_COMMENT_CHARS: usize = 2000;
+
+/// How many rated-down answers are listed.
+pub const LOWEST_RATED: usize = 10;
+
+/// Ratings counted per agent: the agent, trees rated up and down it took part in.
+pub(super) type AgentRatings = Vec<(String, u64, u64)>;
+
+/// A rated-down answer, with what to open it by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RatedAnswer {
+    /// The tree.
+    pub root_id: RequestId,
+    /// Its user.
+    pub user_id: UserId,
+    /// The agent that answered (the tree's top target).
+    pub agent: String,
+    /// The task as stored (PII redacted).
+    pub objective: String,
+    /// `up` or `down`.
+    pub rating: Thumb,
+    /// What the user said, if anything.
+    pub comment: Option<String>,
+    /// When it was rated, epoch milliseconds.
+    pub rated_at: i64,
+    /// When the tree started.
+    pub started_at: i64,
+}
+
+impl RatedAnswer {
+    /// A rated-down answer: the rating, with the agent and task of its tree.
+    pub(super) fn of(r: &Rating, agent: &str, objective: &str) -> Self {
+        Self {
+            root_id: r.root_id,
+            user_id: r.user_id.clone(),
+            agent: agent.to_string(),
+            objective: objective.to_string(),
+            rating: r.thumb,
+            comment: r.comment.clone(),
+            rated_at: r.updated_at,
+            started_at: r.started_at,
+        }
+    }
+}
 
 /// 👍 or 👎.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -210,17 +252,19 @@ pub(super) async fn rating(pool: &AnyPool, root: RequestId) -> StoreResult<Optio
 /// took part, up and down in all, and the rated-down answers.
 pub(super) async fn counted(
     pool: &AnyPool,
-    q: &AnalyticsQuery,
+    since: i64,
+    until: i64,
+    user: Option<&UserId>,
 ) -> StoreResult<(AgentRatings, (u64, u64), Vec<RatedAnswer>)> {
-    let who = if q.user.is_some() { "r.user_id = $3" } else { "$3 = $3" };
+    let who = if user.is_some() { "r.user_id = $3" } else { "$3 = $3" };
     let range = format!("r.started_at >= $1 AND r.started_at < $2 AND {who}");
-    let user = q.user.as_ref().map_or_else(String::new, UserId::to_string);
+    let user = user.map_or_else(String::new, UserId::to_string);
     let per_agent: Vec<(String, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT d.target, r.rating, COUNT(DISTINCT r.root_id) FROM ratings r JOIN delegations d ON d.root_id = r.root_id \
          WHERE {range} GROUP BY d.target, r.rating"
     )))
-    .bind(q.since)
-    .bind(q.until)
+    .bind(since)
+    .bind(until)
     .bind(user.clone())
     .fetch_all(pool)
     .await
@@ -234,8 +278,8 @@ pub(super) async fn counted(
     let totals: Vec<(i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT r.rating, COUNT(*) FROM ratings r WHERE {range} GROUP BY r.rating"
     )))
-    .bind(q.since)
-    .bind(q.until)
+    .bind(since)
+    .bind(until)
     .bind(user.clone())
     .fetch_all(pool)
     .await
@@ -252,18 +296,17 @@ pub(super) async fn counted(
     }
     let rows: Vec<Lowest> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {RATING_COLUMNS}, d.target, d.objective FROM ratings r JOIN delegations d ON d.request_id = r.root_id \
-         WHERE {range} AND r.rating < 0 ORDER BY r.updated_at DESC, r.root_id LIMIT {}",
-        super::analytics::LOWEST_RATED
+         WHERE {range} AND r.rating < 0 ORDER BY r.updated_at DESC, r.root_id LIMIT {LOWEST_RATED}"
     )))
-    .bind(q.since)
-    .bind(q.until)
+    .bind(since)
+    .bind(until)
     .bind(user)
     .fetch_all(pool)
     .await
     .map_err(backend_err)?;
     let lowest = rows
         .into_iter()
-        .map(|l| Ok(lowest_row(&Rating::try_from(l.rating)?, &l.target, &l.objective)))
+        .map(|l| Ok(RatedAnswer::of(&Rating::try_from(l.rating)?, &l.target, &l.objective)))
         .collect::<StoreResult<Vec<_>>>()?;
     let agents = agents.into_iter().map(|(a, (up, down))| (a, up, down)).collect();
     Ok((agents, (count(false), count(true)), lowest))

@@ -15,7 +15,7 @@ use switchboard::protocol::a2a::types::TaskState;
 use switchboard::protocol::{DelegationError, DelegationRequest, ErrorCode};
 use switchboard::resilience::{BreakerConfig, BreakerState};
 use switchboard::store::sql::WriteStats;
-use switchboard::store::{A2aTaskQuery, A2aTaskRecord, SqlStore, Store, a2a_state};
+use switchboard::store::{A2aTaskQuery, A2aTaskRecord, SqlStore, Store, a2a_keep};
 use switchboard::{AgentOutput, Runtime};
 
 use crate::a2a::{ALICE, BOB, error_code, message, router_for, rpc, team_config};
@@ -127,7 +127,7 @@ async fn a_task_cut_short_by_a_restart_keeps_its_stored_state_until_it_is_set() 
         assert_eq!(got["result"]["status"]["state"], "TASK_STATE_WORKING", "{name}: left as stored: {got}");
         // the code that resumes its tree sets the outcome; the service reads it on the next call
         assert!(
-            a2a_state::set_task_status(
+            a2a_keep::set_task_status(
                 store.as_ref(),
                 &switchboard::store::TaskKeeper::new(switchboard::redact::SealKey::random()),
                 &id,
