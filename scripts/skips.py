@@ -56,9 +56,9 @@ def summarize(text: str) -> str:
         if why not in e.whys:
             e.whys.append(why)
     if not entries:
-        return "== skips: none (every test ran all of its parts)"
+        return "== skips: none (no test skipped a part of its work)"
     total = len({t for e in entries.values() for t in e.tests})
-    out = [f"== skips: {total} test{'s' if total != 1 else ''} passed without running all of their parts"]
+    out = [f"== skips: {total} test{'s' if total != 1 else ''} passed without running all of {'their' if total != 1 else 'its'} parts"]
     for e in sorted(entries.values(), key=lambda e: (-len(e.tests), e.what)):
         names = sorted(e.tests)
         shown = ", ".join(names[:SHOWN]) + (f", and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
@@ -68,7 +68,7 @@ def summarize(text: str) -> str:
         out.append(f"    why: {e.whys[0]}" + (f" (and {others} other reason{'s' if others != 1 else ''})" if others else ""))
         out.append(f"    to run it: {e.how}")
         out.append(f"    then: {rerun(names)}")
-    out.append("CI=true makes every skip a failure (.ci/run sets up all of the above).")
+    out.append("Under CI=true each of these skips fails its test instead.")
     return "\n".join(out)
 
 

@@ -99,7 +99,7 @@ pub fn python_has(modules: &str, requirements: &str) -> bool {
         .is_ok_and(|o| o.status.success());
     if !ok {
         skip(
-            &format!("the interop test with Python's {requirements}"),
+            &format!("the Python interop part ({modules})"),
             &format!("python3 cannot import {modules}"),
             &format!("python3 -m pip install {requirements}"),
         );
