@@ -50,8 +50,8 @@ SHELL_FENCES = {"sh", "bash", "shell"}
 # Commands not run here (matched on the command without its comment, spaces
 # collapsed), each with the reason.
 SKIP = {
-    "cargo test": "CI runs the whole test suite itself, the step of .ci/run before this one",
-    "scripts/bench.sh": "the full benchmark takes about 10 minutes on 2 cores; CI runs scripts/bench.sh --smoke",
+    "scripts/test": "CI runs the whole test suite itself, the step of .ci/run before this one",
+    "scripts/bench.sh": "the full benchmark takes about 15 minutes on 2 cores; CI runs scripts/bench.sh --smoke",
     "scripts/bench.sh --smoke": "CI runs it itself, as a step of .ci/run of its own",
     "scripts/bench.sh --replicas 3": "a benchmark of minutes; CI's scripts/bench.sh --smoke runs its parts with 2 replicas",
     "cargo bench --bench overhead": "an optimized build of minutes on 2 cores; CI runs this bench through scripts/bench.sh --smoke",

@@ -267,7 +267,7 @@ impl Call {
 
     /// Marks the call as a deliberate repeat of `earlier`, a delegation of
     /// this tree that has finished: without it, the same target and
-    /// objective a second time in one tree is a cycle (seeds/000).
+    /// objective a second time in one tree is a cycle (docs/RAILS.md#cycle).
     pub fn retry_of(mut self, earlier: RequestId) -> Self {
         self.retry_of = Some(earlier);
         self
@@ -309,7 +309,7 @@ impl Call {
         self
     }
 
-    /// An ephemeral consult (seeds/003): reads the target's history, writes nothing.
+    /// An ephemeral consult: reads the target's history, writes nothing.
     pub fn ephemeral(mut self) -> Self {
         self.mode = Mode::Ephemeral;
         self

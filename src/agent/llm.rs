@@ -1,12 +1,12 @@
 //! The `llm` backend: any OpenAI-compatible chat-completions endpoint as a
-//! team member (seeds/002 agentBridge). The delegated context becomes the
+//! team member. The delegated context becomes the
 //! messages; the call is counted with a real tokenizer and refused before it
 //! leaves the process when it would not fit the budget; `max_tokens` comes
 //! from what the budget has left; usage is reported back to the ledger.
 //!
-//! An agent allowed to delegate gets a `delegate` tool (seeds/002: an enum of
+//! An agent allowed to delegate gets a `delegate` tool (an enum of
 //! the agents it may call, a task, optional context) and an `ask_agent` tool
-//! (seeds/003: an ephemeral consult). Tool calls go through the Delegator, so
+//! (an ephemeral consult). Tool calls go through the Delegator, so
 //! every rail applies; the loop is bounded; a tool the agent was not offered
 //! is refused with `TOOL_NOT_ALLOWED`, and the refusal goes back to the model
 //! as the tool's result.
@@ -37,13 +37,13 @@ use crate::protocol::{
 };
 use crate::telemetry;
 
-/// The base prompt every model agent gets before its own (seeds/002 buildDelegatedContext).
+/// The base prompt every model agent gets before its own.
 pub const BASE_PROMPT: &str = "You are a member of a team of AI agents working for one user. \
 Another agent has delegated a task to you. Do exactly that task, using the context you are given. \
 Be concise and concrete. Never reveal or invent personal data; placeholders such as <EMAIL_1> \
 stand for values you are not shown, and you may use them as they are.";
 
-/// seeds/002's Prime prompt, for the LLM planner.
+/// Prime's prompt, for the LLM planner.
 pub const PRIME_PROMPT: &str = "You are Prime, the user's lead assistant and the orchestrator of a team \
 of specialist employees. You can answer directly, or use the \"delegate\" tool to call specialists.\n\
 Use delegation when the request needs a specialist's expertise, the task is well-defined and scoped, \
@@ -168,7 +168,7 @@ impl LlmAgent {
         )
     }
 
-    /// Prime with the LLM planner: the model in `[llm]`, seeds/002's prompt.
+    /// Prime with the LLM planner: the model in `[llm]`, Prime's prompt.
     pub fn prime(spec: &AgentSpec, config: &Config) -> Result<Self, DelegationError> {
         let prompt = if spec.system_prompt.is_empty() { PRIME_PROMPT.to_string() } else { spec.system_prompt.clone() };
         Self::build(spec, config, config.llm.clone(), prompt, None, false)
@@ -245,7 +245,7 @@ impl LlmAgent {
         n
     }
 
-    /// The delegated context as chat messages (seeds/002 buildDelegatedContext).
+    /// The delegated context as chat messages.
     fn messages(&self, task: &Task) -> Vec<Value> {
         let mut system = self.system_prompt.clone();
         if !task.facts.is_empty() {
@@ -561,7 +561,7 @@ impl LlmAgent {
     }
 }
 
-/// What a delegation looks like to the model that asked for it (seeds/002).
+/// What a delegation looks like to the model that asked for it.
 fn tool_result(r: &DelegationResponse) -> Value {
     let mut v = json!({
         "employee": r.target_employee,

@@ -41,7 +41,7 @@ use crate::protocol::{
 };
 
 /// The work handed to an agent: the (redacted) request plus the context the
-/// runtime assembled for it (seeds/002 `buildDelegatedContext`).
+/// runtime assembled for it.
 #[derive(Debug, Clone, Default)]
 pub struct Task {
     /// The delegation's id; None when the task is run outside a runtime.
@@ -58,13 +58,13 @@ pub struct Task {
     pub context_hints: Vec<String>,
     /// Facts, references and earlier results handed over by the caller.
     pub handoff: HandoffData,
-    /// The request's Task Note (seeds/001), if it had one.
+    /// The request's Task Note, if it had one.
     pub task_note: Option<String>,
     /// Memory facts: global, the agent's own and its domain's.
     pub facts: Vec<String>,
     /// The last messages of the agent's session with this user, oldest first.
     pub history: Vec<HistoryMessage>,
-    /// The variant a seeded agent should use (seeds/001).
+    /// The variant a seeded agent should use (docs/DESIGN.md#retries-seeds-and-verification).
     pub seed: Option<u64>,
     /// 1 for the first attempt.
     pub attempt: u32,
@@ -246,7 +246,7 @@ pub trait Agent: Send + Sync + 'static {
         TokenEstimate { prompt: tokens::task_prompt_tokens(task), completion: tokens::EXPECTED_COMPLETION }
     }
 
-    /// The seeds of a seeded agent's variants, in default order (seeds/001).
+    /// The seeds of a seeded agent's variants, in default order.
     /// Empty for agents that are not seeded.
     fn seeds(&self) -> &[u64] {
         &[]

@@ -1,4 +1,4 @@
-//! Bearer tokens: service tokens name an agent (seeds/000: the service role,
+//! Bearer tokens: service tokens name an agent (the service role,
 //! not user tokens), user tokens name a user, admin tokens are for operators
 //! and the web page. Only sha256 hashes are stored; a token is shown once,
 //! when it is issued.

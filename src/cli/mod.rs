@@ -205,7 +205,7 @@ struct DelegateArgs {
     /// Read the input from a file instead.
     #[arg(long, value_name = "PATH", conflicts_with = "input")]
     input_file: Option<PathBuf>,
-    /// A Task Note whose checks the output must pass (seeds/001).
+    /// A Task Note whose checks the output must pass.
     #[arg(long)]
     task_note: Option<String>,
     /// The origin's depth (a user's message to Prime is 0).
@@ -222,7 +222,7 @@ struct DelegateArgs {
     /// low, normal, high or urgent.
     #[arg(long, default_value = "normal", value_parser = parse_priority)]
     priority: Priority,
-    /// Consult without writing to the target's history (seeds/003).
+    /// Consult without writing to the target's history.
     #[arg(long)]
     ephemeral: bool,
     /// Repeating the request with the same key returns the stored response.

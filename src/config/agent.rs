@@ -31,7 +31,7 @@ pub struct AgentSpec {
     /// Words that route a task to it in discovery (one point each, a multi-word keyword two).
     #[serde(default)]
     pub keywords: Vec<String>,
-    /// The domain it belongs to (seeds/004), for domain routing and `domain:<name>` facts; None for none.
+    /// The domain it belongs to, for domain routing and `domain:<name>` facts; None for none.
     #[serde(default)]
     pub domain: Option<String>,
     /// The tools it may ever use; along a chain its effective tools are a subset of these.
@@ -40,14 +40,14 @@ pub struct AgentSpec {
     /// Agents this one may delegate to; `"*"` means any.
     #[serde(default)]
     pub may_delegate_to: BTreeSet<String>,
-    /// Users who may use this agent (seeds/003: the agent works with the
+    /// Users who may use this agent (the agent works with the
     /// requesting user's permissions); `"*"` means everyone.
     #[serde(default = "everyone")]
     pub allowed_users: BTreeSet<String>,
     /// Whether this agent may see raw PII (default: it sees typed tokens).
     #[serde(default)]
     pub pii_access: bool,
-    /// A tool agent (seeds/001): Prime hands it the user's words as a Task
+    /// A tool agent: Prime hands it the user's words as a Task
     /// Note, whose checks the runtime verifies.
     #[serde(default)]
     pub task_notes: bool,

@@ -1,6 +1,6 @@
 //! The TOML configuration: limits, the team of agents, Prime's routes and the
-//! declared workflows. A built-in default (`default.toml`) describes the seeds'
-//! team, so everything runs with no configuration.
+//! declared workflows. A built-in default (`default.toml`) describes the
+//! default team, so everything runs with no configuration.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ pub struct Config {
     /// Declared workflows (`[[workflows]]`) that Prime's routes can run.
     #[serde(default)]
     pub workflows: Vec<Workflow>,
-    /// Domain routing (seeds/004): members, alternatives and load balancing.
+    /// Domain routing: members, alternatives and load balancing.
     #[serde(default)]
     pub domains: Vec<DomainSpec>,
     /// Bearer tokens known from the start (more are issued with `switchboard token`).

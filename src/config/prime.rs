@@ -71,7 +71,7 @@ pub enum PlanKind {
     Workflow,
 }
 
-/// A declared workflow: a small DAG of steps (seeds/003 research → analysis → writing).
+/// A declared workflow: a small DAG of steps (research → analysis → writing, say).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workflow {

@@ -1,4 +1,5 @@
-//! Signed, attenuating delegation lineage (issue 16, DESIGN §9 Processes).
+//! Signed, attenuating delegation lineage (docs/LINEAGE.md; the process
+//! boundary of docs/DESIGN.md#boundaries).
 //!
 //! When a delegation crosses a process, the next process must not believe
 //! what the caller declares (depth, path, deadline, budget, tools, user). A

@@ -45,7 +45,7 @@ fn answer_schema() -> Value {
             "status": {"type": "string", "description": "success, partial, failed, needs_input or needs_approval."},
             "root_id": {"type": "string", "description": "The tree's root request id (for `trace` and switchboard://trees/{id})."},
             "session_id": {"type": "string", "description": "Pass back as session_id to continue the conversation."},
-            "response": {"type": "object", "description": "The root delegation's whole response (seeds/001)."},
+            "response": {"type": "object", "description": "The root delegation's whole response."},
             "tree": tree_schema(),
             "error": error_schema()
         },
@@ -70,7 +70,7 @@ pub(super) fn all() -> Vec<ToolDef> {
                     "target": slug,
                     "objective": {"type": "string", "minLength": 1, "description": "What the agent should achieve."},
                     "input": {"type": "string", "description": "The content to work on (a receipt, a statement)."},
-                    "task_note": {"type": "string", "description": "A Task Note whose checks the output must pass (seeds/001)."},
+                    "task_note": {"type": "string", "description": "A Task Note whose checks the output must pass."},
                     "user_id": {"type": "string", "description": "Service tokens only: the user the delegation works for."},
                     "deadline_ms": {"type": "integer", "minimum": 1, "description": "Service tokens only: the deadline in milliseconds."},
                     "max_tokens": {"type": "integer", "minimum": 1, "description": "Service tokens only: the token budget."}
@@ -101,7 +101,7 @@ pub(super) fn all() -> Vec<ToolDef> {
         ToolDef {
             name: "ask_agent",
             title: "Consult an agent",
-            description: "An ephemeral consult (seeds/003): ask one agent a question; it reads its history \
+            description: "An ephemeral consult: ask one agent a question; it reads its history \
                 with the user but the consult is not saved in it.",
             input: json!({
                 "type": "object",

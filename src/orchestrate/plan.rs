@@ -91,7 +91,7 @@ impl StepResult {
     }
 
     /// The step ended with a question for the user: `NEEDS_INPUT`, or a
-    /// Task Note sent back for clarification (seeds/001), which the user's
+    /// Task Note sent back for clarification, which the user's
     /// own words were.
     pub fn needs_input(&self) -> bool {
         self.response.status == Status::NeedsInput || self.note_sent_back()
@@ -131,7 +131,7 @@ pub fn overall(results: &[StepResult]) -> Status {
 }
 
 /// A step's call. The user's input goes to steps that start from it; later
-/// steps work from the earlier results handed over (seeds/000 mode 2), which
+/// steps work from the earlier results handed over (a chain), which
 /// keeps their prompts, and so their token estimates, small.
 fn call(step: &Step, input: &str, earlier: &[&StepResult]) -> Call {
     let input = match (earlier.is_empty(), &step.message) {

@@ -1,8 +1,8 @@
-//! Prime, the orchestrator (seeds/002): it answers directly or plans work for
+//! Prime, the orchestrator: it answers directly or plans work for
 //! the specialists, runs the plan through its delegator and merges the
 //! results into one answer that says who did what. The rule planner needs no
 //! model: regex routes from the config, then keyword and capability
-//! discovery (seeds/001, seeds/003), then a direct answer.
+//! discovery, then a direct answer.
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;

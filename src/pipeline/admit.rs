@@ -1,4 +1,5 @@
-//! Admission: every rail before the agent runs, in the order of DESIGN §1:
+//! Admission: every rail before the agent runs, in the order of
+//! docs/DESIGN.md#the-flow-of-one-delegation:
 //! validate → lineage → authenticate → route → authorize → depth → fan-out
 //! → cycle → deadline → budget → sessions. What passes becomes an
 //! [`Admitted`] delegation with its [`Node`]; what does not comes back as

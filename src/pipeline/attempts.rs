@@ -163,7 +163,7 @@ pub(super) async fn run(rt: &Runtime, adm: &Admitted) -> Attempts {
             break;
         };
         if longer_timeout {
-            // seeds/001: a timeout retries the same seed with more time
+            // a timeout retries the same seed with more time
             attempt_timeout = attempt_timeout.map(|t| t.saturating_mul(2));
         }
         if next_seed && !seeds.order.is_empty() {

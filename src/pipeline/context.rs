@@ -1,8 +1,8 @@
-//! Context in and out (seeds/002 `buildDelegatedContext`): what the agent
+//! Context in and out: what the agent
 //! gets besides the request (the user's global, agent and domain facts, the
 //! target's recent messages), and what a finished delegation leaves in
 //! memory (its conversation and the facts it learned), unless it is an
-//! ephemeral consult (seeds/003), which reads the history but writes nothing.
+//! ephemeral consult, which reads the history but writes nothing.
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, Mode, NewF
 use crate::rails::deadline;
 use crate::store::{Conversation, Fact, Message, now_ms};
 
-/// How many of the target's recent messages reach it (seeds/002).
+/// How many of the target's recent messages reach it.
 const HISTORY_MESSAGES: usize = 5;
 
 /// The task the agent sees: the redacted request plus facts and history.
@@ -82,7 +82,7 @@ const OFF_THREAD_BYTES: usize = 16 * 1024;
 pub(super) async fn conversation(rt: &Runtime, adm: &Admitted, response: &DelegationResponse) -> Conversation {
     let req = &adm.req;
     let Some(child) = adm.sessions.child.as_ref().filter(|_| req.mode == Mode::Persist) else {
-        return Conversation::default(); // an ephemeral consult writes nothing (seeds/003)
+        return Conversation::default(); // an ephemeral consult writes nothing
     };
     let new_session = adm.sessions.new_child.then(|| child.clone());
     if response.status == Status::Failed {

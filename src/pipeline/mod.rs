@@ -1,6 +1,7 @@
-//! The pipeline of one delegation (DESIGN §1), read top to bottom in
-//! `Runtime::dispatch`. Every delegation goes through it, whether it comes
-//! from the CLI, HTTP, A2A, MCP or an agent's own `Delegator`:
+//! The pipeline of one delegation (docs/DESIGN.md#the-flow-of-one-delegation),
+//! read top to bottom in `Runtime::flow`. Every delegation goes through it,
+//! whether it comes from the CLI, HTTP, A2A, MCP or an agent's own
+//! `Delegator`:
 //!
 //! ```text
 //! admit ─► idempotency ─► attempts ───────────────────────────────► record ─► respond

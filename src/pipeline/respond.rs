@@ -1,7 +1,7 @@
 //! The response: what the attempts produced, with the subtree's token usage
 //! (so a caller across a hop can reconcile its ledger), the execution, the
 //! verifier's verdict, what was learned, and after a final failure what the
-//! caller should do instead (seeds/001 `fallback`).
+//! caller should do instead (`fallback`).
 
 use super::Clock;
 use super::admit::Admitted;
@@ -89,7 +89,7 @@ fn tried(mut f: Fallback, tried: &[AttemptReport]) -> Fallback {
     f
 }
 
-/// What the caller should do after a final failure (seeds/001 `fallback`).
+/// What the caller should do after a final failure (`fallback`).
 pub(super) fn fallback(e: &DelegationError) -> Option<Fallback> {
     let (recommended, reasoning) = match e.code.class() {
         ErrorClass::Verification => (

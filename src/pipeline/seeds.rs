@@ -1,4 +1,4 @@
-//! Seeds (seeds/001): a seeded agent's variants are tried best-scoring
+//! Seeds: a seeded agent's variants are tried best-scoring
 //! first, then untried ones in the agent's order, then penalized ones. A
 //! seed that passes verification is promoted for this kind of task; one
 //! that fails it is penalized.

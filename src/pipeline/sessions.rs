@@ -53,7 +53,7 @@ async fn owned(
     }
 }
 
-/// The sessions of an ephemeral consult (seeds/003): read, never created.
+/// The sessions of an ephemeral consult: read, never created.
 async fn existing_sessions(
     store: &dyn Store,
     user: &UserId,

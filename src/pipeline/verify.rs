@@ -1,5 +1,5 @@
 //! Verification: the checks of a request (its explicit `checks` and those
-//! derived from its Task Note, seeds/001) run on every attempt's output; an
+//! derived from its Task Note) run on every attempt's output; an
 //! output that fails them is `VERIFICATION_FAILED` and may be retried with
 //! the next seed.
 

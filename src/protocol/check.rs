@@ -1,4 +1,4 @@
-//! Verification checks a caller can attach to a delegation (seeds/001), and the
+//! Verification checks a caller can attach to a delegation, and the
 //! verdict shape the runtime answers with. Evaluation lives in `verify/`.
 
 use serde::{Deserialize, Serialize};
@@ -80,7 +80,7 @@ pub struct CheckResult {
     pub actual: Option<Value>,
 }
 
-/// The verifier's verdict on an output (seeds/001 `verifier`).
+/// The verifier's verdict on an output (`verifier`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// Whether every check passed.

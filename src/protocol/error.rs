@@ -1,4 +1,4 @@
-//! The one list of stable error codes (DESIGN §2). Each code knows its HTTP
+//! The one list of stable error codes (docs/DESIGN.md#errors). Each code knows its HTTP
 //! status and a default message that tells the caller what to do next.
 
 use std::fmt;
@@ -79,7 +79,7 @@ pub enum ErrorCode {
     IdConflict,
 }
 
-/// How a failure should be treated by the retry loop (seeds/001 error handling).
+/// How a failure should be treated by the retry loop (docs/DESIGN.md#retries-seeds-and-verification).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorClass {

@@ -71,7 +71,7 @@ fn truncate(s: &str) -> String {
 pub struct AgentSlug(String);
 
 impl AgentSlug {
-    /// The slug that asks the runtime to discover the target (seeds/001 `"auto"`).
+    /// The slug that asks the runtime to discover the target (`"auto"`).
     pub const AUTO: &'static str = "auto";
 
     /// Parses a slug, refusing anything but 1-64 lowercase letters, digits and single dashes.

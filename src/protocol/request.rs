@@ -1,5 +1,6 @@
-//! The request envelope: seeds/000's `DelegationRequest` plus the lineage,
-//! priority, retry policy, Task Note, checks, idempotency key and mode of DESIGN §2.
+//! The request envelope, `DelegationRequest`: identity, task, limits, context,
+//! lineage, priority, retry policy, Task Note, checks, idempotency key and
+//! mode (docs/DESIGN.md#the-envelope).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -86,7 +87,7 @@ pub struct DelegationRequest {
     /// The caller's retry wishes; None leaves attempts to the agent's config and the priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<RetryPolicy>,
-    /// A natural-language Task Note (seeds/001); checks are derived from it.
+    /// A natural-language Task Note; checks are derived from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_note: Option<String>,
     /// Verification checks the output must pass, in addition to those derived from `task_note`.
@@ -106,7 +107,7 @@ pub struct DelegationRequest {
     /// caller's own effective tools ∩ the target's `tools_allowed`. None: no extra cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
-    /// With `target_employee: "auto"`: route to a member of this domain (seeds/004).
+    /// With `target_employee: "auto"`: route to a member of this domain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_domain: Option<String>,
 }
@@ -186,7 +187,7 @@ impl DelegationRequest {
     }
 }
 
-/// Limits of one delegation (seeds/000 `constraints`).
+/// Limits of one delegation (`constraints`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Constraints {
@@ -217,8 +218,8 @@ impl Default for Constraints {
     }
 }
 
-/// Context handed from the origin to the target. Extra keys (seeds/002 passes
-/// `constraints` here) are kept as they are.
+/// Context handed from the origin to the target. Extra keys (some callers
+/// pass `constraints` here) are kept as they are.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HandoffData {
     /// Facts the origin knows and the target should take as given.
@@ -255,7 +256,7 @@ pub struct Reference {
     pub source_id: String,
 }
 
-/// First 8 hex digits of sha256(objective) (seeds/000): identifies what a
+/// First 8 hex digits of sha256(objective): identifies what a
 /// delegation asks for in a [`ChainLink`], the cycle rail and a lineage path.
 pub fn objective_hash(objective: &str) -> String {
     use sha2::{Digest, Sha256};
@@ -290,7 +291,7 @@ pub enum Priority {
 }
 
 impl Priority {
-    /// Attempts allowed by default (seeds/001: normal 3, high 5, urgent 8).
+    /// Attempts allowed by default: low 2, normal 3, high 5, urgent 8.
     pub fn default_attempts(self) -> u32 {
         match self {
             Self::Low => 2,
@@ -301,7 +302,7 @@ impl Priority {
     }
 }
 
-/// Whether the delegation writes to the target's session (seeds/003 ephemeral consult).
+/// Whether the delegation writes to the target's session (an ephemeral consult does not).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -309,11 +310,11 @@ pub enum Mode {
     /// The default: the target's session keeps the exchange.
     #[default]
     Persist,
-    /// A consult (seeds/003): reads the target's history, writes nothing to it.
+    /// A consult: reads the target's history, writes nothing to it.
     Ephemeral,
 }
 
-/// The caller's retry wishes (seeds/001 `retry_policy`).
+/// The caller's retry wishes (`retry_policy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryPolicy {

@@ -1,5 +1,5 @@
-//! The response envelope: seeds/000's `DelegationResponse` with seeds/001's
-//! execution, verifier, fallback and learning reports.
+//! The response envelope, `DelegationResponse`, with the execution,
+//! verifier, fallback and learning reports (docs/DESIGN.md#the-envelope).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -221,7 +221,7 @@ impl Artifact {
     }
 }
 
-/// The kind of an artifact, as seeds/000 lists them.
+/// The kind of an artifact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -322,7 +322,7 @@ impl TokenUsage {
     }
 }
 
-/// How the runtime executed the delegation (seeds/001 `execution`).
+/// How the runtime executed the delegation (`execution`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Execution {
     /// Attempts made, the first included.
@@ -334,7 +334,7 @@ pub struct Execution {
     pub duration_ms: u64,
 }
 
-/// What the caller should do after a final failure (seeds/001 `fallback`).
+/// What the caller should do after a final failure (`fallback`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallback {
     /// `handle_directly`, `clarify_task_note`, `retry_later`, `use_partial_result`,
@@ -344,7 +344,7 @@ pub struct Fallback {
     pub reasoning: String,
 }
 
-/// What the runtime learned from this delegation (seeds/001 `learned`).
+/// What the runtime learned from this delegation (`learned`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Learned {
     /// The seed that passed had no score for this kind of task before.

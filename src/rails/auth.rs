@@ -43,7 +43,7 @@ pub fn authorize_edge(origin: &AgentSpec, target: &AgentSpec) -> Result<(), Dele
     ))
 }
 
-/// The target works with the requesting user's permissions (seeds/003).
+/// The target works with the requesting user's permissions.
 pub fn authorize_user(target: &AgentSpec, user: &UserId) -> Result<(), DelegationError> {
     if target.allows_user(user.as_str()) {
         Ok(())

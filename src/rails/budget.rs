@@ -11,7 +11,7 @@ use crate::protocol::{DelegationError, ErrorCode, RequestId};
 pub use super::ledger::{Account, Ledger};
 use super::tree::Tree;
 
-/// Refuses an estimate that does not fit the budget (seeds/000 `validateTokenBudget`).
+/// Refuses an estimate that does not fit the budget.
 pub fn check_estimate(estimated: u32, budget: u32) -> Result<(), DelegationError> {
     if estimated > budget {
         return Err(DelegationError::new(

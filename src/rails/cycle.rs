@@ -1,4 +1,4 @@
-//! Cycle rail (seeds/000): refused when `(origin, target,
+//! Cycle rail (docs/RAILS.md#cycle): refused when `(origin, target,
 //! sha256(objective)[..8])` is already in progress in the same tree or has
 //! already run in it, or when the target already stands in the chain of
 //! ancestors with the same objective hash. A deliberate repeat of a finished
@@ -150,7 +150,7 @@ mod tests {
         let h = objective_hash("extract receipt");
         let keyed = Repeat { retry_of: false, idempotency_key: Some("k1") };
         drop(acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], keyed).unwrap());
-        // seeds/000 Test 2: the same call again in the same tree
+        // the same call again in the same tree
         let err = acquire(&tree, &slug("prime"), &slug("byte"), &h, &[], Repeat::default()).err().unwrap();
         assert_eq!(err.code, ErrorCode::CycleDetected);
         assert!(err.message.contains("already ran in this tree"), "{}", err.message);

@@ -33,7 +33,7 @@ pub fn child_deadline(
     Ok(wanted.min(parent - margin))
 }
 
-/// The message of a delegation that ran out of time (seeds/000).
+/// The message of a delegation that ran out of time.
 pub fn timeout_error(budget: Duration) -> DelegationError {
     DelegationError::new(ErrorCode::DeadlineExceeded, format!("Delegation timeout after {}ms", budget.as_millis()))
 }

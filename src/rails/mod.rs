@@ -1,5 +1,6 @@
-//! The rails, one module each (DESIGN §3). Each is a small function or a
-//! permit that releases on drop; the pipeline composes them in order.
+//! The rails, one module each (docs/DESIGN.md#the-rails). Each is a small
+//! function or a permit that releases on drop; the pipeline composes them in
+//! order.
 
 pub mod auth;
 pub mod budget;

@@ -1,6 +1,6 @@
-//! Retry policy (seeds/001, seeds/004): attempts by priority, a decision by
-//! error class, and exponential or linear backoff with jitter that never
-//! reaches past the deadline.
+//! Retry policy (docs/DESIGN.md#retries-seeds-and-verification): attempts
+//! by priority, a decision by error class, and exponential or linear backoff
+//! with jitter that never reaches past the deadline.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Domain routing (seeds/004): a table of domains, each with its member
+//! Domain routing: a table of domains, each with its member
 //! agents (replicas that share the load, round-robin or least-busy) and the
 //! alternative domains to ask when the caller itself belongs to the domain.
 //! Members whose circuit breaker is open are passed over.
@@ -67,7 +67,7 @@ impl DomainTable {
             )
         })?;
         if origin_domain == Some(domain) {
-            // seeds/004: no agent asks its own domain for a second opinion.
+            // no agent asks its own domain for a second opinion
             for alt in &entry.alternatives {
                 if let Ok(agent) = self.pick_in(alt, origin, &busy, &available) {
                     return Ok(agent);

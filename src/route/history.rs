@@ -1,4 +1,4 @@
-//! Learning from history (seeds/001 "Learning from History"): for a target
+//! Learning from history: for a target
 //! of `auto`, an agent whose past success rate on similar objectives exceeds
 //! 0.8 is preferred; otherwise discovery falls back to keywords and
 //! capabilities. Two objectives are similar when their task signatures share

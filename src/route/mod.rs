@@ -1,6 +1,6 @@
 //! Who should do the work: discovery of a target by keywords and
-//! capabilities (seeds/001 "Tool Agent Discovery"), domain routing with load
-//! balancing (seeds/004), and what a user's history says works.
+//! capabilities, domain routing with load
+//! balancing, and what a user's history says works.
 
 pub mod discovery;
 pub mod domains;

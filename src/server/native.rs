@@ -29,7 +29,8 @@ fn must_agree(name: &str, header: &str, body: &str, field: &str) -> Result<(), A
     }
 }
 
-/// seeds/000's headers: present where required, and agreeing with the body.
+/// The delegation headers (docs/DESIGN.md#the-envelope): present where
+/// required, and agreeing with the body.
 /// Returns the remaining deadline the caller sent, if any.
 fn check_headers(headers: &HeaderMap, req: &DelegationRequest) -> Result<Option<u64>, ApiError> {
     let header = |name| extract::header(headers, name);

@@ -1,8 +1,9 @@
 //! PostgreSQL's users' facts, kept in memory between delegations.
 //!
-//! Every delegation reads the facts of its user (seeds/002's context), and
+//! Every delegation reads the facts of its user (its context), and
 //! on PostgreSQL that read is a round trip: a quarter of the work threads'
-//! time in a profile at 64 connections (docs/PERFORMANCE.md). Facts change
+//! time in a profile at 64 connections (CHANGELOG.md, performance
+//! history, seventh round). Facts change
 //! rarely, but any replica may add them, so the cache holds only while it
 //! hears about every change:
 //!

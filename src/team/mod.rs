@@ -1,6 +1,6 @@
 //! The built-in team: deterministic agents compiled into Switchboard (the
-//! seeds' finance team, the seeds/001 tool agents, the A2A conformance agent
-//! and the `echo` agent). They need no model, no key
+//! finance team, the tool agents that work from Task Notes, the A2A
+//! conformance agent and the `echo` agent). They need no model, no key
 //! and no network.
 
 pub mod a2a_conformance;

@@ -1,4 +1,5 @@
-//! The seed → approach rule every seeded agent of the team shares (seeds/001).
+//! The seed → approach rule every seeded agent of the team shares
+//! (docs/DESIGN.md#retries-seeds-and-verification).
 
 /// The variant `seed` picks among `seeds` (an agent's `SEEDS`, default
 /// order): its position, or for a seed the agent does not know (a caller's

@@ -47,7 +47,7 @@ pub enum Event {
         /// The variant a seeded agent uses for it; None for agents without seeds.
         seed: Option<u64>,
     },
-    /// seeds/001's `status: "retry"`: an attempt failed and another follows.
+    /// An attempt failed and another follows.
     Retry {
         /// The delegation's id.
         request_id: RequestId,

@@ -1,4 +1,4 @@
-//! Should a main agent delegate this task? seeds/001's Delegation Decision
+//! Should a main agent delegate this task? The delegation decision
 //! Model: deterministic × 0.3 + verifiable × 0.3 + repeatable × 0.2 +
 //! self-contained × 0.2, delegate at 0.6 or more.
 

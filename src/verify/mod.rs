@@ -1,4 +1,4 @@
-//! Task Notes → checks → verdicts (seeds/001).
+//! Task Notes → checks → verdicts (docs/DESIGN.md#retries-seeds-and-verification).
 //!
 //! [`TaskSpec::parse`] reads a Task Note, [`TaskSpec::checks`] derives the
 //! checks, [`verify`] evaluates checks against an agent's output, and

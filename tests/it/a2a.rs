@@ -962,7 +962,7 @@ pub(crate) async fn wait_for_remote(b: &str, ok: impl Fn(&str) -> bool, nth: usi
 
 /// Whether python3 has the a2a-sdk (with its HTTP server) and uvicorn.
 fn sdk_available() -> bool {
-    crate::support::python_has("a2a.client, a2a.server.routes, uvicorn, starlette", "a2a-sdk[http-server] and uvicorn")
+    crate::support::python_has("a2a.client, a2a.server.routes, uvicorn, starlette", "'a2a-sdk[http-server]' uvicorn")
 }
 
 fn fixture(name: &str) -> String {

@@ -219,7 +219,7 @@ async fn garbage(s: &Served) -> tonic::Status {
 
 /// Whether python3 has the a2a-sdk with gRPC.
 fn sdk_available() -> bool {
-    crate::support::python_has("a2a.client.transports.grpc, grpc, httpx", "a2a-sdk[grpc]")
+    crate::support::python_has("a2a.client.transports.grpc, grpc, httpx", "'a2a-sdk[grpc]'")
 }
 
 #[tokio::test]

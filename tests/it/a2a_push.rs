@@ -552,7 +552,7 @@ async fn the_extended_card_is_for_authenticated_callers_only() {
 
 #[tokio::test]
 async fn the_official_a2a_sdk_client_manages_push_configs_and_reads_the_extended_card() {
-    if !crate::support::python_has("a2a.client, httpx", "the a2a-sdk package") {
+    if !crate::support::python_has("a2a.client, httpx", "a2a-sdk httpx") {
         return;
     }
     let hook = Hook::start().await;

@@ -324,7 +324,7 @@ async fn bad_ranges_are_refused_with_a_stable_code() {
     }
 }
 
-/// seeds/001's data note and a roster its first approach fails on (as in tests/it/seeds.rs).
+/// The data Task Note and a roster its first approach fails on (as in tests/it/seeds.rs).
 const DATA_NOTE: &str = "Transform CSV data to JSON format.\nInput columns: name, email, role.\nOutput structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.\nname,email,role\nAlex Chan,alex.chan@company.com,PM\nBo,bo@x,dev\nBea Li,bea.li@company.com,Engineer\nAlex Chan,alex.chan@company.com,PM";
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! Real databases for the tests: an SQLite file in a temporary folder and a
 //! PostgreSQL schema of its own on the server these machines run (or the one
-//! `.ci/run` starts). Without PostgreSQL the PostgreSQL half is skipped, except
-//! under `CI=true`, where that is a failure.
+//! `.ci/run` starts). Without PostgreSQL the PostgreSQL half is skipped
+//! (`support::skip`: a failure under `CI=true`).
 
 use std::sync::Arc;
 
@@ -53,17 +53,19 @@ pub async fn sqlite() -> Db {
 }
 
 /// A fresh schema on the PostgreSQL server, or None when there is none (a
-/// panic under CI=true).
+/// skip, `support::skip`).
 pub async fn postgres() -> Option<Db> {
     sqlx::any::install_default_drivers();
     let base = postgres_url();
     let admin = match sqlx::AnyPool::connect(&base).await {
         Ok(p) => p,
         Err(e) => {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("CI=true but PostgreSQL at {base} cannot be reached: {e}");
-            }
-            eprintln!("PostgreSQL at {base} unreachable ({e}): skipping the PostgreSQL half");
+            crate::support::skip(
+                "the PostgreSQL half",
+                &format!("PostgreSQL at {base} cannot be reached ({e})"),
+                "start PostgreSQL on 127.0.0.1:5432 with trust auth and a database `test` \
+                 (or point SWITCHBOARD_TEST_POSTGRES_URL at one)",
+            );
             return None;
         }
     };

@@ -40,6 +40,7 @@ mod replicas;
 mod resilience;
 mod seeds;
 mod service;
+mod skips;
 mod state;
 mod store;
 mod support;

@@ -25,7 +25,7 @@ const PHONE: &str = "416-555-0142";
 
 /// Whether python3 has the official `mcp` package (and uvicorn for its HTTP server).
 fn mcp_sdk_available() -> bool {
-    python_has("mcp, uvicorn", "the mcp package")
+    python_has("mcp, uvicorn", "mcp uvicorn")
 }
 
 fn script() -> String {

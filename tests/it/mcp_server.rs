@@ -17,7 +17,7 @@ const EMAIL: &str = "alex.chan@company.com";
 
 /// Whether python3 has the official `mcp` package.
 fn mcp_available() -> bool {
-    crate::support::python_has("mcp, httpx2, anyio", "the mcp package")
+    crate::support::python_has("mcp, httpx2, anyio", "mcp")
 }
 
 fn script() -> String {

@@ -1,8 +1,8 @@
-//! The wire format: seeds/000's envelopes, snake_case JSON, versions, errors.
+//! The wire format: the envelopes (docs/DESIGN.md#the-envelope), snake_case JSON, versions, errors.
 
 use switchboard::protocol::{self, DelegationRequest, DelegationResponse, ErrorCode, Priority, Status};
 
-/// seeds/002's example request, verbatim.
+/// A request as an outside caller writes it (with a `constraints` key in the hand-off).
 const SEED_REQUEST: &str = r#"{
   "request_id": "550e8400-e29b-41d4-a716-446655440000",
   "origin_employee": "prime-boss",
@@ -21,7 +21,7 @@ const SEED_REQUEST: &str = r#"{
   }
 }"#;
 
-/// seeds/002's example response, verbatim (status added, as seeds/000 requires it).
+/// A response as an outside agent writes it (with the required `status`).
 const SEED_RESPONSE: &str = r#"{
   "request_id": "550e8400-e29b-41d4-a716-446655440000",
   "target_employee": "byte-doc",

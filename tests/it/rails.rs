@@ -1,4 +1,4 @@
-//! The rails of DESIGN §3, pinned through the whole runtime.
+//! The rails (docs/DESIGN.md#the-rails), pinned through the whole runtime.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +46,7 @@ async fn prime_to_byte_is_allowed_and_byte_to_tag_is_refused_at_default_depth() 
     assert_eq!(r.result, "DEPTH_LIMIT", "byte-doc → tag-ai must be refused at depth 2");
     assert_eq!(tag_calls.load(Ordering::SeqCst), 0);
 
-    // seeds/000 Test 1: a request whose origin already is at depth 2 is refused outright.
+    // a request whose origin already is at depth 2 is refused outright
     let mut deep = request("byte-doc", "tag-ai", "Categorize");
     deep.current_depth = 1;
     let r = rt.delegate(&operator(), deep).await;
@@ -190,7 +190,7 @@ async fn the_same_delegation_twice_in_one_tree_is_refused_unless_it_says_it_retr
         .unwrap();
     let r = rt.delegate(&operator(), nested_request("p", "prime", "cycles")).await;
     // same objective at once: refused; different objectives: allowed; again after
-    // the first finished: refused too (seeds/000 Test 2, issue 15: main allowed
+    // the first finished: refused too (issue 15: main allowed
     // it); an explicit retry of the first: allowed
     assert_eq!(r.result, "ok CYCLE_DETECTED | ok ok | CYCLE_DETECTED ok");
 }

@@ -44,9 +44,10 @@ fn real_model() -> Option<(String, String)> {
             Some((url.trim().trim_end_matches('/').to_string(), model))
         }
         _ => {
-            eprintln!(
-                "real_model: SWITCHBOARD_REAL_MODEL_URL is not set (e.g. http://127.0.0.1:8080/v1): skipping; \
-                 scripts/real-model.sh serves a small model and runs these tests"
+            crate::support::skip(
+                "the real-model test",
+                "SWITCHBOARD_REAL_MODEL_URL is not set (e.g. http://127.0.0.1:8080/v1)",
+                "scripts/real-model.sh, which serves a small model and runs these tests",
             );
             None
         }

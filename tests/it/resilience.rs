@@ -292,7 +292,7 @@ async fn domain_queries_are_balanced_over_replicas_and_own_domain_queries_go_to_
     assert_eq!(targets, ["tax-1", "tax-2", "tax-1", "tax-2"]);
     let r = rt.delegate(&operator(), to_domain("asker", "tax", "second opinion")).await;
     assert!(r.is_success());
-    assert_eq!(r.target_employee.as_str(), "numbers", "seeds/004: never the caller's own domain");
+    assert_eq!(r.target_employee.as_str(), "numbers", "never the caller's own domain");
     let r = rt.delegate(&operator(), to_domain("client", "astrology", "q")).await;
     assert_eq!(r.error_code(), Some(ErrorCode::AgentNotFound));
 }

@@ -1,4 +1,4 @@
-//! Seeded agents through the runtime (seeds/001, issue 21): a request whose
+//! Seeded agents through the runtime: a request whose
 //! checks the agent's first approach fails is answered by its second, which
 //! the store promotes while the first is penalized; the next such task goes
 //! to the promoted seed first, and once.
@@ -14,7 +14,7 @@ fn seeds(agent: &str) -> Vec<u64> {
     switchboard::team::lookup(agent).map(|a| a.seeds().to_vec()).unwrap_or_else(|| panic!("no agent {agent}"))
 }
 
-/// seeds/001's data and report notes, as the operator sends them.
+/// Data and report Task Notes, as an operator sends them.
 const DATA_NOTE: &str = "Transform CSV data to JSON format.\nInput columns: name, email, role.\nOutput structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.";
 const REPORT_NOTE: &str = "Format weekly progress report.\nInput: 12 tasks completed, 3 in progress, 2 blocked.\nOutput: Professional summary, bullet points, metrics.\nInclude completion rate calculation.\nMax 300 words.";
 

@@ -89,20 +89,52 @@ pub fn operator() -> Principal {
     Principal::Admin
 }
 
-/// Whether python3 can import `modules` (a comma-separated import list) of
-/// the Python package `package`: the official SDKs the interop tests drive.
-/// Under `CI=true` (where `.ci/run` installs them) their absence fails the
-/// test; elsewhere the test is skipped.
-pub fn python_has(modules: &str, package: &str) -> bool {
+/// Whether python3 can import `modules` (a comma-separated import list):
+/// the official SDKs the interop tests drive, installed with `pip install
+/// {requirements}`. Without them the test skips its part ([`skip`]).
+pub fn python_has(modules: &str, requirements: &str) -> bool {
     let ok = std::process::Command::new("python3")
         .args(["-c", &format!("import {modules}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but python3 with {package} is missing");
-        eprintln!("python3 with {package} is not installed: skipping");
+        skip(
+            &format!("the Python interop part ({modules})"),
+            &format!("python3 cannot import {modules}"),
+            &format!("python3 -m pip install {requirements}"),
+        );
     }
     ok
+}
+
+/// The file [`skip`] appends to: set by `scripts/test`, which prints the
+/// summary after `cargo test`; unset, a skip is only said on stderr.
+pub const SKIPS_FILE: &str = "SWITCHBOARD_TEST_SKIPS";
+
+/// Says that the running test skips `what` (it passes without that part)
+/// because of `why`, and `how` to make it run; under `CI=true` (where
+/// `.ci/run` provides everything) it fails instead. The harness swallows a
+/// passing test's output, so the skip is also appended to the file in
+/// [`SKIPS_FILE`] for `scripts/test`'s summary.
+pub fn skip(what: &str, why: &str, how: &str) {
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {what} cannot run: {why} ({how})");
+    eprintln!("skipping {what}: {why}; to run it: {how}");
+    if let Some(file) = std::env::var_os(SKIPS_FILE) {
+        let test = std::thread::current().name().unwrap_or("an unnamed test").to_string();
+        if let Err(e) = record_skip(std::path::Path::new(&file), &test, what, why, how) {
+            eprintln!("could not record the skip in {}: {e}", file.display());
+        }
+    }
+}
+
+/// Appends one skip to `file` as a line of four tab-separated fields (test,
+/// what, why, how; tabs and line breaks in them become spaces), in one write
+/// so that tests on other threads and processes never interleave.
+pub fn record_skip(file: &std::path::Path, test: &str, what: &str, why: &str, how: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let field = |s: &str| s.split(['\t', '\n', '\r']).filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ");
+    let line = format!("{}\t{}\t{}\t{}\n", field(test), field(what), field(why), field(how));
+    std::fs::OpenOptions::new().create(true).append(true).open(file)?.write_all(line.as_bytes())
 }
 
 /// Polls `done` every 20 ms until it holds (what runs in tasks of their own,

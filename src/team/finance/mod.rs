@@ -1,4 +1,4 @@
-//! The seeds' finance team: byte-doc, tag-ai, crystal-analytics, ledger-tax,
+//! The finance team: byte-doc, tag-ai, crystal-analytics, ledger-tax,
 //! goalie-goals and blitz-debt. Deterministic: no model, no network.
 //!
 //! They share one transaction shape ([`transactions::Transaction`]: `{date,

@@ -1,4 +1,4 @@
-//! The seeded finance agents (seeds/001, issue 21, part 5): each has two
+//! The seeded finance agents: each has two
 //! approaches picked by `task.seed`. The same task under each seed gives a
 //! different, valid answer; through the runtime, a request whose checks the
 //! first approach fails is answered by the second, which is promoted while

@@ -1,4 +1,4 @@
-//! The finance agents' seeds (seeds/001, issue 21): each agent has two
+//! The finance agents' seeds: each agent has two
 //! approaches, its `SEEDS` in default order, the first being the approach it
 //! always had. A seed the agent does not know picks a variant by remainder,
 //! so no seed value is refused; no seed is the first variant.

@@ -5,7 +5,7 @@
 //! `2025-10-22 14:00`) are read against it. A busy block is `TRANSP:OPAQUE`;
 //! a VALARM is added only when reminders are on.
 //!
-//! It is seeded (seeds/001), with two ways to place a block that starts
+//! It is seeded, with two ways to place a block that starts
 //! now: the first seed starts it at this second; the second starts it at the
 //! next half hour (10:07 → 10:30, 10:30 stays), which leaves the minutes
 //! before it free and lines the block up with the grid other meetings use.

@@ -5,7 +5,7 @@
 //! redacted `<EMAIL_n>` counts as valid); duplicates, by email when there is
 //! an email column and by the whole row otherwise, are reported and removed.
 //!
-//! It is seeded (seeds/001), with two ways to read the rows. The lenient
+//! It is seeded, with two ways to read the rows. The lenient
 //! reader (the first seed) reports invalid emails and keeps their rows:
 //! dropping data would hide the problem from the verifier. The strict reader
 //! rejects every row it cannot vouch for (an invalid email, an empty field)

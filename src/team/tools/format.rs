@@ -4,7 +4,7 @@
 //! formal one, makes requests polite, capitalizes sentences, ends them with
 //! the right punctuation, and keeps a closing thanks as its own line.
 //!
-//! It is seeded (seeds/001), with two approaches. The conservative rewrite
+//! It is seeded, with two approaches. The conservative rewrite
 //! (the first seed) keeps the writer's structure: a question stays a polite
 //! question, and a greeting or sign-off is added only when the note asks.
 //! The restructuring turns the text into a formal letter: requests become

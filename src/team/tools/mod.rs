@@ -1,4 +1,4 @@
-//! seeds/001's deterministic tool agents: email, format, data, calendar and
+//! The deterministic tool agents: email, format, data, calendar and
 //! report. Each reads a Task Note (the request's `task_note`, else the task's
 //! text), uses its one tool, and answers with a result and JSON artifacts that
 //! the verifier can check. A note they cannot use is `INVALID_REQUEST` with

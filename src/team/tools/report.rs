@@ -1,6 +1,6 @@
 //! The report tool agent: a progress report from task counts, with the
 //! completion rate (completed / total), bullet points and metrics. It is
-//! seeded (seeds/001), with two layouts: the sectioned report (a prose
+//! seeded, with two layouts: the sectioned report (a prose
 //! summary, status breakdown, metrics and next steps), which under a word
 //! limit leaves out the optional sections (next steps, then the status
 //! breakdown) rather than cut sentences short, but always keeps its summary

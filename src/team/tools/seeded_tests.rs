@@ -1,4 +1,4 @@
-//! The seeded tool agents (seeds/001, issue 21): format, data, calendar and
+//! The seeded tool agents: format, data, calendar and
 //! report each have at least two approaches picked by `task.seed`. Every
 //! seed gives a different, valid output for the same note; through the
 //! runtime, a note whose checks the first approach fails is answered by the

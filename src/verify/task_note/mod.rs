@@ -1,4 +1,4 @@
-//! Task Notes (seeds/001): structured natural language from a main agent to a
+//! Task Notes: structured natural language from a main agent to a
 //! tool agent, parsed into a [`TaskSpec`] with its goal, recipient, topic,
 //! constraints, context and verification, from which the checks follow.
 //!
