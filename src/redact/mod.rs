@@ -47,6 +47,7 @@ mod checksums;
 mod clean;
 mod detect;
 mod seal;
+mod seen;
 mod vault;
 
 #[cfg(test)]
@@ -143,17 +144,21 @@ pub struct Finding {
     pub end: usize,
 }
 
-/// Finds and redacts PII. Holds no state (the patterns are compiled once per
-/// process), so it is free to copy around and share between threads.
+/// Finds and redacts PII. Its patterns are compiled once per process; what
+/// it holds is which texts it has already made or found clean (`seen.rs`),
+/// shared by its clones, so it is cheap to copy around and share between
+/// threads.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
-pub struct Redactor;
+pub struct Redactor {
+    seen: seen::Seen,
+}
 
 impl Redactor {
     /// Also compiles the patterns, so the first message does not pay for it.
     pub fn new() -> Self {
         detect::warm_up();
-        Self
+        Self::default()
     }
 
     /// `text` with every value found replaced by its token in `vault`.
@@ -183,8 +188,13 @@ impl Redactor {
     }
 
     fn redact_cow<'a>(&self, text: &'a str, vault: &mut Vault) -> Cow<'a, str> {
+        // a text this redactor made or found clean before (the store's pass over what the pipeline redacted)
+        if self.seen.clean(text) {
+            return Cow::Borrowed(text);
+        }
         let found = detect::find(text);
         if found.is_empty() {
+            self.seen.note(text);
             return Cow::Borrowed(text);
         }
         vault.reserve_literals(text);
@@ -200,6 +210,7 @@ impl Redactor {
             }
         }
         out.push_str(text.get(done..).unwrap_or_default());
+        self.seen.note(&out);
         Cow::Owned(out)
     }
 }
