@@ -33,6 +33,7 @@ mod replay;
 mod replay_http;
 mod replicas;
 mod resilience;
+mod routing;
 mod seeds;
 mod service;
 mod state;
