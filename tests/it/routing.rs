@@ -157,3 +157,29 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
     let held_out = by_split.get("heldout").map_or(0.0, Tally::share);
     assert!(held_out >= GOAL, "held-out accuracy {:.1}% is under the goal of {:.0}%", 100.0 * held_out, 100.0 * GOAL);
 }
+
+/// The held-out half stays held out: no example an agent is configured
+/// with is a near copy of one of its requests (more than half of their
+/// content words shared).
+#[test]
+fn no_configured_example_is_a_near_copy_of_a_held_out_request() {
+    use std::collections::BTreeSet;
+    use switchboard::route::text::content;
+    let words = |t: &str| content(t).into_iter().collect::<BTreeSet<String>>();
+    let held_out: Vec<Case> = cases().into_iter().filter(|c| c.split == "heldout").collect();
+    let config = switchboard::Config::builtin();
+    let mut copies = Vec::new();
+    for agent in &config.agents {
+        for example in &agent.examples {
+            let e = words(example);
+            for case in &held_out {
+                let h = words(&case.text);
+                let (shared, all) = (e.intersection(&h).count(), e.union(&h).count());
+                if all > 0 && shared * 2 > all {
+                    copies.push(format!("{}: {example:?} ~ {} {:?}", agent.slug, case.id, case.text));
+                }
+            }
+        }
+    }
+    assert!(copies.is_empty(), "{}", copies.join("\n"));
+}
