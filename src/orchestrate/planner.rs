@@ -132,7 +132,7 @@ impl RulePlanner {
 
     /// The plan for a user's message.
     pub fn plan(&self, message: &str, hints: &[String]) -> Plan {
-        self.choose(message, hints, false).plan
+        self.choose(message, hints).plan
     }
 
     /// The plan for `message` when it may answer an earlier question:
@@ -140,16 +140,15 @@ impl RulePlanner {
     pub fn plan_reply(&self, message: &str, conversation: &str, hints: &[String]) -> Plan {
         let earlier = conversation.strip_suffix(message).map(str::trim_end).unwrap_or(conversation);
         let earlier = if conversation == message { Earlier::None } else { Earlier::Asked(earlier) };
-        self.choose_turn(message, earlier, hints, false).plan
+        self.choose_turn(message, earlier, hints).plan
     }
 
     /// What to do with `message`, read with what came before it: an answer
     /// to Prime's question goes back, with the question, to whoever asked it
     /// (unless it names someone else); a follow-up that is not sure of
-    /// itself goes where the previous request went, with it. `material`:
-    /// the user attached or pasted a document.
-    pub fn choose_turn(&self, message: &str, earlier: Earlier<'_>, hints: &[String], material: bool) -> Choice {
-        let alone = self.choose(message, hints, material);
+    /// itself goes where the previous request went, with it.
+    pub fn choose_turn(&self, message: &str, earlier: Earlier<'_>, hints: &[String]) -> Choice {
+        let alone = self.choose(message, hints);
         let (before_text, asked) = match earlier {
             Earlier::None => return alone,
             Earlier::Asked(t) => (t, true),
@@ -158,7 +157,7 @@ impl RulePlanner {
         if matches!(alone.by.as_str(), "definition" | "small talk") || before_text.trim().is_empty() {
             return alone;
         }
-        let before = self.choose(before_text, hints, material);
+        let before = self.choose(before_text, hints);
         let went: Vec<String> = before.plan.agents().iter().map(|a| a.to_string()).collect();
         if went.is_empty() {
             return alone;
@@ -177,12 +176,11 @@ impl RulePlanner {
     }
 
     /// What to do with `message` on its own.
-    pub fn choose(&self, message: &str, hints: &[String], material: bool) -> Choice {
+    pub fn choose(&self, message: &str, hints: &[String]) -> Choice {
         let msg = message.trim();
         // a pasted receipt's "Tax 8.05" is not a question about taxes
         let said = RECEIPT_LINES.replace_all(msg, " ");
         let lower = said.to_lowercase();
-        let material = material || RECEIPT_LINES.is_match(msg) || msg.lines().skip(1).any(|l| l.contains(char::is_numeric));
         if msg.is_empty() {
             let answer = introduction(&self.specialists, "What can I help you with?");
             return Choice::direct(answer, true, "none", Routed::default(), decision::decide("", None, 0));
@@ -206,6 +204,10 @@ impl RulePlanner {
             let answer = introduction(&self.specialists, "Hi! I'm Prime, your finance team's lead.");
             return Choice::direct(answer, false, "small talk", routed, decision::decide(msg, None, 0));
         }
+        if is_vague(&lower) {
+            let answer = format!("Happy to help. {}", offer(&self.specialists));
+            return Choice::direct(answer, true, "none", routed, decision::decide(msg, None, 0));
+        }
         if let Some((spec, plan)) = self.note_plan(msg) {
             let decision = self.decide(msg, &routed, spec);
             return Choice { plan, asks: false, by: "task note".into(), routed, decision };
@@ -213,7 +215,7 @@ impl RulePlanner {
         if let Some(first) = routed.picks.first() {
             let decision = self.decide(msg, &routed, &first.agent);
             if decision.delegate
-                && let Some(plan) = self.pick_plan(&routed.picks, msg, material)
+                && let Some(plan) = self.pick_plan(&routed.picks, msg)
             {
                 return Choice { plan, asks: false, by: "examples".into(), routed, decision };
             }
@@ -230,8 +232,8 @@ impl RulePlanner {
             return Choice { plan, asks: false, by: "hints".into(), routed, decision };
         }
         let decision = decision::decide(msg, None, 0);
-        // nothing any agent was shown resembles it ("ok", "hmm"), or a bare request for help
-        let vague = is_vague(&lower) || routed.best.as_ref().is_none_or(|b| b.score <= 0.0);
+        // nothing any agent was shown resembles it ("ok", "hmm")
+        let vague = routed.best.as_ref().is_none_or(|b| b.score <= 0.0);
         let lead = if vague {
             "Happy to help.".to_string()
         } else {
@@ -272,9 +274,11 @@ impl RulePlanner {
     }
 
     /// One specialist: the message; several: each its own clause, side by
-    /// side, or one after another (in the order the message names them) when
-    /// there is a document for the first to read.
-    fn pick_plan(&self, picks: &[Match], msg: &str, material: bool) -> Option<Plan> {
+    /// side, or one after another in the order the message names them when
+    /// a later part works on an earlier one's result ("read this receipt
+    /// and put it in the right category", "categorize everything, then
+    /// tell me my biggest category").
+    fn pick_plan(&self, picks: &[Match], msg: &str) -> Option<Plan> {
         let specs: Vec<(&AgentSpec, &Match)> =
             picks.iter().filter_map(|m| self.spec(&m.agent).map(|s| (s, m))).take(self.fan_out).collect();
         match specs.as_slice() {
@@ -282,7 +286,13 @@ impl RulePlanner {
             [(spec, _)] => Some(Plan::Single(self.step(spec, objective_of(msg), msg))),
             _ => {
                 let steps = specs.iter().map(|(spec, m)| self.clause_step(spec, &m.clause, msg)).collect();
-                Some(if material { Plan::Chain(steps) } else { Plan::Parallel(steps) })
+                // a tool agent's draft is for the user: what follows it runs beside it
+                let feeds = !specs[0].0.task_notes;
+                Some(if feeds && (builds_on_earlier(&specs[1..]) || said_then(msg)) {
+                    Plan::Chain(steps)
+                } else {
+                    Plan::Parallel(steps)
+                })
             }
         }
     }
@@ -336,6 +346,18 @@ impl RulePlanner {
     }
 }
 
+/// A later clause points at what an earlier one produced (`put it in the
+/// right category`, `which of them are deductible`).
+fn builds_on_earlier(later: &[(&AgentSpec, &Match)]) -> bool {
+    const RESULTS: [&str; 6] = ["it", "its", "them", "these", "those", "they"];
+    later.iter().any(|(_, m)| crate::route::text::words(&m.clause).iter().any(|w| RESULTS.contains(&w.as_str())))
+}
+
+/// The message orders its parts (`…, then …`).
+fn said_then(msg: &str) -> bool {
+    crate::route::text::words(msg).iter().any(|w| w == "then")
+}
+
 /// How many sentences (or lines) a message has.
 fn clauses_of_sentences(msg: &str) -> usize {
     static END: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[.?!]+\s+|\n+").expect("valid regex"));
@@ -343,12 +365,17 @@ fn clauses_of_sentences(msg: &str) -> usize {
 }
 
 /// A short message that points back at what came before (`make it 45
-/// minutes instead`, `what about that one?`): a follow-up, however sure
-/// its words alone seem.
+/// minutes instead`, `what about just groceries?`, `and in September?`):
+/// a follow-up, however sure its words alone seem.
 fn refers_back(message: &str) -> bool {
     const POINTERS: [&str; 8] = ["it", "that", "this", "them", "these", "those", "one", "instead"];
+    const OPENERS: [&str; 5] = ["and", "also", "what about", "how about", "ok and"];
     let words = crate::route::text::words(message);
-    crate::route::text::content(message).len() <= 3 && words.iter().any(|w| POINTERS.contains(&w.as_str()))
+    let opens = OPENERS.iter().any(|o| {
+        let n = o.split(' ').count();
+        words.len() > n && words[..n].join(" ") == *o
+    });
+    crate::route::text::content(message).len() <= 3 && (opens || words.iter().any(|w| POINTERS.contains(&w.as_str())))
 }
 
 /// A request for help that says nothing of what with.

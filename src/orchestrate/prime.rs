@@ -36,7 +36,7 @@ impl PrimeAgent {
 
     /// What Prime does with a task: its message read with the session
     /// before it (an answer to Prime's question, or a follow-up of the
-    /// previous request), a document attached or pasted as material; a
+    /// previous request); a
     /// message that alone goes nowhere but comes with a document is given
     /// to whoever reads documents.
     pub fn choose(&self, task: &Task) -> Choice {
@@ -50,10 +50,10 @@ impl PrimeAgent {
         };
         let material = !task.input.trim().is_empty();
         let hints = &task.context_hints;
-        let choice = self.planner.choose_turn(&task.objective, earlier, hints, material);
+        let choice = self.planner.choose_turn(&task.objective, earlier, hints);
         if matches!(choice.plan, Plan::Direct { .. }) && material {
             // "Here's my bank statement" with the statement attached: whoever reads documents starts
-            let read = self.planner.choose(&format!("{}\nRead the attached document", task.objective), hints, true);
+            let read = self.planner.choose(&format!("{}\nRead the attached document", task.objective), hints);
             if !matches!(read.plan, Plan::Direct { .. }) {
                 return read;
             }

@@ -42,20 +42,31 @@ const GLOSSARY: &[(&str, &str)] = &[
     ),
 ];
 
-/// The explanation of a term the message asks about ("What is APR?").
+/// The explanation of a term the message asks about ("What is APR?"): a
+/// question that names the term and nothing else ("what's eating up my
+/// budget?" and "what are my deductions?" are about the user's money).
 pub(super) fn definition(lower: &str) -> Option<&'static str> {
     let asks = ["what is", "what's", "what are", "define", "explain", "what does", "meaning of"];
     if !asks.iter().any(|a| lower.starts_with(a)) {
         return None;
     }
-    GLOSSARY
-        .iter()
-        .find(|(term, _)| {
-            let t = *term;
-            lower.split(|c: char| !c.is_alphanumeric()).any(|w| w == t || w.strip_suffix('s') == Some(t))
-                || (t.contains(' ') && lower.contains(t))
-        })
-        .map(|(_, d)| *d)
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    if words.iter().any(|w| ["my", "our", "i", "me"].contains(w)) {
+        return None;
+    }
+    let (term, text) = GLOSSARY.iter().find(|(term, _)| {
+        let t = *term;
+        words.iter().any(|w| *w == t || w.strip_suffix('s') == Some(t)) || (t.contains(' ') && lower.contains(t))
+    })?;
+    // what else it says: the words of a definition question, and nothing more
+    const ASKING: [&str; 8] = ["explain", "define", "mean", "means", "meaning", "method", "exactly", "term"];
+    let term_words: Vec<&str> = term.split(' ').collect();
+    let other = crate::route::text::content(lower)
+        .into_iter()
+        .filter(|w| !ASKING.contains(&w.as_str()))
+        .filter(|w| !term_words.iter().any(|t| w == t || w.strip_suffix('s') == Some(t)))
+        .count();
+    (other == 0).then_some(*text)
 }
 
 /// A greeting, thanks, or a question about Prime itself.
@@ -141,6 +152,16 @@ pub(super) fn objective_of(msg: &str) -> String {
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    #[test]
+    fn a_definition_question_names_the_term_and_nothing_else() {
+        for q in ["what is apr?", "what's a credit score", "explain the snowball method", "explain what a budget is"] {
+            assert!(definition(q).is_some(), "{q}");
+        }
+        for q in ["what's eating up my budget?", "what are my deductions", "what is the apr on my visa card"] {
+            assert!(definition(q).is_none(), "{q}");
+        }
+    }
 
     #[test]
     fn the_question_names_what_the_team_does_in_a_few_words() {

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use super::text::{clauses, features, without_names};
+use super::text::{clauses, content, features, without_names};
 use crate::config::AgentSpec;
 
 /// The score from which an agent is picked for a clause.
@@ -216,8 +216,24 @@ impl Router {
 
     /// Who `text` is for: the best specialist of each clause, once each, in
     /// the order the clauses name them; the whole text's best when no
-    /// clause picks anyone.
+    /// clause picks anyone. What comes before a colon is the request, what
+    /// follows it the material (`make this sound professional: hey guys,
+    /// the meeting moved` is not about a meeting), unless the request alone
+    /// picks nobody.
     pub fn route(&self, text: &str) -> Routed {
+        let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
+        if let Some(head) = colon.map(|at| &text[..at])
+            && !content(head).is_empty()
+        {
+            let routed = self.route_all(head);
+            if !routed.picks.is_empty() {
+                return routed;
+            }
+        }
+        self.route_all(text)
+    }
+
+    fn route_all(&self, text: &str) -> Routed {
         let mut picks: Vec<Match> = Vec::new();
         for clause in clauses(text) {
             if let Some(m) = self.pick(&clause)
@@ -256,6 +272,11 @@ mod tests {
         assert_eq!(picked("how much did I spend on takeout last month?"), ["crystal-analytics"]);
         assert_eq!(picked("catagorize my purchases"), ["tag-ai"]);
         assert_eq!(picked("whats the quickest way to clear my credit card"), ["blitz-debt"]);
+    }
+
+    #[test]
+    fn what_follows_a_colon_is_material_not_the_request() {
+        assert_eq!(picked("make this sound professional: hey, the meeting moved to friday"), ["format"]);
     }
 
     #[test]

@@ -79,8 +79,10 @@ fn base(w: &str) -> String {
         return (*b).to_string();
     }
     for (end, with) in ENDINGS {
+        // `going` → `go`, `goes` → `go`; other endings keep a stem of three letters
+        let short = matches!(*end, "ing" | "es");
         if let Some(stem) = w.strip_suffix(end)
-            && stem.chars().count() >= 3
+            && (stem.chars().count() >= 3 || (short && stem.chars().count() == 2))
         {
             return format!("{stem}{with}");
         }
@@ -193,6 +195,7 @@ mod tests {
         assert_eq!(base("categories"), "category");
         assert_eq!(base("categorized"), "categoriz");
         assert_eq!(base("categorize"), "categorize");
+        assert_eq!((base("going"), base("goes"), base("is")), ("go".into(), "go".into(), "is".into()));
         assert_eq!(words("my write-off at 22% for $40"), ["my", "write", "off", "at", "for"]);
         assert_eq!(words("Maya’s receipts"), ["maya", "receipts"]);
     }
