@@ -6,9 +6,10 @@
 //! request's label. The accuracy per split, per agent and per style is
 //! printed with every miss; the test fails under 95% on the held-out half,
 //! which nothing was tuned on (docs/ROUTING.md). The splits: `tune` (the
-//! router may learn from it), `seen` (the first held-out half: scored once,
-//! 87.9%, then folded into tuning) and `heldout` (written before the
-//! tuning that followed, and never tuned on).
+//! router may learn from it), `seen` (the held-out halves of the first two
+//! rounds, `h…` and `n…`: each scored once, 87.9% and 87.6%, then folded
+//! into tuning) and `heldout` (`r…`: written before the tuning that
+//! followed, and never tuned on).
 //!
 //! A case is right when every expected specialist was reached and nothing
 //! else but its `also_ok`; one labelled for Prime (`expect` empty) reached no
@@ -169,7 +170,9 @@ fn no_configured_example_is_a_near_copy_of_a_held_out_request() {
     use std::collections::BTreeSet;
     use switchboard::route::text::content;
     let words = |t: &str| content(t).into_iter().collect::<BTreeSet<String>>();
-    let held_out: Vec<Case> = cases().into_iter().filter(|c| c.split == "heldout").collect();
+    // small talk and definitions are Prime's own rules, not the router's examples
+    let routed = |c: &Case| !["small-talk", "definition"].contains(&c.style.as_str());
+    let held_out: Vec<Case> = cases().into_iter().filter(|c| c.split == "heldout" && routed(c)).collect();
     let config = switchboard::Config::builtin();
     let mut copies = Vec::new();
     for agent in &config.agents {
