@@ -35,7 +35,7 @@ pub struct DecisionScore {
 /// Work whose result depends on judgment rather than on the request.
 static CREATIVE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)\b(?:brainstorm\w*|creative\w*|ideas|strateg\w*|vision|invent\w*|imagine|story|stories|poem|slogan|novel|innovat\w*|roadmap|planning|plan for)\b",
+        r"(?i)\b(?:brainstorm\w*|creative\w*|ideas|strateg\w*|vision|invent\w*|imagine|story|stories|poem|slogan|novel|innovat\w*|roadmap)\b",
     )
 });
 static RECURRING: LazyLock<Regex> = LazyLock::new(|| {
