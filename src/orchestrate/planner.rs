@@ -208,7 +208,7 @@ impl RulePlanner {
             let answer = format!("Happy to help. {}", offer(&self.specialists));
             return Choice::direct(answer, true, "none", routed, decision::decide(msg, None, 0));
         }
-        if let Some((spec, plan)) = self.note_plan(msg) {
+        if let Some((spec, plan)) = self.note_plan(msg, &routed) {
             let decision = self.decide(msg, &routed, spec);
             return Choice { plan, asks: false, by: "task note".into(), routed, decision };
         }
@@ -245,12 +245,17 @@ impl RulePlanner {
     /// A Task Note for one of the tool agents (a goal and its constraints,
     /// over several sentences: `Draft apology email to … Max 120 words.`)
     /// is one task, not a sentence for each agent.
-    fn note_plan(&self, msg: &str) -> Option<(&str, Plan)> {
+    fn note_plan(&self, msg: &str, routed: &Routed) -> Option<(&str, Plan)> {
         if clauses_of_sentences(msg) < 2 {
             return None; // one sentence: its joining words are the router's to read
         }
         let (note, _) = TaskSpec::parse_lenient(msg);
-        let spec = self.spec(note.kind.slug()?).filter(|s| s.task_notes)?;
+        let slug = note.kind.slug()?;
+        // another specialist clearly named is a second request, not a constraint of the note
+        if routed.picks.iter().any(|m| m.agent != slug && m.score >= STRONG) {
+            return None;
+        }
+        let spec = self.spec(slug).filter(|s| s.task_notes)?;
         if note.constraints == Constraints::default() {
             return None;
         }

@@ -99,4 +99,3 @@ fn a_reply_is_read_with_the_question_it_answers_unless_it_changes_the_subject() 
     let other = "Analyze my spending";
     assert_ne!(agents(&p.plan_reply(other, &conversation(other), &[])), ["blitz-debt"]);
 }
-

@@ -222,11 +222,20 @@ impl Router {
     /// picks nobody.
     pub fn route(&self, text: &str) -> Routed {
         let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
-        if let Some(head) = colon.map(|at| &text[..at])
-            && !content(head).is_empty()
+        if let Some(at) = colon
+            && !content(&text[..at]).is_empty()
         {
-            let routed = self.route_all(head);
+            let mut routed = self.route_all(&text[..at]);
             if !routed.picks.is_empty() {
+                // a request that goes on after its material (`…: 3 done, 1 blocked, and put a
+                // review on my calendar`) adds whoever its later clauses clearly name; the
+                // clause right after the colon is the material itself
+                let later = clauses(&text[at + 1..]).into_iter().skip(1);
+                for m in later.filter_map(|c| self.pick(&c)).filter(|m| m.score >= STRONG) {
+                    if !routed.picks.iter().any(|p| p.agent == m.agent) {
+                        routed.picks.push(m);
+                    }
+                }
                 return routed;
             }
         }

@@ -61,6 +61,8 @@ const WORD: f32 = 1.0;
 const PAIR: f32 = 0.5;
 const GRAM: f32 = 0.3;
 
+/// A redacted value (`<EMAIL_1>`, `<CARD_2>`): what it stood for is not a request.
+static PII_TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<[A-Z][A-Z_]*_\d+>").expect("valid regex"));
 static TOKEN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\$?\d[\d,]*(?:\.\d+)?%?|[a-z][a-z'\-]*").expect("valid regex"));
 /// Where a request that asks two things is cut: the end of a sentence, a
@@ -93,7 +95,7 @@ fn base(w: &str) -> String {
 /// The words of a text, lowercased; numbers are left out (amounts say
 /// little about who should do the work).
 pub fn words(text: &str) -> Vec<String> {
-    let lower = text.to_lowercase().replace('’', "'");
+    let lower = PII_TOKEN.replace_all(text, " ").to_lowercase().replace('’', "'");
     let mut out = Vec::new();
     for m in TOKEN.find_iter(&lower) {
         let w = m.as_str();
@@ -198,6 +200,7 @@ mod tests {
         assert_eq!((base("going"), base("goes"), base("is")), ("go".into(), "go".into(), "is".into()));
         assert_eq!(words("my write-off at 22% for $40"), ["my", "write", "off", "at", "for"]);
         assert_eq!(words("Maya’s receipts"), ["maya", "receipts"]);
+        assert_eq!(words("send it to <EMAIL_1> and <CARD_12>"), ["send", "it", "to", "and"]);
     }
 
     #[test]
