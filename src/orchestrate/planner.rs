@@ -9,7 +9,7 @@
 //! success. A short follow-up that is not sure of itself goes where the
 //! conversation was (docs/ROUTING.md).
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use regex::Regex;
 use serde_json::{Value, json};
@@ -29,7 +29,10 @@ pub struct RulePlanner {
     routes: Vec<(Regex, Route)>,
     workflows: Vec<crate::config::Workflow>,
     specialists: Vec<AgentSpec>,
-    router: Router,
+    /// The agent the planner plans for; its examples are what it answers itself.
+    me: Option<AgentSpec>,
+    /// Learned on first use (a runtime that never plans never learns).
+    router: OnceLock<Arc<Router>>,
     fan_out: usize,
 }
 
@@ -116,11 +119,11 @@ impl RulePlanner {
             })
             .collect::<Result<_, _>>()?;
         let specialists: Vec<AgentSpec> = config.agents.iter().filter(|a| a.slug.as_str() != me).cloned().collect();
-        let router = Router::new(&specialists, config.agent(me));
         Ok(Self {
             routes,
             workflows: config.workflows.clone(),
-            router,
+            router: OnceLock::new(),
+            me: config.agent(me).cloned(),
             specialists,
             fan_out: config.limits.fan_out.max(1) as usize,
         })
@@ -188,7 +191,7 @@ impl RulePlanner {
         if let Some(answer) = definition(&lower) {
             return Choice::direct(answer.into(), false, "definition", Routed::default(), decision::decide(msg, None, 0));
         }
-        let routed = self.router.route(&said);
+        let routed = self.router().route(&said);
         for (re, route) in &self.routes {
             if re.is_match(&said)
                 && let Some(plan) = self.route_plan(route, msg)
@@ -347,7 +350,7 @@ impl RulePlanner {
 
     /// The router learned from the team's examples.
     pub fn router(&self) -> &Router {
-        &self.router
+        self.router.get_or_init(|| Router::shared(&self.specialists, self.me.as_ref()))
     }
 }
 

@@ -1,28 +1,31 @@
 //! Prime's router: which agents a request is for, learned when the runtime
 //! starts from what the configuration says about each agent — its
 //! `examples` (requests as people write them), its description, its
-//! capabilities and its keywords. A request is compared with every one of
-//! them by the cosine of TF-IDF weighted features ([`super::text`]); an
-//! agent scores a blend of its closest example and its centroid. Each
-//! clause of a request is scored on its own, so a message that asks for two
-//! things reaches two agents; a clause whose best score is under
-//! [`THRESHOLD`], or whose best match is the orchestrator itself (its own
-//! examples: small talk, requests no specialist serves), picks nobody.
-//! In-process, no model, no network: a request costs microseconds
-//! (docs/ROUTING.md has the evaluation and the measured cost).
+//! capabilities and its keywords. Each text becomes a TF-IDF weighted
+//! vector of features ([`super::text`]); a logistic regression
+//! ([`super::softmax`]) learns from them which agent a request is for, and
+//! its probability is the agent's score. Each clause of a request is
+//! scored on its own, so a message that asks for two things reaches two
+//! agents; a clause whose best score is under [`THRESHOLD`], or whose best
+//! match is the orchestrator itself (its own examples: small talk, requests
+//! no specialist serves), picks nobody. The example closest to the request
+//! is kept to show why. In-process, no model file, no network: a request
+//! costs microseconds (docs/ROUTING.md has the evaluation and the cost).
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
 
+use super::softmax::Softmax;
 use super::text::{clauses, content, features, without_names};
 use crate::config::AgentSpec;
 
-/// The score from which an agent is picked for a clause.
-pub const THRESHOLD: f64 = 0.2;
+/// The score (the router's probability) from which an agent is picked for
+/// a clause: chosen by leave-one-round-out on the seen requests (docs/ROUTING.md).
+pub const THRESHOLD: f64 = 0.3;
 /// A score that needs no earlier message to be sure of: a short follow-up
 /// (`and in September?`) under it goes where the conversation was.
-pub const STRONG: f64 = 0.45;
-/// How much of an agent's score is its closest example (the rest: its centroid).
-const NEAREST: f32 = 0.4;
+pub const STRONG: f64 = 0.7;
 
 type Vector = Vec<(u32, f32)>;
 
@@ -40,7 +43,7 @@ pub struct Router {
     vocabulary: HashMap<String, u32>,
     idf: Vec<f32>,
     docs: Vec<Doc>,
-    centroids: Vec<Vector>,
+    model: Softmax,
 }
 
 /// An agent's score for a text, with the example that came closest.
@@ -48,9 +51,9 @@ pub struct Router {
 pub struct Match {
     /// The agent's slug.
     pub agent: String,
-    /// Its score, 0 to 1.
+    /// Its score: how sure the router is that the text is this agent's, 0 to 1.
     pub score: f64,
-    /// The configured example (or description) closest to the text.
+    /// The configured example (or description) of the agent closest to the text.
     pub example: String,
     /// The part of the request that was scored.
     pub clause: String,
@@ -142,9 +145,12 @@ impl Router {
         }
         let n = raw.len() as f32;
         let idf = df.iter().map(|d| ((n + 1.0) / (d + 1.0)).ln() + 1.0).collect();
-        let mut router = Self { agents, me, vocabulary, idf, docs: Vec::new(), centroids: Vec::new() };
+        let mut router =
+            Self { agents, me, vocabulary, idf, docs: Vec::new(), model: Softmax::train(0, 0, &[]) };
         router.docs = raw.into_iter().map(|(agent, text, f)| Doc { agent, text, vector: router.vector(&f) }).collect();
-        router.centroids = (0..router.agents.len()).map(|a| router.centroid(a)).collect();
+        let examples: Vec<(usize, &[(u32, f32)])> = router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
+        let model = Softmax::train(router.vocabulary.len(), router.agents.len(), &examples);
+        router.model = model;
         router
     }
 
@@ -162,17 +168,32 @@ impl Router {
         v
     }
 
-    fn centroid(&self, agent: usize) -> Vector {
-        let mut sum: HashMap<u32, f32> = HashMap::new();
-        for d in self.docs.iter().filter(|d| d.agent == agent) {
-            for (id, x) in &d.vector {
-                *sum.entry(*id).or_default() += x;
-            }
+    /// The router for these agents, learned once per process for the same
+    /// texts: every runtime built from one configuration (a test suite builds
+    /// hundreds) shares the weights instead of learning them again. The
+    /// weights are a pure function of the configuration's texts, so sharing
+    /// them shares nothing of any user's.
+    pub fn shared<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Arc<Self> {
+        /// Routers kept, most recently learned last.
+        const KEPT: usize = 8;
+        static LEARNED: LazyLock<Mutex<Vec<(u64, Arc<Router>)>>> = LazyLock::new(Mutex::default);
+        let specialists: Vec<&AgentSpec> = specialists.into_iter().collect();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for (spec, is_me) in specialists.iter().map(|s| (*s, false)).chain(me.map(|s| (s, true))) {
+            (spec.slug.as_str(), texts(spec, is_me), is_me).hash(&mut h);
         }
-        let mut v: Vector = sum.into_iter().collect();
-        v.sort_unstable_by_key(|(id, _)| *id);
-        unit(&mut v);
-        v
+        let key = h.finish();
+        if let Some((_, r)) = crate::util::lock(&LEARNED).iter().find(|(k, _)| *k == key) {
+            return r.clone();
+        }
+        let router = Arc::new(Self::new(specialists, me));
+        let mut kept = crate::util::lock(&LEARNED);
+        kept.retain(|(k, _)| *k != key);
+        if kept.len() >= KEPT {
+            kept.remove(0);
+        }
+        kept.push((key, router.clone()));
+        router
     }
 
     /// Whether nothing was learned (no agent has examples or a description).
@@ -180,28 +201,27 @@ impl Router {
         self.docs.is_empty()
     }
 
-    /// Every agent's score for `text`, best first (ties: the agent declared first).
+    /// Every agent's score for `text`, best first (ties: the agent declared
+    /// first); none when no word of it is known.
     pub fn scores(&self, text: &str) -> Vec<Match> {
         // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
         let q = self.vector(&features(&without_names(text)));
-        let mut best: Vec<(f32, Option<&Doc>)> = vec![(0.0, None); self.agents.len()];
+        let Some(p) = self.model.probabilities(&q) else { return Vec::new() };
+        let mut closest: Vec<(f32, Option<&Doc>)> = vec![(0.0, None); self.agents.len()];
         for d in &self.docs {
             let s = dot(&q, &d.vector);
-            if best[d.agent].1.is_none() || s > best[d.agent].0 {
-                best[d.agent] = (s, Some(d));
+            if closest[d.agent].1.is_none() || s > closest[d.agent].0 {
+                closest[d.agent] = (s, Some(d));
             }
         }
-        let mut out: Vec<Match> = best
+        let mut out: Vec<Match> = closest
             .into_iter()
             .enumerate()
-            .map(|(a, (nearest, doc))| {
-                let score = NEAREST * nearest + (1.0 - NEAREST) * dot(&q, &self.centroids[a]);
-                Match {
-                    agent: self.agents[a].clone(),
-                    score: f64::from((score * 1000.0).round() / 1000.0),
-                    example: doc.map(|d| d.text.trim().to_string()).unwrap_or_default(),
-                    clause: text.trim().to_string(),
-                }
+            .map(|(a, (_, doc))| Match {
+                agent: self.agents[a].clone(),
+                score: f64::from((p[a] * 1000.0).round() / 1000.0),
+                example: doc.map(|d| d.text.trim().to_string()).unwrap_or_default(),
+                clause: text.trim().to_string(),
             })
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score));

@@ -138,9 +138,9 @@ fn weigh(deterministic: bool, verifiable: bool, repeatable: bool, gaps: &[String
 pub struct Routing<'a> {
     /// The specialist's slug.
     pub agent: &'a str,
-    /// How close the request came to the specialist's configured examples (0 to 1).
+    /// How sure the router is that the request is this specialist's (0 to 1).
     pub similarity: f64,
-    /// The closest example.
+    /// The specialist's configured example closest to the request.
     pub example: &'a str,
     /// Whether that is close enough for the router to pick it: the request is
     /// one of the kinds the specialist is there for.
@@ -199,11 +199,12 @@ pub fn decide(request: &str, routing: Option<&Routing<'_>>, history_count: usize
     }
     let repeatable = r.resembles || history_count >= RECURRING_AFTER;
     if r.resembles {
-        write!(why, "; repeatable: like {}'s example '{}' ({:.2})", r.agent, r.example, r.similarity).ok();
+        write!(why, "; repeatable: {:.2} sure it is {}'s kind of request, like '{}'", r.similarity, r.agent, r.example)
+            .ok();
     } else if repeatable {
         write!(why, "; repeatable: delegated {history_count} times before").ok();
     } else {
-        write!(why, "; not repeatable: only {:.2} like {}'s examples", r.similarity, r.agent).ok();
+        write!(why, "; not repeatable: only {:.2} sure it is {}'s kind of request", r.similarity, r.agent).ok();
     }
     let gaps: Vec<String> = if r.task_notes { gaps(&problems).collect() } else { Vec::new() };
     weigh(deterministic, verifiable, repeatable, &gaps, why)
@@ -263,7 +264,7 @@ mod tests {
     }
 
     fn routed<'a>(agent: &'a str, similarity: f64, deterministic: bool, task_notes: bool) -> Routing<'a> {
-        let (resembles, close) = (similarity >= 0.2, similarity >= 0.45);
+        let (resembles, close) = (similarity >= 0.3, similarity >= 0.7);
         Routing { agent, similarity, example: "an example", resembles, close, deterministic, task_notes }
     }
 
@@ -272,7 +273,7 @@ mod tests {
         let d = decide("how much did I spend on coffee?", Some(&routed("crystal-analytics", 0.7, true, false)), 0);
         assert!(d.deterministic && d.verifiable && d.repeatable && d.self_contained, "{}", d.reasoning);
         assert!(d.delegate && d.score == 1.0, "{}", d.reasoning);
-        assert!(d.reasoning.contains("like crystal-analytics's example 'an example' (0.70)"), "{}", d.reasoning);
+        assert!(d.reasoning.contains("0.70 sure it is crystal-analytics's kind of request, like 'an example'"), "{}", d.reasoning);
     }
 
     #[test]
@@ -283,7 +284,7 @@ mod tests {
         let none = decide("what's the capital of Australia", None, 0);
         assert!(!none.delegate && none.reasoning.contains("no specialist"), "{}", none.reasoning);
         // close to a specialist's examples, a word of judgment does not make it creative work
-        let close = decide("any ideas to cut my spending?", Some(&routed("crystal-analytics", 0.6, true, false)), 0);
+        let close = decide("any ideas to cut my spending?", Some(&routed("crystal-analytics", 0.8, true, false)), 0);
         assert!(close.delegate, "{}", close.reasoning);
         // a model specialist with no template and no checks is not delegated to on a faint likeness
         let faint = decide("think about my week", Some(&routed("advisor", 0.1, false, false)), 0);
