@@ -18,8 +18,8 @@ use crate::config::{AgentSpec, Backend, Config, PlanKind, Route};
 use crate::protocol::DelegationError;
 use crate::route::classifier::{STRONG, THRESHOLD};
 use crate::route::{Match, Routed, Router, discover};
-use crate::verify::{Constraints, DecisionScore, TaskSpec};
 use crate::verify::decision::{self, Routing};
+use crate::verify::{Constraints, DecisionScore, TaskSpec};
 
 use super::plan::{Plan, Step};
 use super::words::{definition, introduction, is_small_talk, objective_of, offer};
@@ -189,7 +189,13 @@ impl RulePlanner {
             return Choice::direct(answer, true, "none", Routed::default(), decision::decide("", None, 0));
         }
         if let Some(answer) = definition(&lower) {
-            return Choice::direct(answer.into(), false, "definition", Routed::default(), decision::decide(msg, None, 0));
+            return Choice::direct(
+                answer.into(),
+                false,
+                "definition",
+                Routed::default(),
+                decision::decide(msg, None, 0),
+            );
         }
         let routed = self.router().route(&said);
         for (re, route) in &self.routes {
@@ -267,7 +273,8 @@ impl RulePlanner {
 
     /// The decision for delegating `msg` to `agent`, with what the router found.
     fn decide(&self, msg: &str, routed: &Routed, agent: &str) -> DecisionScore {
-        let found = routed.picks.iter().find(|m| m.agent == agent).or(routed.best.as_ref().filter(|b| b.agent == agent));
+        let found =
+            routed.picks.iter().find(|m| m.agent == agent).or(routed.best.as_ref().filter(|b| b.agent == agent));
         let spec = self.spec(agent);
         let routing = spec.map(|spec| Routing {
             agent,
@@ -388,9 +395,9 @@ fn refers_back(message: &str) -> bool {
 
 /// A request for help that says nothing of what with.
 fn is_vague(lower: &str) -> bool {
-    crate::route::text::content(lower)
-        .iter()
-        .all(|w| ["help", "question", "finance", "finances", "money", "financial", "need", "something"].contains(&w.as_str()))
+    crate::route::text::content(lower).iter().all(|w| {
+        ["help", "question", "finance", "finances", "money", "financial", "need", "something"].contains(&w.as_str())
+    })
 }
 
 /// `plan` with every step reading `conversation` instead of the message alone.

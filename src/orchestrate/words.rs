@@ -107,7 +107,8 @@ pub(super) fn introduction(team: &[AgentSpec], lead: &str) -> String {
 fn label(spec: &AgentSpec) -> String {
     let d = spec.description.trim();
     let cut = d.find([':', ',', '.']).unwrap_or(d.len());
-    let short: String = d[..cut].chars().take(60).collect();
+    // at most eight words
+    let short = d[..cut].split_whitespace().take(8).collect::<Vec<_>>().join(" ");
     let mut chars = short.chars();
     match chars.next() {
         Some(first) => first.to_lowercase().chain(chars).collect(),
@@ -168,7 +169,10 @@ mod tests {
         let c = Config::builtin();
         let team: Vec<AgentSpec> = c.agents.iter().filter(|a| a.slug.as_str() != "prime-boss").cloned().collect();
         let q = offer(&team);
-        assert!(q.starts_with("What would you like done? My team does document processing (Byte), categorization (Tag)"), "{q}");
+        assert!(
+            q.starts_with("What would you like done? My team does document processing (Byte), categorization (Tag)"),
+            "{q}"
+        );
         assert!(q.ends_with('.') && q.matches('?').count() == 1, "{q}");
     }
 }

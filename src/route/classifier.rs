@@ -145,10 +145,10 @@ impl Router {
         }
         let n = raw.len() as f32;
         let idf = df.iter().map(|d| ((n + 1.0) / (d + 1.0)).ln() + 1.0).collect();
-        let mut router =
-            Self { agents, me, vocabulary, idf, docs: Vec::new(), model: Softmax::train(0, 0, &[]) };
+        let mut router = Self { agents, me, vocabulary, idf, docs: Vec::new(), model: Softmax::train(0, 0, &[]) };
         router.docs = raw.into_iter().map(|(agent, text, f)| Doc { agent, text, vector: router.vector(&f) }).collect();
-        let examples: Vec<(usize, &[(u32, f32)])> = router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
+        let examples: Vec<(usize, &[(u32, f32)])> =
+            router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
         let model = Softmax::train(router.vocabulary.len(), router.agents.len(), &examples);
         router.model = model;
         router

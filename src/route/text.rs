@@ -68,8 +68,10 @@ static TOKEN: LazyLock<Regex> =
 /// Where a request that asks two things is cut: the end of a sentence, a
 /// line, or a joining word between two clauses.
 static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)[.?!;]+(?:\s+|$)|\n+|,?\s+(?:and then|and also|and|then|also|plus|as well as)\s+|,\s+(?:then|also)\s+")
-        .expect("valid regex")
+    Regex::new(
+        r"(?i)[.?!;]+(?:\s+|$)|\n+|,?\s+(?:and then|and also|and|then|also|plus|as well as)\s+|,\s+(?:then|also)\s+",
+    )
+    .expect("valid regex")
 });
 
 fn is_stop(w: &str) -> bool {

@@ -182,7 +182,9 @@ pub fn decide(request: &str, routing: Option<&Routing<'_>>, history_count: usize
     let deterministic = creative.is_none() && (r.deterministic || templated);
     match &creative {
         Some(word) => write!(why, "not deterministic: '{word}' calls for judgment"),
-        None if r.deterministic => write!(why, "deterministic: {} is built in (same request and data, same answer)", r.agent),
+        None if r.deterministic => {
+            write!(why, "deterministic: {} is built in (same request and data, same answer)", r.agent)
+        }
         None if templated => write!(why, "deterministic: '{}' follows a template", spec.goal.action),
         None => write!(why, "not deterministic: {} is a model and the request follows no template", r.agent),
     }
@@ -273,7 +275,11 @@ mod tests {
         let d = decide("how much did I spend on coffee?", Some(&routed("crystal-analytics", 0.7, true, false)), 0);
         assert!(d.deterministic && d.verifiable && d.repeatable && d.self_contained, "{}", d.reasoning);
         assert!(d.delegate && d.score == 1.0, "{}", d.reasoning);
-        assert!(d.reasoning.contains("0.70 sure it is crystal-analytics's kind of request, like 'an example'"), "{}", d.reasoning);
+        assert!(
+            d.reasoning.contains("0.70 sure it is crystal-analytics's kind of request, like 'an example'"),
+            "{}",
+            d.reasoning
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod a2a;
 mod a2a_grpc;
 mod a2a_push;
+mod answers;
 mod approvals_cli;
 mod approvals_http;
 mod approvals_ui;
