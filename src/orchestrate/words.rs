@@ -107,8 +107,8 @@ pub(super) fn introduction(team: &[AgentSpec], lead: &str) -> String {
 fn label(spec: &AgentSpec) -> String {
     let d = spec.description.trim();
     let cut = d.find([':', ',', '.']).unwrap_or(d.len());
-    // at most eight words
-    let short = d[..cut].split_whitespace().take(8).collect::<Vec<_>>().join(" ");
+    // at most ten words
+    let short = d[..cut].split_whitespace().take(10).collect::<Vec<_>>().join(" ");
     let mut chars = short.chars();
     match chars.next() {
         Some(first) => first.to_lowercase().chain(chars).collect(),

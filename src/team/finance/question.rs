@@ -293,6 +293,8 @@ fn compare(x: &Side, y: &Side, ts: &[Transaction], currency: &str, period: &str)
     };
     let count = |k: usize| format!("{k} purchase{}", if k == 1 { "" } else { "s" });
     let lead = format!("{la}: {} ({}); {lb}: {} ({}){period}. {verdict}", fmt(ta), count(na), fmt(tb), count(nb));
+    let mut chars = lead.chars();
+    let lead: String = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
     let data = json!({"kind": "comparison", "sides": [
         {"side": la, "total": money::to_value(ta), "count": na},
         {"side": lb, "total": money::to_value(tb), "count": nb}]});
