@@ -28,6 +28,8 @@ pub const THRESHOLD: f64 = 0.3;
 pub const STRONG: f64 = 0.7;
 
 type Vector = Vec<(u32, f32)>;
+/// Routers learned in this process, by the hash of the texts they learned from.
+type Learned = Vec<(u64, Arc<Router>)>;
 
 struct Doc {
     agent: usize,
@@ -176,7 +178,7 @@ impl Router {
     pub fn shared<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Arc<Self> {
         /// Routers kept, most recently learned last.
         const KEPT: usize = 8;
-        static LEARNED: LazyLock<Mutex<Vec<(u64, Arc<Router>)>>> = LazyLock::new(Mutex::default);
+        static LEARNED: LazyLock<Mutex<Learned>> = LazyLock::new(Mutex::default);
         let specialists: Vec<&AgentSpec> = specialists.into_iter().collect();
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for (spec, is_me) in specialists.iter().map(|s| (*s, false)).chain(me.map(|s| (s, true))) {
