@@ -55,7 +55,8 @@ pub struct Match {
     pub agent: String,
     /// Its score: how sure the router is that the text is this agent's, 0 to 1.
     pub score: f64,
-    /// The configured example (or description) of the agent closest to the text.
+    /// The configured example (or description) of the agent closest to the
+    /// text; for the best match only (empty for the others).
     pub example: String,
     /// The part of the request that was scored.
     pub clause: String,
@@ -209,24 +210,26 @@ impl Router {
         // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
         let q = self.vector(&features(&without_names(text)));
         let Some(p) = self.model.probabilities(&q) else { return Vec::new() };
-        let mut closest: Vec<(f32, Option<&Doc>)> = vec![(0.0, None); self.agents.len()];
-        for d in &self.docs {
-            let s = dot(&q, &d.vector);
-            if closest[d.agent].1.is_none() || s > closest[d.agent].0 {
-                closest[d.agent] = (s, Some(d));
-            }
-        }
-        let mut out: Vec<Match> = closest
-            .into_iter()
-            .enumerate()
-            .map(|(a, (_, doc))| Match {
-                agent: self.agents[a].clone(),
-                score: f64::from((p[a] * 1000.0).round() / 1000.0),
-                example: doc.map(|d| d.text.trim().to_string()).unwrap_or_default(),
+        let mut out: Vec<Match> = self
+            .agents
+            .iter()
+            .zip(&p)
+            .map(|(agent, p)| Match {
+                agent: agent.clone(),
+                score: f64::from((p * 1000.0).round() / 1000.0),
+                example: String::new(),
                 clause: text.trim().to_string(),
             })
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score));
+        // why the best: its example closest to the text (the others' are not shown)
+        if let Some(best) = out.first_mut()
+            && let Some(a) = self.agents.iter().position(|a| *a == best.agent)
+        {
+            let docs = self.docs.iter().filter(|d| d.agent == a);
+            let closest = docs.max_by(|x, y| dot(&q, &x.vector).total_cmp(&dot(&q, &y.vector)));
+            best.example = closest.map(|d| d.text.trim().to_string()).unwrap_or_default();
+        }
         out
     }
 
