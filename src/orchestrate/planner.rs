@@ -383,7 +383,8 @@ fn clauses_of_sentences(msg: &str) -> usize {
 /// minutes instead`, `what about just groceries?`, `and in September?`):
 /// a follow-up, however sure its words alone seem.
 fn refers_back(message: &str) -> bool {
-    const POINTERS: [&str; 8] = ["it", "that", "this", "them", "these", "those", "one", "instead"];
+    // not "this" or "that": "this year", "that Starbucks was…" stand on their own
+    const POINTERS: [&str; 4] = ["it", "them", "one", "instead"];
     const OPENERS: [&str; 5] = ["and", "also", "what about", "how about", "ok and"];
     let words = crate::route::text::words(message);
     let opens = OPENERS.iter().any(|o| {

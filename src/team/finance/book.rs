@@ -157,7 +157,9 @@ pub async fn transactions_for(ctx: &AgentContext, task: &Task) -> Result<(Extrac
     let Some(view) = recorded(ctx).await? else { return Ok((found, None)) };
     let all: Vec<Transaction> = view.entries.iter().map(to_transaction).collect();
     let within = |p: &Period| all.iter().filter(|t| t.date.is_some_and(|d| p.contains(d))).cloned().collect::<Vec<_>>();
-    let Some(mut p) = period::find(&task.request_text(), today(ctx)) else {
+    // the latest line that names a time: a follow-up ("and in September?") after the question it follows
+    let request = task.request_text();
+    let Some(mut p) = request.lines().rev().find_map(|l| period::find(l, today(ctx))) else {
         return Ok((Extracted { source: Some(Source::Ledger), transactions: all, ..Extracted::default() }, None));
     };
     let mut ts = within(&p);
