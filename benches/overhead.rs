@@ -1,7 +1,8 @@
 //! In-process overhead of the delegation pipeline, side by side in one run:
 //! a zero-work agent called directly, then the same agent through the full
 //! pipeline (every rail, audit and tree records in the in-memory store), a
-//! 2-step chain and a 3-way fan-out. Prints p50, p99 and operations per second.
+//! 2-step chain and a 3-way fan-out, and Prime's router planning one
+//! message. Prints p50, p99 and operations per second.
 //!
 //! `cargo bench --bench overhead` (set BENCH_N to change the sample count).
 //!
@@ -214,7 +215,16 @@ fn main() {
         row("one delegation, full pipeline", &single);
         row("2-step chain (3 delegations)", &chain);
         row("3-way fan-out (4 delegations)", &fan);
-        for (name, s) in [("direct", &direct), ("single", &single), ("chain", &chain), ("fanout", &fan)] {
+        let (learn, route) = routing(n);
+        row("Prime's router: one message planned", &route);
+        println!("(the router learned the built-in team's examples once, in {learn:.1?})");
+        println!(
+            "BENCH_JSON {}",
+            serde_json::json!({"section": "inprocess", "name": "route_learn", "n": 1, "ms": learn.as_secs_f64() * 1e3})
+        );
+        for (name, s) in
+            [("direct", &direct), ("single", &single), ("chain", &chain), ("fanout", &fan), ("route", &route)]
+        {
             println!(
                 "BENCH_JSON {}",
                 serde_json::json!({
@@ -224,6 +234,28 @@ fn main() {
             );
         }
     });
+}
+
+/// Prime's rule planner on the evaluation's requests (tests/fixtures/routing):
+/// what learning the built-in team's examples costs once, and what planning
+/// one message costs (clauses, features, the model, the decision).
+fn routing(n: usize) -> (Duration, Stats) {
+    let config = Config::builtin();
+    let learned = Instant::now();
+    let planner = switchboard::orchestrate::RulePlanner::new(&config, "prime-boss").expect("planner");
+    black_box(planner.router());
+    let learn = learned.elapsed();
+    let messages: Vec<String> = include_str!("../tests/fixtures/routing/tune.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["text"].as_str().map(str::to_string))
+        .collect();
+    let mut i = 0;
+    let stats = measure_sync(n, || {
+        i = (i + 1) % messages.len();
+        black_box(planner.plan(&messages[i], &[]));
+    });
+    (learn, stats)
 }
 
 /// Resident and peak memory of this process, in KiB, from /proc.

@@ -269,7 +269,8 @@ def in_process(p, inproc, hop):
     p("In process (one thread of work per call, zero-work agents)")
     p(f"  {'case':<44} {'p50':>10} {'p99':>10} {'per second':>12}")
     for key, label in [("direct", "agent called directly (no rails)"), ("single", "one delegation, full pipeline"),
-                       ("chain", "2-step chain (3 delegations)"), ("fanout", "3-way fan-out (4 delegations)")]:
+                       ("chain", "2-step chain (3 delegations)"), ("fanout", "3-way fan-out (4 delegations)"),
+                       ("route", "Prime's router: one message planned")]:
         r = inproc.get(key)
         if r:
             p(f"  {label:<44} {us(r['p50_us']):>10} {us(r['p99_us']):>10} {r['per_sec']:>12.0f}")

@@ -22,10 +22,11 @@
 //! `<EMAIL_1>` included: the server never gets a value the model was not shown).
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use regex::Regex;
 use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
@@ -45,14 +46,16 @@ stand for values you are not shown, and you may use them as they are.";
 
 /// Prime's prompt, for the LLM planner.
 pub const PRIME_PROMPT: &str = "You are Prime, the user's lead assistant and the orchestrator of a team \
-of specialist employees. You can answer directly, or use the \"delegate\" tool to call specialists.\n\
+of specialist employees. You can answer directly, or use the \"delegate\" tool to call specialists; \
+its description lists each specialist with examples of the requests it handles.\n\
 Use delegation when the request needs a specialist's expertise, the task is well-defined and scoped, \
 or you need data or analysis before answering.\n\
 Don't delegate when you can answer from general knowledge, when the message is clarifying or \
 conversational, or when it is time-sensitive.\n\
 When delegating: be specific about the task, pass relevant context, call several specialists at once \
 (several tool calls in one turn) when their work is independent, or one after another when a step \
-needs an earlier result. Then merge the results into one cohesive answer that says who did what.";
+needs an earlier result. Then merge the results into one cohesive answer that says who did what.\n\
+Your final reply is read by the user: write it in plain words, and never write a tool call as text.";
 
 const DEFAULT_MAX_COMPLETION: u32 = 512;
 const DEFAULT_TOOL_ROUNDS: u32 = 6;
@@ -119,6 +122,20 @@ fn refused_as(name: &str) -> String {
         Some((server, tool)) if !server.is_empty() && !tool.is_empty() => format!("mcp:{server}/{tool}"),
         _ => format!("tool:{name}"),
     }
+}
+
+/// Examples of an agent's requests shown to a model that may delegate to it.
+const ROSTER_EXAMPLES: usize = 3;
+
+/// What a delegating model is told about an agent: its description and a
+/// few of its configured examples (the same ones Prime's rule planner learns from).
+fn roster_line(a: &AgentSpec) -> String {
+    let mut line = if a.description.is_empty() { a.name.clone() } else { a.description.clone() };
+    let examples: Vec<String> = a.examples.iter().take(ROSTER_EXAMPLES).map(|e| format!("\"{e}\"")).collect();
+    if !examples.is_empty() {
+        let _ = write!(line, " For example: {}.", examples.join("; "));
+    }
+    line
 }
 
 fn tokenizer_for(model: &str) -> &'static CoreBPE {
@@ -199,7 +216,7 @@ impl LlmAgent {
             .agents
             .iter()
             .filter(|a| a.slug != spec.slug && spec.may_delegate_to(&a.slug))
-            .map(|a| (a.slug.clone(), if a.description.is_empty() { a.name.clone() } else { a.description.clone() }))
+            .map(|a| (a.slug.clone(), roster_line(a)))
             .collect();
         #[cfg(not(feature = "mcp"))]
         if !spec.mcp.is_empty() {
@@ -576,6 +593,74 @@ fn tool_result(r: &DelegationResponse) -> Value {
     v
 }
 
+/// A tool call written out as text (`functions.delegate: {…}`,
+/// `{"name": "delegate", …}`, `<tool_call>`), which small models produce
+/// instead of calling the tool.
+static TOOL_CALL_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\bfunctions?\.\w+\s*[:(]|["']?(?:name|function)["']?\s*:\s*["'](?:delegate|ask_agent)\b|</?tool_call>|</?function\b|\b(?:delegate|ask_agent)\s*\(\s*[{"']|["']employee["']\s*:"#)
+        .expect("valid regex")
+});
+/// Markup escaped for HTML (`&#34;`, `&quot;`): text meant for a page, not an answer.
+static ESCAPED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)&(?:#\d{2,5}|#x[0-9a-f]{2,4}|quot|lt|gt|amp|apos);").expect("valid regex"));
+
+fn trigrams(text: &str) -> std::collections::HashSet<String> {
+    let words: Vec<String> =
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    words.windows(3).map(|w| w.join(" ")).collect()
+}
+
+/// Why a model's final reply is not an answer, if it is not: empty, a tool
+/// call written out as text, escaped markup, or the `prompt` (the system
+/// and user messages it was sent) echoed back.
+pub fn unusable(reply: &str, prompt: &[&str]) -> Option<String> {
+    let reply = reply.trim();
+    if reply.is_empty() {
+        return Some("the reply is empty".into());
+    }
+    if let Some(m) = TOOL_CALL_TEXT.find(reply) {
+        return Some(format!("the reply is a tool call written out as text ('{}')", m.as_str()));
+    }
+    if let Some(m) = ESCAPED.find(reply) {
+        return Some(format!("the reply is escaped markup ('{}')", m.as_str()));
+    }
+    let said = trigrams(reply);
+    if said.len() >= 6 {
+        let asked: std::collections::HashSet<String> = prompt.iter().flat_map(|p| trigrams(p)).collect();
+        let echoed = said.iter().filter(|t| asked.contains(*t)).count();
+        if echoed * 10 >= said.len() * 8 {
+            return Some(format!("the reply echoes the prompt ({echoed} of its {} word triples)", said.len()));
+        }
+    }
+    None
+}
+
+/// What the specialists returned in this conversation (the `tool`
+/// messages), as an answer: the model's own reply was no answer.
+fn from_results(messages: &[Value], why: &str) -> Option<AgentOutput> {
+    let results: Vec<Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| serde_json::from_str(m["content"].as_str()?).ok())
+        .filter(|r: &Value| matches!(r["status"].as_str(), Some("success" | "partial")))
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    let mut text = String::from("Here is what the team found:");
+    for r in &results {
+        let _ = write!(
+            text,
+            "\n• {}: {}",
+            r["employee"].as_str().unwrap_or("?"),
+            r["summary"].as_str().unwrap_or_default()
+        );
+    }
+    let mut out = AgentOutput::new(format!("answered from the specialists' results ({why})"), text);
+    out.artifacts = results.into_iter().map(|r| Artifact::json("specialist", r)).collect();
+    Some(out)
+}
+
 /// The structured part of a final answer: a JSON object (json mode), or the
 /// last fenced ```json block of a text answer.
 fn parse_answer(content: &str, json_mode: bool) -> Result<AgentOutput, DelegationError> {
@@ -665,6 +750,7 @@ impl LlmAgent {
         self.mcp_tools(ctx, &mut offered).await?;
         let tools = offered.tools.clone();
         let delegator = ctx.delegator().ok();
+        let mut corrected = false;
         for round in 0..=self.tool_rounds {
             let prompt = self.prompt_tokens(&messages, &tools);
             // what is left for this agent's own calls (children's use is already in the ledger)
@@ -712,9 +798,36 @@ impl LlmAgent {
             let calls = message["tool_calls"].as_array().filter(|c| !c.is_empty());
             let Some(calls) = calls else {
                 let content = message["content"].as_str().unwrap_or_default();
-                let mut out = parse_answer(content, self.json_mode)?;
-                out.token_usage = Some(*usage);
-                return Ok(out);
+                let prompt: Vec<&str> = messages
+                    .iter()
+                    .filter(|m| m["role"] == "system" || m["role"] == "user")
+                    .filter_map(|m| m["content"].as_str())
+                    .collect();
+                let why = if self.json_mode { None } else { unusable(content, &prompt) };
+                let Some(why) = why else {
+                    let mut out = parse_answer(content, self.json_mode)?;
+                    out.token_usage = Some(*usage);
+                    return Ok(out);
+                };
+                // not an answer: asked once more, then answered from what the
+                // specialists returned, else a failure that says so
+                if !corrected && round < self.tool_rounds {
+                    corrected = true;
+                    messages.push(json!({"role": "assistant", "content": content}));
+                    messages.push(json!({"role": "user", "content": format!(
+                        "That reply is not an answer: {why}. Answer the request in plain words for the user; \
+                         do not write tool calls as text."
+                    )}));
+                    continue;
+                }
+                if let Some(mut out) = from_results(&messages, &why) {
+                    out.token_usage = Some(*usage);
+                    return Ok(out);
+                }
+                return Err(DelegationError::new(
+                    ErrorCode::AgentFailed,
+                    format!("the model gave no usable answer: {why}"),
+                ));
             };
             if delegator.is_none() && tools.is_empty() {
                 return Err(DelegationError::new(ErrorCode::AgentFailed, "the model called tools outside a runtime"));
@@ -792,6 +905,41 @@ mod tests {
             assert_eq!(err.code, ErrorCode::AgentFailed);
             assert!(err.message.contains(why), "{reply}: {}", err.message);
         }
+    }
+
+    #[test]
+    fn a_tool_call_in_text_escaped_markup_an_empty_reply_or_the_prompt_echoed_is_not_an_answer() {
+        let prompt = ["You are Prime, the user's lead assistant.", "Objective: How much did I spend on coffee?"];
+        for (reply, why) in [
+            ("functions.delegate: { &#34;employee&#34;: &#34;tag-ai&#34; }", "tool call"),
+            ("{\"name\": \"delegate\", \"arguments\": {\"employee\": \"crystal-analytics\"}}", "tool call"),
+            ("<tool_call>{\"employee\": \"tag-ai\"}</tool_call>", "tool call"),
+            ("Your total is &quot;$12&quot;", "escaped markup"),
+            ("   ", "empty"),
+            ("You are Prime, the user's lead assistant. Objective: How much did I spend on coffee?", "echoes"),
+        ] {
+            let got = unusable(reply, &prompt);
+            assert!(got.as_deref().is_some_and(|g| g.contains(why)), "{reply}: {got:?}");
+        }
+        for reply in ["You spent $12.40 on coffee in October, at Starbucks twice.", "Hello! How can I help?"] {
+            assert_eq!(unusable(reply, &prompt), None, "{reply}");
+        }
+    }
+
+    #[test]
+    fn a_delegating_model_sees_each_agents_description_and_examples() {
+        let mut spec = AgentSpec::new("crystal", "Crystal").unwrap().described("Spending analysis.");
+        spec = spec.with_examples([
+            "how much did I spend on coffee?",
+            "my top categories",
+            "where can I cut back",
+            "more",
+        ]);
+        assert_eq!(
+            roster_line(&spec),
+            "Spending analysis. For example: \"how much did I spend on coffee?\"; \"my top categories\"; \"where can I cut back\"."
+        );
+        assert_eq!(roster_line(&AgentSpec::new("bare", "Bare").unwrap()), "Bare");
     }
 
     #[test]

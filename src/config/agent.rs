@@ -19,6 +19,13 @@ pub struct AgentSpec {
     /// What the agent does; used for discovery, for Prime's roster and for the A2A card.
     #[serde(default)]
     pub description: String,
+    /// Requests as people write them that this agent should get ("how much
+    /// did I spend on coffee?"): Prime's router learns from them at start-up
+    /// (docs/ROUTING.md), and the LLM planner's prompt shows a few. For the
+    /// agent users talk to, what it answers itself (small talk, requests no
+    /// specialist serves).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
     /// Where its work is done; built-in by default.
     #[serde(default)]
     pub backend: Backend,
@@ -150,6 +157,7 @@ impl AgentSpec {
             slug: AgentSlug::parse(slug).map_err(|e| DelegationError::invalid(e.0))?,
             name: name.into(),
             description: String::new(),
+            examples: Vec::new(),
             backend: Backend::default(),
             system_prompt: String::new(),
             capabilities: Vec::new(),
@@ -175,6 +183,12 @@ impl AgentSpec {
     /// What this agent does, for discovery and for its A2A card.
     pub fn described(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
+        self
+    }
+
+    /// Requests this agent should get, for Prime's router (see [`AgentSpec::examples`]).
+    pub fn with_examples<I: IntoIterator<Item = S>, S: Into<String>>(mut self, examples: I) -> Self {
+        self.examples.extend(examples.into_iter().map(Into::into));
         self
     }
 

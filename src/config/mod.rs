@@ -469,6 +469,8 @@ mod tests {
             ("[server]\nwork_threads = -1\n", "work_threads"),
             ("[lineage]\ntoken_version = 3\n", "lineage.token_version"),
             ("[lineage]\ntoken_version = \"two\"\n", "token_version"),
+            ("[[agents]]\nslug = \"x\"\nname = \"X\"\nexamples = [\" \"]\n", "every example"),
+            ("[[agents]]\nslug = \"x\"\nname = \"X\"\nexamples = \"one\"\n", "examples"),
         ] {
             assert!(bad(toml).contains(field), "{toml}: {}", bad(toml));
         }

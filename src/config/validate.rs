@@ -1,10 +1,16 @@
 //! What serde cannot check in a configuration: unique slugs, references
-//! to known agents, sane limits, compilable route patterns, acyclic workflows.
+//! to known agents, sane limits, bounded examples, compilable route
+//! patterns, acyclic workflows.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Config, PlanKind};
 use crate::protocol::DelegationError;
+
+/// Examples one agent may have: the router learns from every one of them.
+const MAX_EXAMPLES: usize = 500;
+/// The longest example: a request, not a document.
+const MAX_EXAMPLE_BYTES: usize = 500;
 
 impl Config {
     /// Checks what serde cannot: unique slugs, references to known agents,
@@ -94,6 +100,20 @@ impl Config {
                 return bad(format!(
                     "agent '{}': [[agents.mcp]] gives tools to a model; its backend must be kind = \"llm\"",
                     a.slug
+                ));
+            }
+            if a.examples.len() > MAX_EXAMPLES {
+                return bad(format!(
+                    "agent '{}' has {} examples; at most {MAX_EXAMPLES} (the router learns from all of them at start-up)",
+                    a.slug,
+                    a.examples.len()
+                ));
+            }
+            if let Some(e) = a.examples.iter().find(|e| e.trim().is_empty() || e.len() > MAX_EXAMPLE_BYTES) {
+                return bad(format!(
+                    "agent '{}': every example must be a request of 1 to {MAX_EXAMPLE_BYTES} bytes, not {:?}",
+                    a.slug,
+                    e.chars().take(40).collect::<String>()
                 ));
             }
             let mut names = BTreeSet::new();

@@ -224,7 +224,8 @@ mod tests {
         r.redact_json_text(&mut clean, &mut Vault::new());
         assert_eq!(clean, before, "clean already: written as it was");
         // escapes: tabs between a card's groups are a tab only once parsed
-        let mut escaped = serde_json::json!({ "id": id, "input": "card 4111\t1111\t1111\t1111 \"quoted\"" }).to_string();
+        let mut escaped =
+            serde_json::json!({ "id": id, "input": "card 4111\t1111\t1111\t1111 \"quoted\"" }).to_string();
         r.redact_json_text(&mut escaped, &mut Vault::new());
         let v: Value = serde_json::from_str(&escaped).unwrap();
         assert_eq!((v["id"].as_str(), v["input"].as_str()), (Some(id), Some("card <CARD_1> \"quoted\"")), "{escaped}");

@@ -435,3 +435,51 @@ async fn the_openai_front_door_answers_the_official_client() {
     assert_eq!(v["finish"], "stop");
     assert_eq!(v["missing_status"], 404);
 }
+
+/// With a model, an answer is an answer (issue 44): a final reply that is a
+/// tool call written out as text, escaped markup, empty, or the prompt
+/// echoed back is sent back once with what is wrong; a second such reply is
+/// answered from what the specialists returned, or fails saying the model
+/// gave no usable answer, never `success` with the junk as the answer.
+#[tokio::test]
+async fn a_tool_call_written_as_text_is_not_an_answer() {
+    const JUNK: &str = "functions.delegate: { &#34;employee&#34;: &#34;tag-ai&#34;, &#34;task&#34;: &#34;x&#34; }";
+    let fake = FakeLlm::start(vec![
+        // corrected once: the second reply answers
+        text(JUNK),
+        text("Starbucks is coffee: Dining - Coffee."),
+        // a delegation, then junk twice: Prime answers from Tag's result
+        tool_calls(&[("delegate", json!({"employee": "tag-ai", "task": "Categorize: 2025-10-01 Starbucks 4.50"}))]),
+        text(JUNK),
+        text("<tool_call>{\"employee\": \"tag-ai\"}</tool_call>"),
+        // junk twice and nothing delegated: no usable answer
+        text(JUNK),
+        text(""),
+    ])
+    .await;
+    // one attempt per turn, so that the script is read in order
+    let rt = runtime(&fake.url, &LLM_PRIME.replace("max_tokens = 16000 }", "max_tokens = 16000, max_attempts = 1 }"));
+    let fixed = rt.ask(&user("alice"), "What is Starbucks?", AskOptions::default()).await.unwrap();
+    assert_eq!(fixed.status, Status::Success);
+    assert_eq!(fixed.answer, "Starbucks is coffee: Dining - Coffee.");
+    let correction = fake.requests()[1]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert!(
+        correction.as_str().unwrap().contains("not an answer: the reply is a tool call written out as text"),
+        "{correction}"
+    );
+
+    let from_team = rt.ask(&user("alice"), "Categorize my Starbucks", AskOptions::default()).await.unwrap();
+    assert_eq!(from_team.status, Status::Success, "{}", from_team.answer);
+    assert!(
+        from_team.answer.starts_with("Here is what the team found:\n• tag-ai: Categorized 1 transaction"),
+        "{}",
+        from_team.answer
+    );
+    assert!(!from_team.answer.contains("&#34;") && !from_team.answer.contains("functions."), "{}", from_team.answer);
+
+    let none = rt.ask(&user("bob"), "Tell me something", AskOptions::default()).await.unwrap();
+    assert_eq!(none.status, Status::Failed, "{}", none.answer);
+    assert_eq!(none.response.error_code(), Some(ErrorCode::AgentFailed));
+    assert!(none.answer.contains("the model gave no usable answer"), "{}", none.answer);
+    assert_eq!(fake.left(), 0);
+}

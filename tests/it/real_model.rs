@@ -2,7 +2,9 @@
 //! OpenAI-compatibly on 127.0.0.1 (`scripts/real-model.sh` serves
 //! SmolLM2-135M-Instruct with llama-cpp-python and runs these). A model this
 //! small plans badly: what is asserted is the rails and the shapes — a turn
-//! ends in a well-formed answer, its tree and audit are on file, what the
+//! ends in a well-formed answer (a success is an answer, never a tool call
+//! written out as text, escaped markup, an empty reply or the prompt echoed
+//! back), its tree and audit are on file, what the
 //! model asked for was admitted only when allowed, malformed output becomes a
 //! retry or a clean `AGENT_FAILED`, and the budget holds, counted from the
 //! server's own `usage` numbers — never the model's wisdom.
@@ -362,6 +364,12 @@ async fn a_turn_through_the_llm_planner_ends_in_a_well_formed_answer_on_file() {
             Ok(r) => {
                 assert!(well_formed(r.status), "{r:?}");
                 assert!(!r.answer.is_empty(), "an answer, or the error's message, is always there");
+                // an answer is an answer: a success is never a tool call written as text,
+                // escaped markup, an empty reply or the prompt echoed back
+                if r.status == Status::Success {
+                    let junk = switchboard::agent::llm::unusable(&r.answer, &[message]);
+                    assert!(junk.is_none(), "'{message}' succeeded with no answer ({junk:?}): {}", r.answer);
+                }
                 if r.status == Status::Failed {
                     let code = r.response.error_code().expect("a failed turn says why").to_string();
                     assert!(clean(&code), "{code}");

@@ -155,12 +155,53 @@ pub async fn transactions_for(ctx: &AgentContext, task: &Task) -> Result<(Extrac
         return Ok((found, None));
     }
     let Some(view) = recorded(ctx).await? else { return Ok((found, None)) };
-    let mut ts: Vec<Transaction> = view.entries.iter().map(to_transaction).collect();
-    let period = period::find(&task.request_text(), today(ctx));
-    if let Some(p) = &period {
-        ts.retain(|t| t.date.is_some_and(|d| p.contains(d)));
+    let all: Vec<Transaction> = view.entries.iter().map(to_transaction).collect();
+    let within = |p: &Period| all.iter().filter(|t| t.date.is_some_and(|d| p.contains(d))).cloned().collect::<Vec<_>>();
+    // the latest line that names a time: a follow-up ("and in September?") after the question it follows
+    let request = task.request_text();
+    let Some(mut p) = request.lines().rev().find_map(|l| period::find(l, today(ctx))) else {
+        return Ok((Extracted { source: Some(Source::Ledger), transactions: all, ..Extracted::default() }, None));
+    };
+    let mut ts = within(&p);
+    // "in October" with nothing this October: the latest October the ledger has
+    if ts.is_empty()
+        && p.flexible
+        && let Some(earlier) = (1..=5).filter_map(|y| p.years_back(y)).find(|q| !within(q).is_empty())
+    {
+        ts = within(&earlier);
+        p = earlier;
     }
-    Ok((Extracted { source: Some(Source::Ledger), transactions: ts, ..Extracted::default() }, period))
+    if ts.is_empty()
+        && let Some(near) = nearest_month(&all, &p)
+    {
+        return Err(nothing_for(&p, &near));
+    }
+    Ok((Extracted { source: Some(Source::Ledger), transactions: ts, ..Extracted::default() }, Some(p)))
+}
+
+/// The month with transactions closest to `p`: its label, count and spending.
+fn nearest_month(all: &[Transaction], p: &Period) -> Option<(String, usize, money::Cents, String)> {
+    use chrono::Datelike;
+    let distance = |d: NaiveDate| if d < p.from { (p.from - d).num_days() } else { (d - p.to).num_days() };
+    let day = all.iter().filter_map(|t| t.date).min_by_key(|d| distance(*d))?;
+    let same = |t: &&Transaction| t.date.is_some_and(|d| d.year() == day.year() && d.month() == day.month());
+    let month: Vec<&Transaction> = all.iter().filter(same).collect();
+    let spent = month.iter().filter(|t| t.amount > 0).map(|t| t.amount).sum();
+    let currency = month.first().map_or_else(|| "USD".to_string(), |t| t.currency.clone());
+    Some((day.format("%B %Y").to_string(), month.len(), spent, currency))
+}
+
+/// The question of an agent asked about a period the ledger has nothing
+/// for: what the nearest month with data is, offered instead.
+fn nothing_for(p: &Period, (label, count, spent, currency): &(String, usize, money::Cents, String)) -> DelegationError {
+    needs_input(format!(
+        "Your ledger has no transactions for {}. The nearest month with data is {label} ({count} transaction{}, {} \
+         spent): ask about {label}, or upload {}'s statement (--file statement.csv).",
+        p.label,
+        if *count == 1 { "" } else { "s" },
+        money::format(*spent, currency),
+        p.label
+    ))
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! Crystal: spending by category and month, trends, and suggestions that come
 //! from the numbers.
 //!
-//! Seeds: everything that left the account is spending, then spending without
-//! transfers (`transfers.rs`: moves to savings, card payments and moves
-//! between own accounts are left out and listed apart).
+//! The answer leads with what was asked (`question.rs`: the top N, the
+//! biggest, a comparison, where to cut back, a category's or a merchant's
+//! total), then the analysis.
+//!
+//! Seeds: spending without transfers (`transfers.rs`: moves to savings,
+//! card payments and moves between own accounts are not spending, and are
+//! listed apart as what they are), then everything that left the account.
 
 use std::sync::LazyLock;
 
@@ -17,13 +21,13 @@ use super::money::{self, Cents};
 use super::reply::needs_input;
 use super::tag_ai::{self, UNCATEGORIZED};
 use super::transactions::{self, Transaction};
-use super::{seeding, transfers};
+use super::{question, seeding, transfers};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
 pub const TOOL: &str = "analyze_spending";
-/// Everything out is spending, then spending without transfers.
-pub const SEEDS: [u64; 2] = [730_219, 258_661];
+/// Spending without transfers, then everything out.
+pub const SEEDS: [u64; 2] = [258_661, 730_219];
 
 /// Categories people can cut back on without changing where they live.
 const DISCRETIONARY: &[&str] = &["Dining - Coffee", "Dining - Restaurants", "Entertainment", "Shopping", "Travel"];
@@ -384,7 +388,7 @@ impl Agent for CrystalAnalytics {
         if found.transactions.is_empty() {
             return Err(book::nothing_in(period.as_ref()));
         }
-        let (spending, moved) = transfers::split_if(seeding::second(&SEEDS, task.seed), &found.transactions);
+        let (spending, moved) = transfers::split_if(!seeding::second(&SEEDS, task.seed), &found.transactions);
         let a = analyze(&spending);
         let fmt = |c: Cents| money::format(c, &a.currency);
         let months = a.by_month.len();
@@ -411,7 +415,18 @@ impl Agent for CrystalAnalytics {
             top.join(", ")
         );
         let mut value = a.to_json();
-        if let Some(q) = asked(&task.request_text()) {
+        let request = task.request_text();
+        let question = question::read(&request);
+        let mut lead = None;
+        if let Some(q) = &question {
+            let within = period.as_ref().map(|p| format!(" in {}", p.label)).unwrap_or_default();
+            let (said, data) = question::answer(q, &spending, &a, &within);
+            summary = format!("{}. {summary}", said.trim_end_matches('.'));
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("answer".into(), data);
+            }
+            lead = Some(said);
+        } else if let Some(q) = asked(&request) {
             if let Asked::Unknown(words) = &q {
                 let cats: Vec<&str> = tag_ai::categories().filter(|c| *c != UNCATEGORIZED).collect();
                 return Err(needs_input(format!(
@@ -426,7 +441,8 @@ impl Agent for CrystalAnalytics {
                 obj.insert("question".into(), answer);
             }
         }
-        let mut result = String::from("By category:");
+        let mut result = lead.map(|l| format!("{}.\n", l.trim_end_matches('.'))).unwrap_or_default();
+        result.push_str("By category:");
         for c in &a.by_category {
             result.push_str(&format!(
                 "\n- {}: {} ({}%, {} transaction{})",
@@ -456,7 +472,7 @@ impl Agent for CrystalAnalytics {
         if a.other_currency > 0 {
             result.push_str(&format!("\n{} transactions in other currencies were left out.", a.other_currency));
         }
-        if let Some(moved) = &moved {
+        if let Some(moved) = moved.as_ref().filter(|m| !m.is_empty()) {
             let (clause, lines, excluded) = transfers::described(moved, &a.currency);
             summary.push_str(&clause);
             result.push_str(&lines);

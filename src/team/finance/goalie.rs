@@ -279,9 +279,15 @@ impl GoalieGoals {
         if let Ok((goals, _)) = &stated
             && !goals.is_empty()
         {
-            let stated: Vec<Goal> = goals.iter().map(|p| p.goal.clone()).collect();
-            kept::save(ctx, &stated, currency).await?;
-            return answer_for(goals.clone(), currency);
+            // "how long will it take to save 6000 at 300 a month?" is a projection, not a goal to keep
+            let (asked, named): (Vec<Progress>, Vec<Progress>) = goals.iter().cloned().partition(is_what_if);
+            let named_goals: Vec<Goal> = named.iter().map(|p| p.goal.clone()).collect();
+            kept::save(ctx, &named_goals, currency).await?;
+            let asked = asked.into_iter().map(|mut p| {
+                p.goal.name = format!("Saving {}", money::format(p.goal.target, currency));
+                p
+            });
+            return answer_for(named.into_iter().chain(asked).collect(), currency);
         }
         // nothing stated now: the goals stated before, with what went to them since
         if let Some((goals, currency, notes)) = kept::load(ctx, &text).await? {
@@ -295,6 +301,15 @@ impl GoalieGoals {
         stated.map_err(needs_input)?;
         answer_for(Vec::new(), currency)
     }
+}
+
+/// A goal read from a question rather than named (`How long will take`):
+/// a what-if to answer, not a goal to keep.
+fn is_what_if(p: &Progress) -> bool {
+    const ASKING: [&str; 12] =
+        ["how", "when", "what", "if", "can", "could", "will", "would", "should", "is", "am", "do"];
+    let first = p.goal.name.split_whitespace().next().unwrap_or_default().to_lowercase();
+    ASKING.contains(&first.as_str())
 }
 
 /// Goalie's answer to a text, `today` being the month it is.
@@ -432,6 +447,17 @@ mod tests {
         assert_eq!(
             (goals[2]["months_to_go"].clone(), goals[2]["projected_completion"].clone()),
             (json!(24), json!("2027-10"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_what_if_question_is_answered_and_not_kept_as_a_goal() {
+        let out = run("How long will it take to save 6000 if I put away 300 a month?").await.expect("answered");
+        assert!(
+            out.summary
+                .starts_with("Saving $6,000.00: $0.00 of $6,000.00 (0%); at $300.00/month it takes 20 more months"),
+            "{}",
+            out.summary
         );
     }
 

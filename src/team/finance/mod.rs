@@ -33,6 +33,7 @@ pub mod ofx;
 pub mod period;
 #[cfg(test)]
 mod phrasing;
+pub mod question;
 pub mod receipt;
 mod reply;
 #[cfg(test)]

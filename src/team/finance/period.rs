@@ -15,11 +15,22 @@ pub struct Period {
     pub from: NaiveDate,
     pub to: NaiveDate,
     pub label: String,
+    /// A month named without its year (`in October`): an earlier year's
+    /// may be meant when the latest one has nothing.
+    pub flexible: bool,
 }
 
 impl Period {
     pub fn contains(&self, day: NaiveDate) -> bool {
         self.from <= day && day <= self.to
+    }
+
+    /// The same month `years` years earlier (for a [`Period::flexible`] one).
+    pub fn years_back(&self, years: i32) -> Option<Period> {
+        use chrono::Datelike;
+        let m = (self.from.year() - years, self.from.month());
+        let (from, to) = month_span(m)?;
+        Some(Period { from, to, label: format!("{} {}", month_name(m.1), m.0), flexible: false })
     }
 }
 
@@ -51,7 +62,9 @@ fn month_name(m: u32) -> &'static str {
 /// The period `text` names, counted from `today`; None when it names none.
 /// A month named without a year is its latest occurrence up to today.
 pub fn find(text: &str, today: NaiveDate) -> Option<Period> {
-    let make = |(from, to): (NaiveDate, NaiveDate), label: String| Some(Period { from, to: to.min(today), label });
+    let make = |(from, to): (NaiveDate, NaiveDate), label: String| {
+        Some(Period { from, to: to.min(today), label, flexible: false })
+    };
     if let Some(c) = RELATIVE.captures(text) {
         let word = c.get(0).map_or("", |m| m.as_str()).to_lowercase();
         if let Some(n) = c.get(3).and_then(|n| n.as_str().parse::<i64>().ok()) {
@@ -89,12 +102,15 @@ pub fn find(text: &str, today: NaiveDate) -> Option<Period> {
     }
     if let Some(c) = NAMED_MONTH.captures(text) {
         let m = dates::month_number(&c[1])?;
-        let y = match c.get(2).and_then(|y| y.as_str().parse().ok()) {
+        let given = c.get(2).and_then(|y| y.as_str().parse().ok());
+        let y = match given {
             Some(y) => y,
             None if m <= today.month() => today.year(),
             None => today.year() - 1,
         };
-        return make(month_span((y, m))?, format!("{} {y}", month_name(m)));
+        let mut p = make(month_span((y, m))?, format!("{} {y}", month_name(m)))?;
+        p.flexible = given.is_none();
+        return Some(p);
     }
     let y: i32 = YEAR.captures(text)?[1].parse().ok()?;
     make(year_span(y)?, y.to_string())

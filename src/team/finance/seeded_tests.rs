@@ -147,8 +147,8 @@ async fn tag_lets_the_merchant_or_what_was_bought_decide() {
 }
 
 #[tokio::test]
-async fn crystal_counts_transfers_as_spending_or_leaves_them_out() {
-    let [all, spending] = both("crystal-analytics").await;
+async fn crystal_leaves_transfers_out_of_spending_or_counts_everything_that_left() {
+    let [spending, all] = both("crystal-analytics").await;
     assert!(all.summary.starts_with("Analyzed 5 transactions in 1 month: $2,370.00 spent"), "{}", all.summary);
     assert!(
         spending.summary.starts_with("Analyzed 3 transactions in 1 month: $1,570.00 spent"),

@@ -87,6 +87,8 @@ const RULES: &[Rule] = &[
             "dinner",
             "lunch",
             "takeout",
+            "eating out",
+            "dining out",
             "sirloin",
             "entree",
         ],

@@ -1,0 +1,101 @@
+//! The rule planner's routing, as Prime uses it.
+
+use super::*;
+use crate::config::Config;
+
+fn planner() -> RulePlanner {
+    RulePlanner::new(&Config::builtin(), "prime-boss").unwrap()
+}
+
+fn agents(plan: &Plan) -> Vec<String> {
+    match plan {
+        Plan::Single(s) => vec![s.agent.to_string()],
+        Plan::Chain(s) | Plan::Parallel(s) => s.iter().map(|s| s.agent.to_string()).collect(),
+        Plan::Workflow(w) => w.steps.iter().map(|s| s.agent.to_string()).collect(),
+        Plan::Direct { .. } => vec![],
+    }
+}
+
+#[test]
+fn receipt_and_categorize_is_a_byte_then_tag_chain() {
+    let p = planner().plan("Upload this receipt and categorize it", &[]);
+    assert!(matches!(p, Plan::Chain(_)));
+    assert_eq!(agents(&p), ["byte-doc", "tag-ai"]);
+}
+
+#[test]
+fn a_pasted_receipts_tax_line_is_not_a_question_about_taxes() {
+    let p = planner();
+    let pasted = "Here's my receipt: OFFICE DEPOT #1234 10/03/2026 Paper 12.99 Subtotal 72.98 Tax 8.05 TOTAL 81.03";
+    assert_eq!(agents(&p.plan(pasted, &[])), ["byte-doc"]);
+    assert_eq!(agents(&p.plan("Here are my receipts, which are tax deductible?", &[])), ["byte-doc", "ledger-tax"]);
+    assert_eq!(agents(&p.plan("What are my biggest categories this year?", &[])), ["crystal-analytics"]);
+    assert_eq!(agents(&p.plan("that Starbucks was a business lunch", &[])), ["tag-ai"]);
+    assert_eq!(agents(&p.plan("What did I spend at Office Depot?", &[])), ["crystal-analytics"]);
+    assert_eq!(agents(&p.plan("How much on dining last month?", &[])), ["crystal-analytics"]);
+    assert_eq!(agents(&p.plan("Which of these can I deduct?", &[])), ["ledger-tax"]);
+    assert_eq!(agents(&p.plan("Am I on track for my vacation goal?", &[])), ["goalie-goals"]);
+}
+
+#[test]
+fn receipts_and_deductions_is_a_byte_then_ledger_chain() {
+    let p = planner().plan("Analyze my receipts and suggest tax deductions", &[]);
+    assert!(matches!(p, Plan::Chain(_)));
+    assert_eq!(agents(&p), ["byte-doc", "ledger-tax"]);
+}
+
+#[test]
+fn spending_improvements_fan_out_to_three() {
+    let p = planner().plan("Analyze my spending and suggest improvements", &[]);
+    assert!(matches!(p, Plan::Parallel(_)));
+    assert_eq!(agents(&p), ["crystal-analytics", "tag-ai", "ledger-tax"]);
+}
+
+#[test]
+fn greetings_and_general_questions_are_answered_directly() {
+    for m in [
+        "Hi!",
+        "hello there",
+        "Thanks",
+        "What is an emergency fund?",
+        "Tell me a joke about penguins",
+        "Help me with my finances",
+    ] {
+        assert!(matches!(planner().plan(m, &[]), Plan::Direct { .. }), "{m}");
+    }
+    let Plan::Direct { answer } = planner().plan("What is APR?", &[]) else { panic!() };
+    assert!(answer.contains("annual percentage rate"));
+}
+
+#[test]
+fn a_task_note_goes_to_the_matching_tool_agent_as_a_note() {
+    let note = "Draft apology email to alex.chan@company.com about missed project deadline. Mention new ETA of Oct 22. Max 120 words.";
+    let Plan::Single(step) = planner().plan(note, &[]) else { panic!("not single") };
+    assert_eq!(step.agent.as_str(), "email");
+    assert_eq!(step.task_note.as_deref(), Some(note));
+    assert_eq!(step.objective, "Draft apology email to alex.chan@company.com about missed project deadline");
+}
+
+#[test]
+fn a_spending_review_runs_the_declared_workflow() {
+    let p = planner().plan("Give me a spending review", &[]);
+    assert!(matches!(p, Plan::Workflow(_)), "{p:?}");
+}
+
+#[test]
+fn a_reply_is_read_with_the_question_it_answers_unless_it_changes_the_subject() {
+    let p = planner();
+    let asked = "I have 9000 on my car loan at 6% with a 250 minimum and 2500 on a card";
+    let conversation = |m: &str| format!("{asked}\n{m}");
+    // a fragment that answers Blitz's question goes back to Blitz with it
+    let answer = "The card is 19.99% APR with a 50 minimum";
+    let plan = p.plan_reply(answer, &conversation(answer), &[]);
+    assert_eq!(agents(&plan), ["blitz-debt"]);
+    let Plan::Single(step) = &plan else { panic!("{plan:?}") };
+    assert!(step.message.as_deref().is_some_and(|m| m.contains("2500 on a card") && m.contains("19.99%")));
+    // a definition, small talk or another agent's request stands alone
+    assert!(matches!(p.plan_reply("What is APR?", &conversation("What is APR?"), &[]), Plan::Direct { .. }));
+    assert!(matches!(p.plan_reply("thanks", &conversation("thanks"), &[]), Plan::Direct { .. }));
+    let other = "Analyze my spending";
+    assert_ne!(agents(&p.plan_reply(other, &conversation(other), &[])), ["blitz-debt"]);
+}

@@ -1,0 +1,345 @@
+//! Prime's router: which agents a request is for, learned when the runtime
+//! starts from what the configuration says about each agent — its
+//! `examples` (requests as people write them), its description, its
+//! capabilities and its keywords. Each text becomes a TF-IDF weighted
+//! vector of features ([`super::text`]); a logistic regression
+//! ([`super::softmax`]) learns from them which agent a request is for, and
+//! its probability is the agent's score. Each clause of a request is
+//! scored on its own, so a message that asks for two things reaches two
+//! agents; a clause whose best score is under [`THRESHOLD`], or whose best
+//! match is the orchestrator itself (its own examples: small talk, requests
+//! no specialist serves), picks nobody. The example closest to the request
+//! is kept to show why. In-process, no model file, no network: a request
+//! costs microseconds (docs/ROUTING.md has the evaluation and the cost).
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use super::softmax::Softmax;
+use super::text::{clauses, content, features, without_names};
+use crate::config::AgentSpec;
+
+/// The score (the router's probability) from which an agent is picked for
+/// a clause: chosen by leave-one-round-out on the seen requests (docs/ROUTING.md).
+pub const THRESHOLD: f64 = 0.3;
+/// A score that needs no earlier message to be sure of: a short follow-up
+/// (`and in September?`) under it goes where the conversation was.
+pub const STRONG: f64 = 0.7;
+
+type Vector = Vec<(u32, f32)>;
+/// Routers learned in this process, by the hash of the texts they learned from.
+type Learned = Vec<(u64, Arc<Router>)>;
+
+struct Doc {
+    agent: usize,
+    text: String,
+    vector: Vector,
+}
+
+/// What the router learned from a team's configuration.
+pub struct Router {
+    /// Agent slugs; the orchestrator's own, when it has examples, is last.
+    agents: Vec<String>,
+    me: Option<usize>,
+    vocabulary: HashMap<String, u32>,
+    idf: Vec<f32>,
+    docs: Vec<Doc>,
+    model: Softmax,
+}
+
+/// An agent's score for a text, with the example that came closest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    /// The agent's slug.
+    pub agent: String,
+    /// Its score: how sure the router is that the text is this agent's, 0 to 1.
+    pub score: f64,
+    /// The configured example (or description) of the agent closest to the
+    /// text; for the best match only (empty for the others).
+    pub example: String,
+    /// The part of the request that was scored.
+    pub clause: String,
+}
+
+/// Who a request is for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Routed {
+    /// The specialists picked, in the order the request names them.
+    pub picks: Vec<Match>,
+    /// The best match of the whole request, the orchestrator included.
+    pub best: Option<Match>,
+}
+
+impl Routed {
+    /// Whether some pick scored [`STRONG`] or more.
+    pub fn strong(&self) -> bool {
+        self.picks.iter().any(|m| m.score >= STRONG)
+    }
+
+    /// Whether the whole request is most like what the orchestrator answers itself.
+    pub fn answers_itself(&self, me: &str) -> bool {
+        self.picks.is_empty() && self.best.as_ref().is_some_and(|b| b.agent == me && b.score >= THRESHOLD)
+    }
+}
+
+fn unit(v: &mut Vector) {
+    let norm = v.iter().map(|(_, x)| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|(_, x)| *x /= norm);
+    }
+}
+
+fn dot(a: &Vector, b: &Vector) -> f32 {
+    let (mut i, mut j, mut sum) = (0, 0, 0.0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                sum += a[i].1 * b[j].1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    sum
+}
+
+/// What an agent's configuration says it does, one text each.
+fn texts(spec: &AgentSpec, me: bool) -> Vec<String> {
+    let mut out: Vec<String> = spec.examples.iter().map(|e| without_names(e)).collect();
+    if !me {
+        out.push(without_names(&spec.description));
+        out.push(spec.keywords.join(" "));
+        out.push(spec.capabilities.iter().map(|c| c.replace('_', " ")).collect::<Vec<_>>().join(" "));
+    }
+    out.retain(|t| !t.trim().is_empty());
+    out
+}
+
+impl Router {
+    /// Learns from the `specialists`' configuration and the examples of `me`,
+    /// the orchestrator (what it answers itself).
+    pub fn new<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Self {
+        let mut agents = Vec::new();
+        let mut raw: Vec<(usize, String, HashMap<String, f32>)> = Vec::new();
+        let specs = specialists.into_iter().map(|s| (s, false)).chain(me.map(|s| (s, true)));
+        for (spec, is_me) in specs {
+            let texts = texts(spec, is_me);
+            if texts.is_empty() {
+                continue;
+            }
+            agents.push(spec.slug.to_string());
+            raw.extend(texts.into_iter().map(|t| (agents.len() - 1, t.clone(), features(&t))));
+        }
+        let me = me.and_then(|m| agents.iter().position(|a| a == m.slug.as_str()));
+        let mut vocabulary: HashMap<String, u32> = HashMap::new();
+        let mut df: Vec<f32> = Vec::new();
+        for (_, _, f) in &raw {
+            for k in f.keys() {
+                let next = u32::try_from(vocabulary.len()).unwrap_or(u32::MAX);
+                let id = *vocabulary.entry(k.clone()).or_insert(next) as usize;
+                if id == df.len() {
+                    df.push(0.0);
+                }
+                df[id] += 1.0;
+            }
+        }
+        let n = raw.len() as f32;
+        let idf = df.iter().map(|d| ((n + 1.0) / (d + 1.0)).ln() + 1.0).collect();
+        let mut router = Self { agents, me, vocabulary, idf, docs: Vec::new(), model: Softmax::train(0, 0, &[]) };
+        router.docs = raw.into_iter().map(|(agent, text, f)| Doc { agent, text, vector: router.vector(&f) }).collect();
+        let examples: Vec<(usize, &[(u32, f32)])> =
+            router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
+        let model = Softmax::train(router.vocabulary.len(), router.agents.len(), &examples);
+        router.model = model;
+        router
+    }
+
+    fn vector(&self, f: &HashMap<String, f32>) -> Vector {
+        let mut v: Vector = f
+            .iter()
+            .filter_map(|(k, &x)| {
+                let id = *self.vocabulary.get(k)?;
+                let tf = if x >= 1.0 { 1.0 + x.ln() } else { x };
+                Some((id, tf * self.idf[id as usize]))
+            })
+            .collect();
+        v.sort_unstable_by_key(|(id, _)| *id);
+        unit(&mut v);
+        v
+    }
+
+    /// The router for these agents, learned once per process for the same
+    /// texts: every runtime built from one configuration (a test suite builds
+    /// hundreds) shares the weights instead of learning them again. The
+    /// weights are a pure function of the configuration's texts, so sharing
+    /// them shares nothing of any user's.
+    pub fn shared<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Arc<Self> {
+        /// Routers kept, most recently learned last.
+        const KEPT: usize = 8;
+        static LEARNED: LazyLock<Mutex<Learned>> = LazyLock::new(Mutex::default);
+        let specialists: Vec<&AgentSpec> = specialists.into_iter().collect();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for (spec, is_me) in specialists.iter().map(|s| (*s, false)).chain(me.map(|s| (s, true))) {
+            (spec.slug.as_str(), texts(spec, is_me), is_me).hash(&mut h);
+        }
+        let key = h.finish();
+        if let Some((_, r)) = crate::util::lock(&LEARNED).iter().find(|(k, _)| *k == key) {
+            return r.clone();
+        }
+        let router = Arc::new(Self::new(specialists, me));
+        let mut kept = crate::util::lock(&LEARNED);
+        kept.retain(|(k, _)| *k != key);
+        if kept.len() >= KEPT {
+            kept.remove(0);
+        }
+        kept.push((key, router.clone()));
+        router
+    }
+
+    /// Whether nothing was learned (no agent has examples or a description).
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Every agent's score for `text`, best first (ties: the agent declared
+    /// first); none when no word of it is known.
+    pub fn scores(&self, text: &str) -> Vec<Match> {
+        // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
+        let q = self.vector(&features(&without_names(text)));
+        let Some(p) = self.model.probabilities(&q) else { return Vec::new() };
+        let mut out: Vec<Match> = self
+            .agents
+            .iter()
+            .zip(&p)
+            .map(|(agent, p)| Match {
+                agent: agent.clone(),
+                score: f64::from((p * 1000.0).round() / 1000.0),
+                example: String::new(),
+                clause: text.trim().to_string(),
+            })
+            .collect();
+        out.sort_by(|a, b| b.score.total_cmp(&a.score));
+        // why the best: its example closest to the text (the others' are not shown)
+        if let Some(best) = out.first_mut()
+            && let Some(a) = self.agents.iter().position(|a| *a == best.agent)
+        {
+            let docs = self.docs.iter().filter(|d| d.agent == a);
+            let closest = docs.max_by(|x, y| dot(&q, &x.vector).total_cmp(&dot(&q, &y.vector)));
+            best.example = closest.map(|d| d.text.trim().to_string()).unwrap_or_default();
+        }
+        out
+    }
+
+    fn pick(&self, text: &str) -> Option<Match> {
+        let top = self.scores(text).into_iter().next()?;
+        let mine = self.me.is_some_and(|m| self.agents[m] == top.agent);
+        (!mine && top.score >= THRESHOLD).then_some(top)
+    }
+
+    /// Who `text` is for: the best specialist of each clause, once each, in
+    /// the order the clauses name them; the whole text's best when no
+    /// clause picks anyone. What comes before a colon is the request, what
+    /// follows it the material (`make this sound professional: hey guys,
+    /// the meeting moved` is not about a meeting), unless the request alone
+    /// picks nobody.
+    pub fn route(&self, text: &str) -> Routed {
+        let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
+        if let Some(at) = colon
+            && !content(&text[..at]).is_empty()
+        {
+            let mut routed = self.route_all(&text[..at]);
+            if !routed.picks.is_empty() {
+                // a request that goes on after its material (`…: 3 done, 1 blocked, and put a
+                // review on my calendar`) adds whoever its later clauses clearly name; the
+                // clause right after the colon is the material itself
+                let later = clauses(&text[at + 1..]).into_iter().skip(1);
+                for m in later.filter_map(|c| self.pick(&c)).filter(|m| m.score >= STRONG) {
+                    if !routed.picks.iter().any(|p| p.agent == m.agent) {
+                        routed.picks.push(m);
+                    }
+                }
+                return routed;
+            }
+        }
+        self.route_all(text)
+    }
+
+    fn route_all(&self, text: &str) -> Routed {
+        let mut picks: Vec<Match> = Vec::new();
+        for clause in clauses(text) {
+            if let Some(m) = self.pick(&clause)
+                && !picks.iter().any(|p| p.agent == m.agent)
+            {
+                picks.push(m);
+            }
+        }
+        let best = self.scores(text).into_iter().next();
+        if picks.is_empty()
+            && let Some(m) = self.pick(text)
+        {
+            picks.push(m);
+        }
+        Routed { picks, best }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn router() -> Router {
+        let c = Config::builtin();
+        let me = c.agent("prime-boss");
+        Router::new(c.agents.iter().filter(|a| a.slug.as_str() != "prime-boss"), me)
+    }
+
+    fn picked(text: &str) -> Vec<String> {
+        router().route(text).picks.into_iter().map(|m| m.agent).collect()
+    }
+
+    #[test]
+    fn requests_reach_the_agent_whose_examples_they_resemble() {
+        assert_eq!(picked("how much did I spend on takeout last month?"), ["crystal-analytics"]);
+        assert_eq!(picked("catagorize my purchases"), ["tag-ai"]);
+        assert_eq!(picked("whats the quickest way to clear my credit card"), ["blitz-debt"]);
+    }
+
+    #[test]
+    fn what_follows_a_colon_is_material_not_the_request() {
+        assert_eq!(picked("make this sound professional: hey, the meeting moved to friday"), ["format"]);
+    }
+
+    #[test]
+    fn a_request_for_two_things_reaches_two_agents_in_its_order() {
+        assert_eq!(
+            picked("Analyze my spending and check how my house savings goal is going"),
+            ["crystal-analytics", "goalie-goals"]
+        );
+    }
+
+    #[test]
+    fn what_the_orchestrator_answers_itself_and_unknown_requests_pick_nobody() {
+        let r = router();
+        let away = r.route("find me flights to Denver");
+        assert!(away.picks.is_empty() && away.answers_itself("prime-boss"), "{away:?}");
+        assert!(r.route("zxqv blorp").picks.is_empty());
+        assert!(r.route("").picks.is_empty());
+    }
+
+    #[test]
+    fn an_agent_with_only_a_description_is_routed_too() {
+        let toml = r#"
+[[agents]]
+slug = "vet"
+name = "Vet"
+description = "Answers questions about pets: dogs, cats, vaccinations and pet food."
+"#;
+        let c = Config::from_toml(toml).unwrap();
+        let r = Router::new(c.agents.iter(), None);
+        assert_eq!(r.route("is this food ok for my cat?").picks[0].agent, "vet");
+    }
+}

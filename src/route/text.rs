@@ -1,0 +1,236 @@
+//! How the router reads a request: words (lowercased, numbers and names
+//! set aside, irregular verbs and plural or -ing forms reduced to one
+//! form), the features a request is compared by (those words, pairs of
+//! them, and their character n-grams, which is what carries a misspelled
+//! word to the right one), and the clauses of a request that asks for two
+//! things at once.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// Words that say nothing about who should do the work.
+#[rustfmt::skip]
+const STOP: &[&str] = &[
+    "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "but", "by", "can", "could", "did", "do", "does", "doing", "each", "every", "for", "from", "get",
+    "give", "got", "had", "has", "have", "hey", "hi", "how", "i", "id", "if", "ill", "im", "in", "into", "is",
+    "it", "its", "ive", "just", "least", "less", "let", "lets", "many", "may", "me", "might", "mine", "more",
+    "most", "much", "must", "my", "of", "on", "onto", "or", "our", "please", "pls", "plz", "shall", "should",
+    "show", "so", "some", "tell", "than", "thanks", "that", "the", "their", "them", "then", "there", "these",
+    "this", "those", "thx", "to", "too", "under", "up", "very", "was", "we", "were", "what", "whats", "when",
+    "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your",
+];
+
+/// Irregular forms and their base word (`spent` → `spend`).
+const IRREGULAR: &[(&str, &str)] = &[
+    ("bought", "buy"),
+    ("done", "do"),
+    ("gave", "give"),
+    ("got", "get"),
+    ("made", "make"),
+    ("owed", "owe"),
+    ("paid", "pay"),
+    ("ran", "run"),
+    ("saved", "save"),
+    ("sent", "send"),
+    ("spent", "spend"),
+    ("took", "take"),
+    ("went", "go"),
+    ("written", "write"),
+    ("wrote", "write"),
+];
+
+/// Endings reduced so that `categories`, `categorized` and `categorize` meet.
+const ENDINGS: &[(&str, &str)] = &[
+    ("ations", ""),
+    ("ation", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ed", ""),
+    ("es", ""),
+    ("s", ""),
+    ("ly", ""),
+];
+
+/// Weights of the three kinds of features (docs/ROUTING.md: chosen on the tune half).
+const WORD: f32 = 1.0;
+const PAIR: f32 = 0.5;
+const GRAM: f32 = 0.3;
+
+/// A redacted value (`<EMAIL_1>`, `<CARD_2>`): what it stood for is not a request.
+static PII_TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<[A-Z][A-Z_]*_\d+>").expect("valid regex"));
+static TOKEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\$?\d[\d,]*(?:\.\d+)?%?|[a-z][a-z'\-]*").expect("valid regex"));
+/// Where a request that asks two things is cut: the end of a sentence, a
+/// line, or a joining word between two clauses.
+static CLAUSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)[.?!;]+(?:\s+|$)|\n+|,?\s+(?:and then|and also|and|then|also|plus|as well as)\s+|,\s+(?:then|also)\s+",
+    )
+    .expect("valid regex")
+});
+
+fn is_stop(w: &str) -> bool {
+    STOP.binary_search(&w).is_ok()
+}
+
+fn base(w: &str) -> String {
+    if let Some((_, b)) = IRREGULAR.iter().find(|(form, _)| *form == w) {
+        return (*b).to_string();
+    }
+    for (end, with) in ENDINGS {
+        // `going` → `go`, `goes` → `go`; other endings keep a stem of three letters
+        let short = matches!(*end, "ing" | "es");
+        if let Some(stem) = w.strip_suffix(end)
+            && (stem.chars().count() >= 3 || (short && stem.chars().count() == 2))
+        {
+            return format!("{stem}{with}");
+        }
+    }
+    w.to_string()
+}
+
+/// The words of a text, lowercased; numbers are left out (amounts say
+/// little about who should do the work).
+pub fn words(text: &str) -> Vec<String> {
+    let lower = PII_TOKEN.replace_all(text, " ").to_lowercase().replace('’', "'");
+    let mut out = Vec::new();
+    for m in TOKEN.find_iter(&lower) {
+        let w = m.as_str();
+        if w.starts_with(|c: char| c.is_ascii_digit() || c == '$') {
+            continue;
+        }
+        let w = w.strip_suffix("'s").unwrap_or(w);
+        out.extend(w.split('-').map(|p| p.trim_matches('\'').replace('\'', "")).filter(|p| !p.is_empty()));
+    }
+    out
+}
+
+/// The words that carry meaning: [`words`] without the stop words.
+pub fn content(text: &str) -> Vec<String> {
+    words(text).into_iter().filter(|w| !is_stop(w)).collect()
+}
+
+/// An example without the names in it (a capitalized word inside a
+/// sentence: a merchant, a person): `that Starbucks was a business lunch`
+/// teaches that a purchase was something, not that Starbucks is Tag's.
+pub fn without_names(example: &str) -> String {
+    let mut out = String::with_capacity(example.len());
+    let mut start = true;
+    for token in example.split_inclusive(char::is_whitespace) {
+        let word = token.trim().trim_start_matches(['"', '\'', '(']);
+        let name = !start
+            && word.starts_with(|c: char| c.is_uppercase())
+            && !word.starts_with("I'")
+            && word != "I"
+            && !word.chars().all(|c| !c.is_lowercase());
+        out.push_str(if name { " " } else { token });
+        if !token.trim().is_empty() {
+            start = token.trim_end().ends_with(['.', '?', '!', ':']);
+        }
+    }
+    out
+}
+
+/// The features of a text and their raw weights: its content words (in
+/// base form), pairs of neighbouring ones, and the 3- and 4-character
+/// pieces of each word.
+pub fn features(text: &str) -> HashMap<String, f32> {
+    let words = content(text);
+    let bases: Vec<String> = words.iter().map(|w| base(w)).collect();
+    let mut f: HashMap<String, f32> = HashMap::new();
+    let mut add = |k: String, w: f32| *f.entry(k).or_default() += w;
+    for b in &bases {
+        add(format!("w:{b}"), WORD);
+    }
+    for pair in bases.windows(2) {
+        add(format!("b:{}_{}", pair[0], pair[1]), PAIR);
+    }
+    for w in &words {
+        let padded: Vec<char> = format!("<{w}>").chars().collect();
+        for n in 3..=4 {
+            for g in padded.windows(n) {
+                add(format!("c:{}", g.iter().collect::<String>()), GRAM);
+            }
+        }
+    }
+    f
+}
+
+/// The clauses of a request, in order: cut at sentence ends, lines and
+/// joining words, with a piece of fewer than two content words (`and
+/// lyft`, `please`) kept with the clause before it.
+pub fn clauses(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in CLAUSE.split(text).map(str::trim).filter(|p| !p.is_empty()) {
+        match out.last_mut() {
+            Some(last) if content(piece).len() < 2 => {
+                last.push(' ');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.to_string()),
+        }
+    }
+    // a short first piece goes with the clause after it
+    if out.len() > 1 && content(&out[0]).len() < 2 {
+        let first = out.remove(0);
+        out[0] = format!("{first} {}", out[0]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_words_are_sorted_for_the_binary_search() {
+        assert!(STOP.windows(2).all(|w| w[0] < w[1]), "{STOP:?}");
+    }
+
+    #[test]
+    fn words_meet_in_their_base_form() {
+        assert_eq!(content("How much have I spent on categories?"), ["spent", "categories"]);
+        assert_eq!(base("spent"), "spend");
+        assert_eq!(base("categories"), "category");
+        assert_eq!(base("categorized"), "categoriz");
+        assert_eq!(base("categorize"), "categorize");
+        assert_eq!((base("going"), base("goes"), base("is")), ("go".into(), "go".into(), "is".into()));
+        assert_eq!(words("my write-off at 22% for $40"), ["my", "write", "off", "at", "for"]);
+        assert_eq!(words("Maya’s receipts"), ["maya", "receipts"]);
+        assert_eq!(words("send it to <EMAIL_1> and <CARD_12>"), ["send", "it", "to", "and"]);
+    }
+
+    #[test]
+    fn names_in_an_example_are_not_learned() {
+        assert_eq!(without_names("that Starbucks was a business lunch").trim(), "that  was a business lunch");
+        assert_eq!(without_names("Email Priya. Thanks"), "Email  Thanks");
+        assert_eq!(without_names("I owe 4000 on my Visa at 22%"), "I owe 4000 on my  at 22%");
+        assert_eq!(without_names("convert this CSV to JSON"), "convert this CSV to JSON");
+    }
+
+    #[test]
+    fn a_misspelled_word_shares_most_of_its_pieces_with_the_right_one() {
+        let (right, wrong) = (features("categorize"), features("catagorize"));
+        let shared = wrong.keys().filter(|k| right.contains_key(*k)).count();
+        assert!(shared * 2 > wrong.len(), "{shared} of {}", wrong.len());
+    }
+
+    #[test]
+    fn two_requests_in_one_message_are_two_clauses() {
+        assert_eq!(
+            clauses("Analyze my spending and check how my house savings goal is going"),
+            ["Analyze my spending", "check how my house savings goal is going"]
+        );
+        assert_eq!(clauses("how much on uber and lyft?"), ["how much on uber lyft"]);
+        assert_eq!(clauses("Hi! What did I spend at a@b.com on 18.20?"), ["Hi What did I spend at a@b.com on 18.20"]);
+        assert_eq!(
+            clauses("Tell me my biggest expense this month. Also what can I write off?"),
+            ["Tell me my biggest expense this month", "Also what can I write off"]
+        );
+    }
+}

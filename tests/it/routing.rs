@@ -1,0 +1,201 @@
+//! Routing that generalises (issue 44): every request of the evaluation set
+//! in `tests/fixtures/routing/` goes to the real runtime's Prime, as a user
+//! with one bank statement in the ledger would send it (earlier messages of
+//! the session first, an attached file as the turn's input), and the
+//! specialists the turn reached (the tree's children) are compared with the
+//! request's label. The accuracy per split, per agent and per style is
+//! printed with every miss, with whether the held-out half (which nothing
+//! was tuned on, docs/ROUTING.md) meets the goal of 95%; the test fails
+//! under the floor of 90% (the router as it stands scores 92.0%: the goal is
+//! not met yet, and the floor keeps what it reached from sliding back). The splits: `tune` (the
+//! router may learn from it), `seen` (the held-out halves of the first
+//! four rounds, `h…`, `n…`, `r…` and `q…`: each scored once, 87.9%, 87.6%,
+//! 88.1% and 89.3%, then folded into tuning) and `heldout` (`v…`: written
+//! before the change that followed, and never tuned on).
+//!
+//! A case is right when every expected specialist was reached and nothing
+//! else but its `also_ok`; one labelled for Prime (`expect` empty) reached no
+//! specialist, and a request nobody serves (`unserved`, `vague`) is not
+//! answered with the team's list reported as a success.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use switchboard::pipeline::{AskOptions, AskResponse, Runtime};
+use switchboard::protocol::{SessionId, Status};
+
+use crate::support::*;
+
+/// The share of the held-out half's requests that should reach their
+/// specialists (issue 44's goal; not met yet: printed, not asserted).
+const GOAL: f64 = 0.95;
+/// What the held-out half must reach: the test fails under it.
+const FLOOR: f64 = 0.90;
+
+#[derive(Debug, Deserialize)]
+struct Case {
+    id: String,
+    split: String,
+    text: String,
+    expect: Vec<String>,
+    #[serde(default)]
+    also_ok: Vec<String>,
+    style: String,
+    /// A file of the repository sent as the turn's input.
+    #[serde(default)]
+    attach: Option<String>,
+    /// The user's earlier messages in the same session.
+    #[serde(default)]
+    earlier: Vec<String>,
+}
+
+fn cases() -> Vec<Case> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/routing");
+    let mut all = Vec::new();
+    for file in ["heldout.jsonl", "seen.jsonl", "tune.jsonl"] {
+        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            all.push(serde_json::from_str(line).unwrap_or_else(|e| panic!("{file}:{}: {e}", i + 1)));
+        }
+    }
+    all
+}
+
+fn attached(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+async fn ask(rt: &Runtime, text: &str, input: Option<String>, session: Option<SessionId>) -> AskResponse {
+    let opts = AskOptions { input, session, ..AskOptions::default() };
+    rt.ask(&user("eval"), text, opts).await.unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// What one case got: the specialists reached, and why it is wrong (None: right).
+fn judge(case: &Case, r: &AskResponse) -> (Vec<String>, Option<String>) {
+    let mut reached: Vec<String> = r.tree.children.iter().map(|c| c.agent.clone()).collect();
+    reached.sort();
+    reached.dedup();
+    let missing: Vec<&String> = case.expect.iter().filter(|a| !reached.contains(a)).collect();
+    let extra: Vec<&String> =
+        reached.iter().filter(|a| !case.expect.contains(a) && !case.also_ok.contains(a)).collect();
+    let team_list = r.status == Status::Success && r.answer.contains("My team can help with");
+    let why = if !missing.is_empty() || !extra.is_empty() {
+        Some(format!("missing {missing:?}, extra {extra:?}"))
+    } else if case.expect.is_empty() && team_list && ["unserved", "vague"].contains(&case.style.as_str()) {
+        Some("the team's list reported as a success".to_string())
+    } else {
+        None
+    };
+    (reached, why)
+}
+
+#[derive(Default)]
+struct Tally {
+    right: usize,
+    all: usize,
+}
+
+impl Tally {
+    fn add(&mut self, ok: bool) {
+        self.all += 1;
+        self.right += usize::from(ok);
+    }
+
+    fn share(&self) -> f64 {
+        if self.all == 0 { 1.0 } else { self.right as f64 / self.all as f64 }
+    }
+
+    fn line(&self) -> String {
+        format!("{:5.1}% ({}/{})", 100.0 * self.share(), self.right, self.all)
+    }
+}
+
+#[tokio::test]
+async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_table() {
+    let rt = Runtime::builder().build().unwrap();
+    // one bank statement in the user's ledger, as the issue's newcomer had
+    let kept = ask(&rt, "Here's my bank statement", Some(attached("examples/statement.csv")), None).await;
+    assert_eq!(kept.status, Status::Success, "{}", kept.answer);
+
+    let mut by_split: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut by_agent: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    let mut by_style: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    let mut misses: Vec<String> = Vec::new();
+    for case in cases() {
+        let mut session = None;
+        for earlier in &case.earlier {
+            session = Some(ask(&rt, earlier, None, session).await.session_id);
+        }
+        let r = ask(&rt, &case.text, case.attach.as_deref().map(attached), session).await;
+        let (reached, why) = judge(&case, &r);
+        let ok = why.is_none();
+        by_split.entry(case.split.clone()).or_default().add(ok);
+        let labels = if case.expect.is_empty() { vec!["prime".to_string()] } else { case.expect.clone() };
+        for a in labels {
+            by_agent.entry((case.split.clone(), a)).or_default().add(ok);
+        }
+        by_style.entry((case.split.clone(), case.style.clone())).or_default().add(ok);
+        if let Some(why) = why {
+            let first = r.answer.lines().next().unwrap_or_default().chars().take(100).collect::<String>();
+            misses.push(format!(
+                "{} [{}] {:?}: expected {:?}, reached {reached:?}: {why}; {} \"{first}\"",
+                case.id,
+                case.style,
+                case.text.replace('\n', " / "),
+                case.expect,
+                r.status.as_str()
+            ));
+        }
+    }
+    println!("routing evaluation (tests/fixtures/routing, docs/ROUTING.md)");
+    for (split, t) in &by_split {
+        println!("{split:>8}: {}", t.line());
+    }
+    println!("per agent:");
+    for ((split, agent), t) in &by_agent {
+        println!("{split:>8} {agent:<18} {}", t.line());
+    }
+    println!("per style:");
+    for ((split, style), t) in &by_style {
+        println!("{split:>8} {style:<12} {}", t.line());
+    }
+    println!("misses ({}):", misses.len());
+    for m in &misses {
+        println!("  {m}");
+    }
+    let held_out = by_split.get("heldout").map_or(0.0, Tally::share);
+    let verdict = if held_out >= GOAL { "meets" } else { "is UNDER" };
+    println!("held-out accuracy {:.1}% {verdict} the goal of {:.0}%", 100.0 * held_out, 100.0 * GOAL);
+    assert!(
+        held_out >= FLOOR,
+        "held-out accuracy {:.1}% is under the floor of {:.0}%",
+        100.0 * held_out,
+        100.0 * FLOOR
+    );
+}
+
+/// The held-out half stays held out: no example an agent is configured
+/// with is one of its requests (the same words, case, punctuation and
+/// figures aside). A request written independently may still resemble an example:
+/// people ask for the same things in similar words.
+#[test]
+fn no_configured_example_is_a_held_out_request() {
+    use switchboard::route::text::words;
+    // small talk and definitions are Prime's own rules, not the router's examples
+    let routed = |c: &Case| !["small-talk", "definition"].contains(&c.style.as_str());
+    let held_out: Vec<Case> = cases().into_iter().filter(|c| c.split == "heldout" && routed(c)).collect();
+    let config = switchboard::Config::builtin();
+    let mut copies = Vec::new();
+    for agent in &config.agents {
+        for example in &agent.examples {
+            let e = words(example);
+            for case in &held_out {
+                let h = words(&case.text);
+                if !e.is_empty() && e == h {
+                    copies.push(format!("{}: {example:?} ~ {} {:?}", agent.slug, case.id, case.text));
+                }
+            }
+        }
+    }
+    assert!(copies.is_empty(), "{}", copies.join("\n"));
+}
