@@ -56,13 +56,16 @@ impl Refused {
     }
 }
 
-/// Every rail, in order.
+/// Every rail, in order. `resumed` for a top step the journal holds (it was
+/// admitted before, with whatever proof its door asked for): it is a member
+/// of its tree, as a hop its lineage token proves is.
 pub(crate) async fn admit(
     rt: &Runtime,
     parent: Option<&Arc<Node>>,
     caller: &Principal,
     mut req: DelegationRequest,
     entry: Entry,
+    resumed: bool,
 ) -> Result<Admitted, Refused> {
     // a user's own turn starts a tree at depth 0; anything else is a delegation
     let user_turn = matches!(entry, Entry::UserTurn) && parent.is_none() && caller.user().is_some();
@@ -71,7 +74,7 @@ pub(crate) async fn admit(
         _ => (false, None),
     };
     let mut tree = None;
-    match rails(rt, parent, caller, &mut req, Edge { user_turn, remote, signed }, &mut tree).await {
+    match rails(rt, parent, caller, &mut req, Edge { user_turn, remote, signed, resumed }, &mut tree).await {
         Ok(p) => Ok(Admitted {
             req,
             member: p.member,
@@ -106,6 +109,8 @@ struct Edge<'a> {
     remote: bool,
     /// From another runtime, with a verified lineage token.
     signed: Option<&'a Arc<Hop>>,
+    /// From the journal: admitted before, a member of its tree.
+    resumed: bool,
 }
 
 /// How far the receiver's clock may run ahead of the sender's deadline.
@@ -185,11 +190,9 @@ async fn rails(
     // a tree is joined by its members (a node here, a hop its lineage proves) and by whoever
     // started it; anyone else naming it is refused before anything of it is touched
     let author = caller.key();
-    let entering = match (parent, edge.signed) {
-        (None, None) => Entering::Caller(&author),
-        _ => Entering::Member,
-    };
-    if let (None, None, Some(root)) = (parent, edge.signed, req.root_request_id.filter(|r| *r != req.request_id)) {
+    let proven = parent.is_some() || edge.signed.is_some() || edge.resumed;
+    let entering = if proven { Entering::Member } else { Entering::Caller(&author) };
+    if let (false, Some(root)) = (proven, req.root_request_id.filter(|r| *r != req.request_id)) {
         // a tree not live here: the store says whose it is
         if inner.store.step(root).await?.is_some_and(|t| t.user_id != req.user_id || t.caller != author) {
             return Err(id_conflict(req, &format!("tree {root}")));
@@ -392,7 +395,7 @@ mod tests {
     use crate::protocol::AgentSlug;
 
     async fn try_admit(rt: &Runtime, caller: &Principal, req: DelegationRequest) -> Result<Admitted, ErrorCode> {
-        admit(rt, None, caller, req, Entry::Delegation).await.map_err(|r| r.error.code)
+        admit(rt, None, caller, req, Entry::Delegation, false).await.map_err(|r| r.error.code)
     }
 
     fn rt() -> Runtime {

@@ -154,7 +154,7 @@ impl Runtime {
         let parent_scope = parent.map(|p| &*p.scope);
         let entered = journal::entry_name(&entry, parent.is_some());
         // admit: every rail before the agent runs
-        let adm = match admit::admit(self, parent, caller, req, entry).await {
+        let adm = match admit::admit(self, parent, caller, req, entry, resumed).await {
             Ok(adm) => adm,
             Err(refused) => return record::refuse(self, refused, parent_scope, clock).await,
         };
@@ -189,7 +189,11 @@ impl Runtime {
             }
             return record::unwritten(&adm, e, &clock);
         }
-        if let Err(e) = self.inner.store.put_step(&self.for_store(step.clone())).await {
+        // written as the store keeps it (and kept so: its end is written from it)
+        let step = self.for_store(step);
+        let written = self.inner.store.put_step(&step).await;
+        let step = step.into_inner();
+        if let Err(e) = written {
             if !resumed {
                 idempotency::free(self, &adm.req).await; // nothing ran: a retry may run it
             }

@@ -140,7 +140,7 @@ mod tests {
     async fn a_node_sums_what_its_children_used_and_started() {
         let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
         let req = request("boss", "worker", "Say it", "hi");
-        let adm = admit(&rt, None, &Principal::Admin, req, Entry::Delegation).await.ok().unwrap();
+        let adm = admit(&rt, None, &Principal::Admin, req, Entry::Delegation, false).await.ok().unwrap();
         let node = &adm.node;
         assert_eq!((node.children_started(), node.children_usage()), (0, TokenUsage::default()));
         node.child_started();

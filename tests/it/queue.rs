@@ -141,9 +141,14 @@ may_start_trees = true
 
     /// Starts `switchboard worker` named `name` for the agent; its agent naps `nap` seconds.
     pub(crate) fn worker(&self, name: &str, nap: &str, concurrency: u16) -> Worker {
+        let db = format!("sqlite://{}", self.dir.path().join("workers.db").display());
+        self.worker_on(&db, name, nap, concurrency)
+    }
+
+    /// [`World::worker`], on the workers' database `db`.
+    pub(crate) fn worker_on(&self, db: &str, name: &str, nap: &str, concurrency: u16) -> Worker {
         let config = self.dir.path().join("worker.toml");
         std::fs::write(&config, &self.worker).unwrap();
-        let db = format!("sqlite://{}", self.dir.path().join("workers.db").display());
         let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
             .current_dir(self.dir.path())
             .env_remove("SWITCHBOARD_CONFIG")
@@ -172,6 +177,14 @@ may_start_trees = true
 
 /// A worker process, SIGKILLed when dropped.
 pub(crate) struct Worker(Child);
+
+impl Worker {
+    /// Sends the worker process signal `name` (`STOP`, `CONT`, …).
+    pub(crate) fn signal(&self, name: &str) {
+        let pid = self.0.id().to_string();
+        assert!(Command::new("kill").args([&format!("-{name}"), &pid]).status().unwrap().success());
+    }
+}
 
 impl Drop for Worker {
     fn drop(&mut self) {
@@ -361,6 +374,46 @@ async fn a_worker_killed_mid_delegation_loses_nothing_and_runs_nothing_twice() {
     let ends: Vec<&(String, bool, String)> = runs.iter().filter(|(_, start, _)| !start).collect();
     assert_eq!(ends.len(), 1, "one effect: {runs:?}");
     assert_eq!(ends[0].0, "second");
+}
+
+/// A worker SIGKILLed mid-delegation while another one runs: the live one
+/// takes its tree over (the dead one's lease) while JetStream hands the
+/// message out again; the delegation runs to its end once, there, in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_delegation_is_finished_by_the_worker_that_runs_beside_it() {
+    if !nats_up() {
+        return;
+    }
+    for db in crate::db::both().await {
+        let mut world = World::new("qtake");
+        world.worker.push_str("\n[server]\nreplica_lease_ms = 2000\n");
+        taken_over_beside(&world, &db.url).await;
+    }
+}
+
+async fn taken_over_beside(world: &World, db: &str) {
+    let first = world.worker_on(db, "doomed", "30", 1);
+    let _second = world.worker_on(db, "second", "0.05", 2);
+    let caller = world.caller();
+    let answer = tokio::spawn({
+        let (caller, req) = (caller.clone(), world.ask("Tag the long one", 20_000));
+        async move { caller.delegate(&operator(), req).await }
+    });
+    for _ in 0..100 {
+        if world.runs().iter().any(|(w, start, _)| *start && w == "doomed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(world.runs().len(), 1, "the doomed worker started it: {:?}", world.runs());
+    // frozen, as a host that is cut off: its lease runs out while its process still runs
+    first.signal("STOP");
+    let r = tokio::time::timeout(Duration::from_secs(30), answer).await.expect("answered after the stop").unwrap();
+    drop(first);
+    assert_eq!(done(&r), "done by second");
+    let runs = world.runs();
+    let second: Vec<_> = runs.iter().filter(|(w, start, _)| !start && w == "second").collect();
+    assert_eq!(second.len(), 1, "run to its end once, beside: {runs:?}");
 }
 
 #[tokio::test]
