@@ -178,6 +178,16 @@ fn main() {
         r
     };
 
+    if std::env::var("BENCH_ONLY").is_ok_and(|c| c == "single") {
+        // one case alone, for a profiler
+        return rt.block_on(async {
+            let single = measure(n, || async {
+                black_box(runtime.delegate(&Principal::Admin, request("zero")).await);
+            })
+            .await;
+            println!("one delegation, full pipeline: {:.1?} p50", single.p50);
+        });
+    }
     rt.block_on(async {
         let zero = Zero;
         let ctx = AgentContext::detached(Vec::<String>::new());
@@ -222,9 +232,23 @@ fn main() {
             "BENCH_JSON {}",
             serde_json::json!({"section": "inprocess", "name": "route_learn", "n": 1, "ms": learn.as_secs_f64() * 1e3})
         );
-        for (name, s) in
-            [("direct", &direct), ("single", &single), ("chain", &chain), ("fanout", &fan), ("route", &route)]
-        {
+        // the same envelope to JSON and back, and its SHA-256: a fixed piece of work that
+        // measures this machine, so a figure committed on another one still compares
+        let envelope = request("zero");
+        let reference = measure_sync(n, || {
+            let bytes = serde_json::to_vec(black_box(&envelope)).expect("json");
+            let back: DelegationRequest = serde_json::from_slice(&bytes).expect("json");
+            black_box((back, <sha2::Sha256 as sha2::Digest>::digest(&bytes)));
+        });
+        against_committed(&reference, &[("single", &single), ("chain", &chain), ("fanout", &fan)]);
+        for (name, s) in [
+            ("direct", &direct),
+            ("single", &single),
+            ("chain", &chain),
+            ("fanout", &fan),
+            ("route", &route),
+            ("reference", &reference),
+        ] {
             println!(
                 "BENCH_JSON {}",
                 serde_json::json!({
@@ -234,6 +258,61 @@ fn main() {
             );
         }
     });
+}
+
+/// The committed in-process figures, in units of the reference work.
+const BASELINE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/overhead-baseline.json");
+
+/// Prints each case's p50 in units of the reference work measured in this
+/// run, next to the committed figure (`benches/overhead-baseline.json`) and
+/// their ratio: a change that makes a delegation heavier shows here, on any
+/// machine. `BENCH_SAVE_BASELINE=1` writes this run's figures as the new
+/// committed ones (commit the file with the change that moved them).
+fn against_committed(reference: &Stats, cases: &[(&str, &Stats)]) {
+    let unit = reference.p50.as_secs_f64().max(1e-9);
+    let units: serde_json::Map<String, serde_json::Value> =
+        cases.iter().map(|(name, s)| ((*name).to_string(), serde_json::json!(s.p50.as_secs_f64() / unit))).collect();
+    let committed: Option<serde_json::Value> =
+        std::fs::read_to_string(BASELINE).ok().and_then(|t| serde_json::from_str(&t).ok());
+    println!(
+        "\nin units of the reference work (one envelope to JSON and back, and its SHA-256: {:.2?} p50 here)",
+        reference.p50
+    );
+    let at = committed.as_ref().and_then(|c| c["commit"].as_str()).unwrap_or("none");
+    println!("{:<38} {:>10} {:>10} {:>8}", "case", "now", "committed", "ratio");
+    for (name, now) in &units {
+        let now = now.as_f64().unwrap_or(0.0);
+        let then = committed.as_ref().and_then(|c| c["units"][name].as_f64());
+        match then {
+            Some(then) => {
+                let ratio = now / then.max(1e-9);
+                let mark = if ratio > 1.15 { "  heavier than the committed figure" } else { "" };
+                println!("{name:<38} {now:>10.1} {then:>10.1} {ratio:>7.2}x{mark}");
+                println!(
+                    "BENCH_JSON {}",
+                    serde_json::json!({"section": "inprocess", "name": format!("{name}_vs_committed"), "ratio": ratio, "units": now, "committed_units": then, "committed_at": at})
+                );
+            }
+            None => println!("{name:<38} {now:>10.1} {:>10} {:>8}", "-", "-"),
+        }
+    }
+    println!("(committed at {at}; BENCH_SAVE_BASELINE=1 writes this run's figures there)");
+    if std::env::var_os("BENCH_SAVE_BASELINE").is_some() {
+        let commit = std::process::Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        let doc = serde_json::json!({
+            "about": "p50 of each in-process case of benches/overhead.rs in units of its reference work (one envelope to JSON and back, and its SHA-256), measured in one run; the bench prints today's figures against these",
+            "commit": commit,
+            "reference_us": reference.p50.as_secs_f64() * 1e6,
+            "units": units,
+        });
+        std::fs::write(BASELINE, serde_json::to_string_pretty(&doc).expect("json") + "\n").expect("baseline written");
+        println!("written: {BASELINE}");
+    }
 }
 
 /// Prime's rule planner on the evaluation's requests (tests/fixtures/routing):

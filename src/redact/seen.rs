@@ -15,9 +15,16 @@ use std::sync::{Arc, Mutex};
 /// dropped when the newer one fills), so at most twice as many.
 const GENERATION: usize = 8_192;
 
-/// Shorter texts are scanned again rather than looked up: the lookup would
-/// cost about what the scan does.
+/// Shorter texts without a digit or an `@` are scanned again rather than
+/// looked up: their scan is one cheap pass (only credentials' prefixes can
+/// match), about what the lookup costs. A short one with a digit runs every
+/// rule (a version, an amount, a date): that is looked up.
 const MIN_LEN: usize = 24;
+
+/// Whether `text` is worth a lookup rather than a scan.
+fn worth(text: &str) -> bool {
+    text.len() >= MIN_LEN || text.bytes().any(|b| b.is_ascii_digit() || b == b'@')
+}
 
 /// A bounded set of the hashes of texts known to hold no PII.
 #[derive(Debug, Clone, Default)]
@@ -36,7 +43,7 @@ impl Seen {
 
     /// Whether `text` was made or found clean by this redactor.
     pub(super) fn clean(&self, text: &str) -> bool {
-        if text.len() < MIN_LEN {
+        if !worth(text) {
             return false;
         }
         let h = self.hash(text);
@@ -46,7 +53,7 @@ impl Seen {
 
     /// Notes `text` as clean (it holds no PII: scanned, or made by redaction).
     pub(super) fn note(&self, text: &str) {
-        if text.len() < MIN_LEN {
+        if !worth(text) {
             return;
         }
         let h = self.hash(text);
