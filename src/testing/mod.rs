@@ -59,6 +59,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// One task a [`ScriptedAgent`] was handed, as the runtime handed it.
+///
+/// ```
+/// # use switchboard::testing::{Received, ScriptedAgent};
+/// # fn look(helper: &ScriptedAgent) {
+/// let first: &Received = &helper.received()[0];
+/// assert_eq!(first.task.objective, "Categorize these");
+/// assert_eq!(first.lineage.as_ref().map(|l| l.origin.as_str()), Some("bookkeeper"));
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Received {
     /// The task: objective, input (PII tokenized unless the agent may see
@@ -144,6 +153,16 @@ impl ScriptedAgent {
 
     /// An agent that answers every task at once: summary `did: <objective>`,
     /// its input as the result (what [`builder`] gives every agent).
+    ///
+    /// ```
+    /// # use switchboard::testing::ScriptedAgent;
+    /// # use switchboard::{Agent, AgentContext, Task};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let out = ScriptedAgent::echo().run(&AgentContext::detached(Vec::<String>::new()), &Task::new("Sort", "b a")).await;
+    /// assert_eq!(out.unwrap().summary, "did: Sort");
+    /// # }
+    /// ```
     pub fn echo() -> Self {
         Self::answering(|task| Ok(AgentOutput::new(format!("did: {}", task.objective), task.input.clone())))
     }
@@ -242,12 +261,23 @@ where
 }
 
 /// An assistant message with `content`, as a chat-completions model writes it.
+///
+/// ```
+/// assert_eq!(switchboard::testing::assistant_text("Hi")["content"], "Hi");
+/// ```
 pub fn assistant_text(content: &str) -> Value {
     json!({"role": "assistant", "content": content})
 }
 
 /// An assistant message that calls `calls` (function name, arguments), as a
 /// chat-completions model writes it; the calls' ids are `call_0`, `call_1` …
+///
+/// ```
+/// use serde_json::json;
+///
+/// let m = switchboard::testing::assistant_tool_calls(&[("delegate", json!({"employee": "tag-ai", "task": "Tag it"}))]);
+/// assert_eq!(m["tool_calls"][0]["function"]["name"], "delegate");
+/// ```
 pub fn assistant_tool_calls(calls: &[(&str, Value)]) -> Value {
     let calls: Vec<Value> = calls
         .iter()
@@ -258,6 +288,17 @@ pub fn assistant_tool_calls(calls: &[(&str, Value)]) -> Value {
 }
 
 /// One reply of a [`ScriptedModel`].
+///
+/// ```
+/// use switchboard::testing::{ModelReply, ScriptedModel};
+/// use switchboard::{DelegationError, ErrorCode};
+///
+/// // down once (the agent's retry gets the answer)
+/// let model = ScriptedModel::new()
+///     .reply(ModelReply::Fail(DelegationError::new(ErrorCode::AgentUnavailable, "503")))
+///     .text("Here it is.");
+/// assert_eq!(model.left(), 2);
+/// ```
 #[derive(Debug, Clone)]
 pub enum ModelReply {
     /// An assistant message ([`assistant_text`], [`assistant_tool_calls`]).
