@@ -21,6 +21,15 @@ fn bookkeeper() -> impl Agent {
     })
 }
 
+/// `app` → the bookkeeper (who may delegate to `bookkeeper_may`) → `tagger`, in memory.
+fn team(bookkeeper_may: &[&str], tagger: &ScriptedAgent) -> Runtime {
+    builder(&[("app", &["bookkeeper"], &[]), ("bookkeeper", bookkeeper_may, &[]), ("tagger", &[], &[])])
+        .agent("bookkeeper", bookkeeper())
+        .agent("tagger", tagger.clone())
+        .build()
+        .unwrap()
+}
+
 fn ask(from: &str, to: &str, input: &str) -> DelegationRequest {
     let slug = |s: &str| AgentSlug::parse(s).unwrap();
     let mut r = DelegationRequest::new(slug(from), slug(to), UserId::parse("ada").unwrap(), "Book these", input);
@@ -32,11 +41,7 @@ fn ask(from: &str, to: &str, input: &str) -> DelegationRequest {
 #[tokio::test]
 async fn an_embedders_agent_delegates_to_a_scripted_helper_that_sees_the_lineage() {
     let tagger = ScriptedAgent::new().reply(AgentOutput::new("tagged", "coffee, rent"));
-    let rt = builder(&[("app", &["bookkeeper"], &[]), ("bookkeeper", &["tagger"], &[]), ("tagger", &[], &[])])
-        .agent("bookkeeper", bookkeeper())
-        .agent("tagger", tagger.clone())
-        .build()
-        .unwrap();
+    let rt = team(&["tagger"], &tagger);
     let r = rt.delegate(&Principal::Admin, ask("app", "bookkeeper", "Starbucks 4.50\nRent 1450")).await;
     assert_eq!(r.status, Status::Success, "{r:?}");
     assert_eq!(r.result, "2 lines booked: coffee, rent");
@@ -57,22 +62,14 @@ async fn an_embedders_agent_delegates_to_a_scripted_helper_that_sees_the_lineage
 async fn the_rails_refuse_an_embedders_agent_and_the_scripted_helper_never_runs() {
     // may_delegate_to: the bookkeeper was not given the tagger
     let tagger = ScriptedAgent::echo();
-    let rt = builder(&[("app", &["bookkeeper"], &[]), ("bookkeeper", &[], &[]), ("tagger", &[], &[])])
-        .agent("bookkeeper", bookkeeper())
-        .agent("tagger", tagger.clone())
-        .build()
-        .unwrap();
+    let rt = team(&[], &tagger);
     let r = rt.delegate(&Principal::Admin, ask("app", "bookkeeper", "Starbucks 4.50")).await;
     assert_eq!(r.error.as_ref().map(|e| e.code), Some(ErrorCode::DelegationNotAllowed), "{r:?}");
     assert_eq!(tagger.runs(), 0);
 
     // depth: under the default limit the bookkeeper's own call is one level too deep
     let tagger = ScriptedAgent::echo();
-    let rt = builder(&[("app", &["bookkeeper"], &[]), ("bookkeeper", &["tagger"], &[]), ("tagger", &[], &[])])
-        .agent("bookkeeper", bookkeeper())
-        .agent("tagger", tagger.clone())
-        .build()
-        .unwrap();
+    let rt = team(&["tagger"], &tagger);
     let mut shallow = ask("app", "bookkeeper", "Starbucks 4.50");
     shallow.constraints.max_depth = 1;
     let r = rt.delegate(&Principal::Admin, shallow).await;
