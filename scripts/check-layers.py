@@ -40,6 +40,7 @@ LAYERS = {
     "orchestrate": (5, "middle: orchestration and the built-in team"),
     "team": (5, "middle: orchestration and the built-in team"),
     "pipeline": (6, "middle: the pipeline"),
+    "testing": (7, "top: what tests are built from (feature test-util)"),
     "a2a": (7, "top: protocol services"),
     "mcp": (7, "top: protocol services"),
     "queue": (7, "top: protocol services"),

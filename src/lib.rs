@@ -51,6 +51,8 @@ pub mod resilience;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+#[cfg(feature = "test-util")]
+pub mod testing;
 pub mod util;
 
 // The parts the API is built from: public for the binary, the tests and the
@@ -80,7 +82,7 @@ pub mod team;
 #[doc(hidden)]
 pub mod verify;
 
-pub use agent::{Agent, AgentContext, AgentOutput, Call, Delegator, Dispatch, Lineage, Scope, Task};
+pub use agent::{Agent, AgentContext, AgentOutput, Call, ChatModel, Delegator, Dispatch, Lineage, Scope, Task};
 pub use auth::Principal;
 pub use config::{AgentSpec, Config};
 pub use pipeline::{AskOptions, AskResponse, Runtime, RuntimeBuilder, TreeView};

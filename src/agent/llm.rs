@@ -30,7 +30,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 use tiktoken_rs::CoreBPE;
 
-use super::{Agent, AgentContext, AgentOutput, Task, TokenEstimate};
+use super::{Agent, AgentContext, AgentOutput, ChatModel, Task, TokenEstimate};
 use crate::agent::{Call, Delegator};
 use crate::config::{AgentSpec, Backend, Config, LlmDefaults};
 use crate::protocol::{
@@ -66,10 +66,9 @@ const MAX_REPLY: usize = 8 * 1024 * 1024;
 
 /// An agent backed by an OpenAI-compatible chat-completions endpoint; it gets `delegate` and `ask_agent` tools when it may delegate.
 pub struct LlmAgent {
-    client: reqwest::Client,
-    endpoint: String,
+    /// Where its requests go: the endpoint over HTTP, or the model the embedder gave the builder.
+    chat: Arc<dyn ChatModel>,
     model: String,
-    api_key: Option<String>,
     system_prompt: String,
     max_completion: u32,
     temperature: Option<f32>,
@@ -157,7 +156,13 @@ fn tokenizer_for(model: &str) -> &'static CoreBPE {
 
 impl LlmAgent {
     /// The agent `spec` with an `llm` backend; unset fields come from `[llm]`.
-    pub fn from_spec(spec: &AgentSpec, config: &Config) -> Result<Self, DelegationError> {
+    /// With `chat`, its requests go to that model instead of the endpoint
+    /// (no `base_url` or API key is needed then).
+    pub fn from_spec(
+        spec: &AgentSpec,
+        config: &Config,
+        chat: Option<Arc<dyn ChatModel>>,
+    ) -> Result<Self, DelegationError> {
         let Backend::Llm { base_url, model, api_key_env, max_completion_tokens, temperature, json_mode, tool_rounds } =
             &spec.backend
         else {
@@ -182,13 +187,14 @@ impl LlmAgent {
             prompt,
             *temperature,
             *json_mode,
+            chat,
         )
     }
 
-    /// Prime with the LLM planner: the model in `[llm]`, Prime's prompt.
-    pub fn prime(spec: &AgentSpec, config: &Config) -> Result<Self, DelegationError> {
+    /// Prime with the LLM planner: the model in `[llm]` (or `chat`), Prime's prompt.
+    pub fn prime(spec: &AgentSpec, config: &Config, chat: Option<Arc<dyn ChatModel>>) -> Result<Self, DelegationError> {
         let prompt = if spec.system_prompt.is_empty() { PRIME_PROMPT.to_string() } else { spec.system_prompt.clone() };
-        Self::build(spec, config, config.llm.clone(), prompt, None, false)
+        Self::build(spec, config, config.llm.clone(), prompt, None, false, chat)
     }
 
     fn build(
@@ -198,19 +204,35 @@ impl LlmAgent {
         system_prompt: String,
         temperature: Option<f32>,
         json_mode: bool,
+        chat: Option<Arc<dyn ChatModel>>,
     ) -> Result<Self, DelegationError> {
         let bad = |what: &str| DelegationError::invalid(format!("agent '{}': {what}", spec.slug));
-        let base = s.base_url.ok_or_else(|| bad("no base_url (set it on the agent or in [llm])"))?;
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(bad(&format!("base_url '{base}' must start with http:// or https://")));
-        }
-        let model = s.model.ok_or_else(|| bad("no model (set it on the agent or in [llm])"))?;
-        let api_key = match &s.api_key_env {
-            Some(var) => Some(
-                std::env::var(var)
-                    .map_err(|_| bad(&format!("the environment variable {var} (its API key) is not set")))?,
-            ),
-            None => None,
+        let (chat, model) = match chat {
+            // the embedder's model: no endpoint, no key; the name it goes by unless one is set
+            Some(chat) => {
+                let model = s.model.unwrap_or_else(|| chat.name().to_string());
+                (chat, model)
+            }
+            None => {
+                let base = s.base_url.ok_or_else(|| bad("no base_url (set it on the agent or in [llm])"))?;
+                if !(base.starts_with("http://") || base.starts_with("https://")) {
+                    return Err(bad(&format!("base_url '{base}' must start with http:// or https://")));
+                }
+                let model = s.model.ok_or_else(|| bad("no model (set it on the agent or in [llm])"))?;
+                let api_key = match &s.api_key_env {
+                    Some(var) => Some(
+                        std::env::var(var)
+                            .map_err(|_| bad(&format!("the environment variable {var} (its API key) is not set")))?,
+                    ),
+                    None => None,
+                };
+                let http = HttpModel {
+                    client: crate::util::http_client().map_err(DelegationError::invalid)?,
+                    endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
+                    api_key,
+                };
+                (Arc::new(http) as Arc<dyn ChatModel>, model)
+            }
         };
         let targets = config
             .agents
@@ -225,11 +247,9 @@ impl LlmAgent {
         Ok(Self {
             #[cfg(feature = "mcp")]
             mcp: super::mcp::McpServers::new(&spec.mcp).map_err(|e| bad(&e.message))?,
-            client: crate::util::http_client().map_err(DelegationError::invalid)?,
-            endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
+            chat,
             tokenizer: tokenizer_for(&model),
             model,
-            api_key,
             system_prompt,
             max_completion: s.max_completion_tokens.unwrap_or(DEFAULT_MAX_COMPLETION).max(MIN_COMPLETION),
             temperature,
@@ -344,76 +364,6 @@ impl LlmAgent {
             }}));
         }
         tools
-    }
-
-    async fn call_model(&self, body: &Value, timeout: Duration) -> Result<Value, DelegationError> {
-        let mut http = self.client.post(&self.endpoint).timeout(timeout.max(Duration::from_millis(1))).json(body);
-        if let Some(key) = &self.api_key {
-            http = http.bearer_auth(key);
-        }
-        for (k, v) in telemetry::trace_headers() {
-            http = http.header(k, v);
-        }
-        let res = http.send().await.map_err(|e| {
-            if e.is_timeout() {
-                DelegationError::new(
-                    ErrorCode::DeadlineExceeded,
-                    format!("the model at {} did not answer in time", self.endpoint),
-                )
-            } else {
-                DelegationError::new(
-                    ErrorCode::AgentUnavailable,
-                    format!("the model at {} is unreachable: {e}", self.endpoint),
-                )
-            }
-        })?;
-        let status = res.status();
-        let retry_after = res
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| Duration::from_secs_f64(s.min(3600.0)));
-        let mut res = res;
-        let mut bytes = Vec::new();
-        while let Some(chunk) = res.chunk().await.map_err(|e| {
-            DelegationError::new(ErrorCode::AgentUnavailable, format!("the model's answer broke off: {e}"))
-        })? {
-            if bytes.len() + chunk.len() > MAX_REPLY {
-                return Err(DelegationError::new(ErrorCode::AgentFailed, "the model's answer is larger than 8 MiB"));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        let snippet = || String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
-        if status.as_u16() == 429 {
-            let e = DelegationError::new(
-                ErrorCode::AgentUnavailable,
-                format!("the model is rate limited (429): {}", snippet()),
-            );
-            return Err(match retry_after {
-                Some(d) => e.retry_after(d),
-                None => e,
-            });
-        }
-        if status.is_server_error() {
-            return Err(DelegationError::new(
-                ErrorCode::AgentUnavailable,
-                format!("the model server failed ({status}): {}", snippet()),
-            ));
-        }
-        if !status.is_success() {
-            return Err(DelegationError::new(
-                ErrorCode::AgentFailed,
-                format!("the model server refused the request ({status}): {}", snippet()),
-            ));
-        }
-        serde_json::from_slice(&bytes).map_err(|e| {
-            DelegationError::new(
-                ErrorCode::AgentFailed,
-                format!("the model server's reply is not JSON ({e}): {}", snippet()),
-            )
-        })
     }
 
     /// The MCP tools this delegation may use, from the servers that may
@@ -719,6 +669,90 @@ fn parse_answer(content: &str, json_mode: bool) -> Result<AgentOutput, Delegatio
     Ok(out)
 }
 
+/// The model behind an OpenAI-compatible endpoint, over HTTP.
+struct HttpModel {
+    client: reqwest::Client,
+    endpoint: String,
+    api_key: Option<String>,
+}
+
+#[async_trait]
+impl ChatModel for HttpModel {
+    async fn complete(&self, body: &Value, timeout: Duration) -> Result<Value, DelegationError> {
+        let mut http = self.client.post(&self.endpoint).timeout(timeout.max(Duration::from_millis(1))).json(body);
+        if let Some(key) = &self.api_key {
+            http = http.bearer_auth(key);
+        }
+        for (k, v) in telemetry::trace_headers() {
+            http = http.header(k, v);
+        }
+        let res = http.send().await.map_err(|e| {
+            if e.is_timeout() {
+                DelegationError::new(
+                    ErrorCode::DeadlineExceeded,
+                    format!("the model at {} did not answer in time", self.endpoint),
+                )
+            } else {
+                DelegationError::new(
+                    ErrorCode::AgentUnavailable,
+                    format!("the model at {} is unreachable: {e}", self.endpoint),
+                )
+            }
+        })?;
+        let status = res.status();
+        let retry_after = res
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(3600.0)));
+        let mut res = res;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = res.chunk().await.map_err(|e| {
+            DelegationError::new(ErrorCode::AgentUnavailable, format!("the model's answer broke off: {e}"))
+        })? {
+            if bytes.len() + chunk.len() > MAX_REPLY {
+                return Err(DelegationError::new(ErrorCode::AgentFailed, "the model's answer is larger than 8 MiB"));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let snippet = || String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
+        if status.as_u16() == 429 {
+            let e = DelegationError::new(
+                ErrorCode::AgentUnavailable,
+                format!("the model is rate limited (429): {}", snippet()),
+            );
+            return Err(match retry_after {
+                Some(d) => e.retry_after(d),
+                None => e,
+            });
+        }
+        if status.is_server_error() {
+            return Err(DelegationError::new(
+                ErrorCode::AgentUnavailable,
+                format!("the model server failed ({status}): {}", snippet()),
+            ));
+        }
+        if !status.is_success() {
+            return Err(DelegationError::new(
+                ErrorCode::AgentFailed,
+                format!("the model server refused the request ({status}): {}", snippet()),
+            ));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            DelegationError::new(
+                ErrorCode::AgentFailed,
+                format!("the model server's reply is not JSON ({e}): {}", snippet()),
+            )
+        })
+    }
+
+    fn name(&self) -> &str {
+        &self.endpoint
+    }
+}
+
 #[async_trait]
 impl Agent for LlmAgent {
     async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
@@ -781,7 +815,7 @@ impl LlmAgent {
                 body["tools"] = Value::Array(tools.clone());
                 body["tool_choice"] = json!("auto");
             }
-            let reply = self.call_model(&body, ctx.remaining()).await?;
+            let reply = self.chat.complete(&body, ctx.remaining()).await?;
             let u = &reply["usage"];
             let reported = TokenUsage::new(
                 u["prompt_tokens"].as_u64().map_or(prompt, |v| v as u32),
@@ -869,9 +903,13 @@ fn truncate(s: &str) -> String {
     s.chars().take(200).collect()
 }
 
-/// An LLM agent for `spec`, Prime's LLM planner when so configured.
-pub fn for_spec(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, DelegationError> {
-    Ok(Arc::new(LlmAgent::from_spec(spec, config)?))
+/// An LLM agent for `spec` (talking to `chat` when given).
+pub fn for_spec(
+    spec: &AgentSpec,
+    config: &Config,
+    chat: Option<Arc<dyn ChatModel>>,
+) -> Result<Arc<dyn Agent>, DelegationError> {
+    Ok(Arc::new(LlmAgent::from_spec(spec, config, chat)?))
 }
 
 #[cfg(test)]

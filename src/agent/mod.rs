@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod model;
 mod off_thread;
 #[cfg(feature = "queue")]
 pub mod queue;
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::config::ToolSet;
 pub use delegator::{Call, Delegator, Dispatch, Lineage, Scope};
 pub use ledger::{Ledger, LedgerView, NewEntry, Written};
+pub use model::ChatModel;
 pub use off_thread::OffThread;
 pub use reads::{LedgerCall, Reads, StepReads, Tape};
 

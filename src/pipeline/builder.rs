@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::registry::Registry;
 use super::runtime::{Inner, Runtime};
-use crate::agent::Agent;
+use crate::agent::{Agent, ChatModel};
 use crate::config::{AgentSpec, Config};
 use crate::protocol::{AgentSlug, DelegationError};
 use crate::rails::{SessionVaults, Trees};
@@ -26,6 +26,7 @@ pub struct RuntimeBuilder {
     specs: Vec<AgentSpec>,
     breaker: BreakerConfig,
     bad_slugs: Vec<String>,
+    chat: Option<Arc<dyn ChatModel>>,
 }
 
 impl RuntimeBuilder {
@@ -58,6 +59,25 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The model every `llm` agent and Prime's LLM planner talk to, instead
+    /// of the endpoint in the configuration (default: that endpoint, over
+    /// HTTP). With it, `[llm]` needs no `base_url` or API key, and the model
+    /// name sent is the configured one, else [`ChatModel::name`].
+    ///
+    /// ```
+    /// use switchboard::testing::ScriptedModel;
+    /// use switchboard::{Config, Runtime};
+    ///
+    /// let model = ScriptedModel::new().text("Hello from the model.");
+    /// let config = Config::from_toml(r#"agents = [{ slug = "writer", name = "Writer", backend = { kind = "llm" } }]"#)?;
+    /// let runtime = Runtime::builder().config(config).chat_model(model.clone()).build()?;
+    /// # Ok::<(), switchboard::DelegationError>(())
+    /// ```
+    pub fn chat_model(mut self, model: impl ChatModel) -> Self {
+        self.chat = Some(Arc::new(model));
+        self
+    }
+
     /// Circuit breaker settings (default: [`BreakerConfig::default`]).
     pub fn breaker(mut self, cfg: BreakerConfig) -> Self {
         self.breaker = cfg;
@@ -76,8 +96,13 @@ impl RuntimeBuilder {
             config.agents.retain(|a| a.slug != spec.slug);
             config.agents.push(spec);
         }
+        if let Some(chat) = &self.chat {
+            // the planner's check asks for an endpoint and a model: the given model is both
+            config.llm.base_url.get_or_insert_with(|| format!("model:{}", chat.name()));
+            config.llm.model.get_or_insert_with(|| chat.name().to_string());
+        }
         config.validate()?;
-        let registry = Registry::build(&config, &self.agents)?;
+        let registry = Registry::build(&config, &self.agents, self.chat.as_ref())?;
         let lineage = crate::lineage::Authority::new(&config.lineage, &config.trust)
             .map_err(|e| DelegationError::invalid(format!("invalid configuration: {e}")))?;
         let keeps_lineage = config.agents.iter().any(|a| a.backend.peer().is_some());

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::agent::Agent;
 use crate::agent::command::CommandAgent;
+use crate::agent::{Agent, ChatModel};
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::orchestrate::prime::PrimeAgent;
 use crate::protocol::{AgentSlug, DelegationError};
@@ -55,13 +55,18 @@ pub struct Registry {
 
 impl Registry {
     /// Builds every agent the config declares; `overrides` replaces (or
-    /// supplies) the implementation of the named agents.
-    pub fn build(config: &Config, overrides: &HashMap<AgentSlug, Arc<dyn Agent>>) -> Result<Self, DelegationError> {
+    /// supplies) the implementation of the named agents, and `chat` (when
+    /// given) answers for the model of every `llm` agent and Prime's LLM planner.
+    pub fn build(
+        config: &Config,
+        overrides: &HashMap<AgentSlug, Arc<dyn Agent>>,
+        chat: Option<&Arc<dyn ChatModel>>,
+    ) -> Result<Self, DelegationError> {
         let mut reg = Self::default();
         for spec in &config.agents {
             let agent = match overrides.get(&spec.slug) {
                 Some(a) => a.clone(),
-                None => implementation(spec, config)?,
+                None => implementation(spec, config, chat)?,
             };
             reg.order.push(spec.slug.clone());
             reg.members
@@ -98,7 +103,12 @@ impl Registry {
     }
 }
 
-fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, DelegationError> {
+#[cfg_attr(not(feature = "llm"), allow(unused_variables))]
+fn implementation(
+    spec: &AgentSpec,
+    config: &Config,
+    chat: Option<&Arc<dyn ChatModel>>,
+) -> Result<Arc<dyn Agent>, DelegationError> {
     match &spec.backend {
         Backend::Builtin { name } => {
             let name = name.as_deref().unwrap_or(spec.slug.as_str());
@@ -106,7 +116,7 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
                 // one line of config switches Prime's planner
                 if config.prime.planner == "llm" {
                     #[cfg(feature = "llm")]
-                    return Ok(Arc::new(crate::agent::llm::LlmAgent::prime(spec, config)?));
+                    return Ok(Arc::new(crate::agent::llm::LlmAgent::prime(spec, config, chat.cloned())?));
                     #[cfg(not(feature = "llm"))]
                     return Err(not_built(spec, "Prime's llm planner", "llm"));
                 }
@@ -135,7 +145,7 @@ fn implementation(spec: &AgentSpec, config: &Config) -> Result<Arc<dyn Agent>, D
         #[cfg(not(feature = "queue"))]
         Backend::Queue { .. } => Err(not_built(spec, "the queue backend", "queue")),
         #[cfg(feature = "llm")]
-        Backend::Llm { .. } => crate::agent::llm::for_spec(spec, config),
+        Backend::Llm { .. } => crate::agent::llm::for_spec(spec, config, chat.cloned()),
         #[cfg(not(feature = "llm"))]
         Backend::Llm { .. } => Err(not_built(spec, "the llm backend", "llm")),
         #[cfg(feature = "a2a")]
@@ -165,7 +175,7 @@ mod tests {
     #[test]
     fn members_come_in_declaration_order_and_count_their_work() {
         let config = config("");
-        let reg = Registry::build(&config, &HashMap::new()).unwrap();
+        let reg = Registry::build(&config, &HashMap::new(), None).unwrap();
         let order: Vec<_> = reg.members().map(|m| m.spec.slug.clone()).collect();
         let declared: Vec<_> = config.agents.iter().map(|a| a.slug.clone()).collect();
         assert_eq!(order, declared);
@@ -181,7 +191,7 @@ mod tests {
     fn an_implementation_for_an_undeclared_agent_is_refused() {
         let echo = team::lookup("echo").unwrap();
         let overrides = HashMap::from([(AgentSlug::parse("nobody").unwrap(), echo)]);
-        let err = Registry::build(&config(""), &overrides).err().unwrap();
+        let err = Registry::build(&config(""), &overrides, None).err().unwrap();
         assert!(err.message.contains("'nobody'"), "{}", err.message);
     }
 
@@ -190,6 +200,7 @@ mod tests {
         let err = Registry::build(
             &config("[[agents]]\nslug = \"ghost\"\nname = \"Ghost\"\n[agents.backend]\nkind = \"builtin\"\nname = \"no-such\""),
             &HashMap::new(),
+            None,
         )
         .err()
         .unwrap();
@@ -202,6 +213,7 @@ mod tests {
         let err = Registry::build(
             &config("[[agents]]\nslug = \"writer\"\nname = \"Writer\"\n[agents.backend]\nkind = \"llm\""),
             &HashMap::new(),
+            None,
         )
         .err()
         .unwrap();

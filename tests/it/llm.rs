@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use switchboard::AskOptions;
 use switchboard::config::Config;
 use switchboard::protocol::{ErrorCode, RetryPolicy, Status};
+use switchboard::testing::{assistant_text, assistant_tool_calls};
 use switchboard::{DelegationRequest, Runtime};
 
 use crate::support::*;
@@ -29,16 +30,11 @@ pub enum Scripted {
 }
 
 pub fn text(content: &str) -> Scripted {
-    Scripted::Message(json!({"role": "assistant", "content": content}))
+    Scripted::Message(assistant_text(content))
 }
 
 pub fn tool_calls(calls: &[(&str, Value)]) -> Scripted {
-    let calls: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}))
-        .collect();
-    Scripted::Message(json!({"role": "assistant", "content": null, "tool_calls": calls}))
+    Scripted::Message(assistant_tool_calls(calls))
 }
 
 #[derive(Clone)]

@@ -17,6 +17,7 @@ mod db;
 mod doors;
 mod durable;
 mod durable_state;
+mod embedder;
 mod faults;
 mod fuzz;
 mod hostile;

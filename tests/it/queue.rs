@@ -156,7 +156,7 @@ may_start_trees = true
             .env("W", name)
             .env("NAP", nap)
             .env("LOG", self.log())
-            .args(["--config", config.to_str().unwrap(), "--database-url", &db, "worker", "--agents", &self.agent])
+            .args(["--config", config.to_str().unwrap(), "--database-url", db, "worker", "--agents", &self.agent])
             .args(["--concurrency", &concurrency.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -1,37 +1,14 @@
-//! Scripted agents and small builders shared by the tests.
+//! Scripted agents and small builders shared by the tests (the ones an
+//! embedder can use too are `switchboard::testing`'s, re-exported here).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use async_trait::async_trait;
 use switchboard::Principal;
-use switchboard::RuntimeBuilder;
-use switchboard::config::Config;
-use switchboard::protocol::{AgentSlug, DelegationError, DelegationRequest, UserId};
-use switchboard::{Agent, AgentContext, AgentOutput, Runtime, Task};
-
-/// An agent whose behaviour is a closure.
-pub struct FnAgent<F>(pub F);
-
-#[async_trait]
-impl<F, Fut> Agent for FnAgent<F>
-where
-    F: Fn(AgentContext, Task) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<AgentOutput, DelegationError>> + Send + 'static,
-{
-    async fn run(&self, ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
-        (self.0)(ctx.clone(), task.clone()).await
-    }
-}
-
-pub fn agent<F, Fut>(f: F) -> FnAgent<F>
-where
-    F: Fn(AgentContext, Task) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<AgentOutput, DelegationError>> + Send + 'static,
-{
-    FnAgent(f)
-}
+use switchboard::protocol::{AgentSlug, DelegationRequest, UserId};
+use switchboard::{Agent, AgentOutput};
+// the closure agent, the config table and the runtime builder: what an embedder's tests use too
+pub use switchboard::testing::{agent, builder, config};
 
 /// Answers at once with its objective; counts its calls.
 pub fn echo(calls: Arc<AtomicUsize>) -> impl Agent {
@@ -54,23 +31,6 @@ pub fn slug(s: &str) -> AgentSlug {
 
 pub fn user(s: &str) -> UserId {
     UserId::parse(s).unwrap()
-}
-
-/// A config declaring agents `(slug, may_delegate_to, tools_allowed)`.
-pub fn config(agents: &[(&str, &[&str], &[&str])]) -> Config {
-    let mut toml = String::new();
-    for (slug, may, tools) in agents {
-        toml.push_str(&format!(
-            "[[agents]]\nslug = \"{slug}\"\nname = \"{slug}\"\nmay_delegate_to = {may:?}\ntools_allowed = {tools:?}\n\n"
-        ));
-    }
-    Config::from_toml(&toml).unwrap()
-}
-
-/// A builder over `config` in which every agent echoes until a test gives it
-/// another implementation.
-pub fn builder(agents: &[(&str, &[&str], &[&str])]) -> RuntimeBuilder {
-    agents.iter().fold(Runtime::builder().config(config(agents)), |b, (slug, _, _)| b.agent(slug, echo(counter())))
 }
 
 pub fn request(from: &str, to: &str, objective: &str) -> DelegationRequest {
