@@ -278,6 +278,13 @@ def in_process(p, inproc, hop):
         g, m = hop["graph"], hop["models"]
         p(f"  {'LangGraph supervisor -> worker hop':<44} {us(g['p50_us']):>10} {us(g['p99_us']):>10} {g['per_sec']:>12.0f}")
         p(f"  {'  of which the two fake model calls':<44} {us(m['p50_us']):>10} {us(m['p99_us']):>10} {m['per_sec']:>12.0f}")
+    versus = [(k, inproc[f"{k}_vs_committed"]) for k in ("single", "chain", "fanout") if f"{k}_vs_committed" in inproc]
+    if versus:
+        at = versus[0][1].get("committed_at", "?")
+        p(f"  against the committed figures ({at}, benches/overhead-baseline.json), in units of the run's reference work:")
+        for k, r in versus:
+            mark = "  heavier" if r["ratio"] > 1.15 else ""
+            p(f"    {k:<10} {r['units']:>8.1f} now, {r['committed_units']:>8.1f} committed: {r['ratio']:.2f}x{mark}")
     p("")
 
 
