@@ -52,8 +52,11 @@ pub struct Router {
     idf: Vec<f32>,
     docs: Vec<Doc>,
     model: Softmax,
-    /// The content words the texts use, and how often: what a misspelled word is corrected to.
+    /// The content words the texts use, and how often.
     known: HashMap<String, u32>,
+    /// Those used at least [`COMMON`] times, as letters, with their count:
+    /// what a misspelled word is corrected to.
+    common: Vec<(Vec<char>, u32)>,
 }
 
 /// The edit distance of two words, a swap of neighbouring letters counting
@@ -195,8 +198,11 @@ impl Router {
                 *known.entry(w).or_default() += 1;
             }
         }
-        let mut router =
-            Self { agents, me, vocabulary, idf, docs: Vec::new(), model: Softmax::train(0, 0, &[]), known };
+        let mut common: Vec<(Vec<char>, u32)> =
+            known.iter().filter(|(_, n)| **n >= COMMON).map(|(w, n)| (w.chars().collect(), *n)).collect();
+        common.sort_unstable();
+        let model = Softmax::train(0, 0, &[]);
+        let mut router = Self { agents, me, vocabulary, idf, docs: Vec::new(), model, known, common };
         router.docs = raw.into_iter().map(|(agent, text, f)| Doc { agent, text, vector: router.vector(&f) }).collect();
         let examples: Vec<(usize, &[(u32, f32)])> =
             router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
@@ -306,13 +312,13 @@ impl Router {
             return None;
         }
         let max = if chars.len() >= 9 { 2 } else { 1 };
-        let mut best: Option<(usize, u32, &String)> = None;
-        for (k, &n) in &self.known {
-            let kc: Vec<char> = k.chars().collect();
-            if n < COMMON || kc.len() < 3 || kc[0] != chars[0] || (chars.len() > kc.len() && chars.len() < 7) {
+        let mut best: Option<(usize, u32, &[char])> = None;
+        for (kc, n) in &self.common {
+            let n = *n;
+            if kc.len() < 3 || kc[0] != chars[0] || (chars.len() > kc.len() && chars.len() < 7) {
                 continue;
             }
-            let Some(d) = distance(&chars, &kc, max) else { continue };
+            let Some(d) = distance(&chars, kc, max) else { continue };
             let swapped = || {
                 let (mut x, mut y) = (chars.clone(), kc.clone());
                 x.sort_unstable();
@@ -322,11 +328,12 @@ impl Router {
             if kc.len() == chars.len() && chars.len() < 6 && !swapped() {
                 continue;
             }
-            if best.is_none_or(|(bd, bn, bk)| d < bd || (d == bd && (n > bn || (n == bn && k < bk)))) {
-                best = Some((d, n, k));
+            // the closest, then the most used; `common` is sorted, so the first of equals stays
+            if best.is_none_or(|(bd, bn, _)| d < bd || (d == bd && n > bn)) {
+                best = Some((d, n, kc));
             }
         }
-        best.map(|(_, _, k)| k.clone())
+        best.map(|(_, _, k)| k.iter().collect())
     }
 
     fn pick(&self, text: &str) -> Option<Match> {
