@@ -22,7 +22,9 @@ use crate::verify::decision::{self, Routing};
 use crate::verify::{Constraints, DecisionScore, TaskSpec};
 
 use super::plan::{Plan, Step};
-use super::words::{definition, introduction, is_small_talk, objective_of, offer};
+use super::words::{
+    asks_to_call_or_text, asks_what_to_buy, definition, introduction, is_small_talk, objective_of, offer,
+};
 
 /// Plans from rules alone.
 pub struct RulePlanner {
@@ -215,6 +217,18 @@ impl RulePlanner {
         }
         if is_vague(&lower) {
             let answer = format!("Happy to help. {}", offer(&self.specialists));
+            return Choice::direct(answer, true, "none", routed, decision::decide(msg, None, 0));
+        }
+        // advice on what to buy, a call or a text: no one on the team does it, whatever words it shares
+        let unserved = if asks_what_to_buy(&lower) {
+            Some("tell you what to buy or invest in")
+        } else if asks_to_call_or_text(&lower) {
+            Some("call or text anyone")
+        } else {
+            None
+        };
+        if let Some(what) = unserved {
+            let answer = format!("I can't {what}, and no one on my team does that. {}", offer(&self.specialists));
             return Choice::direct(answer, true, "none", routed, decision::decide(msg, None, 0));
         }
         if let Some((spec, plan)) = self.note_plan(msg, &routed) {

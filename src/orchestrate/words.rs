@@ -59,7 +59,8 @@ pub(super) fn definition(lower: &str) -> Option<&'static str> {
         words.iter().any(|w| *w == t || w.strip_suffix('s') == Some(t)) || (t.contains(' ') && lower.contains(t))
     })?;
     // what else it says: the words of a definition question, and nothing more
-    const ASKING: [&str; 8] = ["explain", "define", "mean", "means", "meaning", "method", "exactly", "term"];
+    const ASKING: [&str; 10] =
+        ["explain", "define", "mean", "means", "meaning", "method", "exactly", "term", "stand", "stands"];
     let term_words: Vec<&str> = term.split(' ').collect();
     let other = crate::route::text::content(lower)
         .into_iter()
@@ -67,6 +68,28 @@ pub(super) fn definition(lower: &str) -> Option<&'static str> {
         .filter(|w| !term_words.iter().any(|t| w == t || w.strip_suffix('s') == Some(t)))
         .count();
     (other == 0).then_some(*text)
+}
+
+/// A request for advice on what to buy or invest in ("which tv should I
+/// buy", "should I put money into real estate"): no one on the team gives it.
+pub(super) fn asks_what_to_buy(lower: &str) -> bool {
+    static ADVICE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\b(?:should i (?:buy|purchase|invest)\b|(?:which|what) (?:[a-z]+ ){1,3}(?:should|do|can) i (?:buy|purchase|invest)\b|best [a-z]+(?: [a-z]+)? to (?:buy|purchase|invest)\b|(?:put|invest) (?:my |some )?money (?:in|into)\b|should i invest\b)",
+        )
+        .expect("valid regex")
+    });
+    ADVICE.is_match(lower)
+}
+
+/// A request to reach someone by a channel the team does not have: a
+/// call or a text message ("text my brother that…", "call the pharmacy").
+pub(super) fn asks_to_call_or_text(lower: &str) -> bool {
+    static CHANNEL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^(?:(?:can|could|would) you |please )*(?:call|phone|ring|text|message|sms|dm|whatsapp)\b(?: me)? (?:my|the|to|a|an|him|her|them|[a-z]+ (?:that|to|about))\b")
+            .expect("valid regex")
+    });
+    CHANNEL.is_match(lower)
 }
 
 /// A greeting, thanks, or a question about Prime itself.
@@ -156,11 +179,42 @@ mod tests {
 
     #[test]
     fn a_definition_question_names_the_term_and_nothing_else() {
-        for q in ["what is apr?", "what's a credit score", "explain the snowball method", "explain what a budget is"] {
+        for q in [
+            "what is apr?",
+            "what's a credit score",
+            "explain the snowball method",
+            "explain what a budget is",
+            "what does apr stand for",
+        ] {
             assert!(definition(q).is_some(), "{q}");
         }
         for q in ["what's eating up my budget?", "what are my deductions", "what is the apr on my visa card"] {
             assert!(definition(q).is_none(), "{q}");
+        }
+    }
+
+    #[test]
+    fn advice_on_buying_and_calls_or_texts_are_told_apart_from_the_team_s_work() {
+        for q in [
+            "which tv should i buy",
+            "should i buy bitcoin?",
+            "what's the best phone to buy",
+            "should i put money into real estate",
+        ] {
+            assert!(asks_what_to_buy(q), "{q}");
+        }
+        for q in [
+            "what did i buy at target",
+            "should i pay the card or the loan first",
+            "how much did i spend on what i buy online",
+        ] {
+            assert!(!asks_what_to_buy(q), "{q}");
+        }
+        for q in ["text my brother that i'm on my way", "can you call my mom", "message my wife that i'll be late"] {
+            assert!(asks_to_call_or_text(q), "{q}");
+        }
+        for q in ["email my landlord about the heater", "how much is my phone bill", "categorize my calls"] {
+            assert!(!asks_to_call_or_text(q), "{q}");
         }
     }
 

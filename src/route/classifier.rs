@@ -17,7 +17,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::softmax::Softmax;
-use super::text::{clauses, content, features, without_names};
+use super::text::{base, clause_pieces, clauses, content, features, features_of, shapes, without_names};
 use crate::config::AgentSpec;
 
 /// The score (the router's probability) from which an agent is picked for
@@ -26,6 +26,12 @@ pub const THRESHOLD: f64 = 0.3;
 /// A score that needs no earlier message to be sure of: a short follow-up
 /// (`and in September?`) under it goes where the conversation was.
 pub const STRONG: f64 = 0.7;
+/// The score at which a short piece of a clause (`… and is it deductible`)
+/// reaches its own agent beside the one its clause's other piece asks for.
+const PIECE: f64 = 0.9;
+/// A word no text used is corrected to a known word used at least this
+/// often ([`Router::spelled`]).
+const COMMON: u32 = 5;
 
 type Vector = Vec<(u32, f32)>;
 /// Routers learned in this process, by the hash of the texts they learned from.
@@ -46,6 +52,44 @@ pub struct Router {
     idf: Vec<f32>,
     docs: Vec<Doc>,
     model: Softmax,
+    /// The content words the texts use, and how often.
+    known: HashMap<String, u32>,
+    /// Those used at least [`COMMON`] times, as letters, with their count:
+    /// what a misspelled word is corrected to.
+    common: Vec<(Vec<char>, u32)>,
+}
+
+/// The edit distance of two words, a swap of neighbouring letters counting
+/// one (`emial` → `email`), or `None` when it is over `max`.
+fn distance(a: &[char], b: &[char], max: usize) -> Option<usize> {
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        d[i * w] = i;
+    }
+    for (j, x) in d.iter_mut().enumerate().take(w) {
+        *x = j;
+    }
+    for i in 1..=a.len() {
+        let mut row_min = usize::MAX;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[(i - 1) * w + j] + 1).min(d[i * w + j - 1] + 1).min(d[(i - 1) * w + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = v;
+            row_min = row_min.min(v);
+        }
+        if row_min > max {
+            return None;
+        }
+    }
+    let v = d[a.len() * w + b.len()];
+    (v <= max).then_some(v)
 }
 
 /// An agent's score for a text, with the example that came closest.
@@ -148,7 +192,17 @@ impl Router {
         }
         let n = raw.len() as f32;
         let idf = df.iter().map(|d| ((n + 1.0) / (d + 1.0)).ln() + 1.0).collect();
-        let mut router = Self { agents, me, vocabulary, idf, docs: Vec::new(), model: Softmax::train(0, 0, &[]) };
+        let mut known: HashMap<String, u32> = HashMap::new();
+        for (_, t, _) in &raw {
+            for w in content(t) {
+                *known.entry(w).or_default() += 1;
+            }
+        }
+        let mut common: Vec<(Vec<char>, u32)> =
+            known.iter().filter(|(_, n)| **n >= COMMON).map(|(w, n)| (w.chars().collect(), *n)).collect();
+        common.sort_unstable();
+        let model = Softmax::train(0, 0, &[]);
+        let mut router = Self { agents, me, vocabulary, idf, docs: Vec::new(), model, known, common };
         router.docs = raw.into_iter().map(|(agent, text, f)| Doc { agent, text, vector: router.vector(&f) }).collect();
         let examples: Vec<(usize, &[(u32, f32)])> =
             router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
@@ -208,7 +262,11 @@ impl Router {
     /// first); none when no word of it is known.
     pub fn scores(&self, text: &str) -> Vec<Match> {
         // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
-        let q = self.vector(&features(&without_names(text)));
+        let plain = without_names(text);
+        let words = self.spelled(content(&plain));
+        let mut f = features_of(&words);
+        shapes(&plain, &mut f);
+        let q = self.vector(&f);
         let Some(p) = self.model.probabilities(&q) else { return Vec::new() };
         let mut out: Vec<Match> = self
             .agents
@@ -233,6 +291,51 @@ impl Router {
         out
     }
 
+    /// Words no text used, corrected to the most used known word one edit
+    /// away (two for a word of nine letters or more): `emial` → `email`,
+    /// `spnd` → `spend`, `deductable` → `deductible`. Only what people's
+    /// slips look like: the first letter kept, no letter added to a short
+    /// word (`play` is not `pay`), no letter changed in a word of under six
+    /// (`same` is not `save`), and the word corrected to used at least
+    /// [`COMMON`] times.
+    fn spelled(&self, words: Vec<String>) -> Vec<String> {
+        words.into_iter().map(|w| self.correct(&w).unwrap_or(w)).collect()
+    }
+
+    fn correct(&self, w: &str) -> Option<String> {
+        let chars: Vec<char> = w.chars().collect();
+        if chars.len() < 4
+            || !chars.iter().all(char::is_ascii_lowercase)
+            || self.known.contains_key(w)
+            || self.vocabulary.contains_key(&format!("w:{}", base(w)))
+        {
+            return None;
+        }
+        let max = if chars.len() >= 9 { 2 } else { 1 };
+        let mut best: Option<(usize, u32, &[char])> = None;
+        for (kc, n) in &self.common {
+            let n = *n;
+            if kc.len() < 3 || kc[0] != chars[0] || (chars.len() > kc.len() && chars.len() < 7) {
+                continue;
+            }
+            let Some(d) = distance(&chars, kc, max) else { continue };
+            let swapped = || {
+                let (mut x, mut y) = (chars.clone(), kc.clone());
+                x.sort_unstable();
+                y.sort_unstable();
+                x == y
+            };
+            if kc.len() == chars.len() && chars.len() < 6 && !swapped() {
+                continue;
+            }
+            // the closest, then the most used; `common` is sorted, so the first of equals stays
+            if best.is_none_or(|(bd, bn, _)| d < bd || (d == bd && n > bn)) {
+                best = Some((d, n, kc));
+            }
+        }
+        best.map(|(_, _, k)| k.iter().collect())
+    }
+
     fn pick(&self, text: &str) -> Option<Match> {
         let top = self.scores(text).into_iter().next()?;
         let mine = self.me.is_some_and(|m| self.agents[m] == top.agent);
@@ -240,15 +343,17 @@ impl Router {
     }
 
     /// Who `text` is for: the best specialist of each clause, once each, in
-    /// the order the clauses name them; the whole text's best when no
+    /// the order the clauses name them (both pieces' agents when a clause's
+    /// pieces each clearly ask someone else); the whole text's best when no
     /// clause picks anyone. What comes before a colon is the request, what
     /// follows it the material (`make this sound professional: hey guys,
     /// the meeting moved` is not about a meeting), unless the request alone
-    /// picks nobody.
+    /// picks nobody or says too little to go on (`add this: Chipotle
+    /// 10/25/2025 12.80` is read whole).
     pub fn route(&self, text: &str) -> Routed {
         let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
         if let Some(at) = colon
-            && !content(&text[..at]).is_empty()
+            && content(&text[..at]).len() >= 2
         {
             let mut routed = self.route_all(&text[..at]);
             if !routed.picks.is_empty() {
@@ -269,11 +374,22 @@ impl Router {
 
     fn route_all(&self, text: &str) -> Routed {
         let mut picks: Vec<Match> = Vec::new();
-        for clause in clauses(text) {
-            if let Some(m) = self.pick(&clause)
-                && !picks.iter().any(|p| p.agent == m.agent)
-            {
-                picks.push(m);
+        for pieces in clause_pieces(text) {
+            let mut found: Vec<Match> = Vec::new();
+            if pieces.len() > 1 {
+                // pieces that each clearly ask someone else (`what's my largest expense` and `is it deductible`)
+                let own: Vec<Match> = pieces.iter().filter_map(|p| self.pick(p)).filter(|m| m.score >= PIECE).collect();
+                if own.iter().any(|m| m.agent != own[0].agent) {
+                    found = own;
+                }
+            }
+            if found.is_empty() {
+                found.extend(self.pick(&pieces.join(" ")));
+            }
+            for m in found {
+                if !picks.iter().any(|p| p.agent == m.agent) {
+                    picks.push(m);
+                }
             }
         }
         let best = self.scores(text).into_iter().next();
@@ -309,8 +425,31 @@ mod tests {
     }
 
     #[test]
+    fn a_misspelled_word_is_read_as_the_known_word_people_slip_from() {
+        let r = router();
+        assert_eq!(r.correct("emial").as_deref(), Some("email"));
+        assert_eq!(r.correct("spnd").as_deref(), Some("spend"));
+        assert_eq!(r.correct("deductable").as_deref(), Some("deductible"));
+        // a known word, an unknown word that is no slip of a known one, a letter changed in a short word
+        for w in ["email", "haiku", "play", "gold"] {
+            assert_eq!(r.correct(w), None, "{w}");
+        }
+        assert_eq!(distance(&['e', 'm', 'i', 'a', 'l'], &['e', 'm', 'a', 'i', 'l'], 1), Some(1));
+        assert_eq!(distance(&['a', 'b', 'c', 'd'], &['w', 'x', 'y', 'z'], 2), None);
+    }
+
+    #[test]
+    fn pieces_of_one_clause_that_each_clearly_ask_someone_reach_both() {
+        assert_eq!(picked("what's my largest expense and is it deductible"), ["crystal-analytics", "ledger-tax"]);
+        assert_eq!(picked("how much did i spend on software and can i deduct it"), ["crystal-analytics", "ledger-tax"]);
+        assert_eq!(picked("how much did I spend on uber and lyft last month?"), ["crystal-analytics"]);
+    }
+
+    #[test]
     fn what_follows_a_colon_is_material_not_the_request() {
         assert_eq!(picked("make this sound professional: hey, the meeting moved to friday"), ["format"]);
+        // a request of one word is read with its material
+        assert_eq!(picked("add this: Chipotle 10/25/2025 12.80"), ["byte-doc"]);
     }
 
     #[test]

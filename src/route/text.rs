@@ -56,10 +56,17 @@ const ENDINGS: &[(&str, &str)] = &[
     ("ly", ""),
 ];
 
-/// Weights of the three kinds of features (docs/ROUTING.md: chosen on the tune half).
+/// Weights of the kinds of features (docs/ROUTING.md: the first three chosen
+/// on the tune half, the others by leave-one-round-out over the seen rounds).
 const WORD: f32 = 1.0;
 const PAIR: f32 = 0.5;
 const GRAM: f32 = 0.3;
+/// The first content word (what is asked: `move`, `group`, `how much`… `top`)
+/// and the last one, again on their own.
+const FIRST: f32 = 1.0;
+const LAST: f32 = 0.5;
+/// The shape of the figures: a date, an amount with cents, a rate.
+const SHAPE: f32 = 1.0;
 
 /// A redacted value (`<EMAIL_1>`, `<CARD_2>`): what it stood for is not a request.
 static PII_TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<[A-Z][A-Z_]*_\d+>").expect("valid regex"));
@@ -78,7 +85,7 @@ fn is_stop(w: &str) -> bool {
     STOP.binary_search(&w).is_ok()
 }
 
-fn base(w: &str) -> String {
+pub fn base(w: &str) -> String {
     if let Some((_, b)) = IRREGULAR.iter().find(|(form, _)| *form == w) {
         return (*b).to_string();
     }
@@ -137,20 +144,51 @@ pub fn without_names(example: &str) -> String {
 }
 
 /// The features of a text and their raw weights: its content words (in
-/// base form), pairs of neighbouring ones, and the 3- and 4-character
-/// pieces of each word.
+/// base form), the first and the last of them again, pairs of neighbouring
+/// ones, the 3- and 4-character pieces of each word, and the shapes of its
+/// figures.
 pub fn features(text: &str) -> HashMap<String, f32> {
-    let words = content(text);
+    let mut f = features_of(&content(text));
+    shapes(text, &mut f);
+    f
+}
+
+/// What the figures of a text look like: a date, an amount with cents, a
+/// percentage (a pasted receipt, a debt's rate), whatever their values.
+static SHAPES: LazyLock<[(Regex, &str); 3]> = LazyLock::new(|| {
+    [
+        (Regex::new(r"\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b\d{4}-\d{2}-\d{2}\b").expect("valid regex"), "s:date"),
+        (Regex::new(r"\$\s?\d[\d,]*(?:\.\d{2})?|\b\d[\d,]*\.\d{2}\b").expect("valid regex"), "s:money"),
+        (Regex::new(r"\d(?:\.\d+)?\s?(?:%|percent\b)").expect("valid regex"), "s:rate"),
+    ]
+});
+
+/// Adds to `f` the shapes of the figures in `text` (numbers are not words:
+/// `10/29/2025 6.20` says "a purchase", not which).
+pub fn shapes(text: &str, f: &mut HashMap<String, f32>) {
+    for (re, name) in SHAPES.iter() {
+        if re.is_match(text) {
+            *f.entry((*name).to_string()).or_default() += SHAPE;
+        }
+    }
+}
+
+/// The features of a text's content words (see [`features`]).
+pub fn features_of(words: &[String]) -> HashMap<String, f32> {
     let bases: Vec<String> = words.iter().map(|w| base(w)).collect();
     let mut f: HashMap<String, f32> = HashMap::new();
     let mut add = |k: String, w: f32| *f.entry(k).or_default() += w;
     for b in &bases {
         add(format!("w:{b}"), WORD);
     }
+    if let (Some(first), Some(last)) = (bases.first(), bases.last()) {
+        add(format!("f:{first}"), FIRST);
+        add(format!("l:{last}"), LAST);
+    }
     for pair in bases.windows(2) {
         add(format!("b:{}_{}", pair[0], pair[1]), PAIR);
     }
-    for w in &words {
+    for w in words {
         let padded: Vec<char> = format!("<{w}>").chars().collect();
         for n in 3..=4 {
             for g in padded.windows(n) {
@@ -165,20 +203,25 @@ pub fn features(text: &str) -> HashMap<String, f32> {
 /// joining words, with a piece of fewer than two content words (`and
 /// lyft`, `please`) kept with the clause before it.
 pub fn clauses(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    clause_pieces(text).into_iter().map(|pieces| pieces.join(" ")).collect()
+}
+
+/// The clauses of a request, each as the pieces it was joined from (see
+/// [`clauses`]): `what's my largest expense and is it deductible` is one
+/// clause of two pieces, the second of which may still ask someone else.
+pub fn clause_pieces(text: &str) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
     for piece in CLAUSE.split(text).map(str::trim).filter(|p| !p.is_empty()) {
         match out.last_mut() {
-            Some(last) if content(piece).len() < 2 => {
-                last.push(' ');
-                last.push_str(piece);
-            }
-            _ => out.push(piece.to_string()),
+            Some(last) if content(piece).len() < 2 => last.push(piece.to_string()),
+            _ => out.push(vec![piece.to_string()]),
         }
     }
     // a short first piece goes with the clause after it
-    if out.len() > 1 && content(&out[0]).len() < 2 {
-        let first = out.remove(0);
-        out[0] = format!("{first} {}", out[0]);
+    if out.len() > 1 && content(&out[0].join(" ")).len() < 2 {
+        let mut first = out.remove(0);
+        first.append(&mut out[0]);
+        out[0] = first;
     }
     out
 }
@@ -218,6 +261,27 @@ mod tests {
         let (right, wrong) = (features("categorize"), features("catagorize"));
         let shared = wrong.keys().filter(|k| right.contains_key(*k)).count();
         assert!(shared * 2 > wrong.len(), "{shared} of {}", wrong.len());
+    }
+
+    #[test]
+    fn figures_count_by_their_shape_and_the_first_word_again() {
+        let f = features("add this: Chipotle 10/25/2025 12.80");
+        assert!(f.contains_key("s:date") && f.contains_key("s:money") && !f.contains_key("s:rate"), "{f:?}");
+        assert!(features("2500 at 19.99%").contains_key("s:rate"));
+        let f = features("move netflix into entertainment");
+        assert!(f.contains_key("f:move") && f.contains_key("l:entertainment"), "{f:?}");
+    }
+
+    #[test]
+    fn a_short_piece_stays_with_its_clause_and_is_kept_apart() {
+        assert_eq!(
+            clause_pieces("what's my largest expense and is it deductible"),
+            [vec!["what's my largest expense".to_string(), "is it deductible".to_string()]]
+        );
+        assert_eq!(
+            clauses("what's my largest expense and is it deductible"),
+            ["what's my largest expense is it deductible"]
+        );
     }
 
     #[test]

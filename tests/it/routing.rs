@@ -5,13 +5,15 @@
 //! specialists the turn reached (the tree's children) are compared with the
 //! request's label. The accuracy per split, per agent and per style is
 //! printed with every miss, with whether the held-out half (which nothing
-//! was tuned on, docs/ROUTING.md) meets the goal of 95%; the test fails
-//! under the floor of 90% (the router as it stands scores 92.0%: the goal is
-//! not met yet, and the floor keeps what it reached from sliding back). The splits: `tune` (the
-//! router may learn from it), `seen` (the held-out halves of the first
-//! four rounds, `h…`, `n…`, `r…` and `q…`: each scored once, 87.9%, 87.6%,
-//! 88.1% and 89.3%, then folded into tuning) and `heldout` (`v…`: written
-//! before the change that followed, and never tuned on).
+//! was tuned on, docs/ROUTING.md) meets the goal of 95%. The splits: `tune`
+//! (the router may learn from it), `seen` (the held-out halves of the first
+//! five rounds, `h…`, `n…`, `r…`, `q…` and `v…`: each scored once, 87.9%,
+//! 87.6%, 88.1%, 89.3% and 92.0%, then folded into tuning) and `heldout`
+//! (`w…`: written before the change that followed, and never tuned on).
+//!
+//! `leave_one_round_out` (ignored: run it with `--ignored`) is how the
+//! router's changes were chosen: each seen round scored by Prime's planner
+//! learned without that round's requests among the examples.
 //!
 //! A case is right when every expected specialist was reached and nothing
 //! else but its `also_ok`; one labelled for Prime (`expect` empty) reached no
@@ -29,8 +31,12 @@ use crate::support::*;
 /// The share of the held-out half's requests that should reach their
 /// specialists (issue 44's goal; not met yet: printed, not asserted).
 const GOAL: f64 = 0.95;
-/// What the held-out half must reach: the test fails under it.
-const FLOOR: f64 = 0.90;
+/// What the held-out half must reach: the test fails under it. Round 6's
+/// half (`w…`) scored 84.5% with round 5's router and 87.3% with round 6's
+/// (docs/ROUTING.md): the floor fails the router this half was written
+/// against, not the one that followed. (Round 5's floor, 90%, was set on
+/// round 5's half, on which its router scored 92.0%.)
+const FLOOR: f64 = 0.85;
 
 #[derive(Debug, Deserialize)]
 struct Case {
@@ -198,4 +204,64 @@ fn no_configured_example_is_a_held_out_request() {
         }
     }
     assert!(copies.is_empty(), "{}", copies.join("\n"));
+}
+
+/// Leave-one-round-out over the seen rounds, with Prime's planner alone (no
+/// runtime): each round is scored by a planner whose agents' examples leave
+/// out that round's requests. What the router's changes were chosen by
+/// (docs/ROUTING.md); the held-out half is not scored here.
+#[test]
+#[ignore = "a tuning aid: prints the cross-validated accuracy, asserts nothing"]
+fn leave_one_round_out() {
+    use std::collections::HashSet;
+    use switchboard::orchestrate::{Earlier, Plan, RulePlanner};
+    use switchboard::route::text::words;
+
+    fn reached(p: &RulePlanner, c: &Case) -> (Vec<String>, bool) {
+        let mut earlier = Earlier::None;
+        for e in &c.earlier {
+            let asked = p.choose_turn(e, Earlier::None, &[]).asks;
+            earlier = if asked { Earlier::Asked(e) } else { Earlier::Said(e.lines().next().unwrap_or_default()) };
+        }
+        let mut choice = p.choose_turn(&c.text, earlier, &[]);
+        if matches!(choice.plan, Plan::Direct { .. }) && c.attach.is_some() {
+            let read = p.choose(&format!("{}\nRead the attached document", c.text), &[]);
+            if !matches!(read.plan, Plan::Direct { .. }) {
+                choice = read;
+            }
+        }
+        let mut got: Vec<String> = choice.plan.agents().iter().map(|a| a.to_string()).collect();
+        got.sort();
+        got.dedup();
+        let missing = c.expect.iter().any(|a| !got.contains(a));
+        let extra = got.iter().any(|a| !c.expect.contains(a) && !c.also_ok.contains(a));
+        let team_list =
+            matches!(&choice.plan, Plan::Direct { answer } if !choice.asks && answer.contains("My team can help with"));
+        let unserved = c.expect.is_empty() && team_list && ["unserved", "vague"].contains(&c.style.as_str());
+        (got, !(missing || extra || unserved))
+    }
+
+    let all = cases();
+    let base = switchboard::Config::builtin();
+    let mut total = Tally::default();
+    for round in ["h", "n", "r", "q", "v"] {
+        let held: Vec<&Case> = all.iter().filter(|c| c.split == "seen" && c.id.starts_with(round)).collect();
+        let texts: HashSet<Vec<String>> = held.iter().map(|c| words(&c.text)).collect();
+        let mut config = base.clone();
+        for a in &mut config.agents {
+            a.examples.retain(|e| !texts.contains(&words(e)));
+        }
+        let p = RulePlanner::new(&config, "prime-boss").unwrap();
+        let mut t = Tally::default();
+        for c in held {
+            let (got, ok) = reached(&p, c);
+            t.add(ok);
+            total.add(ok);
+            if !ok {
+                println!("  {} [{}] {:?}: expected {:?}, reached {got:?}", c.id, c.style, c.text, c.expect);
+            }
+        }
+        println!("round {round}: {}", t.line());
+    }
+    println!("leave-one-round-out: {}", total.line());
 }
