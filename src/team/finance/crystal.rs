@@ -21,7 +21,7 @@ use super::money::{self, Cents};
 use super::reply::needs_input;
 use super::tag_ai::{self, UNCATEGORIZED};
 use super::transactions::{self, Transaction};
-use super::{question, seeding, transfers};
+use super::{seeding, transfers};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
@@ -507,6 +507,11 @@ impl Agent for CrystalAnalytics {
 #[cfg(test)]
 #[path = "phrasings_crystal.rs"]
 mod phrasings;
+
+/// What a question asks, and the answer that leads with it (a child of
+/// Crystal: it reads Crystal's analysis, and only Crystal asks it).
+#[path = "question.rs"]
+mod question;
 
 #[cfg(test)]
 mod tests {

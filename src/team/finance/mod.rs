@@ -33,7 +33,6 @@ pub mod ofx;
 pub mod period;
 #[cfg(test)]
 mod phrasing;
-pub mod question;
 pub mod receipt;
 mod reply;
 #[cfg(test)]

@@ -11,11 +11,11 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::crystal::Analysis;
-use super::dates;
-use super::money::{self, Cents};
-use super::tag_ai::{self, UNCATEGORIZED};
-use super::transactions::Transaction;
+use super::Analysis;
+use crate::team::finance::dates;
+use crate::team::finance::money::{self, Cents};
+use crate::team::finance::tag_ai::{self, UNCATEGORIZED};
+use crate::team::finance::transactions::Transaction;
 
 /// What is counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
