@@ -433,6 +433,9 @@ pub(super) async fn cancel_tree(pool: &AnyPool, root: RequestId, by: &str, now: 
     .await
     .map_err(backend_err)?;
     if open.rows_affected() == 0 {
+        // rolled back now: a dropped transaction's rollback waits for the connection's next use,
+        // and until then the pooled connection sits idle in a transaction holding its locks
+        tx.rollback().await.map_err(backend_err)?;
         return Ok(0);
     }
     let below = sqlx::query(
@@ -601,6 +604,7 @@ pub(super) async fn decide_approval(
     .await
     .map_err(backend_err)?;
     if taken.rows_affected() == 0 {
+        tx.rollback().await.map_err(backend_err)?; // now, not at the connection's next use (cancel_tree)
         return Ok(None);
     }
     let done = sqlx::query(
@@ -616,7 +620,8 @@ pub(super) async fn decide_approval(
     .await
     .map_err(backend_err)?;
     if done.rows_affected() == 0 {
-        return Ok(None); // dropped: rolled back
+        tx.rollback().await.map_err(backend_err)?;
+        return Ok(None);
     }
     tx.commit().await.map_err(backend_err)?;
     approval(pool, id).await

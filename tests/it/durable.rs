@@ -239,6 +239,40 @@ async fn cut_off_mid_tree_then_cancel(db: &Db, runs: &Arc<Runs>, alice: &Princip
     root
 }
 
+/// A decision or a cancel that takes nothing leaves no transaction open on
+/// PostgreSQL: a dropped transaction's rollback waits for its connection's
+/// next use, and until then the pooled connection holds its table locks (a
+/// `DROP SCHEMA` or a migration waits behind it; the journal test hung on it).
+#[tokio::test]
+async fn a_decision_or_cancel_that_takes_nothing_holds_no_lock() {
+    use sqlx::Executor;
+    let Some(db) = db::postgres().await else { return };
+    let store = db.dyn_store();
+    assert!(store.decide_approval("nobody-asked", ApprovalState::Approved, "x", None, "r").await.unwrap().is_none());
+    // looked at from another thread at once, without letting this runtime run anything
+    // first (as a Drop that cleans up does): what the calls left is what it finds
+    let url = db.url.clone();
+    let locked = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let other = sqlx::AnyPool::connect(&url).await.unwrap();
+            let mut tx = other.begin().await.unwrap();
+            let mut locked = Vec::new();
+            for table in ["tree_steps", "approvals"] {
+                let lock = format!("LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE NOWAIT");
+                if let Err(e) = tx.execute(sqlx::AssertSqlSafe(lock)).await {
+                    locked.push(format!("{table}: {e}"));
+                    break; // the transaction is aborted
+                }
+            }
+            locked
+        })
+    })
+    .join()
+    .unwrap();
+    assert!(locked.is_empty(), "still locked: {locked:?}");
+}
+
 /// The journal's store methods on every backend: an approval is decided
 /// once however many answer at the same moment; open steps are the
 /// unfinished ones that came in at the top; cancelling counts what it closed.
