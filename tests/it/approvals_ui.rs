@@ -247,7 +247,16 @@ async fn drive_replay(
     // a process dies mid-tree; this server resumes it (as `serve` does at start) while the page watches
     let runs = Arc::new(rp::Runs::default());
     let root = rp::cut_off_mid_tree(db, &runs).await;
-    let found = rt.resume_open_trees().await.map_err(|e| e.to_string())?;
+    // as a server's takeover does every half lease period: a look that found the dead
+    // runtime's step just written (its aborted work still ending) looks again
+    let mut found = rt.resume_open_trees().await.map_err(|e| e.to_string())?;
+    for _ in 0..20 {
+        if !found.elsewhere.contains(&root) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        found = rt.resume_open_trees().await.map_err(|e| e.to_string())?;
+    }
     if found.resumed != [root] {
         return Err(format!("not resumed: {found:?}"));
     }
