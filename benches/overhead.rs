@@ -483,7 +483,7 @@ fn lineage(n: usize) {
         fan_out: 3,
         deadline_ms: now + 3_600_000,
         budget: 1200,
-        tools: Claims::tool_set(["email", "ledger", "search"]),
+        tools: Claims::tool_set(["email", "money.read", "search"]),
         path: vec![Link::new(slug("user"), slug("prime-boss"), "analyze my spending")],
         issuer: "a".into(),
         audience: "a".into(),

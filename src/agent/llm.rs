@@ -2,7 +2,7 @@
 //! team member. The delegated context becomes the
 //! messages; the call is counted with a real tokenizer and refused before it
 //! leaves the process when it would not fit the budget; `max_tokens` comes
-//! from what the budget has left; usage is reported back to the ledger.
+//! from what the budget has left; usage is reported back to the tree's token accounts.
 //!
 //! An agent allowed to delegate gets a `delegate` tool (an enum of
 //! the agents it may call, a task, optional context) and an `ask_agent` tool
@@ -787,7 +787,7 @@ impl LlmAgent {
         let mut corrected = false;
         for round in 0..=self.tool_rounds {
             let prompt = self.prompt_tokens(&messages, &tools);
-            // what is left for this agent's own calls (children's use is already in the ledger)
+            // what is left for this agent's own calls (children's use is already in the tree's token accounts)
             let left = delegator.map_or(u32::MAX, |d| d.remaining_tokens()).saturating_sub(usage.total);
             let room = left.saturating_sub(prompt);
             if room < MIN_COMPLETION {

@@ -10,12 +10,12 @@ pub mod command;
 mod delegator;
 #[cfg(feature = "remote")]
 pub mod http;
-pub mod ledger;
 #[cfg(feature = "llm")]
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod model;
+pub mod money;
 mod off_thread;
 #[cfg(feature = "queue")]
 pub mod queue;
@@ -32,10 +32,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::config::ToolSet;
 pub use delegator::{Call, Delegator, Dispatch, Lineage, Scope};
-pub use ledger::{Ledger, LedgerView, NewEntry, Written};
 pub use model::ChatModel;
+pub use money::{Money, MoneyView, NewEntry, Written};
 pub use off_thread::OffThread;
-pub use reads::{LedgerCall, Reads, StepReads, Tape};
+pub use reads::{MoneyCall, Reads, StepReads, Tape};
 
 use crate::protocol::{
     AgentSlug, Artifact, DelegationError, ErrorCode, HandoffData, NewFact, RequestId, Status, TokenUsage, UsedSource,
@@ -278,7 +278,7 @@ pub struct AgentContext {
     cancel: CancellationToken,
     deadline: Instant,
     depth: u32,
-    ledger: Option<Ledger>,
+    money: Option<Money>,
     /// The tree's clock reading (epoch ms), when the runtime pinned one.
     clock_ms: Option<i64>,
     /// The tree's PII vault, when the runtime runs this agent in a tree.
@@ -293,7 +293,7 @@ impl AgentContext {
         deadline: Instant,
         depth: u32,
     ) -> Self {
-        Self { delegator, tools, cancel, deadline, depth, ledger: None, clock_ms: None, vault: None }
+        Self { delegator, tools, cancel, deadline, depth, money: None, clock_ms: None, vault: None }
     }
 
     /// This context with its tree's PII vault (see [`AgentContext::redact`]).
@@ -343,9 +343,9 @@ impl AgentContext {
         self.now().with_timezone(&chrono::Local).date_naive()
     }
 
-    /// This context with the ledger of the user it runs for.
-    pub fn with_ledger(mut self, ledger: Ledger) -> Self {
-        self.ledger = Some(ledger);
+    /// This context with the money records of the user it runs for.
+    pub fn with_money(mut self, money: Money) -> Self {
+        self.money = Some(money);
         self
     }
 
@@ -362,7 +362,7 @@ impl AgentContext {
             cancel: CancellationToken::new(),
             deadline: Instant::now() + Duration::from_secs(3600),
             depth: 0,
-            ledger: None,
+            money: None,
             clock_ms: None,
             vault: None,
         }
@@ -414,51 +414,51 @@ impl AgentContext {
         self.tools.contains(tool)
     }
 
-    /// Whether this delegation has the user's ledger (not a consult, not outside a runtime).
-    pub fn has_ledger(&self) -> bool {
-        self.ledger.is_some()
+    /// Whether this delegation has the user's money records (not a consult, not outside a runtime).
+    pub fn has_money(&self) -> bool {
+        self.money.is_some()
     }
 
-    /// Whether this delegation may read the user's ledger: it has one and the tool `ledger.read`.
-    pub fn can_read_ledger(&self) -> bool {
-        self.ledger.is_some() && self.has_tool(ledger::READ)
+    /// Whether this delegation may read the user's money records: it has one and the tool `money.read`.
+    pub fn can_read_money(&self) -> bool {
+        self.money.is_some() && self.has_tool(money::READ)
     }
 
-    /// Whether this delegation may write the user's ledger: it has one and the tool `ledger.write`.
-    pub fn can_write_ledger(&self) -> bool {
-        self.ledger.is_some() && self.has_tool(ledger::WRITE)
+    /// Whether this delegation may write the user's money records: it has one and the tool `money.write`.
+    pub fn can_write_money(&self) -> bool {
+        self.money.is_some() && self.has_tool(money::WRITE)
     }
 
-    fn ledger_for(&self, tool: &str) -> Result<&Ledger, DelegationError> {
+    fn money_for(&self, tool: &str) -> Result<&Money, DelegationError> {
         self.use_tool(tool)?;
-        self.ledger.as_ref().ok_or_else(ledger::no_ledger)
+        self.money.as_ref().ok_or_else(money::no_money)
     }
 
-    /// The user's transactions, goals and debts (tool `ledger.read`).
-    pub async fn read_ledger(&self) -> Result<LedgerView, DelegationError> {
-        self.ledger_for(ledger::READ)?.read().await
+    /// The user's transactions, goals and debts (tool `money.read`).
+    pub async fn read_money(&self) -> Result<MoneyView, DelegationError> {
+        self.money_for(money::READ)?.read().await
     }
 
-    /// Keeps transactions found in `source` in the user's ledger (tool
-    /// `ledger.write`); ones it already has are reported, not added twice.
-    pub async fn write_ledger(&self, found: &[NewEntry], source: &str) -> Result<Written, DelegationError> {
-        self.ledger_for(ledger::WRITE)?.write(found, source).await
+    /// Keeps transactions found in `source` in the user's money records (tool
+    /// `money.write`); ones it already has are reported, not added twice.
+    pub async fn write_money(&self, found: &[NewEntry], source: &str) -> Result<Written, DelegationError> {
+        self.money_for(money::WRITE)?.write(found, source).await
     }
 
     /// Sets the category and/or note of the user's entry `id` (tool
-    /// `ledger.write`); false when the user has no such entry.
-    pub async fn correct_ledger(
+    /// `money.write`); false when the user has no such entry.
+    pub async fn correct_money(
         &self,
         id: &str,
         category: Option<&str>,
         note: Option<&str>,
     ) -> Result<bool, DelegationError> {
-        self.ledger_for(ledger::WRITE)?.update(id, category, note).await
+        self.money_for(money::WRITE)?.update(id, category, note).await
     }
 
-    /// Keeps a goal or debt (`kind`) of the user under `name` (tool `ledger.write`).
+    /// Keeps a goal or debt (`kind`) of the user under `name` (tool `money.write`).
     pub async fn save_plan(&self, kind: &str, name: &str, body: serde_json::Value) -> Result<(), DelegationError> {
-        self.ledger_for(ledger::WRITE)?.put_plan(kind, name, body).await
+        self.money_for(money::WRITE)?.put_plan(kind, name, body).await
     }
 
     /// The tools this agent may use in this delegation.

@@ -1,9 +1,9 @@
 //! What an agent read from the store during one delegation ([`StepReads`]):
-//! the facts and recent messages it was given and every ledger call it made,
+//! the facts and recent messages it was given and every money call it made,
 //! with the outcome. The runtime keeps it with the delegation's journal step
 //! so that `switchboard replay` can give a built-in agent the same data
-//! again: a replayed ledger answers each call as the recorded one did
-//! ([`Tape`]), and nothing reaches the user's real ledger.
+//! again: a replayed money answers each call as the recorded one did
+//! ([`Tape`]), and nothing reaches the user's real money.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::HistoryMessage;
-use crate::store::{LedgerEntry, MoneyPlan};
+use crate::store::{MoneyEntry, MoneyPlan};
 use crate::util::lock;
 
 /// What one delegation's agent read (its final attempt's, when it made several).
@@ -23,19 +23,20 @@ pub struct StepReads {
     /// The recent messages of its session it was given.
     #[serde(default)]
     pub history: Vec<HistoryMessage>,
-    /// Its ledger calls, in order, with what each answered.
-    #[serde(default)]
-    pub ledger: Vec<LedgerCall>,
+    /// Its money calls, in order, with what each answered.
+    /// (Kept as `ledger` by records written before the rename: read either.)
+    #[serde(default, alias = "ledger")]
+    pub money: Vec<MoneyCall>,
 }
 
-/// One ledger call and its outcome.
+/// One money call and its outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
-pub enum LedgerCall {
-    /// A read: what the ledger held.
+pub enum MoneyCall {
+    /// A read: what the money held.
     Read {
         /// The transactions.
-        entries: Vec<LedgerEntry>,
+        entries: Vec<MoneyEntry>,
         /// The goals and debts.
         plans: Vec<MoneyPlan>,
     },
@@ -60,7 +61,7 @@ pub enum LedgerCall {
     },
 }
 
-impl LedgerCall {
+impl MoneyCall {
     fn same_kind(&self, other: &Self) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
@@ -74,16 +75,16 @@ impl Reads {
     /// The delegation's agent is given these facts and this history (what
     /// was read before is dropped).
     pub fn begin(&self, facts: &[String], history: &[HistoryMessage]) {
-        *lock(&self.0) = StepReads { facts: facts.to_vec(), history: history.to_vec(), ledger: Vec::new() };
+        *lock(&self.0) = StepReads { facts: facts.to_vec(), history: history.to_vec(), money: Vec::new() };
     }
 
-    /// Another attempt starts: the ledger calls of the one before are dropped.
+    /// Another attempt starts: the money calls of the one before are dropped.
     pub fn attempt(&self) {
-        lock(&self.0).ledger.clear();
+        lock(&self.0).money.clear();
     }
 
-    pub(super) fn push(&self, call: LedgerCall) {
-        lock(&self.0).ledger.push(call);
+    pub(super) fn push(&self, call: MoneyCall) {
+        lock(&self.0).money.push(call);
     }
 
     /// What was read, taken out (the delegation has ended), None when
@@ -94,20 +95,20 @@ impl Reads {
     }
 }
 
-/// A replayed delegation's recorded ledger calls, answered in order.
+/// A replayed delegation's recorded money calls, answered in order.
 #[derive(Debug, Default)]
-pub struct Tape(Mutex<VecDeque<LedgerCall>>);
+pub struct Tape(Mutex<VecDeque<MoneyCall>>);
 
 impl Tape {
     /// A tape of these calls.
-    pub fn new(calls: Vec<LedgerCall>) -> Self {
+    pub fn new(calls: Vec<MoneyCall>) -> Self {
         Self(Mutex::new(calls.into()))
     }
 
     /// The recorded answer to the next call, when the recorded next call is
     /// of the same kind as `like` (else the agent called differently from
-    /// the record, and the call runs against the replay's own empty ledger).
-    pub(super) fn next(&self, like: &LedgerCall) -> Option<LedgerCall> {
+    /// the record, and the call runs against the replay's own empty money).
+    pub(super) fn next(&self, like: &MoneyCall) -> Option<MoneyCall> {
         let mut calls = lock(&self.0);
         if calls.front().is_some_and(|c| c.same_kind(like)) { calls.pop_front() } else { None }
     }

@@ -183,7 +183,7 @@ struct AskArgs {
     #[arg(long, value_name = "SESSION_ID")]
     session: Option<String>,
     /// After the answer, write the user's spending by category (from their
-    /// ledger) as an SVG bar chart to this .svg file, and print its path.
+    /// money records) as an SVG bar chart to this .svg file, and print its path.
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
 }
@@ -552,10 +552,10 @@ fn check_chart_path(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The user's spending by category, as `GET /v1/ledger/chart.svg` draws it, written to `path`.
+/// The user's spending by category, as `GET /v1/money/chart.svg` draws it, written to `path`.
 async fn write_spending_chart(runtime: &Runtime, user: &UserId, path: &Path) -> Result<(), String> {
-    use crate::server::ledger::{ChartKind, chart_svg, summarize};
-    let entries = runtime.store().ledger(user).await.map_err(|e| format!("cannot read {user}'s ledger: {e}"))?;
+    use crate::server::money::{ChartKind, chart_svg, summarize};
+    let entries = runtime.store().money(user).await.map_err(|e| format!("cannot read {user}'s money records: {e}"))?;
     let svg = chart_svg(&summarize(&entries), ChartKind::Category);
     std::fs::write(path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

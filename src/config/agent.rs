@@ -42,7 +42,7 @@ pub struct AgentSpec {
     #[serde(default)]
     pub domain: Option<String>,
     /// The tools it may ever use; along a chain its effective tools are a subset of these.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "tools_by_current_name")]
     pub tools_allowed: ToolSet,
     /// Agents this one may delegate to; `"*"` means any.
     #[serde(default)]
@@ -353,4 +353,21 @@ impl Default for Backend {
     fn default() -> Self {
         Self::Builtin { name: None }
     }
+}
+
+/// Tools under the names they had before: the money tools were
+/// `ledger.read` and `ledger.write` (before "ledger" named only the tax agent).
+const RENAMED_TOOLS: [(&str, &str); 2] = [("ledger.read", "money.read"), ("ledger.write", "money.write")];
+
+/// An agent's `tools_allowed`, each under its current name: a configuration
+/// written before a rename keeps the tools it gave.
+fn tools_by_current_name<'de, D: serde::Deserializer<'de>>(de: D) -> Result<ToolSet, D::Error> {
+    let given = <ToolSet as serde::Deserialize>::deserialize(de)?;
+    Ok(given
+        .into_iter()
+        .map(|tool| match RENAMED_TOOLS.iter().find(|(old, _)| *old == tool) {
+            Some((_, new)) => (*new).to_string(),
+            None => tool,
+        })
+        .collect())
 }

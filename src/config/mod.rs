@@ -439,6 +439,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_configuration_written_before_the_money_tools_were_renamed_keeps_them() {
+        let c = Config::from_toml(
+            "[[agents]]\nslug = \"keeper\"\nname = \"K\"\ntools_allowed = [\"ledger.read\", \"ledger.write\", \"search\"]\n",
+        )
+        .unwrap();
+        let tools: Vec<&str> = c.agent("keeper").unwrap().tools_allowed.iter().map(String::as_str).collect();
+        assert_eq!(tools, ["money.read", "money.write", "search"]);
+    }
+
+    #[test]
     fn approval_is_required_per_agent_or_per_tool() {
         let c = Config::from_toml(
             "[approvals]\nrequire = [\"wire_money\"]\n\n[[agents]]\nslug = \"mailer\"\nname = \"M\"\n\

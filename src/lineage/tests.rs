@@ -55,7 +55,7 @@ pub(super) fn root_claims() -> Claims {
         fan_out: 3,
         deadline_ms: NOW + 10 * MINUTE,
         budget: 1200,
-        tools: Claims::tool_set(["search", "email", "ledger"]),
+        tools: Claims::tool_set(["search", "email", "money.read"]),
         path: vec![Link::new(slug("user"), slug("prime-boss"), "analyze my spending")],
         issuer: "a".into(),
         audience: "a".into(),
@@ -72,7 +72,7 @@ pub(super) fn honest(w: &World) -> (Token, Token, Token) {
     let t1 = w.a.attenuate(&root, c1.clone()).unwrap();
     let mut c2 = c1.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c");
     c2.budget = 600;
-    c2.tools = Claims::tool_set(["ledger"]);
+    c2.tools = Claims::tool_set(["money.read"]);
     let t2 = w.b.attenuate(&t1, c2).unwrap();
     (root, t1, t2)
 }
@@ -97,7 +97,7 @@ fn an_honest_chain_of_three_hops_verifies_at_each_hop() {
     assert_eq!(v.key_id, w.b.current_id().unwrap());
     let c = &v.claims;
     assert_eq!((c.depth, c.max_depth, c.budget, c.deadline_ms), (2, 4, 600, NOW + 9 * MINUTE));
-    assert_eq!(c.tools, vec!["ledger".to_string()]);
+    assert_eq!(c.tools, vec!["money.read".to_string()]);
     assert_eq!(c.parent, Some(at_b.claims.request));
     assert_eq!(c.tree, at_b.claims.tree);
     let path: Vec<_> = c.path.iter().map(|l| (l.origin.as_str(), l.target.as_str())).collect();
@@ -123,7 +123,7 @@ fn widenings() -> Vec<(&'static str, Widen, Field)> {
         ("larger fan-out", |c| c.fan_out = 10, Field::FanOut),
         ("longer deadline", |c| c.deadline_ms += MINUTE, Field::Deadline),
         ("larger budget", |c| c.budget = 5000, Field::Budget),
-        ("an extra tool", |c| c.tools = Claims::tool_set(["ledger", "search", "shell"]), Field::Tools),
+        ("an extra tool", |c| c.tools = Claims::tool_set(["money.read", "search", "shell"]), Field::Tools),
         ("another user", |c| c.user = UserId::parse("eve").unwrap(), Field::User),
         ("another tree", |c| c.tree = RequestId::new(), Field::Tree),
         ("a parent that is not the previous request", |c| c.parent = Some(RequestId::new()), Field::Parent),
@@ -176,7 +176,7 @@ fn a_dropped_path_or_unsorted_tools_is_not_well_formed() {
     let forms: [Widen; 4] = [
         |c| c.path.truncate(1),
         |c| c.path.clear(),
-        |c| c.tools = vec!["search".into(), "ledger".into()],
+        |c| c.tools = vec!["search".into(), "money.read".into()],
         |c| c.path[2].objective_hash = "NOTHEX!!".into(),
     ];
     for widen in forms {

@@ -253,7 +253,7 @@ fn envelope(claims: &Claims) -> DelegationRequest {
     req.constraints.max_depth = 4;
     req.constraints.max_tokens = 600;
     req.constraints.deadline_ms = 9 * MINUTE;
-    req.tools = Some(vec!["ledger".into()]);
+    req.tools = Some(vec!["money.read".into()]);
     req
 }
 
@@ -282,7 +282,7 @@ fn an_envelope_that_disagrees_with_its_token_names_the_field() {
         ("constraints.max_depth", |r| r.constraints.max_depth = 8),
         ("constraints.max_tokens", |r| r.constraints.max_tokens = 601),
         ("constraints.deadline_ms", |r| r.constraints.deadline_ms = 9 * MINUTE + 1),
-        ("tools", |r| r.tools = Some(vec!["ledger".into(), "shell".into()])),
+        ("tools", |r| r.tools = Some(vec!["money.read".into(), "shell".into()])),
     ];
     for (field, change) in changes {
         let mut req = envelope(&v.claims);

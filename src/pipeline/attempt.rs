@@ -48,7 +48,7 @@ pub(super) async fn run(
 }
 
 /// Charges what the answer used to the delegation's budget (children's
-/// usage is in the ledger already; this is the agent's own). The budget
+/// usage is in the tree's token accounts already; this is the agent's own). The budget
 /// holds even when an answer runs long: what was left is charged and the
 /// answer refused.
 pub(super) fn charge(

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::node::Node;
 use super::{Entry, Runtime, journal};
-use crate::agent::{AgentContext, Delegator, Dispatch, Ledger};
+use crate::agent::{AgentContext, Delegator, Dispatch, Money};
 use crate::auth::Principal;
 use crate::lineage::{Claims, Relay};
 use crate::protocol::{
@@ -37,8 +37,8 @@ pub(super) fn agent_context(node: &Arc<Node>, runtime: &Runtime, cancel: Cancell
     // what this attempt reads is kept with the step (a replay gives it back)
     node.reads.attempt();
     let store = runtime.inner.store.clone();
-    let ledger = Ledger::new(store, node.scope.user.clone(), Some(node.scope.request_id));
-    context.with_ledger(ledger.recording(node.reads.clone()))
+    let money = Money::new(store, node.scope.user.clone(), Some(node.scope.request_id));
+    context.with_money(money.recording(node.reads.clone()))
 }
 
 /// The pipeline, as the agent of one node sees it.

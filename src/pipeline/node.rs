@@ -105,11 +105,11 @@ impl Node {
 
     /// Whether this node's budget account is still open (its delegation runs).
     pub fn budget_open(&self) -> bool {
-        self.tree.state().ledger.account(self.request_id).is_some()
+        self.tree.state().tokens.account(self.request_id).is_some()
     }
 
     pub fn remaining_tokens(&self) -> u32 {
-        self.tree.state().ledger.account(self.request_id).map_or(0, |a| a.remaining())
+        self.tree.state().tokens.account(self.request_id).map_or(0, |a| a.remaining())
     }
 }
 

@@ -13,8 +13,8 @@
 //! gets the seed its recorded final attempt used, the tree's recorded
 //! approvals are decided as they were, and an agent that runs gets what it
 //! read from the store then (`TreeStep::reads`: its facts, its session's
-//! recent messages, each ledger call's answer) instead of the store as it is
-//! now, so a user's ledger that grew since does not make a difference. Each node's outcome (status, error
+//! recent messages, each money call's answer) instead of the store as it is
+//! now, so a user's money records that grew since does not make a difference. Each node's outcome (status, error
 //! code, result, artifacts) is compared with the recorded one.
 
 use std::collections::{HashMap, HashSet};
@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::{Runtime, journal};
-use crate::agent::{Agent, AgentContext, AgentOutput, Ledger, StepReads, Tape, Task, TokenEstimate};
+use crate::agent::{Agent, AgentContext, AgentOutput, Money, StepReads, Tape, Task, TokenEstimate};
 use crate::auth::Principal;
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, Status};
@@ -349,14 +349,14 @@ impl Agent for Replayed {
         if let Some(s) = seed.filter(|s| self.agent.seeds().contains(s)) {
             task.seed = Some(s);
         }
-        // what it read from the store then, given again: facts, history, its ledger calls' answers
+        // what it read from the store then, given again: facts, history, its money calls' answers
         let Some(reads) = self.reads(&task) else { return self.agent.run(ctx, &task).await };
         (task.facts, task.history) = (reads.facts, reads.history);
-        match (ctx.has_ledger(), task.user_id.clone()) {
+        match (ctx.has_money(), task.user_id.clone()) {
             (true, Some(user)) => {
                 let own: Arc<dyn Store> = Arc::new(MemoryStore::new());
-                let tape = Arc::new(Tape::new(reads.ledger));
-                let ctx = ctx.clone().with_ledger(Ledger::new(own, user, task.request_id).replaying(tape));
+                let tape = Arc::new(Tape::new(reads.money));
+                let ctx = ctx.clone().with_money(Money::new(own, user, task.request_id).replaying(tape));
                 self.agent.run(&ctx, &task).await
             }
             _ => self.agent.run(ctx, &task).await,

@@ -1,5 +1,5 @@
 //! The response: what the attempts produced, with the subtree's token usage
-//! (so a caller across a hop can reconcile its ledger), the execution, the
+//! (so a caller across a hop can reconcile its token budget), the execution, the
 //! verifier's verdict, what was learned, and after a final failure what the
 //! caller should do instead (`fallback`).
 

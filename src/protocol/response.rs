@@ -39,7 +39,7 @@ pub struct DelegationResponse {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub used_sources: Vec<UsedSource>,
 
-    /// Tokens used by the delegation and its whole subtree, so a caller can reconcile its ledger.
+    /// Tokens used by the delegation and its whole subtree, so a caller can reconcile its token budget.
     #[serde(default)]
     pub token_usage: TokenUsage,
     /// Milliseconds the delegation took, retries included.

@@ -1,4 +1,4 @@
-//! Token budget rail: one ledger per tree. A child's budget is reserved from
+//! Token budget rail: one set of token accounts per tree. A child's budget is reserved from
 //! its parent's remaining tokens before the call, and reconciled with the
 //! reported usage after it, so the budgets of a node's children together never
 //! exceed what the node has left. The estimate of each call must fit the
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::protocol::{DelegationError, ErrorCode, RequestId};
 
-pub use super::ledger::{Account, Ledger};
+pub use super::tokens::{Account, TokenAccounts};
 use super::tree::Tree;
 
 /// Refuses an estimate that does not fit the budget.
@@ -22,7 +22,7 @@ pub fn check_estimate(estimated: u32, budget: u32) -> Result<(), DelegationError
     Ok(())
 }
 
-/// A node's account in its tree's ledger, closed (and reconciled) on drop.
+/// A node's account in its tree's token accounts, closed (and reconciled) on drop.
 pub struct BudgetAccount {
     tree: Arc<Tree>,
     node: RequestId,
@@ -36,7 +36,7 @@ impl BudgetAccount {
         parent: Option<RequestId>,
         requested: u32,
     ) -> Result<Self, DelegationError> {
-        let grant = tree.state().ledger.open(node, parent, requested)?;
+        let grant = tree.state().tokens.open(node, parent, requested)?;
         Ok(Self { tree: tree.clone(), node, grant })
     }
 
@@ -45,23 +45,23 @@ impl BudgetAccount {
     }
 
     pub fn charge(&self, tokens: u32) {
-        self.tree.state().ledger.charge(self.node, tokens);
+        self.tree.state().tokens.charge(self.node, tokens);
     }
 
     /// Tokens still available to this node and its future children.
     pub fn remaining(&self) -> u32 {
-        self.tree.state().ledger.account(self.node).map_or(0, |a| a.remaining())
+        self.tree.state().tokens.account(self.node).map_or(0, |a| a.remaining())
     }
 
     /// Tokens this node and its finished children used so far.
     pub fn used(&self) -> u32 {
-        self.tree.state().ledger.account(self.node).map_or(0, |a| a.used)
+        self.tree.state().tokens.account(self.node).map_or(0, |a| a.used)
     }
 }
 
 impl Drop for BudgetAccount {
     fn drop(&mut self) {
-        self.tree.state().ledger.close(self.node);
+        self.tree.state().tokens.close(self.node);
     }
 }
 

@@ -8,7 +8,7 @@ pub mod cycle;
 pub mod deadline;
 pub mod depth;
 pub mod fanout;
-pub mod ledger;
+pub mod tokens;
 pub mod tree;
 pub mod validate;
 pub mod vaults;

@@ -1,5 +1,5 @@
 //! Per-tree shared state: what is in progress (cycle rail), children in flight
-//! per parent (fan-out rail), the token ledger (budget rail) and the PII vault.
+//! per parent (fan-out rail), the token accounts (budget rail) and the PII vault.
 //! A tree lives while any of its delegations runs; trees are keyed by user and
 //! root request id, so one user's requests can never touch another's tree.
 
@@ -10,7 +10,7 @@ use crate::protocol::{AgentSlug, RequestId, UserId};
 use crate::redact::Vault;
 use crate::util::lock;
 
-use super::ledger::Ledger;
+use super::tokens::TokenAccounts;
 use super::vaults::SharedVault;
 
 type TreeKey = (UserId, RequestId);
@@ -63,7 +63,7 @@ pub(crate) struct TreeState {
     /// ran under: the same hop again is a cycle unless it says it repeats one.
     pub finished: HashMap<CycleKey, Option<String>>,
     pub children: HashMap<RequestId, u32>,
-    pub ledger: Ledger,
+    pub tokens: TokenAccounts,
 }
 
 impl Trees {

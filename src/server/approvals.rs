@@ -14,7 +14,7 @@
 //! carried, so an outline shows it too. Replays are in [`super::trees`].
 //!
 //! Service tokens have no approvals (`UNAUTHENTICATED`, as at `/v1/chat`
-//! and `/v1/ledger`): a person answers them. An answer is recorded by
+//! and `/v1/money`): a person answers them. An answer is recorded by
 //! [`Runtime::decide`] and the tree then resumes in the background, so the
 //! caller is answered at once and follows the tree on `/v1/events` or here.
 

@@ -1,4 +1,4 @@
-//! Bar charts as SVG text, for the web page (`GET /v1/ledger/chart.svg`)
+//! Bar charts as SVG text, for the web page (`GET /v1/money/chart.svg`)
 //! and the CLI (`switchboard ask --out`). Pure: bars in, a standalone SVG
 //! document out. Values are integer cents; only the geometry is floating point.
 

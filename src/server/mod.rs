@@ -11,7 +11,7 @@
 //! | `GET /v1/agents` | any token | the team and breaker states |
 //! | `POST /v1/chat/completions`, `GET /v1/models` | user token (the API key) | OpenAI-compatible: agent slug as model |
 //! | `GET /healthz`, `GET /metrics` | anyone | health, Prometheus |
-//! | `GET /v1/ledger`, `GET /v1/ledger/chart.svg` | user token (own), admin (`?user=`) | the user's money and its charts |
+//! | `GET /v1/money`, `GET /v1/money/chart.svg` | user token (own), admin (`?user=`) | the user's money and its charts |
 //! | `GET /v1/approvals`, `POST /v1/approvals/{id}` | user token (own), admin | approvals to answer; an answer resumes its tree |
 //! | `POST /v1/trees/{id}/cancel`, `GET /v1/trees/{id}/steps` | the tree's user, admin | cancel a tree; its journal of steps (and how often a restart resumed it) |
 //! | `POST /v1/trees/{id}/replay`, `GET /v1/trees/{id}/replays` | the tree's user, admin | replay a tree (recorded or live); the replays kept |
@@ -28,7 +28,7 @@ pub mod error;
 mod events;
 pub mod extract;
 mod layers;
-pub mod ledger;
+pub mod money;
 mod native;
 mod openai;
 mod state;
@@ -59,8 +59,11 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(openai::completions))
         .route("/v1/models", get(openai::models))
         .route("/v1/events", get(events::stream))
-        .route("/v1/ledger", get(ledger::ledger))
-        .route("/v1/ledger/chart.svg", get(ledger::chart))
+        .route("/v1/money", get(money::money))
+        .route("/v1/money/chart.svg", get(money::chart))
+        // the same under its earlier name ("ledger" now names only the tax agent)
+        .route("/v1/ledger", get(money::money))
+        .route("/v1/ledger/chart.svg", get(money::chart))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", post(approvals::decide))
         .route("/v1/trees/{id}/cancel", post(approvals::cancel))

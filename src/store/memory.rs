@@ -9,9 +9,8 @@ use async_trait::async_trait;
 use super::a2a_state::{A2aTaskPage, A2aTaskQuery, A2aTaskRecord, BreakerRecord};
 use super::audit::{AuditEntry, AuditHead, AuditRecord, GENESIS};
 use super::{
-    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, LedgerEntry,
-    Message, MoneyPlan, Outcome, Redacted, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult,
-    TreeStep,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, Message, MoneyEntry,
+    MoneyPlan, Outcome, Redacted, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 use crate::util::lock;
@@ -39,7 +38,7 @@ struct Inner {
     idempotency: HashMap<(UserId, String), (String, Option<String>, Held)>,
     /// token hash → (kind, subject)
     tokens: HashMap<String, (String, String)>,
-    ledger: HashMap<UserId, Vec<LedgerEntry>>,
+    money: HashMap<UserId, Vec<MoneyEntry>>,
     /// (user, kind, name) → the plan
     plans: std::collections::BTreeMap<(UserId, String, String), MoneyPlan>,
     steps: HashMap<RequestId, TreeStep>,
@@ -361,12 +360,12 @@ impl Store for MemoryStore {
         Ok(v)
     }
 
-    async fn ledger_add(&self, entries: &Redacted<Vec<LedgerEntry>>) -> StoreResult<Vec<bool>> {
+    async fn money_add(&self, entries: &Redacted<Vec<MoneyEntry>>) -> StoreResult<Vec<bool>> {
         let mut inner = lock(&self.inner);
         Ok(entries
             .iter()
             .map(|e| {
-                let rows = inner.ledger.entry(e.user_id.clone()).or_default();
+                let rows = inner.money.entry(e.user_id.clone()).or_default();
                 let new = !rows.iter().any(|r| r.id == e.id);
                 if new {
                     rows.push(e.clone());
@@ -376,17 +375,17 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn ledger(&self, user: &UserId) -> StoreResult<Vec<LedgerEntry>> {
-        let mut rows = lock(&self.inner).ledger.get(user).cloned().unwrap_or_default();
-        if rows.len() > super::ledger::LEDGER_LIMIT {
+    async fn money(&self, user: &UserId) -> StoreResult<Vec<MoneyEntry>> {
+        let mut rows = lock(&self.inner).money.get(user).cloned().unwrap_or_default();
+        if rows.len() > super::money::MONEY_LIMIT {
             rows.sort_by_key(|e| std::cmp::Reverse(e.created_at));
-            rows.truncate(super::ledger::LEDGER_LIMIT);
+            rows.truncate(super::money::MONEY_LIMIT);
         }
-        super::ledger::sort(&mut rows);
+        super::money::sort(&mut rows);
         Ok(rows)
     }
 
-    async fn ledger_update(
+    async fn money_update(
         &self,
         user: &UserId,
         id: &str,
@@ -394,7 +393,7 @@ impl Store for MemoryStore {
     ) -> StoreResult<bool> {
         let (category, note) = &**edit;
         let mut inner = lock(&self.inner);
-        let Some(row) = inner.ledger.get_mut(user).and_then(|rows| rows.iter_mut().find(|r| r.id == id)) else {
+        let Some(row) = inner.money.get_mut(user).and_then(|rows| rows.iter_mut().find(|r| r.id == id)) else {
             return Ok(false);
         };
         if let Some(c) = category {

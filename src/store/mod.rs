@@ -13,8 +13,8 @@ mod facts_cache;
 pub mod history;
 mod idem;
 pub mod journal;
-pub mod ledger;
 pub mod memory;
+pub mod money;
 pub mod ratings;
 pub mod replicas;
 mod rows;
@@ -39,8 +39,8 @@ pub use analytics::{Analytics, AnalyticsQuery};
 pub use audit::{AuditEntry, AuditHead, AuditRecord, ChainReport};
 pub use history::{HistoryPage, HistoryQuery, PastTree};
 pub use journal::{Approval, ApprovalState, REPLAYS_LIMIT, ReplayRecord, StepState, TreeStep};
-pub use ledger::{LedgerEntry, MoneyPlan, entry_id};
 pub use memory::MemoryStore;
+pub use money::{MoneyEntry, MoneyPlan, entry_id};
 pub use ratings::{Rated, Rating, Thumb};
 pub use replicas::Replica;
 pub use signature::task_signature;
@@ -467,16 +467,16 @@ pub trait Store: Send + Sync + 'static {
     /// The subjects that have at least one token of `kind`.
     async fn token_subjects(&self, kind: &str) -> StoreResult<Vec<String>>;
 
-    /// Adds ledger entries that are not there yet (by user and id), in one
+    /// Adds money entries that are not there yet (by user and id), in one
     /// transaction; true for each entry added, false for one already kept.
-    async fn ledger_add(&self, entries: &Redacted<Vec<LedgerEntry>>) -> StoreResult<Vec<bool>>;
+    async fn money_add(&self, entries: &Redacted<Vec<MoneyEntry>>) -> StoreResult<Vec<bool>>;
 
-    /// The user's ledger, oldest first (at most [`ledger::LEDGER_LIMIT`] rows, the newest).
-    async fn ledger(&self, user: &UserId) -> StoreResult<Vec<LedgerEntry>>;
+    /// The user's money records, oldest first (at most [`money::MONEY_LIMIT`] rows, the newest).
+    async fn money(&self, user: &UserId) -> StoreResult<Vec<MoneyEntry>>;
 
     /// Sets the category and/or note (`edit`: category, note) of the user's
     /// entry `id` (None keeps the value); false when the user has no such entry.
-    async fn ledger_update(
+    async fn money_update(
         &self,
         user: &UserId,
         id: &str,

@@ -24,9 +24,8 @@ use super::sqlite_read::Readers;
 pub use super::writer::WriteStats;
 use super::writer::{A2aChange, Finish, Write, Writer, Written};
 use super::{
-    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, LedgerEntry,
-    Message, MoneyPlan, Outcome, Redacted, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult,
-    TreeStep, now_ms,
+    Approval, ApprovalState, Claim, Conversation, DelegationRecord, Fact, Held, Holder, KeyAnswer, Message, MoneyEntry,
+    MoneyPlan, Outcome, Redacted, ReplayRecord, Session, Store, StoreCounts, StoreError, StoreResult, TreeStep, now_ms,
 };
 use crate::protocol::{AgentSlug, RequestId, SessionId, UserId};
 
@@ -93,6 +92,7 @@ fn migrator(backend: Backend) -> Migrator {
                 ),
             ),
         },
+        m(15, "money_entries", include_str!("migrations/0015_money_entries.sql")),
     ])
 }
 
@@ -689,30 +689,30 @@ impl Store for SqlStore {
             .map_err(backend_err)
     }
 
-    async fn ledger_add(&self, entries: &Redacted<Vec<LedgerEntry>>) -> StoreResult<Vec<bool>> {
-        super::ledger::add(&self.pool, entries).await
+    async fn money_add(&self, entries: &Redacted<Vec<MoneyEntry>>) -> StoreResult<Vec<bool>> {
+        super::money::add(&self.pool, entries).await
     }
 
-    async fn ledger(&self, user: &UserId) -> StoreResult<Vec<LedgerEntry>> {
-        super::ledger::entries(&self.pool, user).await
+    async fn money(&self, user: &UserId) -> StoreResult<Vec<MoneyEntry>> {
+        super::money::entries(&self.pool, user).await
     }
 
-    async fn ledger_update(
+    async fn money_update(
         &self,
         user: &UserId,
         id: &str,
         edit: &Redacted<(Option<String>, Option<String>)>,
     ) -> StoreResult<bool> {
         let (category, note) = &**edit;
-        super::ledger::update(&self.pool, user, id, category.as_deref(), note.as_deref()).await
+        super::money::update(&self.pool, user, id, category.as_deref(), note.as_deref()).await
     }
 
     async fn put_money_plan(&self, plan: &Redacted<MoneyPlan>) -> StoreResult<()> {
-        super::ledger::put_plan(&self.pool, plan).await
+        super::money::put_plan(&self.pool, plan).await
     }
 
     async fn money_plans(&self, user: &UserId) -> StoreResult<Vec<MoneyPlan>> {
-        super::ledger::plans(&self.pool, user).await
+        super::money::plans(&self.pool, user).await
     }
 
     async fn put_step(&self, step: &Redacted<TreeStep>) -> StoreResult<()> {

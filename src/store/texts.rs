@@ -8,7 +8,7 @@ use crate::redact::{Text, Texts};
 
 use super::{
     A2aEventRecord, A2aPushConfigRecord, A2aTaskRecord, Approval, AuditRecord, Conversation, DelegationRecord, Fact,
-    KeyAnswer, LedgerEntry, Message, MoneyPlan, ReplayRecord, TreeStep,
+    KeyAnswer, Message, MoneyEntry, MoneyPlan, ReplayRecord, TreeStep,
 };
 
 impl Texts for Message {
@@ -79,7 +79,7 @@ impl Texts for ReplayRecord {
     }
 }
 
-impl Texts for LedgerEntry {
+impl Texts for MoneyEntry {
     fn texts(&mut self, visit: &mut dyn FnMut(Text<'_>)) {
         visit(Text::Plain(&mut self.merchant));
         visit(Text::Plain(&mut self.description));
@@ -159,7 +159,7 @@ mod tests {
         let clean = r.redacted(step, &mut vault);
         let written = format!("{:?}", *clean);
         assert!(!written.contains(card) && !written.contains("4111111111111111"), "{written}");
-        let entry = LedgerEntry {
+        let entry = MoneyEntry {
             user_id: user,
             id: "e1".into(),
             date: None,

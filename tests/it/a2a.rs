@@ -641,7 +641,7 @@ async fn the_rails_travel_in_message_metadata_and_hold_across_the_hop() {
     assert_eq!(rec.root_id.to_string(), rails_ok["rootId"].as_str().unwrap());
     assert_eq!(rec.parent_id.map(|p| p.to_string()).as_deref(), rails_ok["parentId"].as_str());
     assert_eq!(rec.origin, "caller");
-    assert!(ext(task)["tokenUsage"]["total"].as_u64().unwrap() > 0, "usage goes back for the caller's ledger");
+    assert!(ext(task)["tokenUsage"]["total"].as_u64().unwrap() > 0, "usage goes back for the caller's token budget");
 
     // depth: the caller already runs at 1 of 2, so the target would be at 2
     let deep = rpc(

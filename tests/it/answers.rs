@@ -1,5 +1,5 @@
 //! The answer answers the question (issue 44): asked in plain words
-//! through Prime, with a bank statement in the user's ledger, the top N is
+//! through Prime, with a bank statement in the user's money records, the top N is
 //! N, the biggest names the purchase and its amount, a comparison gives
 //! both sides and which is larger, "cut back" gives suggestions with
 //! amounts from the user's own spending, transfers to savings and card
@@ -76,7 +76,7 @@ async fn top_n_gives_n_and_the_biggest_names_the_purchase_and_its_amount() {
     let five = ask(&rt, "ana", "show me my five biggest expenses", None).await;
     assert_eq!(answered(&five)["items"].as_array().map(Vec::len), Some(5), "{}", five.answer);
 
-    // "in October" with a 2025 statement: October 2025, the latest October the ledger has
+    // "in October" with a 2025 statement: October 2025, the latest October the money records has
     let october = purchases("2025-10");
     let biggest = october.iter().max_by_key(|(_, _, c)| *c).unwrap();
     let r = ask(&rt, "ana", "What was my biggest expense in October?", None).await;

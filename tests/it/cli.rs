@@ -643,15 +643,15 @@ fn ask_out_writes_the_users_spending_by_category_as_an_svg_with_a_bar_per_catego
     let svg = std::fs::read_to_string(&out).expect("the chart is written");
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"") && svg.ends_with("</svg>"), "{svg}");
 
-    // one bar per category the user spent in, read from the ledger itself
+    // one bar per category the user spent in, read from the money records itself
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let ledger = rt.block_on(async {
+    let kept = rt.block_on(async {
         use switchboard::store::Store;
         let store = switchboard::SqlStore::connect(&url).await.unwrap();
-        store.ledger(&switchboard::protocol::UserId::parse("alice").unwrap()).await.unwrap()
+        store.money(&switchboard::protocol::UserId::parse("alice").unwrap()).await.unwrap()
     });
     let mut categories: Vec<String> =
-        ledger.iter().filter(|e| e.amount > 0).map(|e| e.category.clone().unwrap_or("Uncategorized".into())).collect();
+        kept.iter().filter(|e| e.amount > 0).map(|e| e.category.clone().unwrap_or("Uncategorized".into())).collect();
     categories.sort();
     categories.dedup();
     assert!(categories.len() >= 5, "{categories:?}");
@@ -667,7 +667,7 @@ fn ask_out_writes_the_users_spending_by_category_as_an_svg_with_a_bar_per_catego
     assert!(o.status.success(), "{}", stderr(&o));
     json(&o);
     assert!(stderr(&o).contains("chart: "), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(&json_out).unwrap(), svg, "the same ledger, the same chart");
+    assert_eq!(std::fs::read_to_string(&json_out).unwrap(), svg, "the same records, the same chart");
 
     // a directory that does not exist, or a picture format it does not write: exit 2 before Prime runs
     let missing = dir.path().join("no-such-dir").join("chart.svg");

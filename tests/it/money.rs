@@ -1,5 +1,5 @@
 //! The finance team as a person uses it over weeks: what they send is kept in
-//! their own ledger, asked about in their own words, corrected, and never
+//! their own money records, asked about in their own words, corrected, and never
 //! seen by another user. On SQLite and PostgreSQL; every figure the answers
 //! give is recomputed here from the rows the test wrote.
 
@@ -86,16 +86,16 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
         // a pasted receipt is read and kept; the same one again is not kept twice
         let first = ask(&rt, "alice", &receipt, None, None).await;
         assert_eq!(first.status, Status::Success, "{name}: {}", first.answer);
-        assert!(first.answer.contains("Kept 1 transaction in your ledger"), "{name}: {}", first.answer);
+        assert!(first.answer.contains("Kept 1 transaction in your records"), "{name}: {}", first.answer);
         let session = Some(first.session_id);
         let again = ask(&rt, "alice", &receipt, None, session).await;
-        assert!(again.answer.contains("already in your ledger"), "{name}: {}", again.answer);
-        assert_eq!(store.ledger(&user("alice")).await.unwrap().len(), 1, "{name}");
+        assert!(again.answer.contains("already in your records"), "{name}: {}", again.answer);
+        assert_eq!(store.money(&user("alice")).await.unwrap().len(), 1, "{name}");
 
         // a statement: every row kept, with the category the rules give it
         let added = ask(&rt, "alice", "Here's my bank statement", Some(&statement(&rows)), session).await;
         assert!(added.answer.contains(&format!("Kept {} transactions", rows.len())), "{name}: {}", added.answer);
-        let kept = store.ledger(&user("alice")).await.unwrap();
+        let kept = store.money(&user("alice")).await.unwrap();
         assert_eq!(kept.len(), rows.len() + 1, "{name}");
         for r in &rows {
             let day = r.date.format("%Y-%m-%d").to_string();
@@ -145,13 +145,13 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
         let bob = ask(&rt, "bob", "What did I spend at Office Depot?", None, None).await;
         assert_eq!(bob.status, Status::NeedsInput, "{name}: {}", bob.answer);
         assert!(!bob.answer.contains(&dollars(office)) && !bob.answer.contains("8103"), "{name}: {}", bob.answer);
-        assert!(store.ledger(&user("bob")).await.unwrap().is_empty(), "{name}");
+        assert!(store.money(&user("bob")).await.unwrap().is_empty(), "{name}");
 
         // a correction in the user's words: the newest Starbucks row, remembered as a fact
         let fixed = ask(&rt, "alice", "that Starbucks was a business lunch", None, session).await;
         assert!(fixed.answer.contains("Noted: the Starbucks purchase of $5.40"), "{name}: {}", fixed.answer);
         let starbucks: Vec<_> =
-            store.ledger(&user("alice")).await.unwrap().into_iter().filter(|e| e.merchant == "Starbucks").collect();
+            store.money(&user("alice")).await.unwrap().into_iter().filter(|e| e.merchant == "Starbucks").collect();
         let newest = starbucks.iter().max_by_key(|e| e.date.clone()).unwrap();
         assert_eq!(newest.note.as_deref(), Some("business lunch"), "{name}");
         assert_eq!(newest.category.as_deref(), Some("Dining - Restaurants"), "{name}");
@@ -162,7 +162,7 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
         );
         assert!(store.facts(&user("bob"), &["domain:transactions".to_string()]).await.unwrap().is_empty());
 
-        // deductions from the ledger: office supplies and software in full, the business lunch at half
+        // deductions from the money records: office supplies and software in full, the business lunch at half
         let software: i64 = rows.iter().filter(|r| r.category == "Software").map(|r| r.cents).sum();
         let deductible = office + software + 540 / 2;
         let tax = ask(&rt, "alice", "Which of these can I deduct?", None, session).await;
@@ -196,7 +196,7 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
         let bobs = ask(&rt, "bob", "Am I on track for my vacation goal?", None, None).await;
         assert_eq!(bobs.status, Status::NeedsInput, "{name}: {}", bobs.answer);
 
-        // debts listed once; a later question plans with them, less the payment the ledger shows
+        // debts listed once; a later question plans with them, less the payment the money records shows
         let debts = "Plan my debt payoff:\nVisa balance $5,000, 19.99% interest, min payment $150\nextra $300/month";
         let listed = ask(&rt, "alice", debts, None, session).await;
         assert_eq!(
@@ -217,22 +217,22 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
     }
 }
 
-/// The ledger tools follow the tools rail: Byte holds `ledger.write`, but
+/// The money tools follow the tools rail: Byte holds `money.write`, but
 /// under a Prime that lacks it Byte's effective tools do not have it, and
 /// nothing is kept; the answer is still given.
 #[tokio::test]
-async fn a_child_never_writes_the_ledger_where_its_parent_could_not() {
+async fn a_child_never_writes_money_where_its_parent_could_not() {
     let mut config = switchboard::config::Config::builtin();
     let prime = config.agents.iter_mut().find(|a| a.slug.as_str() == "prime-boss").unwrap();
-    assert!(prime.tools_allowed.remove("ledger.write"));
+    assert!(prime.tools_allowed.remove("money.write"));
     let byte = config.agents.iter().find(|a| a.slug.as_str() == "byte-doc").unwrap();
-    assert!(byte.tools_allowed.contains("ledger.write"));
+    assert!(byte.tools_allowed.contains("money.write"));
     let store: Arc<dyn Store> = Arc::new(switchboard::store::MemoryStore::new());
     let rt = Runtime::builder().config(config).store(store.clone()).build().unwrap();
     let r = ask(&rt, "alice", "Here's my receipt: STARBUCKS 10/09/2025 Latte 5.95 TOTAL 5.95", None, None).await;
     assert_eq!(r.status, Status::Success, "{}", r.answer);
     assert!(r.answer.contains("$5.95") && !r.answer.contains("Kept"), "{}", r.answer);
-    assert!(store.ledger(&user("alice")).await.unwrap().is_empty());
+    assert!(store.money(&user("alice")).await.unwrap().is_empty());
 }
 
 /// A PII token's digits are not data: the email in a receipt line becomes
@@ -246,7 +246,7 @@ async fn a_pii_tokens_digits_are_never_booked_as_an_amount() {
     assert_eq!(r.status, Status::Success, "{}", r.answer);
     assert!(r.answer.contains("$23.10"), "{}", r.answer);
     assert!(!r.answer.contains("$1.00"), "{}", r.answer);
-    let kept = store.ledger(&user("alice")).await.unwrap();
+    let kept = store.money(&user("alice")).await.unwrap();
     let amounts: Vec<i64> = kept.iter().map(|e| e.amount).collect();
     assert_eq!(amounts, [2310], "{kept:?}");
     assert!(kept.iter().all(|e| !e.description.contains("me@x.com")), "raw PII kept: {kept:?}");

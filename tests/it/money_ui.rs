@@ -1,6 +1,6 @@
-//! The Money view of the web page and `GET /v1/ledger` behind it: a user's
+//! The Money view of the web page and `GET /v1/money` behind it: a user's
 //! statement goes in through `POST /v1/chat` (Tag keeps and categorizes it in
-//! the user's ledger, in SQLite), and the page shows the totals by category,
+//! the user's money records, in SQLite), and the page shows the totals by category,
 //! a row per recent transaction, the two SVG charts and the goals; another
 //! user's token never shows those rows.
 
@@ -72,8 +72,8 @@ async fn get(addr: &str, token: Option<&str>, path: &str) -> (u16, Value, String
 const STATEMENT_MESSAGE: &str = "Categorize my transactions";
 const BOB_RECEIPT: &str = "OFFICE DEPOT #123\n10/03/2026\nPrinter paper 81.03\nTOTAL $81.03";
 
-fn merchants(ledger: &Value) -> Vec<String> {
-    ledger["entries"].as_array().unwrap().iter().map(|e| e["merchant"].as_str().unwrap().to_string()).collect()
+fn merchants(money: &Value) -> Vec<String> {
+    money["entries"].as_array().unwrap().iter().map(|e| e["merchant"].as_str().unwrap().to_string()).collect()
 }
 
 /// The page's Money view as data: totals, category rows, transaction rows, chart bars, goals.
@@ -112,10 +112,10 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
     chat(addr, ALICE, STATEMENT_MESSAGE, &statement).await?;
     // the receipt of a coffee already on the statement: Byte finds it kept, so no second row
     let again = chat(addr, ALICE, "Upload this receipt and categorize it", &example("receipt.txt")).await?;
-    assert!(again["answer"].as_str().unwrap_or_default().contains("already in your ledger"), "{again}");
+    assert!(again["answer"].as_str().unwrap_or_default().contains("already in your records"), "{again}");
     chat(addr, BOB, "Upload this receipt and categorize it", BOB_RECEIPT).await?;
 
-    // No agent keeps goals yet (the ledger tool's save_plan has no caller): write
+    // No agent keeps goals yet (the money tool's save_plan has no caller): write
     // two the way Goalie's progress reads, one of them without amounts.
     let store = switchboard::SqlStore::connect(&h.database_url).await.map_err(|e| e.to_string())?;
     let alice = UserId::parse("alice").unwrap();
@@ -127,15 +127,15 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
         store.put_money_plan(&crate::support::clean(plan.clone())).await.map_err(|e| e.to_string())?;
     }
 
-    // What the ledger holds, checked against the statement itself and Tag's own totals.
-    let (status, ledger, _) = get(addr, Some(ALICE), "/v1/ledger").await;
-    assert_eq!(status, 200, "{ledger}");
+    // What the money records hold, checked against the statement itself and Tag's own totals.
+    let (status, money, _) = get(addr, Some(ALICE), "/v1/money").await;
+    assert_eq!(status, 200, "{money}");
     let rows = statement.lines().count() - 1;
-    assert_eq!(ledger["entries"].as_array().unwrap().len(), rows, "one row per statement line: {ledger}");
-    assert_eq!(ledger["currency"], "USD");
-    assert_eq!(cents(&ledger["totals"]["spent"]), spent_in_statement(&statement), "{}", ledger["totals"]);
-    assert_eq!(cents(&ledger["totals"]["received"]), 3 * 320_000, "three paychecks");
-    let by_category: BTreeMap<String, (i64, u64)> = ledger["by_category"]
+    assert_eq!(money["entries"].as_array().unwrap().len(), rows, "one row per statement line: {money}");
+    assert_eq!(money["currency"], "USD");
+    assert_eq!(cents(&money["totals"]["spent"]), spent_in_statement(&statement), "{}", money["totals"]);
+    assert_eq!(cents(&money["totals"]["received"]), 3 * 320_000, "three paychecks");
+    let by_category: BTreeMap<String, (i64, u64)> = money["by_category"]
         .as_array()
         .unwrap()
         .iter()
@@ -147,7 +147,7 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
     assert_eq!(by_category["Utilities"], (26_428, 3), "{by_category:?}");
     assert!(!by_category.contains_key("Income"), "money received is not spending: {by_category:?}");
     let months: Vec<&str> =
-        ledger["by_month"].as_array().unwrap().iter().map(|m| m["month"].as_str().unwrap()).collect();
+        money["by_month"].as_array().unwrap().iter().map(|m| m["month"].as_str().unwrap()).collect();
     assert_eq!(months, ["2025-08", "2025-09", "2025-10"]);
 
     let mut cdp = ui::open_page(h, chromium).await?;
@@ -180,7 +180,7 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
             (c["category"].as_str().unwrap().to_string(), total, c["count"].as_u64().unwrap())
         })
         .collect();
-    let expected: Vec<(String, i64, u64)> = ledger["by_category"]
+    let expected: Vec<(String, i64, u64)> = money["by_category"]
         .as_array()
         .unwrap()
         .iter()
@@ -190,7 +190,7 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
     assert_eq!(table[0].0, "Rent");
     // a row per recent transaction, in the API's order
     let ids: Vec<&Value> = shown["transactions"].as_array().unwrap().iter().map(|t| &t["id"]).collect();
-    let api_ids: Vec<&Value> = ledger["entries"].as_array().unwrap().iter().map(|e| &e["id"]).collect();
+    let api_ids: Vec<&Value> = money["entries"].as_array().unwrap().iter().map(|e| &e["id"]).collect();
     assert_eq!(ids, api_ids);
     // the charts: a bar per category (in the table's order, the largest the tallest) and per month
     let bars = shown["category_bars"].as_array().unwrap();
@@ -234,7 +234,7 @@ async fn drive(h: &mut ui::Harness, addr: &str, chromium: &std::path::Path) -> R
     )
     .await?;
     let shown = cdp
-        .wait_for("alice's ledger picked by the admin", MONEY_JS, |v| {
+        .wait_for("alice's money records picked by the admin", MONEY_JS, |v| {
             // the charts come after the tables
             v["who"] == "alice"
                 && v["transactions"].as_array().is_some_and(|t| t.len() == rows)
@@ -260,7 +260,7 @@ async fn money_view_shows_category_totals_recent_rows_two_charts_and_goals() {
 }
 
 #[tokio::test]
-async fn bobs_token_never_sees_alices_ledger() {
+async fn bobs_token_never_sees_alices_money() {
     let (h, addr) = ui::start_server(true).await.unwrap_or_else(|e| panic!("{e}"));
     let run = async {
         chat(&addr, ALICE, STATEMENT_MESSAGE, &example("statement.csv")).await?;
@@ -270,28 +270,30 @@ async fn bobs_token_never_sees_alices_ledger() {
     if let Err(e) = run.await {
         panic!("{e}\n{}", h.logs());
     }
-    let (status, alices, _) = get(&addr, Some(ADMIN), "/v1/ledger?user=alice").await;
+    let (status, alices, _) = get(&addr, Some(ADMIN), "/v1/money?user=alice").await;
     assert_eq!(status, 200, "an admin names the user: {alices}");
     let alices = merchants(&alices);
     assert!(alices.len() > 20, "{alices:?}");
 
-    let (status, bobs, _) = get(&addr, Some(BOB), "/v1/ledger").await;
+    let (status, bobs, _) = get(&addr, Some(BOB), "/v1/money").await;
     assert_eq!(status, 200, "{bobs}");
     assert_eq!(bobs["user"], "bob");
     assert_eq!(merchants(&bobs), ["Office Depot"]);
     assert!(merchants(&bobs).iter().all(|m| !alices.contains(m)));
     assert_eq!(cents(&bobs["totals"]["spent"]), 8103);
-    let (status, own, _) = get(&addr, Some(BOB), "/v1/ledger?user=bob").await;
+    let (status, own, _) = get(&addr, Some(BOB), "/v1/money?user=bob").await;
     assert_eq!((status, own["user"].clone()), (200, json!("bob")), "naming oneself is fine");
+    let (status, old_name, _) = get(&addr, Some(BOB), "/v1/ledger").await;
+    assert_eq!((status, &old_name), (200, &bobs), "the earlier path answers the same");
 
-    // asking for alice's ledger or chart with bob's token is refused, with nothing of hers in the answer
-    for path in ["/v1/ledger?user=alice", "/v1/ledger/chart.svg?kind=category&user=alice"] {
+    // asking for alice's money records or chart with bob's token is refused, with nothing of hers in the answer
+    for path in ["/v1/money?user=alice", "/v1/money/chart.svg?kind=category&user=alice", "/v1/ledger?user=alice"] {
         let (status, body, _) = get(&addr, Some(BOB), path).await;
         assert_eq!((status, &body["error"]["code"]), (403, &json!("USER_MISMATCH")), "{path}: {body}");
         assert!(alices.iter().all(|m| !body.to_string().contains(m.as_str())), "{body}");
     }
     // bob's chart: one bar, his
-    let (status, svg, content_type) = get(&addr, Some(BOB), "/v1/ledger/chart.svg?kind=category").await;
+    let (status, svg, content_type) = get(&addr, Some(BOB), "/v1/money/chart.svg?kind=category").await;
     let svg = svg.as_str().unwrap_or_default().to_string();
     assert_eq!((status, content_type.as_str()), (200, "image/svg+xml; charset=utf-8"));
     assert_eq!(svg.matches("<rect class=\"bar\"").count(), 1, "{svg}");
@@ -299,14 +301,14 @@ async fn bobs_token_never_sees_alices_ledger() {
 
     // other callers and bad parameters: stable codes, no panics
     for (token, path, want) in [
-        (Some(PRIME), "/v1/ledger?user=alice", (401, "UNAUTHENTICATED")),
-        (Some(PRIME), "/v1/ledger", (401, "UNAUTHENTICATED")),
-        (None, "/v1/ledger", (401, "UNAUTHENTICATED")),
-        (Some(ADMIN), "/v1/ledger", (400, "INVALID_REQUEST")),
-        (Some(ADMIN), "/v1/ledger?user=not%20a%20user", (400, "INVALID_REQUEST")),
-        (Some(BOB), "/v1/ledger?user=%3Cscript%3E", (400, "INVALID_REQUEST")),
-        (Some(BOB), "/v1/ledger/chart.svg?kind=pie", (400, "INVALID_REQUEST")),
-        (Some(BOB), "/v1/ledger/chart.svg?kind=", (400, "INVALID_REQUEST")),
+        (Some(PRIME), "/v1/money?user=alice", (401, "UNAUTHENTICATED")),
+        (Some(PRIME), "/v1/money", (401, "UNAUTHENTICATED")),
+        (None, "/v1/money", (401, "UNAUTHENTICATED")),
+        (Some(ADMIN), "/v1/money", (400, "INVALID_REQUEST")),
+        (Some(ADMIN), "/v1/money?user=not%20a%20user", (400, "INVALID_REQUEST")),
+        (Some(BOB), "/v1/money?user=%3Cscript%3E", (400, "INVALID_REQUEST")),
+        (Some(BOB), "/v1/money/chart.svg?kind=pie", (400, "INVALID_REQUEST")),
+        (Some(BOB), "/v1/money/chart.svg?kind=", (400, "INVALID_REQUEST")),
     ] {
         let (status, body, _) = get(&addr, token, path).await;
         assert_eq!((status, body["error"]["code"].as_str().unwrap_or_default()), want, "{path}: {body}");

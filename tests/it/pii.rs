@@ -342,7 +342,7 @@ async fn a_tree_resumed_after_a_restart_gives_the_values_back_with_its_key_and_t
 
 /// Numbers as a PDF statement or a spreadsheet spells them (no-break and
 /// thin spaces, Unicode dashes, dots, a line break inside the number) reach
-/// no agent and no table raw: not the ledger, the audit log, the tree's
+/// no agent and no table raw: not the money records, the audit log, the tree's
 /// steps nor the conversation.
 #[tokio::test]
 async fn spellings_from_pdfs_and_spreadsheets_reach_no_table_raw() {
@@ -365,7 +365,7 @@ async fn spellings_from_pdfs_and_spreadsheets_reach_no_table_raw() {
     let rt = Runtime::builder().store(store.clone()).build().unwrap();
     let opts = AskOptions { input: Some(statement), ..AskOptions::default() };
     let r = rt.ask(&user("alice"), "Here's my bank statement", opts).await.unwrap();
-    let kept = store.ledger(&user("alice")).await.unwrap();
+    let kept = store.money(&user("alice")).await.unwrap();
     let mut amounts: Vec<i64> = kept.iter().map(|e| e.amount).collect();
     amounts.sort();
     assert_eq!(amounts, [-1200, 450, 1999, 2310], "no card's digits read as an amount: {}", r.answer);

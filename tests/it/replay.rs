@@ -63,12 +63,12 @@ async fn a_tree_of_the_built_in_team_replays_identical_and_changes_nothing() {
     }
 }
 
-/// A built-in agent that read the user's ledger replays from what it read
-/// then (kept with its step), not from the store as it is now: the ledger
+/// A built-in agent that read the user's money records replays from what it read
+/// then (kept with its step), not from the store as it is now: the money records
 /// grows after the tree, and the replay is still identical. The replay's
 /// report is kept beside the tree; another user may not replay it.
 #[tokio::test]
-async fn a_tree_that_read_the_ledger_replays_from_what_it_read_then() {
+async fn a_tree_that_read_money_records_replays_from_what_it_read_then() {
     for db in db::both().await {
         let store = db.dyn_store();
         let rt = Runtime::builder().store(store.clone()).build().unwrap();
@@ -94,7 +94,7 @@ async fn a_tree_that_read_the_ledger_replays_from_what_it_read_then() {
             db.name
         );
 
-        // later the ledger holds more: a replay still answers as the tree did
+        // later the money records holds more: a replay still answers as the tree did
         let more = "Date,Description,Amount\n10/03/2026,Starbucks,-7.00\n";
         assert_eq!(turn("Here's another statement", Some(more)).await.status, Status::Success, "{}", db.name);
         assert!(turn("What did I spend at Starbucks?", None).await.answer.contains("$16.90"), "{}", db.name);

@@ -1,6 +1,6 @@
 //! Routing that generalises (issue 44): every request of the evaluation set
 //! in `tests/fixtures/routing/` goes to the real runtime's Prime, as a user
-//! with one bank statement in the ledger would send it (earlier messages of
+//! with one bank statement in the money records would send it (earlier messages of
 //! the session first, an attached file as the turn's input), and the
 //! specialists the turn reached (the tree's children) are compared with the
 //! request's label. The accuracy per split, per agent and per style is
@@ -119,7 +119,7 @@ impl Tally {
 #[tokio::test]
 async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_table() {
     let rt = Runtime::builder().build().unwrap();
-    // one bank statement in the user's ledger, as the issue's newcomer had
+    // one bank statement in the user's money records, as the issue's newcomer had
     let kept = ask(&rt, "Here's my bank statement", Some(attached("examples/statement.csv")), None).await;
     assert_eq!(kept.status, Status::Success, "{}", kept.answer);
 

@@ -522,11 +522,11 @@ async fn a_delegation_and_its_conversation_commit_together() {
 }
 
 #[tokio::test]
-async fn a_users_ledger_keeps_each_transaction_once_apart_from_other_users_and_takes_corrections() {
-    use switchboard::store::{LedgerEntry, MoneyPlan, entry_id};
+async fn a_users_money_records_keep_each_transaction_once_apart_from_other_users_and_takes_corrections() {
+    use switchboard::store::{MoneyEntry, MoneyPlan, entry_id};
     for db in db::both().await {
         let s = db.dyn_store();
-        let entry = |u: &str, date: &str, merchant: &str, amount: i64, nth: u32| LedgerEntry {
+        let entry = |u: &str, date: &str, merchant: &str, amount: i64, nth: u32| MoneyEntry {
             user_id: user(u),
             id: entry_id(&user(u), Some(date), merchant, amount, "USD", nth),
             date: Some(date.into()),
@@ -547,29 +547,29 @@ async fn a_users_ledger_keeps_each_transaction_once_apart_from_other_users_and_t
             entry("alice", "2026-10-01", "Starbucks", 450, 0),
             entry("alice", "2026-10-01", "Starbucks", 450, 1),
         ];
-        assert_eq!(s.ledger_add(&clean(first.to_vec())).await.unwrap(), [true, true, true], "{}", db.name);
+        assert_eq!(s.money_add(&clean(first.to_vec())).await.unwrap(), [true, true, true], "{}", db.name);
         // the same receipt again, and bob's identical purchase
         let again = [
             entry("alice", "2026-10-03", "OFFICE DEPOT #123", 8103, 0),
             entry("bob", "2026-10-03", "Office Depot", 8103, 0),
         ];
-        assert_eq!(s.ledger_add(&clean(again.to_vec())).await.unwrap(), [false, true], "{}", db.name);
+        assert_eq!(s.money_add(&clean(again.to_vec())).await.unwrap(), [false, true], "{}", db.name);
 
-        let alice = s.ledger(&user("alice")).await.unwrap();
+        let alice = s.money(&user("alice")).await.unwrap();
         let seen: Vec<(&str, i64)> = alice.iter().map(|e| (e.date.as_deref().unwrap_or(""), e.amount)).collect();
         assert_eq!(seen, [("2026-10-01", 450), ("2026-10-01", 450), ("2026-10-03", 8103)], "{}", db.name);
         assert!(alice.iter().all(|e| e.user_id == user("alice")), "{}", db.name);
-        assert_eq!(s.ledger(&user("bob")).await.unwrap().len(), 1, "{}", db.name);
+        assert_eq!(s.money(&user("bob")).await.unwrap().len(), 1, "{}", db.name);
 
         // a correction changes alice's row only, and another user cannot make it
         let id = alice[2].id.clone();
         assert!(
-            !s.ledger_update(&user("bob"), &id, &clean((Some(String::from("Travel")), None::<String>))).await.unwrap(),
+            !s.money_update(&user("bob"), &id, &clean((Some(String::from("Travel")), None::<String>))).await.unwrap(),
             "{}",
             db.name
         );
         assert!(
-            s.ledger_update(
+            s.money_update(
                 &user("alice"),
                 &id,
                 &clean((Some(String::from("Office Supplies")), Some(String::from("printer ink"))))
@@ -577,15 +577,15 @@ async fn a_users_ledger_keeps_each_transaction_once_apart_from_other_users_and_t
             .await
             .unwrap()
         );
-        let row = s.ledger(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        let row = s.money(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         assert_eq!((row.category.as_deref(), row.note.as_deref()), (Some("Office Supplies"), Some("printer ink")));
         // None keeps what is there
         assert!(
-            s.ledger_update(&user("alice"), &id, &clean((None::<String>, Some(String::from("toner"))))).await.unwrap()
+            s.money_update(&user("alice"), &id, &clean((None::<String>, Some(String::from("toner"))))).await.unwrap()
         );
-        let row = s.ledger(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        let row = s.money(&user("alice")).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         assert_eq!((row.category.as_deref(), row.note.as_deref()), (Some("Office Supplies"), Some("toner")));
-        let bobs = s.ledger(&user("bob")).await.unwrap();
+        let bobs = s.money(&user("bob")).await.unwrap();
         assert_eq!((bobs[0].category.as_deref(), bobs[0].note.as_deref()), (None, None), "{}", db.name);
 
         // goals and debts: one per (user, kind, name), replaced on write

@@ -70,11 +70,11 @@ impl Agent for ByteDoc {
         output = output.with_artifact(Artifact::json("transactions", transactions::to_json_array(ts)));
         // kept with Tag's categories when Byte may categorize, so a later
         // question by category finds them
-        let mut for_ledger = ts.clone();
+        let mut to_keep = ts.clone();
         if ctx.has_tool(tag_ai::TOOL) {
-            tag_ai::ensure_categories(&mut for_ledger);
+            tag_ai::ensure_categories(&mut to_keep);
         }
-        if let Some(kept) = book::keep(ctx, &for_ledger, &source.describe()).await? {
+        if let Some(kept) = book::keep(ctx, &to_keep, &source.describe()).await? {
             output.summary = format!("{}. {}", output.summary.trim_end_matches('.'), kept.sentence());
             output = output.with_artifact(Artifact::json(
                 "ledger",

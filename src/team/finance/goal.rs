@@ -1,7 +1,7 @@
-//! A savings goal, and how it is kept in the user's ledger: Goalie keeps
+//! A savings goal, and how it is kept in the user's money records: Goalie keeps
 //! every goal the user states and, asked later ("Am I on track for my
 //! vacation goal?"), takes the kept goals again, adding what went to them
-//! since they were stated (a ledger row such as `Transfer to Vacation
+//! since they were stated (a money row such as `Transfer to Vacation
 //! Savings` counts toward `Vacation`).
 
 use chrono::NaiveDate;
@@ -11,7 +11,7 @@ use super::money::{self, Cents};
 use super::{book, dates};
 use crate::agent::AgentContext;
 use crate::protocol::DelegationError;
-use crate::store::{LedgerEntry, MoneyPlan};
+use crate::store::{MoneyEntry, MoneyPlan};
 
 /// A savings goal as the user states it.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,10 +61,10 @@ fn from_plan(plan: &MoneyPlan) -> Option<(Goal, String, NaiveDate)> {
 }
 
 /// What went to the goal named `name` on or after `since`, and in how many payments.
-pub fn contributions(name: &str, currency: &str, since: NaiveDate, entries: &[LedgerEntry]) -> (Cents, usize) {
+pub fn contributions(name: &str, currency: &str, since: NaiveDate, entries: &[MoneyEntry]) -> (Cents, usize) {
     let word = name.split_whitespace().find(|w| w.len() >= 3).unwrap_or(name).to_lowercase();
     let since = since.format("%Y-%m-%d").to_string();
-    let hits: Vec<&LedgerEntry> = entries
+    let hits: Vec<&MoneyEntry> = entries
         .iter()
         .filter(|e| e.amount > 0 && e.currency == currency && e.date.as_deref().is_some_and(|d| d >= since.as_str()))
         .filter(|e| {
@@ -75,9 +75,9 @@ pub fn contributions(name: &str, currency: &str, since: NaiveDate, entries: &[Le
     (hits.iter().map(|e| e.amount).sum(), hits.len())
 }
 
-/// Keeps the goals the user just stated (when Goalie may write the ledger).
+/// Keeps the goals the user just stated (when Goalie may write the money records).
 pub async fn save(ctx: &AgentContext, goals: &[Goal], currency: &str) -> Result<(), DelegationError> {
-    if !ctx.can_write_ledger() {
+    if !ctx.can_write_money() {
         return Ok(());
     }
     let today = book::today(ctx);
@@ -106,7 +106,7 @@ pub async fn load(ctx: &AgentContext, text: &str) -> Result<Option<(Vec<Goal>, S
         let mut goal = goal.clone();
         if added > 0 {
             notes.push(format!(
-                "{}: {} more in {n} payment{} since {} (from your ledger)",
+                "{}: {} more in {n} payment{} since {} (from your records)",
                 goal.name,
                 money::format(added, cur),
                 if n == 1 { "" } else { "s" },

@@ -19,8 +19,8 @@ use crate::agent::Task;
 /// Where `from_task` found the transactions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// The user's ledger: what earlier turns kept.
-    Ledger,
+    /// The user's money records: what earlier turns kept.
+    Kept,
     /// An earlier step's `transactions` artifact; the step's agent.
     Handoff(String),
     Json,
@@ -33,7 +33,7 @@ pub enum Source {
 impl Source {
     pub fn describe(&self) -> String {
         match self {
-            Self::Ledger => "your ledger".into(),
+            Self::Kept => "your records".into(),
             Self::Handoff(agent) => format!("{agent}'s results"),
             Self::Json => "the JSON input".into(),
             Self::Ofx => "the OFX statement".into(),

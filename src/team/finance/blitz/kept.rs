@@ -1,6 +1,6 @@
-//! Debts kept in the user's ledger: Blitz keeps the debts the user lists and,
+//! Debts kept in the user's money records: Blitz keeps the debts the user lists and,
 //! asked later without them ("how do I pay off my debts faster?"), plans
-//! with the kept ones, less the payments to them the ledger shows since (a
+//! with the kept ones, less the payments to them the money records shows since (a
 //! row such as `VISA PAYMENT` counts toward `Visa`).
 
 use chrono::NaiveDate;
@@ -9,19 +9,19 @@ use serde_json::{Value, json};
 use super::Debt;
 use crate::agent::AgentContext;
 use crate::protocol::DelegationError;
-use crate::store::{LedgerEntry, MoneyPlan};
+use crate::store::{MoneyEntry, MoneyPlan};
 use crate::team::finance::book;
 use crate::team::finance::money::{self, Cents};
 
 /// The kind of plan debts are kept as.
 pub const KIND: &str = "debt";
 
-/// Words that make a ledger row a payment on a debt.
+/// Words that make a money row a payment on a debt.
 const PAYMENT_WORDS: &[&str] = &["payment", "pmt", "autopay", "paid", "pay off", "repayment"];
 
-/// Keeps the debts the user just listed (when Blitz may write the ledger).
+/// Keeps the debts the user just listed (when Blitz may write the money records).
 pub async fn save(ctx: &AgentContext, debts: &[Debt], currency: &str) -> Result<(), DelegationError> {
-    if !ctx.can_write_ledger() {
+    if !ctx.can_write_money() {
         return Ok(());
     }
     let since = book::today(ctx).format("%Y-%m-%d").to_string();
@@ -34,9 +34,9 @@ pub async fn save(ctx: &AgentContext, debts: &[Debt], currency: &str) -> Result<
 }
 
 /// Payments to the debt named `name` on or after `since`, and how many.
-pub fn payments(name: &str, currency: &str, since: &str, entries: &[LedgerEntry]) -> (Cents, usize) {
+pub fn payments(name: &str, currency: &str, since: &str, entries: &[MoneyEntry]) -> (Cents, usize) {
     let word = name.split_whitespace().find(|w| w.len() >= 3).unwrap_or(name).to_lowercase();
-    let hits: Vec<&LedgerEntry> = entries
+    let hits: Vec<&MoneyEntry> = entries
         .iter()
         .filter(|e| e.amount > 0 && e.currency == currency && e.date.as_deref().is_some_and(|d| d >= since))
         .filter(|e| {
@@ -47,7 +47,7 @@ pub fn payments(name: &str, currency: &str, since: &str, entries: &[LedgerEntry]
     (hits.iter().map(|e| e.amount).sum(), hits.len())
 }
 
-fn line(plan: &MoneyPlan, entries: &[LedgerEntry]) -> Option<(String, Option<String>)> {
+fn line(plan: &MoneyPlan, entries: &[MoneyEntry]) -> Option<(String, Option<String>)> {
     let b = &plan.body;
     let name = b.get("name").and_then(Value::as_str)?;
     let balance = b.get("balance").and_then(money::from_value)?;
@@ -59,7 +59,7 @@ fn line(plan: &MoneyPlan, entries: &[LedgerEntry]) -> Option<(String, Option<Str
     let now = (balance - paid).max(0);
     let note = (paid > 0).then(|| {
         format!(
-            "{name}: {} paid in {n} payment{} since {since} (from your ledger), {} left",
+            "{name}: {} paid in {n} payment{} since {since} (from your records), {} left",
             money::format(paid, currency),
             if n == 1 { "" } else { "s" },
             money::format(now, currency)

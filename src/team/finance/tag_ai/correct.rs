@@ -1,7 +1,7 @@
 //! Corrections a user makes to a kept transaction, in their own words:
 //! `that Starbucks was a business lunch`, `the Uber on Oct 2 was personal`,
 //! `Office Depot should be Office Supplies`. The newest matching row of the
-//! user's ledger gets the note (and the category the words name), and the
+//! user's money records gets the note (and the category the words name), and the
 //! correction is remembered as a fact.
 
 use std::sync::LazyLock;
@@ -14,7 +14,7 @@ use super::categorize::categorize;
 use super::rules::{UNCATEGORIZED, categories};
 use crate::agent::{AgentContext, AgentOutput};
 use crate::protocol::{Artifact, DelegationError, ErrorCode, NewFact};
-use crate::store::LedgerEntry;
+use crate::store::MoneyEntry;
 use crate::team::finance::{dates, money};
 
 static SAID: LazyLock<Regex> = LazyLock::new(|| {
@@ -68,7 +68,7 @@ fn letters(s: &str) -> String {
 
 /// The newest row the correction names: its merchant contains the words
 /// (letters only, so `office depot` finds `OFFICE DEPOT #123`), on its date when one is given.
-pub fn find<'a>(c: &Correction, entries: &'a [LedgerEntry]) -> Option<&'a LedgerEntry> {
+pub fn find<'a>(c: &Correction, entries: &'a [MoneyEntry]) -> Option<&'a MoneyEntry> {
     let want = letters(&c.merchant);
     let day = c.date.map(|d| d.format("%Y-%m-%d").to_string());
     entries
@@ -89,15 +89,15 @@ fn category_of(note: &str) -> Option<&'static str> {
     })
 }
 
-/// Applies the correction to the user's ledger.
+/// Applies the correction to the user's money records.
 pub async fn apply(ctx: &AgentContext, c: &Correction) -> Result<AgentOutput, DelegationError> {
-    let view = ctx.read_ledger().await?;
+    let view = ctx.read_money().await?;
     let Some(row) = find(c, &view.entries) else {
         let when = c.date.map(|d| format!(" on {}", d.format("%Y-%m-%d"))).unwrap_or_default();
         return Err(DelegationError::new(
             ErrorCode::NeedsInput,
             format!(
-                "I couldn't find a '{}' transaction{when} in your ledger ({} kept): which purchase do you mean? \
+                "I couldn't find a '{}' transaction{when} in your records ({} kept): which purchase do you mean? \
                  Name its merchant as on the receipt or statement, e.g. 'the Starbucks on Oct 9 was a business lunch'.",
                 c.merchant,
                 view.entries.len()
@@ -105,7 +105,7 @@ pub async fn apply(ctx: &AgentContext, c: &Correction) -> Result<AgentOutput, De
         ));
     };
     let category = category_of(&c.note);
-    ctx.correct_ledger(&row.id, category, Some(&c.note)).await?;
+    ctx.correct_money(&row.id, category, Some(&c.note)).await?;
     let date = row.date.as_deref().map(|d| format!(" on {d}")).unwrap_or_default();
     let what = format!("the {} purchase of {}{date}", row.merchant, money::format(row.amount, &row.currency));
     let now = category.or(row.category.as_deref()).unwrap_or(UNCATEGORIZED);

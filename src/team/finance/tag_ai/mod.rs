@@ -41,14 +41,14 @@ impl Agent for TagAi {
         ctx.use_tool(TOOL)?;
         let in_task = transactions::from_task(task).transactions.is_empty();
         if in_task
-            && ctx.can_write_ledger()
-            && ctx.can_read_ledger()
+            && ctx.can_write_money()
+            && ctx.can_read_money()
             && let Some(c) = correct::parse(&task.request_text())
         {
             return correct::apply(ctx, &c).await;
         }
         let (found, period) = book::transactions_for(ctx, task).await?;
-        let from_ledger = found.source == Some(transactions::Source::Ledger);
+        let from_kept = found.source == Some(transactions::Source::Kept);
         let mut ts = found.transactions;
         if ts.is_empty() {
             return Err(book::nothing_in(period.as_ref()));
@@ -94,12 +94,12 @@ impl Agent for TagAi {
                 result.push_str(&format!("\n- {}: '{}' -> '{}'", c.merchant, c.from, c.to));
             }
         }
-        if !from_ledger {
+        if !from_kept {
             book::keep(ctx, &ts, &found.source.map_or_else(|| "the task".into(), |s| s.describe())).await?;
         }
         let recategorized = book::categorize_kept(ctx, &ts).await?;
         if recategorized > 0 {
-            result.push_str(&format!("\nUpdated the category of {recategorized} transaction(s) in your ledger."));
+            result.push_str(&format!("\nUpdated the category of {recategorized} transaction(s) in your records."));
         }
         let categories: Vec<Value> = totals
             .iter()

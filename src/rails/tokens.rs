@@ -1,4 +1,4 @@
-//! The token ledger of one tree: an account per node, a child's budget
+//! The token accounts of one tree: an account per node, a child's budget
 //! reserved from its parent's remaining tokens and reconciled with what it
 //! used. Pure bookkeeping; [`super::budget`] applies it to a running tree.
 
@@ -24,13 +24,13 @@ impl Account {
 
 /// The accounts of one tree, keyed by request id.
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub struct TokenAccounts {
     accounts: HashMap<RequestId, (Option<RequestId>, Account)>,
 }
 
-impl Ledger {
+impl TokenAccounts {
     /// Opens an account for `node`: from its parent's remaining tokens when the
-    /// parent is known to this ledger, otherwise as a root with `requested`.
+    /// parent is known to these accounts, otherwise as a root with `requested`.
     /// The grant is `min(requested, parent's remaining)`; nothing left is a refusal.
     pub fn open(&mut self, node: RequestId, parent: Option<RequestId>, requested: u32) -> Result<u32, DelegationError> {
         let parent = parent.filter(|p| self.accounts.contains_key(p));
@@ -90,7 +90,7 @@ mod tests {
 
     #[test]
     fn a_child_gets_at_most_the_parents_remaining_and_returns_it() {
-        let mut l = Ledger::default();
+        let mut l = TokenAccounts::default();
         let (root, a, b) = (RequestId::new(), RequestId::new(), RequestId::new());
         assert_eq!(l.open(root, None, 1000).unwrap(), 1000);
         assert_eq!(l.open(a, Some(root), 700).unwrap(), 700);
@@ -123,7 +123,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn childrens_reservations_never_exceed_the_parents_remaining(root_budget in 1u32..10_000, ops in prop::collection::vec(op(), 1..200)) {
-            let mut l = Ledger::default();
+            let mut l = TokenAccounts::default();
             let root = RequestId::new();
             l.open(root, None, root_budget).unwrap();
             // live nodes with their parent and the children they have open

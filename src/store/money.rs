@@ -3,7 +3,7 @@
 //! per user (every read and write names the user), and a transaction's id
 //! comes from the user and the transaction itself ([`entry_id`]), so writing
 //! the same receipt twice keeps one row. Agents reach this only through the
-//! runtime's ledger tool (`agent::Ledger`), which fixes the user.
+//! runtime's money tool (`agent::Money`), which fixes the user.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -14,11 +14,11 @@ use super::{StoreError, StoreResult, now_ms};
 use crate::protocol::UserId;
 
 /// The most rows one read returns (the newest), so a long history stays bounded.
-pub const LEDGER_LIMIT: usize = 20_000;
+pub const MONEY_LIMIT: usize = 20_000;
 
-/// One transaction in a user's ledger.
+/// One transaction in a user's money.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LedgerEntry {
+pub struct MoneyEntry {
     /// The user it belongs to.
     pub user_id: UserId,
     /// Stable per user and transaction: see [`entry_id`].
@@ -97,11 +97,11 @@ struct EntryRow {
     updated_at: i64,
 }
 
-impl TryFrom<EntryRow> for LedgerEntry {
+impl TryFrom<EntryRow> for MoneyEntry {
     type Error = StoreError;
     fn try_from(r: EntryRow) -> StoreResult<Self> {
-        Ok(LedgerEntry {
-            user_id: r.user_id.parse().map_err(|_| backend_err(format!("corrupt ledger user '{}'", r.user_id)))?,
+        Ok(MoneyEntry {
+            user_id: r.user_id.parse().map_err(|_| backend_err(format!("corrupt money user '{}'", r.user_id)))?,
             id: r.id,
             date: r.txn_date,
             merchant: r.merchant,
@@ -120,12 +120,12 @@ impl TryFrom<EntryRow> for LedgerEntry {
 }
 
 /// Adds the entries that are not there yet, in one transaction; true for each one added.
-pub(super) async fn add(pool: &AnyPool, entries: &[LedgerEntry]) -> StoreResult<Vec<bool>> {
+pub(super) async fn add(pool: &AnyPool, entries: &[MoneyEntry]) -> StoreResult<Vec<bool>> {
     let mut tx = pool.begin().await.map_err(backend_err)?;
     let mut added = Vec::with_capacity(entries.len());
     for e in entries {
         let done = sqlx::query(
-            "INSERT INTO ledger_entries (user_id, id, txn_date, merchant, description, amount, currency, category, \
+            "INSERT INTO money_entries (user_id, id, txn_date, merchant, description, amount, currency, category, \
              confidence, source, note, request_id, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING",
         )
@@ -153,26 +153,26 @@ pub(super) async fn add(pool: &AnyPool, entries: &[LedgerEntry]) -> StoreResult<
 }
 
 /// The user's entries, oldest first (by date, then by when they were written).
-pub(super) async fn entries(pool: &AnyPool, user: &UserId) -> StoreResult<Vec<LedgerEntry>> {
+pub(super) async fn entries(pool: &AnyPool, user: &UserId) -> StoreResult<Vec<MoneyEntry>> {
     let rows: Vec<EntryRow> = sqlx::query_as(
         "SELECT user_id, id, txn_date, merchant, description, amount, currency, category, confidence, source, note, \
-         request_id, created_at, updated_at FROM ledger_entries WHERE user_id = $1 \
+         request_id, created_at, updated_at FROM money_entries WHERE user_id = $1 \
          ORDER BY created_at DESC, id LIMIT $2",
     )
     .bind(user.to_string())
-    .bind(LEDGER_LIMIT as i64)
+    .bind(MONEY_LIMIT as i64)
     .fetch_all(pool)
     .await
     .map_err(backend_err)?;
-    let mut out = rows.into_iter().map(LedgerEntry::try_from).collect::<StoreResult<Vec<_>>>()?;
+    let mut out = rows.into_iter().map(MoneyEntry::try_from).collect::<StoreResult<Vec<_>>>()?;
     sort(&mut out);
     Ok(out)
 }
 
 /// Oldest first: by date (undated last), then by when written.
-pub(super) fn sort(entries: &mut [LedgerEntry]) {
+pub(super) fn sort(entries: &mut [MoneyEntry]) {
     entries.sort_by(|a, b| {
-        let key = |e: &LedgerEntry| (e.date.is_none(), e.date.clone(), e.created_at, e.id.clone());
+        let key = |e: &MoneyEntry| (e.date.is_none(), e.date.clone(), e.created_at, e.id.clone());
         key(a).cmp(&key(b))
     });
 }
@@ -186,7 +186,7 @@ pub(super) async fn update(
     note: Option<&str>,
 ) -> StoreResult<bool> {
     let done = sqlx::query(
-        "UPDATE ledger_entries SET category = COALESCE($1, category), note = COALESCE($2, note), updated_at = $3 \
+        "UPDATE money_entries SET category = COALESCE($1, category), note = COALESCE($2, note), updated_at = $3 \
          WHERE user_id = $4 AND id = $5",
     )
     .bind(category.map(str::to_string))

@@ -1,22 +1,22 @@
-//! The ledger tool: how an agent reads and writes the money of the user it
-//! runs for. The runtime hands a running agent a [`Ledger`] bound to the
+//! The money tool: how an agent reads and writes the money of the user it
+//! runs for. The runtime hands a running agent a [`Money`] bound to the
 //! delegation's user, so an agent can neither name another user nor reach
-//! the store; reading needs the tool `ledger.read` and writing `ledger.write`
+//! the store; reading needs the tool `money.read` and writing `money.write`
 //! in the agent's effective tools (so a child never writes where its parent
 //! could not). A consult (ephemeral mode) reads and writes nothing.
 
 use std::sync::Arc;
 
-use super::reads::{LedgerCall, Reads, Tape};
+use super::reads::{MoneyCall, Reads, Tape};
 use crate::protocol::{DelegationError, ErrorCode, RequestId, UserId};
-use crate::store::{LedgerEntry, MoneyPlan, Store, entry_id, now_ms};
+use crate::store::{MoneyEntry, MoneyPlan, Store, entry_id, now_ms};
 
-/// The tool that reads the user's ledger.
-pub const READ: &str = "ledger.read";
+/// The tool that reads the user's money.
+pub const READ: &str = "money.read";
 /// The tool that writes it.
-pub const WRITE: &str = "ledger.write";
+pub const WRITE: &str = "money.write";
 
-/// A transaction an agent found, to be kept in the user's ledger.
+/// A transaction an agent found, to be kept in the user's money.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NewEntry {
     /// `YYYY-MM-DD`, when the document gave one.
@@ -35,28 +35,28 @@ pub struct NewEntry {
     pub confidence: Option<u8>,
 }
 
-/// What a write did: the entries added, and the ones the ledger already had
+/// What a write did: the entries added, and the ones the money already had
 /// (the same receipt or statement sent again).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Written {
     /// Entries that were new.
-    pub added: Vec<LedgerEntry>,
-    /// Entries the ledger already had (as written now; the stored row is unchanged).
-    pub already_kept: Vec<LedgerEntry>,
+    pub added: Vec<MoneyEntry>,
+    /// Entries the money already had (as written now; the stored row is unchanged).
+    pub already_kept: Vec<MoneyEntry>,
 }
 
-/// What the ledger holds for the user.
+/// What the money holds for the user.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LedgerView {
+pub struct MoneyView {
     /// The transactions, oldest first.
-    pub entries: Vec<LedgerEntry>,
+    pub entries: Vec<MoneyEntry>,
     /// The goals and debts.
     pub plans: Vec<MoneyPlan>,
 }
 
-/// The user's ledger as one delegation sees it.
+/// The user's money as one delegation sees it.
 #[derive(Clone)]
-pub struct Ledger {
+pub struct Money {
     store: Arc<dyn Store>,
     user: UserId,
     request: Option<RequestId>,
@@ -66,70 +66,70 @@ pub struct Ledger {
     tape: Option<Arc<Tape>>,
 }
 
-impl std::fmt::Debug for Ledger {
+impl std::fmt::Debug for Money {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ledger").field("user", &self.user).finish_non_exhaustive()
+        f.debug_struct("Money").field("user", &self.user).finish_non_exhaustive()
     }
 }
 
-impl Ledger {
-    /// The ledger of `user`, written on behalf of the delegation `request`.
+impl Money {
+    /// The money of `user`, written on behalf of the delegation `request`.
     pub fn new(store: Arc<dyn Store>, user: UserId, request: Option<RequestId>) -> Self {
         Self { store, user, request, record: None, tape: None }
     }
 
-    /// This ledger, its calls and their outcomes recorded in `reads`.
+    /// This money, its calls and their outcomes recorded in `reads`.
     pub fn recording(mut self, reads: Arc<Reads>) -> Self {
         self.record = Some(reads);
         self
     }
 
-    /// This ledger answering each call as `tape` recorded it (a replay);
-    /// a call the tape does not have goes to this ledger's own store.
+    /// This money answering each call as `tape` recorded it (a replay);
+    /// a call the tape does not have goes to this money's own store.
     pub fn replaying(mut self, tape: Arc<Tape>) -> Self {
         self.tape = Some(tape);
         self
     }
 
-    fn recorded(&self, like: &LedgerCall) -> Option<LedgerCall> {
+    fn recorded(&self, like: &MoneyCall) -> Option<MoneyCall> {
         self.tape.as_ref().and_then(|t| t.next(like))
     }
 
-    fn keep(&self, call: impl FnOnce() -> LedgerCall) {
+    fn keep(&self, call: impl FnOnce() -> MoneyCall) {
         if let Some(r) = &self.record {
             r.push(call());
         }
     }
 
-    /// The user this ledger belongs to.
+    /// The user this money belongs to.
     pub fn user(&self) -> &UserId {
         &self.user
     }
 
-    pub(super) async fn read(&self) -> Result<LedgerView, DelegationError> {
-        let view = match self.recorded(&LedgerCall::Read { entries: Vec::new(), plans: Vec::new() }) {
-            Some(LedgerCall::Read { entries, plans }) => LedgerView { entries, plans },
+    pub(super) async fn read(&self) -> Result<MoneyView, DelegationError> {
+        let view = match self.recorded(&MoneyCall::Read { entries: Vec::new(), plans: Vec::new() }) {
+            Some(MoneyCall::Read { entries, plans }) => MoneyView { entries, plans },
             _ => {
-                let entries = self.store.ledger(&self.user).await?;
+                let entries = self.store.money(&self.user).await?;
                 let plans = self.store.money_plans(&self.user).await?;
-                LedgerView { entries, plans }
+                MoneyView { entries, plans }
             }
         };
-        self.keep(|| LedgerCall::Read { entries: view.entries.clone(), plans: view.plans.clone() });
+        self.keep(|| MoneyCall::Read { entries: view.entries.clone(), plans: view.plans.clone() });
         Ok(view)
     }
 
     pub(super) async fn write(&self, found: &[NewEntry], source: &str) -> Result<Written, DelegationError> {
         let now = now_ms();
         let mut seen: Vec<String> = Vec::new();
-        let entries: Vec<LedgerEntry> = found
+        let entries: Vec<MoneyEntry> = found
             .iter()
             .map(|n| {
                 // the nth equal transaction of this document: two coffees are two rows
                 let base = entry_id(&self.user, n.date.as_deref(), &n.merchant, n.amount, &n.currency, 0);
                 let nth = seen.iter().filter(|b| **b == base).count() as u32;
                 seen.push(base);
-                LedgerEntry {
+                MoneyEntry {
                     user_id: self.user.clone(),
                     id: entry_id(&self.user, n.date.as_deref(), &n.merchant, n.amount, &n.currency, nth),
                     date: n.date.clone(),
@@ -147,11 +147,11 @@ impl Ledger {
                 }
             })
             .collect();
-        let added = match self.recorded(&LedgerCall::Write { added: Vec::new() }) {
-            Some(LedgerCall::Write { added }) => entries.iter().map(|e| added.contains(&e.id)).collect(),
-            _ => self.store.ledger_add(&for_store(entries.clone())).await?,
+        let added = match self.recorded(&MoneyCall::Write { added: Vec::new() }) {
+            Some(MoneyCall::Write { added }) => entries.iter().map(|e| added.contains(&e.id)).collect(),
+            _ => self.store.money_add(&for_store(entries.clone())).await?,
         };
-        self.keep(|| LedgerCall::Write {
+        self.keep(|| MoneyCall::Write {
             added: entries.iter().zip(&added).filter(|(_, new)| **new).map(|(e, _)| e.id.clone()).collect(),
         });
         let mut out = Written::default();
@@ -167,14 +167,14 @@ impl Ledger {
         category: Option<&str>,
         note: Option<&str>,
     ) -> Result<bool, DelegationError> {
-        let found = match self.recorded(&LedgerCall::Update { id: id.into(), found: false }) {
-            Some(LedgerCall::Update { found, .. }) => found,
+        let found = match self.recorded(&MoneyCall::Update { id: id.into(), found: false }) {
+            Some(MoneyCall::Update { found, .. }) => found,
             _ => {
                 let edit = for_store((category.map(str::to_string), note.map(str::to_string)));
-                self.store.ledger_update(&self.user, id, &edit).await?
+                self.store.money_update(&self.user, id, &edit).await?
             }
         };
-        self.keep(|| LedgerCall::Update { id: id.into(), found });
+        self.keep(|| MoneyCall::Update { id: id.into(), found });
         Ok(found)
     }
 
@@ -184,7 +184,7 @@ impl Ledger {
         name: &str,
         body: serde_json::Value,
     ) -> Result<(), DelegationError> {
-        let call = LedgerCall::PutPlan { kind: kind.into(), name: name.into() };
+        let call = MoneyCall::PutPlan { kind: kind.into(), name: name.into() };
         if self.recorded(&call).is_none() {
             let plan = MoneyPlan {
                 user_id: self.user.clone(),
@@ -202,16 +202,16 @@ impl Ledger {
 
 /// A row as the store keeps it: every text through the redactor (what an
 /// agent read was redacted already; this pass keeps a value it did not
-/// see as one out of the ledger too).
+/// see as one out of the money too).
 fn for_store<T: crate::redact::Texts>(value: T) -> crate::redact::Redacted<T> {
     crate::redact::Redactor::default().redacted(value, &mut crate::redact::Vault::new())
 }
 
-/// The refusal when a context has no ledger (outside a runtime, or a consult).
-pub(super) fn no_ledger() -> DelegationError {
+/// The refusal when a context has no money (outside a runtime, or a consult).
+pub(super) fn no_money() -> DelegationError {
     DelegationError::new(
         ErrorCode::ToolNotAllowed,
-        "this delegation has no ledger (it runs outside a runtime or as a consult, which keeps nothing)",
+        "this delegation has no money (it runs outside a runtime or as a consult, which keeps nothing)",
     )
 }
 
@@ -232,63 +232,63 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_ledger_needs_its_tool_and_is_only_ever_the_delegations_users() {
+    async fn the_money_tools_need_their_tool_and_are_only_ever_the_delegations_users() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         let (alice, bob): (UserId, UserId) = ("alice".parse().unwrap(), "bob".parse().unwrap());
-        let reader = AgentContext::detached([READ]).with_ledger(Ledger::new(store.clone(), alice.clone(), None));
-        let refused = reader.write_ledger(&[coffee(450)], "receipt").await.unwrap_err();
+        let reader = AgentContext::detached([READ]).with_money(Money::new(store.clone(), alice.clone(), None));
+        let refused = reader.write_money(&[coffee(450)], "receipt").await.unwrap_err();
         assert_eq!(refused.code, ErrorCode::ToolNotAllowed);
 
-        let writer = AgentContext::detached([READ, WRITE]).with_ledger(Ledger::new(store.clone(), alice, None));
+        let writer = AgentContext::detached([READ, WRITE]).with_money(Money::new(store.clone(), alice, None));
         // two equal coffees in one document are two rows; the document again adds nothing
-        let first = writer.write_ledger(&[coffee(450), coffee(450)], "receipt").await.unwrap();
+        let first = writer.write_money(&[coffee(450), coffee(450)], "receipt").await.unwrap();
         assert_eq!((first.added.len(), first.already_kept.len()), (2, 0));
-        let again = writer.write_ledger(&[coffee(450), coffee(450), coffee(500)], "receipt").await.unwrap();
+        let again = writer.write_money(&[coffee(450), coffee(450), coffee(500)], "receipt").await.unwrap();
         assert_eq!((again.added.len(), again.already_kept.len()), (1, 2));
-        let view = writer.read_ledger().await.unwrap();
+        let view = writer.read_money().await.unwrap();
         assert_eq!(view.entries.len(), 3);
         assert!(view.entries.iter().all(|e| e.currency == "USD" && e.source == "receipt"));
 
-        let bobs = AgentContext::detached([READ, WRITE]).with_ledger(Ledger::new(store, bob, None));
-        assert!(bobs.read_ledger().await.unwrap().entries.is_empty());
-        assert!(!bobs.correct_ledger(&view.entries[0].id, Some("Travel"), None).await.unwrap());
+        let bobs = AgentContext::detached([READ, WRITE]).with_money(Money::new(store, bob, None));
+        assert!(bobs.read_money().await.unwrap().entries.is_empty());
+        assert!(!bobs.correct_money(&view.entries[0].id, Some("Travel"), None).await.unwrap());
 
-        // outside a runtime there is no ledger, tool or not
+        // outside a runtime there is no money, tool or not
         let detached = AgentContext::detached([READ, WRITE]);
-        assert!(!detached.can_read_ledger());
-        assert_eq!(detached.read_ledger().await.unwrap_err().code, ErrorCode::ToolNotAllowed);
+        assert!(!detached.can_read_money());
+        assert_eq!(detached.read_money().await.unwrap_err().code, ErrorCode::ToolNotAllowed);
     }
 
     #[tokio::test]
-    async fn recorded_ledger_calls_answer_a_replay_the_same_on_an_empty_store() {
+    async fn recorded_money_calls_answer_a_replay_the_same_on_an_empty_store() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
         let alice: UserId = "alice".parse().unwrap();
-        let earlier = AgentContext::detached([WRITE]).with_ledger(Ledger::new(store.clone(), alice.clone(), None));
-        earlier.write_ledger(&[coffee(450)], "receipt").await.unwrap();
+        let earlier = AgentContext::detached([WRITE]).with_money(Money::new(store.clone(), alice.clone(), None));
+        earlier.write_money(&[coffee(450)], "receipt").await.unwrap();
 
         // the run: a read, a write that finds one coffee kept already, a correction of an unknown id
         let reads = Arc::new(Reads::default());
-        let ledger = Ledger::new(store.clone(), alice.clone(), None).recording(reads.clone());
-        let run = AgentContext::detached([READ, WRITE]).with_ledger(ledger);
-        let seen = run.read_ledger().await.unwrap();
-        let wrote = run.write_ledger(&[coffee(450), coffee(500)], "receipt").await.unwrap();
-        assert!(!run.correct_ledger("no-such-id", Some("Travel"), None).await.unwrap());
+        let money = Money::new(store.clone(), alice.clone(), None).recording(reads.clone());
+        let run = AgentContext::detached([READ, WRITE]).with_money(money);
+        let seen = run.read_money().await.unwrap();
+        let wrote = run.write_money(&[coffee(450), coffee(500)], "receipt").await.unwrap();
+        assert!(!run.correct_money("no-such-id", Some("Travel"), None).await.unwrap());
         let recorded = reads.take().unwrap();
-        assert_eq!(recorded.ledger.len(), 3, "{recorded:?}");
+        assert_eq!(recorded.money.len(), 3, "{recorded:?}");
 
         // the replay: an empty store, the same answers, nothing written anywhere real
         let empty: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        let tape = Arc::new(Tape::new(recorded.ledger.clone()));
+        let tape = Arc::new(Tape::new(recorded.money.clone()));
         let replay = AgentContext::detached([READ, WRITE])
-            .with_ledger(Ledger::new(empty.clone(), alice.clone(), None).replaying(tape));
-        assert_eq!(replay.read_ledger().await.unwrap(), seen);
-        let again = replay.write_ledger(&[coffee(450), coffee(500)], "receipt").await.unwrap();
+            .with_money(Money::new(empty.clone(), alice.clone(), None).replaying(tape));
+        assert_eq!(replay.read_money().await.unwrap(), seen);
+        let again = replay.write_money(&[coffee(450), coffee(500)], "receipt").await.unwrap();
         assert_eq!((again.added.len(), again.already_kept.len()), (wrote.added.len(), wrote.already_kept.len()));
         assert_eq!((again.added.len(), again.already_kept.len()), (1, 1));
-        assert!(!replay.correct_ledger("no-such-id", Some("Travel"), None).await.unwrap());
-        assert!(empty.ledger(&alice).await.unwrap().is_empty(), "a replay keeps nothing");
+        assert!(!replay.correct_money("no-such-id", Some("Travel"), None).await.unwrap());
+        assert!(empty.money(&alice).await.unwrap().is_empty(), "a replay keeps nothing");
         // past the tape (the agent calls more than it did), calls go to the replay's own store
-        assert!(replay.read_ledger().await.unwrap().entries.is_empty());
-        assert_eq!(store.ledger(&alice).await.unwrap().len(), 2, "the real ledger is as the run left it");
+        assert!(replay.read_money().await.unwrap().entries.is_empty());
+        assert_eq!(store.money(&alice).await.unwrap().len(), 2, "the real money is as the run left it");
     }
 }

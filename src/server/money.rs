@@ -1,12 +1,12 @@
-//! `GET /v1/ledger` and `GET /v1/ledger/chart.svg`: a user's ledger as the
+//! `GET /v1/money` and `GET /v1/money/chart.svg`: a user's money as the
 //! web page and `switchboard ask --out` show it. [`summarize`] is the pure
-//! part (integer cents throughout); the handlers only decide whose ledger the
+//! part (integer cents throughout); the handlers only decide whose money the
 //! caller may see and turn cents into currency units at the edge.
 //!
-//! Who sees what: a user token its own ledger (`?user=` naming someone else
+//! Who sees what: a user token its own money (`?user=` naming someone else
 //! is `USER_MISMATCH`); an admin token any user's, named by `?user=`; a
 //! service token none (`UNAUTHENTICATED`, as at `/v1/chat`): agents reach a
-//! ledger only through the runtime's ledger tools, for the user they work for.
+//! money only through the runtime's money tools, for the user they work for.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use super::chart::{self, Bar};
 use super::{ApiError, AppState};
 use crate::auth::Principal;
 use crate::protocol::{ErrorCode, IdError, UserId};
-use crate::store::{LedgerEntry, MoneyPlan};
+use crate::store::{MoneyEntry, MoneyPlan};
 
 /// How many transactions the answer lists (the newest).
 pub const RECENT: usize = 50;
@@ -52,13 +52,13 @@ pub struct MonthTotal {
     pub total: i64,
 }
 
-/// A ledger summed up: what the page and the CLI draw.
+/// A money summed up: what the page and the CLI draw.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Summary {
-    /// The most common currency (ties: the first alphabetically); None for an empty ledger.
+    /// The most common currency (ties: the first alphabetically); None for an empty money.
     pub currency: Option<String>,
     /// The newest [`RECENT`] rows, newest first (undated rows after dated ones), in any currency.
-    pub recent: Vec<LedgerEntry>,
+    pub recent: Vec<MoneyEntry>,
     /// Spending (positive amounts) in the main currency, largest first.
     pub by_category: Vec<CategoryTotal>,
     /// Spending of dated rows in the main currency, oldest month first.
@@ -74,9 +74,9 @@ fn month_of(date: Option<&str>) -> Option<String> {
     Some(date.format("%Y-%m").to_string())
 }
 
-/// Sums a ledger up. Only rows in the main currency are summed (adding
+/// Sums a money up. Only rows in the main currency are summed (adding
 /// dollars to euros means nothing); every row may be among the recent ones.
-pub fn summarize(entries: &[LedgerEntry]) -> Summary {
+pub fn summarize(entries: &[MoneyEntry]) -> Summary {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for e in entries {
         *counts.entry(e.currency.as_str()).or_default() += 1;
@@ -168,7 +168,7 @@ fn amount(cents: i64) -> Value {
     serde_json::Number::from_f64(cents as f64 / 100.0).map_or(Value::Null, Value::Number)
 }
 
-/// The answer of `GET /v1/ledger`.
+/// The answer of `GET /v1/money`.
 pub fn to_json(user: &UserId, summary: &Summary, plans: &[MoneyPlan]) -> Value {
     let entries: Vec<Value> = summary
         .recent
@@ -199,18 +199,18 @@ pub fn to_json(user: &UserId, summary: &Summary, plans: &[MoneyPlan]) -> Value {
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct LedgerQuery {
+struct MoneyQuery {
     user: Option<String>,
     kind: Option<String>,
 }
 
-fn query(uri: &Uri) -> Result<LedgerQuery, ApiError> {
-    Query::<LedgerQuery>::try_from_uri(uri)
+fn query(uri: &Uri) -> Result<MoneyQuery, ApiError> {
+    Query::<MoneyQuery>::try_from_uri(uri)
         .map(|Query(q)| q)
         .map_err(|e| ApiError::invalid(format!("invalid query: {}", e.body_text())))
 }
 
-/// The user whose ledger `caller` asks for with `?user=asked`, if it may see it.
+/// The user whose money `caller` asks for with `?user=asked`, if it may see it.
 pub fn whose(caller: &Principal, asked: Option<&str>) -> Result<UserId, ApiError> {
     let asked = asked
         .map(|u| UserId::parse(u).map_err(|e: IdError| ApiError::invalid(format!("user: {}", e.0))))
@@ -218,11 +218,11 @@ pub fn whose(caller: &Principal, asked: Option<&str>) -> Result<UserId, ApiError
     match (caller, asked) {
         (Principal::Admin, Some(u)) => Ok(u),
         (Principal::Admin, None) => {
-            Err(ApiError::invalid("an admin token names the user whose ledger to show: ?user=ID"))
+            Err(ApiError::invalid("an admin token names the user whose money to show: ?user=ID"))
         }
         (Principal::Agent(_), _) => Err(ApiError::unauthenticated(
-            "a user's ledger takes that user's token or an admin's; agents reach it only through the runtime's \
-             ledger tools",
+            "a user's money takes that user's token or an admin's; agents reach it only through the runtime's \
+             money tools",
         )),
         (p, asked) => {
             let own = p.user().ok_or_else(|| ApiError::unauthenticated("this token names no user"))?;
@@ -230,7 +230,7 @@ pub fn whose(caller: &Principal, asked: Option<&str>) -> Result<UserId, ApiError
                 Some(u) if &u != own => Err(ApiError::new(
                     StatusCode::FORBIDDEN,
                     ErrorCode::UserMismatch,
-                    format!("a user token shows only its own ledger ('{own}'), not '{u}'s"),
+                    format!("a user token shows only its own money ('{own}'), not '{u}'s"),
                 )),
                 _ => Ok(own.clone()),
             }
@@ -240,20 +240,20 @@ pub fn whose(caller: &Principal, asked: Option<&str>) -> Result<UserId, ApiError
 
 async fn load(state: &AppState, user: &UserId) -> Result<(Summary, Vec<MoneyPlan>), ApiError> {
     let store = state.runtime.store();
-    let entries = store.ledger(user).await.map_err(crate::DelegationError::from)?;
+    let entries = store.money(user).await.map_err(crate::DelegationError::from)?;
     let plans = store.money_plans(user).await.map_err(crate::DelegationError::from)?;
     Ok((summarize(&entries), plans))
 }
 
-/// `GET /v1/ledger[?user=ID]`.
-pub async fn ledger(State(state): State<Arc<AppState>>, caller: Principal, uri: Uri) -> Result<Json<Value>, ApiError> {
+/// `GET /v1/money[?user=ID]`.
+pub async fn money(State(state): State<Arc<AppState>>, caller: Principal, uri: Uri) -> Result<Json<Value>, ApiError> {
     let q = query(&uri)?;
     let user = whose(&caller, q.user.as_deref())?;
     let (summary, plans) = load(&state, &user).await?;
     Ok(Json(to_json(&user, &summary, &plans)))
 }
 
-/// `GET /v1/ledger/chart.svg?kind=category|month[&user=ID]`: `image/svg+xml`.
+/// `GET /v1/money/chart.svg?kind=category|month[&user=ID]`: `image/svg+xml`.
 pub async fn chart(State(state): State<Arc<AppState>>, caller: Principal, uri: Uri) -> Result<Response, ApiError> {
     let q = query(&uri)?;
     let kind: ChartKind = q.kind.as_deref().unwrap_or("category").parse().map_err(ApiError::invalid)?;
@@ -274,9 +274,9 @@ pub async fn chart(State(state): State<Arc<AppState>>, caller: Principal, uri: U
 mod tests {
     use super::*;
 
-    fn entry(date: Option<&str>, merchant: &str, cents: i64, currency: &str, category: Option<&str>) -> LedgerEntry {
+    fn entry(date: Option<&str>, merchant: &str, cents: i64, currency: &str, category: Option<&str>) -> MoneyEntry {
         let alice = UserId::parse("alice").unwrap();
-        LedgerEntry {
+        MoneyEntry {
             id: crate::store::entry_id(&alice, date, merchant, cents, currency, 0),
             user_id: alice,
             date: date.map(str::to_string),
@@ -294,7 +294,7 @@ mod tests {
         }
     }
 
-    fn ledger() -> Vec<LedgerEntry> {
+    fn money() -> Vec<MoneyEntry> {
         vec![
             entry(Some("2025-08-01"), "Rent", 145_000, "USD", Some("Rent")),
             entry(Some("2025-08-01"), "Payroll", -320_000, "USD", Some("Income")),
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn sums_are_integer_cents_over_positive_amounts_in_the_main_currency() {
-        let s = summarize(&ledger());
+        let s = summarize(&money());
         assert_eq!(s.currency.as_deref(), Some("USD"));
         let cats: Vec<(&str, i64, usize)> =
             s.by_category.iter().map(|c| (c.category.as_str(), c.total, c.count)).collect();
@@ -327,12 +327,12 @@ mod tests {
 
     #[test]
     fn recent_rows_are_the_newest_fifty_newest_first_undated_last() {
-        let s = summarize(&ledger());
+        let s = summarize(&money());
         let dates: Vec<Option<&str>> = s.recent.iter().map(|e| e.date.as_deref()).collect();
         assert_eq!(dates.first(), Some(&Some("2025-13-40")), "plain text order for a date that is not one");
         assert_eq!(dates[1], Some("2025-09-12"));
         assert_eq!(dates.last(), Some(&None));
-        let many: Vec<LedgerEntry> = (0..80)
+        let many: Vec<MoneyEntry> = (0..80)
             .map(|i| entry(Some(&format!("2025-{:02}-{:02}", 1 + i / 28, 1 + i % 28)), "Shop", 100 + i, "USD", None))
             .collect();
         let s = summarize(&many);
@@ -366,7 +366,7 @@ mod tests {
             body: json!({"target": 3000.0, "saved": 1200.0}),
             updated_at: 5,
         };
-        let v = to_json(&UserId::parse("alice").unwrap(), &summarize(&ledger()), &[plan]);
+        let v = to_json(&UserId::parse("alice").unwrap(), &summarize(&money()), &[plan]);
         assert_eq!(v["user"], "alice");
         assert_eq!(v["currency"], "USD");
         assert_eq!(v["totals"], json!({"spent": 1508.71, "received": 3209.99}));
@@ -379,10 +379,10 @@ mod tests {
 
     #[test]
     fn the_charts_have_a_bar_per_category_and_per_recent_month() {
-        let s = summarize(&ledger());
+        let s = summarize(&money());
         assert_eq!(chart_svg(&s, ChartKind::Category).matches("<rect class=\"bar\"").count(), 4);
         assert_eq!(chart_svg(&s, ChartKind::Month).matches("<rect class=\"bar\"").count(), 2);
-        let years: Vec<LedgerEntry> = (0..30)
+        let years: Vec<MoneyEntry> = (0..30)
             .map(|i| entry(Some(&format!("{}-{:02}-01", 2023 + i / 12, 1 + i % 12)), "x", 100, "USD", None))
             .collect();
         let svg = chart_svg(&summarize(&years), ChartKind::Month);
@@ -395,7 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn who_sees_whose_ledger() {
+    fn who_sees_whose_money() {
         let (alice, bob) = (UserId::parse("alice").unwrap(), UserId::parse("bob").unwrap());
         let as_alice = Principal::User(alice.clone());
         assert_eq!(whose(&as_alice, None).unwrap(), alice);
@@ -417,11 +417,11 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
 
         #[test]
-        fn both_charts_of_any_ledger_are_well_formed_xml(
+        fn both_charts_of_any_money_records_are_well_formed_xml(
             categories in proptest::collection::vec(chart::tests::awkward_text(), 1..6),
             currency in chart::tests::awkward_text(),
         ) {
-            let rows: Vec<LedgerEntry> = categories
+            let rows: Vec<MoneyEntry> = categories
                 .iter()
                 .zip(1..)
                 .map(|(c, i)| entry(Some(&format!("2025-{:02}-01", 1 + i % 12)), "Shop", 100 * i, &currency, Some(c)))
