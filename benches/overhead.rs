@@ -321,8 +321,8 @@ fn against_committed(reference: &Stats, cases: &[(&str, &Stats)]) {
 fn routing(n: usize) -> (Duration, Stats) {
     let config = Config::builtin();
     let learned = Instant::now();
-    let planner = switchboard::orchestrate::RulePlanner::new(&config, "prime-boss").expect("planner");
-    black_box(planner.router());
+    let planner = switchboard::testing::Planner::new(&config, "prime-boss").expect("planner");
+    planner.learn();
     let learn = learned.elapsed();
     let messages: Vec<String> = include_str!("../tests/fixtures/routing/tune.jsonl")
         .lines()
@@ -332,7 +332,7 @@ fn routing(n: usize) -> (Duration, Stats) {
     let mut i = 0;
     let stats = measure_sync(n, || {
         i = (i + 1) % messages.len();
-        black_box(planner.plan(&messages[i], &[]));
+        black_box(planner.route(&messages[i]));
     });
     (learn, stats)
 }

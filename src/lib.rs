@@ -37,7 +37,7 @@
 //! (`switchboard serve`) the same runtime answers HTTP, A2A and the OpenAI
 //! chat-completions API. `docs/ARCHITECTURE.md` shows how the modules fit.
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 // The public API: documented, and re-exported below.
 pub mod agent;
@@ -55,32 +55,27 @@ pub mod telemetry;
 pub mod testing;
 pub mod util;
 
-// The parts the API is built from: public for the binary, the tests and the
-// benches, not a promise to embedders.
+// The parts the API is built from: the binary reaches the command line
+// through `run_cli`; nothing else of them is public.
 #[cfg(feature = "a2a")]
-#[doc(hidden)]
-pub mod a2a;
+pub(crate) mod a2a;
 #[cfg(feature = "cli")]
-#[doc(hidden)]
-pub mod cli;
+pub(crate) mod cli;
 #[cfg(feature = "mcp")]
-#[doc(hidden)]
-pub mod mcp;
-#[doc(hidden)]
-pub mod orchestrate;
+pub(crate) mod mcp;
+pub(crate) mod orchestrate;
 #[cfg(feature = "queue")]
-#[doc(hidden)]
-pub mod queue;
-#[doc(hidden)]
-pub mod rails;
-#[doc(hidden)]
+pub(crate) mod queue;
+pub(crate) mod rails;
 pub mod redact;
-#[doc(hidden)]
-pub mod route;
-#[doc(hidden)]
-pub mod team;
-#[doc(hidden)]
-pub mod verify;
+pub(crate) mod route;
+pub(crate) mod team;
+pub(crate) mod verify;
+
+/// The `switchboard` command line, run on the process's arguments (what the
+/// binary's `main` calls).
+#[cfg(feature = "cli")]
+pub use cli::main as run_cli;
 
 pub use agent::{Agent, AgentContext, AgentOutput, Call, ChatModel, Delegator, Dispatch, Lineage, Scope, Task};
 pub use auth::Principal;
@@ -88,3 +83,11 @@ pub use config::{AgentSpec, Config};
 pub use pipeline::{AskOptions, AskResponse, Runtime, RuntimeBuilder, TreeView};
 pub use protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Status};
 pub use store::{MemoryStore, SqlStore, Store};
+
+/// Checks an envelope the way every door does before a rail runs (its
+/// version, sizes, ids, depth and budget against `limits`): a client can
+/// know before it sends whether a request would be refused as
+/// `INVALID_REQUEST` or `UNSUPPORTED_VERSION`, with the same message.
+pub fn check_envelope(request: &DelegationRequest, limits: &config::Limits) -> Result<(), DelegationError> {
+    rails::validate::request(request, limits)
+}

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    switchboard::cli::main()
+    switchboard::run_cli()
 }

@@ -13,10 +13,10 @@ use crate::protocol::a2a::{LINEAGE_EXTENSION, RAILS_EXTENSION};
 
 /// The extension that describes how push notifications are signed (its
 /// params: `jwksUri`, `header`, `alg`).
-pub const PUSH_SIGNATURE_EXTENSION: &str = "https://switchboard.dev/a2a/ext/push-signature/v1";
+pub(super) const PUSH_SIGNATURE_EXTENSION: &str = "https://switchboard.dev/a2a/ext/push-signature/v1";
 
 /// The card of `spec`, served at `base` (the service's URL as the caller reached it).
-pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
+pub(crate) fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
     let url = format!("{base}/a2a/{}", spec.slug);
     let interface = |binding: &str| AgentInterface {
         url: url.clone(),
@@ -132,7 +132,7 @@ pub fn agent_card(spec: &AgentSpec, base: &str, anonymous: bool) -> AgentCard {
 /// delegate to; whether it sees raw PII), and the skills only when the
 /// caller may use the agent (a user it does not serve gets none, and is told
 /// so in the description).
-pub fn extended_agent_card(
+pub(crate) fn extended_agent_card(
     spec: &AgentSpec,
     base: &str,
     anonymous: bool,

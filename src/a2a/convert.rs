@@ -18,7 +18,7 @@ const MAX_PARTS: usize = 256;
 
 /// The objective and input a message asks for: the first text part is the
 /// objective, the other parts (text, data, files, links) the input.
-pub fn message_text(message: &Message) -> (String, String) {
+pub(crate) fn message_text(message: &Message) -> (String, String) {
     let mut objective = String::new();
     let mut input: Vec<String> = Vec::new();
     for p in &message.parts {
@@ -118,7 +118,7 @@ struct Native {
 
 /// Our answer and artifacts as A2A artifacts (with append/lastChunk flags),
 /// and the direct reply message, if the agent asked for one.
-pub fn to_artifacts(
+pub(crate) fn to_artifacts(
     answer: &str,
     ours: &[crate::protocol::Artifact],
 ) -> (Vec<(Artifact, bool, bool)>, Option<Message>) {
@@ -196,10 +196,10 @@ pub fn to_artifacts(
 }
 
 /// How long a streaming turn may stay silent before a keep-alive.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Whether a response is the last of a turn's stream.
-pub fn ends_stream(ev: &StreamResponse) -> bool {
+pub(crate) fn ends_stream(ev: &StreamResponse) -> bool {
     match ev {
         StreamResponse::StatusUpdate(s) => s.status.state.ends_turn(),
         StreamResponse::Task(t) => t.status.state.ends_turn(),
@@ -209,7 +209,7 @@ pub fn ends_stream(ev: &StreamResponse) -> bool {
 }
 
 /// Parses the status filter of ListTasks given as a string.
-pub fn parse_state(s: &str) -> Result<TaskState, A2aError> {
+pub(crate) fn parse_state(s: &str) -> Result<TaskState, A2aError> {
     TaskState::parse(s).ok_or_else(|| {
         A2aError::invalid_params(format!(
             "status '{}' is not a TaskState such as TASK_STATE_WORKING",

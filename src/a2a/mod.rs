@@ -20,16 +20,15 @@ mod convert;
 /// gRPC's generated code and conversions (they live with the wire types,
 /// where the `a2a` backend's gRPC client reaches them too).
 #[cfg(feature = "grpc")]
-pub use crate::protocol::a2a::grpc;
+pub(crate) use crate::protocol::a2a::grpc;
 mod push;
 mod push_configs;
 mod push_targets;
 mod service;
 mod tasks;
 
-pub use card::{agent_card, extended_agent_card};
-pub use convert::{KEEP_ALIVE, ends_stream, message_text, parse_state, to_artifacts};
-pub use push::{CheckedUrl, JWKS_PATH, PushKey, SIGNATURE_HEADER, TOKEN_HEADER, UrlProblem, check_url};
-pub use push_targets::{blocked, host_addresses, special_purpose};
-pub use service::{A2aService, ListQuery, Mode, Sent, Subscription};
-pub use tasks::TaskEvent;
+pub(crate) use card::{agent_card, extended_agent_card};
+pub(crate) use convert::{KEEP_ALIVE, ends_stream, parse_state};
+pub(crate) use push::JWKS_PATH;
+pub(crate) use service::{A2aService, ListQuery, Mode, Sent, Subscription};
+pub(crate) use tasks::TaskEvent;

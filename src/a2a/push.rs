@@ -51,19 +51,19 @@ use crate::store::{A2aEventRecord, A2aPushConfigRecord, MAX_PUSH_CONFIGS_PER_TAS
 use crate::util::lock;
 
 /// The header that carries a delivery's signature.
-pub const SIGNATURE_HEADER: &str = "X-Switchboard-Signature";
+pub(crate) const SIGNATURE_HEADER: &str = "X-Switchboard-Signature";
 /// The header that carries a config's token.
-pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
+pub(crate) const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 /// Where the service publishes the keys that sign deliveries.
-pub const JWKS_PATH: &str = "/.well-known/jwks.json";
+pub(crate) const JWKS_PATH: &str = "/.well-known/jwks.json";
 /// Tasks whose events are delivered at once.
-pub const MAX_DELIVERING: usize = 32;
+pub(super) const MAX_DELIVERING: usize = 32;
 /// Tasks with deliveries pending, at most; a task over this waits for its next event.
 const MAX_PENDING: usize = 10_000;
 
 /// Delivery counts since the service started.
 #[derive(Debug, Default)]
-pub struct PushStats {
+pub(super) struct PushStats {
     /// Events delivered (a 2xx answer).
     pub delivered: AtomicU64,
     /// POSTs tried again (a timeout, a connection error, 429 or 5xx).
@@ -73,7 +73,7 @@ pub struct PushStats {
 }
 
 /// The key that signs deliveries.
-pub struct PushKey {
+pub(crate) struct PushKey {
     key: SigningKey,
     kid: String,
 }
@@ -87,7 +87,7 @@ impl std::fmt::Debug for PushKey {
 impl PushKey {
     /// The key in `file` (base64 of a 32-byte seed), made there (mode 0600)
     /// when missing; a fresh one in memory without a file.
-    pub fn open(file: Option<&Path>) -> Result<Self, String> {
+    pub(crate) fn open(file: Option<&Path>) -> Result<Self, String> {
         let seed = match file {
             None => random_seed()?,
             Some(path) => match std::fs::read_to_string(path) {
@@ -105,19 +105,20 @@ impl PushKey {
     }
 
     /// The key of `seed`.
-    pub fn from_seed(seed: [u8; 32]) -> Self {
+    pub(crate) fn from_seed(seed: [u8; 32]) -> Self {
         let key = SigningKey::from_bytes(&seed);
         let kid = hex::encode(&Sha256::digest(key.verifying_key().as_bytes())[..8]);
         Self { key, kid }
     }
 
+    #[cfg(test)]
     /// Its id (16 hex digits of sha256 of the public key).
-    pub fn kid(&self) -> &str {
+    pub(crate) fn kid(&self) -> &str {
         &self.kid
     }
 
     /// The JWKS (RFC 7517, OKP / Ed25519, RFC 8037) with the public key.
-    pub fn jwks(&self) -> Value {
+    pub(crate) fn jwks(&self) -> Value {
         json!({"keys": [{
             "kty": "OKP",
             "crv": "Ed25519",
@@ -129,7 +130,7 @@ impl PushKey {
     }
 
     /// The detached JWS of `body`: `BASE64URL(header)..BASE64URL(signature)`.
-    pub fn sign(&self, body: &[u8], task_id: &str, seq: i64, iat: i64) -> String {
+    pub(crate) fn sign(&self, body: &[u8], task_id: &str, seq: i64, iat: i64) -> String {
         let header = json!({"alg": "EdDSA", "kid": self.kid, "typ": "JOSE", "iat": iat, "a2aTaskId": task_id, "a2aEventSeq": seq});
         let header = URL_SAFE_NO_PAD.encode(header.to_string());
         let input = format!("{header}.{}", URL_SAFE_NO_PAD.encode(body));
@@ -173,7 +174,7 @@ fn write_seed(path: &Path) -> Result<[u8; 32], String> {
 
 /// A webhook URL that passed the check, and the address to connect to.
 #[derive(Debug, Clone)]
-pub struct CheckedUrl {
+pub(crate) struct CheckedUrl {
     /// The URL.
     pub url: reqwest::Url,
     /// Its host, when it is a name (the resolution to pin).
@@ -184,7 +185,7 @@ pub struct CheckedUrl {
 
 /// Why a webhook URL cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UrlProblem {
+pub(crate) enum UrlProblem {
     /// Not http(s), malformed, or an address that is not allowed.
     Refused(String),
     /// Its host name does not resolve (now).
@@ -202,7 +203,7 @@ impl std::fmt::Display for UrlProblem {
 /// Checks a webhook URL: http(s), a host, and every address it resolves to
 /// one a webhook may reach ([`blocked`], with this host's addresses read now)
 /// or one `allowed` lists; the reason as an error.
-pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, UrlProblem> {
+pub(crate) async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, UrlProblem> {
     use UrlProblem::{Refused, Unresolved};
     let shown: String = url.chars().take(200).collect();
     let parsed = reqwest::Url::parse(url).map_err(|e| Refused(format!("url '{shown}' is not a URL: {e}")))?;
@@ -247,7 +248,7 @@ pub async fn check_url(url: &str, allowed: &[IpRange]) -> Result<CheckedUrl, Url
 }
 
 /// Delivers the events of tasks with push configs (see the module docs).
-pub struct Pusher {
+pub(super) struct Pusher {
     store: Arc<dyn Store>,
     /// Configs are kept sealed, events redacted (their task's vault opens them).
     keeper: TaskKeeper,
@@ -270,7 +271,7 @@ enum Delivery {
 impl Pusher {
     /// A pusher over `store` with `config` (a bad allowance or key file is
     /// logged and left out: nothing private is allowed, the key is a fresh one).
-    pub fn new(store: Arc<dyn Store>, keeper: TaskKeeper, config: &A2aPushConfig) -> Self {
+    pub(super) fn new(store: Arc<dyn Store>, keeper: TaskKeeper, config: &A2aPushConfig) -> Self {
         let allowed = config.allowed_ranges().unwrap_or_else(|e| {
             tracing::error!("{e}: no private address is allowed");
             Vec::new()
@@ -292,13 +293,16 @@ impl Pusher {
     }
 
     /// The key that signs deliveries.
-    pub fn key(&self) -> &PushKey {
+    pub(super) fn key(&self) -> &PushKey {
         &self.key
     }
 
     /// Checks and completes a config a client sent: the URL (SSRF), the
     /// token and authentication (header-safe), an id when it has none.
-    pub async fn prepare(&self, mut c: TaskPushNotificationConfig) -> Result<TaskPushNotificationConfig, A2aError> {
+    pub(super) async fn prepare(
+        &self,
+        mut c: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
         if c.url.trim().is_empty() {
             return Err(A2aError::invalid_params("the push notification config needs a url"));
         }
@@ -337,7 +341,7 @@ impl Pusher {
 
     /// Stores a prepared config of task `task_id`; its deliveries start
     /// after event `after`. At most [`MAX_PUSH_CONFIGS_PER_TASK`] per task.
-    pub async fn save(
+    pub(super) async fn save(
         &self,
         mut c: TaskPushNotificationConfig,
         task_id: &str,
@@ -364,7 +368,7 @@ impl Pusher {
     }
 
     /// The task's configs as the client sees them.
-    pub async fn configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
+    pub(super) async fn configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
         let records = self.store.a2a_push_configs(task_id).await.map_err(store_error)?;
         Ok(records
             .iter()
@@ -374,7 +378,7 @@ impl Pusher {
     }
 
     /// Events of `task_id` were stored: deliver them (in the background).
-    pub fn notify(self: &Arc<Self>, task_id: &str) {
+    pub(super) fn notify(self: &Arc<Self>, task_id: &str) {
         {
             let mut busy = lock(&self.busy);
             if let Some(dirty) = busy.get_mut(task_id) {

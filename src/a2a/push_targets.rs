@@ -158,7 +158,7 @@ fn block_of(ip: IpAddr) -> Option<&'static Block> {
 }
 
 /// Why `ip` is not globally routable, or None when it is (see the module docs).
-pub fn special_purpose(ip: IpAddr) -> Option<String> {
+pub(crate) fn special_purpose(ip: IpAddr) -> Option<String> {
     let Some(block) = block_of(ip) else {
         return Some(format!("{ip} is in no block of the table of reachable addresses"));
     };
@@ -188,7 +188,7 @@ pub fn special_purpose(ip: IpAddr) -> Option<String> {
 
 /// Why a webhook may not reach `ip`: it is not globally routable
 /// ([`special_purpose`]), or it is one of `own`, this host's addresses.
-pub fn blocked(ip: IpAddr, own: &[IpAddr]) -> Option<String> {
+pub(crate) fn blocked(ip: IpAddr, own: &[IpAddr]) -> Option<String> {
     special_purpose(ip).or_else(|| {
         let canonical = ip.to_canonical();
         own.iter().any(|o| o.to_canonical() == canonical).then(|| format!("{ip} is one of this host's own addresses"))
@@ -196,7 +196,7 @@ pub fn blocked(ip: IpAddr, own: &[IpAddr]) -> Option<String> {
 }
 
 /// This host's addresses, as its network interfaces have them now.
-pub fn host_addresses() -> Result<Vec<IpAddr>, String> {
+pub(crate) fn host_addresses() -> Result<Vec<IpAddr>, String> {
     let interfaces =
         nix::ifaddrs::getifaddrs().map_err(|e| format!("this host's own addresses could not be read ({e})"))?;
     Ok(interfaces

@@ -57,6 +57,12 @@ pub struct A2aService {
     push: Arc<super::push::Pusher>,
 }
 
+impl std::fmt::Debug for A2aService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aService").finish_non_exhaustive()
+    }
+}
+
 /// How a send wants its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -71,6 +77,12 @@ pub enum Sent {
     Message(Message),
     /// The task as it was when the stream began, then its live events.
     Stream(Subscription),
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sent").finish_non_exhaustive()
+    }
 }
 
 /// A stream of one task: the task as it is, the stored events the caller
@@ -91,6 +103,12 @@ pub struct Subscription {
     pub store: Arc<dyn crate::store::Store>,
     /// What reads them back as their owner sent them (they are kept redacted).
     pub keeper: TaskKeeper,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").finish_non_exhaustive()
+    }
 }
 
 /// How often a watcher looks at the tree of a task that runs elsewhere (or

@@ -68,21 +68,21 @@ pub(super) struct Entry {
 impl Entry {
     /// Numbers `ev` as the task's next event and puts it in the outbox
     /// (the service's `flush` stores and sends it).
-    pub fn send(&mut self, ev: StreamResponse) {
+    pub(super) fn send(&mut self, ev: StreamResponse) {
         self.event_seq += 1;
         self.outbox.push((TaskEvent { seq: self.event_seq, event: ev }, false));
     }
 
     /// Closes the live events of a task that reached a terminal state once
     /// its last events are sent: its readers get them, then the end of the stream.
-    pub fn close_if_terminal(&mut self) {
+    pub(super) fn close_if_terminal(&mut self) {
         if self.task.status.state.is_terminal() && self.outbox.is_empty() {
             self.events = None;
         }
     }
 
     /// The entry as the store keeps it.
-    pub fn record(&self) -> A2aTaskRecord {
+    pub(super) fn record(&self) -> A2aTaskRecord {
         A2aTaskRecord::new(
             &self.task,
             &self.owner,
@@ -96,7 +96,7 @@ impl Entry {
     /// event is `event_seq`: it keeps the state it was stored in, and takes
     /// subscribers while it can still change. `r` as its owner reads it,
     /// `vault` the task's (`store::TaskKeeper::open`).
-    pub fn from_record(r: &A2aTaskRecord, vault: crate::redact::Vault, event_seq: u64) -> Option<Self> {
+    pub(super) fn from_record(r: &A2aTaskRecord, vault: crate::redact::Vault, event_seq: u64) -> Option<Self> {
         let task = r
             .to_task()
             .inspect_err(|e| tracing::warn!(task = %r.id, error = %e, "a stored A2A task could not be read"))
@@ -139,20 +139,20 @@ pub(super) struct Tasks {
 impl Tasks {
     /// The next version: above every one this map has seen, and above any
     /// a process that ran before this one wrote (they start from the clock).
-    pub fn bump(&mut self) -> u64 {
+    pub(super) fn bump(&mut self) -> u64 {
         let clock = u64::try_from(now_ms()).unwrap_or(0).saturating_mul(1000);
         self.seq = (self.seq + 1).max(clock);
         self.seq
     }
 
     /// Notes a version read from the store, so the next ones are above it.
-    pub fn saw(&mut self, seq: u64) {
+    pub(super) fn saw(&mut self, seq: u64) {
         self.seq = self.seq.max(seq);
     }
 
     /// Drops the oldest finished tasks once the map is full, keeping at
     /// most MAX_TASKS / 2 finished ones; running tasks always stay.
-    pub fn evict(&mut self) {
+    pub(super) fn evict(&mut self) {
         if self.contexts.len() > MAX_TASKS * 4 {
             // the sessions stay in the store; only new tasks in old contexts start fresh ones
             self.contexts.clear();

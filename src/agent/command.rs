@@ -25,6 +25,12 @@ pub struct CommandAgent {
     env: BTreeMap<String, String>,
 }
 
+impl std::fmt::Debug for CommandAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandAgent").finish_non_exhaustive()
+    }
+}
+
 impl CommandAgent {
     /// A backend running `command` with `args` and extra `env`; an empty command is refused.
     pub fn new(command: &str, args: &[String], env: &BTreeMap<String, String>) -> Result<Self, DelegationError> {

@@ -335,6 +335,12 @@ pub struct Delegator {
     dispatch: Arc<dyn Dispatch>,
 }
 
+impl std::fmt::Debug for Delegator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delegator").finish_non_exhaustive()
+    }
+}
+
 impl Delegator {
     /// A handle for the delegation `scope` describes; nested calls go to `dispatch`.
     pub fn new(scope: Arc<Scope>, dispatch: Arc<dyn Dispatch>) -> Self {

@@ -30,6 +30,12 @@ pub struct RemoteAgent {
     peer: Option<String>,
 }
 
+impl std::fmt::Debug for RemoteAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteAgent").finish_non_exhaustive()
+    }
+}
+
 fn env_token(var: &str) -> Result<String, DelegationError> {
     std::env::var(var).map_err(|_| {
         DelegationError::invalid(format!("the environment variable {var} (a remote service token) is not set"))

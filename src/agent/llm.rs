@@ -82,6 +82,12 @@ pub struct LlmAgent {
     mcp: super::mcp::McpServers,
 }
 
+impl std::fmt::Debug for LlmAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmAgent").finish_non_exhaustive()
+    }
+}
+
 /// The functions offered to the model in one delegation.
 struct Offered {
     /// Every function, in the chat API's shape.

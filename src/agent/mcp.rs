@@ -100,6 +100,12 @@ pub struct McpServer {
     state: Mutex<Option<Connected>>,
 }
 
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer").finish_non_exhaustive()
+    }
+}
+
 impl McpServer {
     /// The server of `spec`, not yet connected. A `bearer_token_env` that
     /// is not set is an error now, not at the first call.
@@ -262,6 +268,12 @@ impl McpServer {
 #[derive(Default)]
 pub struct McpServers {
     servers: Vec<McpServer>,
+}
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServers").finish_non_exhaustive()
+    }
 }
 
 impl McpServers {

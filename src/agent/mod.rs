@@ -285,6 +285,12 @@ pub struct AgentContext {
     vault: Option<crate::rails::SharedVault>,
 }
 
+impl std::fmt::Debug for AgentContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentContext").finish_non_exhaustive()
+    }
+}
+
 impl AgentContext {
     pub(crate) fn new(
         delegator: Option<Delegator>,

@@ -16,6 +16,12 @@ use crate::protocol::{DelegationError, ErrorCode};
 /// An agent whose `run` is run on the blocking pool.
 pub struct OffThread(Arc<dyn Agent>, bool);
 
+impl std::fmt::Debug for OffThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffThread").finish_non_exhaustive()
+    }
+}
+
 impl OffThread {
     /// Wraps `agent`.
     pub fn new(agent: Arc<dyn Agent>) -> Self {

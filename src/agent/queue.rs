@@ -109,6 +109,12 @@ pub struct QueueAgent {
     js: OnceCell<async_nats::jetstream::Context>,
 }
 
+impl std::fmt::Debug for QueueAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueAgent").finish_non_exhaustive()
+    }
+}
+
 impl QueueAgent {
     /// A backend sending to the workers named `peer` (their `[lineage] name`) over `cfg`'s server.
     pub fn new(cfg: &QueueConfig, peer: &str, agent: Option<AgentSlug>) -> Self {

@@ -39,6 +39,12 @@ pub struct Tokens {
     cache: RwLock<HashMap<String, Principal>>,
 }
 
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokens").finish_non_exhaustive()
+    }
+}
+
 impl Tokens {
     /// A token table over `store`, with an empty cache.
     pub fn new(store: Arc<dyn Store>) -> Self {

@@ -14,7 +14,7 @@ use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId,
 use crate::store::Approval;
 
 #[derive(Debug, Args)]
-pub struct ApprovalsArgs {
+pub(super) struct ApprovalsArgs {
     /// Only this user's approvals.
     #[arg(long)]
     user: Option<String>,
@@ -24,7 +24,7 @@ pub struct ApprovalsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ApproveArgs {
+pub(super) struct ApproveArgs {
     /// The approval's id (`apr-…`, from `switchboard approvals`).
     id: String,
     /// Say no: the action is not taken and the tree ends without it.
@@ -39,7 +39,7 @@ pub struct ApproveArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CancelArgs {
+pub(super) struct CancelArgs {
     /// The request id of the tree's root (`switchboard ask` prints it).
     root_id: String,
 }
@@ -70,7 +70,7 @@ fn age(created_at: i64, now: i64) -> String {
 }
 
 /// `switchboard approvals`.
-pub async fn list(runtime: &Runtime, args: ApprovalsArgs, json: bool) -> u8 {
+pub(super) async fn list(runtime: &Runtime, args: ApprovalsArgs, json: bool) -> u8 {
     let user = match parse_user(args.user.as_deref()) {
         Ok(u) => u,
         Err(e) => return usage_error(e),
@@ -106,7 +106,7 @@ pub async fn list(runtime: &Runtime, args: ApprovalsArgs, json: bool) -> u8 {
 }
 
 /// `switchboard approve`.
-pub async fn approve(runtime: &Runtime, args: ApproveArgs, json: bool) -> u8 {
+pub(super) async fn approve(runtime: &Runtime, args: ApproveArgs, json: bool) -> u8 {
     let user = match parse_user(args.user.as_deref()) {
         Ok(u) => u,
         Err(e) => return usage_error(e),
@@ -169,7 +169,7 @@ async fn finished(runtime: &Runtime, r: &DelegationResponse, rejected: bool, jso
 }
 
 /// `switchboard cancel`.
-pub async fn cancel(runtime: &Runtime, args: CancelArgs, json: bool) -> u8 {
+pub(super) async fn cancel(runtime: &Runtime, args: CancelArgs, json: bool) -> u8 {
     let root: RequestId = match args.root_id.parse() {
         Ok(id) => id,
         Err(e) => return usage_error(format!("ROOT_ID: {e}")),
@@ -205,7 +205,7 @@ fn print_next_steps(pending: &[Approval]) {
 /// `ask` with a tree that paused for a person: the answer and tree as
 /// usual, then which approval it waits for and the command that gives it
 /// (with `--json`, the approvals under `"approvals"`).
-pub async fn print_paused_ask(runtime: &Runtime, r: &AskResponse, json: bool) {
+pub(super) async fn print_paused_ask(runtime: &Runtime, r: &AskResponse, json: bool) {
     let pending = pending_of(runtime, r.request_id).await;
     if json {
         outln!(
@@ -220,7 +220,7 @@ pub async fn print_paused_ask(runtime: &Runtime, r: &AskResponse, json: bool) {
 }
 
 /// `delegate` with a response that waits for a person: which approval, and the command.
-pub async fn print_paused_delegation(runtime: &Runtime, r: &DelegationResponse, json: bool) {
+pub(super) async fn print_paused_delegation(runtime: &Runtime, r: &DelegationResponse, json: bool) {
     if !json {
         print_next_steps(&pending_of(runtime, r.request_id).await);
     }

@@ -9,7 +9,7 @@ use crate::protocol::UserId;
 use super::{EXIT_FAILED, EXIT_OK, print_ask};
 
 /// (title, message, input)
-pub const SCENARIOS: &[(&str, &str, Option<&str>)] = &[
+pub(super) const SCENARIOS: &[(&str, &str, Option<&str>)] = &[
     ("A greeting: Prime answers directly", "Hi Prime! What can you do?", None),
     ("Chain: Byte extracts, Tag categorizes", "Upload this receipt and categorize it", Some(RECEIPT)),
     ("Chain: Byte extracts, Ledger finds deductions", "Analyze my receipts and suggest tax deductions", Some(RECEIPTS)),
@@ -19,14 +19,14 @@ pub const SCENARIOS: &[(&str, &str, Option<&str>)] = &[
     ("A bad Task Note is sent back for clarification", "Email Alex about that thing we talked about earlier", None),
 ];
 
-pub const RECEIPT: &str = include_str!("../../examples/receipt.txt");
-pub const RECEIPTS: &str = include_str!("../../examples/receipts.txt");
-pub const STATEMENT: &str = include_str!("../../examples/statement.csv");
-pub const EMAIL_NOTE: &str = "Draft apology email to alex.chan@company.com about missed project deadline. \
+pub(super) const RECEIPT: &str = include_str!("../../examples/receipt.txt");
+pub(super) const RECEIPTS: &str = include_str!("../../examples/receipts.txt");
+pub(super) const STATEMENT: &str = include_str!("../../examples/statement.csv");
+pub(super) const EMAIL_NOTE: &str = "Draft apology email to alex.chan@company.com about missed project deadline. \
 Mention new ETA of Oct 22. Tone: warm-professional. Length: max 120 words. \
 Required: apologize, acknowledge impact, provide new timeline. Subject hint: \"Apology for delay\"";
 
-pub async fn run(runtime: &Runtime, json: bool) -> u8 {
+pub(super) async fn run(runtime: &Runtime, json: bool) -> u8 {
     let user = UserId::parse("demo-user").expect("a valid user id");
     let mut code = EXIT_OK;
     let mut all = Vec::new();

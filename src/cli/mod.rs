@@ -51,12 +51,12 @@ use crate::protocol::{
 };
 
 /// An SQLite file in the working directory.
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://switchboard.db";
+pub(crate) const DEFAULT_DATABASE_URL: &str = "sqlite://switchboard.db";
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_REFUSED: u8 = 3;
-pub const EXIT_FAILED: u8 = 4;
+pub(crate) const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_REFUSED: u8 = 3;
+pub(crate) const EXIT_FAILED: u8 = 4;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,7 +67,7 @@ pub const EXIT_FAILED: u8 = 4;
         Runs with the built-in team and no configuration. Exit codes: 0 ok (an answer, or a question back for the user), 2 usage or \
         configuration error, 3 refused by a rail, 4 the agent failed or timed out."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Team and limits as TOML (default: the built-in team).
     #[arg(long, global = true, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
@@ -271,7 +271,7 @@ pub fn main() -> ExitCode {
 }
 
 /// The exit code for an error code.
-pub fn exit_code(code: ErrorCode) -> u8 {
+pub(crate) fn exit_code(code: ErrorCode) -> u8 {
     match code {
         ErrorCode::InvalidRequest | ErrorCode::UnsupportedVersion | ErrorCode::AgentNotFound => EXIT_USAGE,
         // an id given on the command line that names nothing

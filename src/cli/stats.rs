@@ -69,7 +69,7 @@ fn at(ms: i64) -> String {
 }
 
 /// The analytics as text: totals, then a table each.
-pub fn render(a: &Analytics) -> String {
+pub(super) fn render(a: &Analytics) -> String {
     let mut s = String::new();
     let t = &a.totals;
     let who = a.user.as_ref().map_or_else(|| "everyone".to_string(), UserId::to_string);

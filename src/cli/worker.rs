@@ -10,7 +10,7 @@ use crate::protocol::AgentSlug;
 use crate::queue::{Worker, WorkerOptions};
 
 #[derive(Debug, Args)]
-pub struct WorkerArgs {
+pub(super) struct WorkerArgs {
     /// The agents this worker runs, comma-separated (each in its configuration, with its real backend).
     #[arg(long, value_delimiter = ',', required = true, value_parser = parse_slug)]
     agents: Vec<AgentSlug>,
@@ -26,7 +26,7 @@ fn parse_slug(s: &str) -> Result<AgentSlug, String> {
     AgentSlug::parse(s.trim()).map_err(|e| e.0)
 }
 
-pub async fn run(runtime: Runtime, args: WorkerArgs) -> u8 {
+pub(super) async fn run(runtime: Runtime, args: WorkerArgs) -> u8 {
     use std::io::Write as _;
     let url = args.nats_url.unwrap_or_else(|| runtime.config().queue.url.clone());
     if !crate::config::QueueConfig::is_nats_url(&url) {
@@ -50,7 +50,7 @@ pub async fn run(runtime: Runtime, args: WorkerArgs) -> u8 {
 }
 
 #[derive(Debug, Args)]
-pub struct QueueArgs {
+pub(super) struct QueueArgs {
     #[command(subcommand)]
     command: QueueCommand,
 }
@@ -94,7 +94,7 @@ fn parse_since(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     chrono::Utc::now().checked_sub_signed(span).ok_or_else(bad)
 }
 
-pub async fn queue(runtime: Runtime, args: QueueArgs, json: bool) -> u8 {
+pub(super) async fn queue(runtime: Runtime, args: QueueArgs, json: bool) -> u8 {
     let QueueCommand::Replay(args) = args.command;
     let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
     let replayed = match crate::queue::replay::replay(&runtime, &args.agent, args.since, limit).await {

@@ -36,7 +36,7 @@ const TREES_PREFIX: &str = "switchboard://trees/";
 /// (the configured user); on HTTP it is the bearer token's, which the
 /// HTTP layer put in the request's extensions.
 #[derive(Clone)]
-pub struct McpServer {
+pub(crate) struct McpServer {
     runtime: Runtime,
     principal: Option<Principal>,
     /// Stdio or streamable HTTP.
@@ -57,7 +57,7 @@ fn busy(admission: &Admission) -> ErrorData {
 
 impl McpServer {
     /// A server whose every request is `principal`'s (stdio).
-    pub fn for_principal(runtime: Runtime, principal: Principal) -> Self {
+    pub(crate) fn for_principal(runtime: Runtime, principal: Principal) -> Self {
         let fixtures = fixtures_for(&runtime);
         Self { runtime, principal: Some(principal), door: Door::McpStdio, fixtures, admission: None }
     }
@@ -84,7 +84,7 @@ impl McpServer {
 
 /// Serves MCP on stdin/stdout as `principal` until the client closes the
 /// stream. Nothing else may write to stdout meanwhile (logs go to stderr).
-pub async fn serve_stdio(runtime: Runtime, principal: Principal) -> Result<(), String> {
+pub(crate) async fn serve_stdio(runtime: Runtime, principal: Principal) -> Result<(), String> {
     let service = McpServer::for_principal(runtime, principal)
         .serve(rmcp::transport::stdio())
         .await

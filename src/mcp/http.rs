@@ -30,7 +30,7 @@ struct Auth {
 /// looked up in the runtime's store, where `/v1`'s are kept. With
 /// `admission` (the server's), the tool calls that run a tree take its
 /// places and run where its admitted work runs.
-pub fn http_service(runtime: &Runtime, admission: Option<Admission>) -> Router {
+pub(crate) fn http_service(runtime: &Runtime, admission: Option<Admission>) -> Router {
     let anonymous = runtime.config().mcp.anonymous_user.as_deref().and_then(|u| UserId::parse(u).ok());
     let limits = runtime.config().limits;
     let body_limit = limits.max_input_bytes.saturating_mul(4).max(64 * 1024);

@@ -20,5 +20,5 @@ mod handler;
 mod http;
 mod tools;
 
-pub use handler::{McpServer, serve_stdio};
-pub use http::http_service;
+pub(crate) use handler::{McpServer, serve_stdio};
+pub(crate) use http::http_service;

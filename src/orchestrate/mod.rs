@@ -3,11 +3,10 @@
 //! (the router learned from the agents' examples, and the delegation
 //! decision), and Prime, the agent that plans and merges.
 
-pub mod plan;
-pub mod planner;
-pub mod prime;
+pub(crate) mod plan;
+pub(crate) mod planner;
+pub(crate) mod prime;
 mod words;
 
-pub use plan::{Plan, Step, StepResult, execute};
-pub use planner::{Choice, Earlier, RulePlanner};
-pub use prime::PrimeAgent;
+#[cfg(test)]
+mod heldout_tests;

@@ -12,7 +12,7 @@ use crate::protocol::{AgentSlug, DelegationError, DelegationResponse, ErrorCode,
 
 /// One delegation of a plan.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Step {
+pub(crate) struct Step {
     pub agent: AgentSlug,
     pub objective: String,
     /// Hand the user's message to the agent as a Task Note (tool agents).
@@ -25,14 +25,14 @@ pub struct Step {
 }
 
 impl Step {
-    pub fn new(agent: AgentSlug, objective: impl Into<String>) -> Self {
+    pub(crate) fn new(agent: AgentSlug, objective: impl Into<String>) -> Self {
         Self { agent, objective: objective.into(), task_note: None, message: None }
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Answer without delegating.
     Direct {
         answer: String,
@@ -44,7 +44,7 @@ pub enum Plan {
 }
 
 impl Plan {
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Direct { .. } => "direct",
             Self::Single(_) => "single",
@@ -55,7 +55,7 @@ impl Plan {
     }
 
     /// The agents the plan delegates to, in plan order.
-    pub fn agents(&self) -> Vec<&AgentSlug> {
+    pub(crate) fn agents(&self) -> Vec<&AgentSlug> {
         match self {
             Self::Direct { .. } => Vec::new(),
             Self::Single(s) => vec![&s.agent],
@@ -67,19 +67,19 @@ impl Plan {
 
 /// What one step produced (or why it did not run).
 #[derive(Debug, Clone)]
-pub struct StepResult {
+pub(crate) struct StepResult {
     pub agent: AgentSlug,
     pub objective: String,
     pub response: DelegationResponse,
 }
 
 impl StepResult {
-    pub fn succeeded(&self) -> bool {
+    pub(crate) fn succeeded(&self) -> bool {
         matches!(self.response.status, Status::Success | Status::Partial)
     }
 
     /// The shape later steps receive in `intermediate_results`.
-    pub fn handoff_json(&self) -> Value {
+    pub(crate) fn handoff_json(&self) -> Value {
         json!({
             "agent": self.agent,
             "objective": self.objective,
@@ -93,7 +93,7 @@ impl StepResult {
     /// The step ended with a question for the user: `NEEDS_INPUT`, or a
     /// Task Note sent back for clarification, which the user's
     /// own words were.
-    pub fn needs_input(&self) -> bool {
+    pub(crate) fn needs_input(&self) -> bool {
         self.response.status == Status::NeedsInput || self.note_sent_back()
     }
 
@@ -103,7 +103,7 @@ impl StepResult {
     }
 
     /// The question the step asks the user, when it asks one.
-    pub fn question(&self) -> Option<String> {
+    pub(crate) fn question(&self) -> Option<String> {
         if !self.needs_input() {
             return None;
         }
@@ -119,7 +119,7 @@ impl StepResult {
 /// The status of a whole plan from its steps: success when all succeeded,
 /// partial when some did, needs input when none did and every other step
 /// asked the user something, failed otherwise.
-pub fn overall(results: &[StepResult]) -> Status {
+pub(crate) fn overall(results: &[StepResult]) -> Status {
     let ok = results.iter().filter(|r| r.succeeded()).count();
     let asking = results.iter().filter(|r| r.needs_input()).count();
     match ok {
@@ -160,7 +160,7 @@ fn share(d: &Delegator, n: usize) -> u32 {
 
 /// Runs a plan. A parallel batch over the fan-out limit is refused before any
 /// call is sent; otherwise every step's response comes back in plan order.
-pub async fn execute(plan: &Plan, d: &Delegator, input: &str) -> Result<Vec<StepResult>, DelegationError> {
+pub(crate) async fn execute(plan: &Plan, d: &Delegator, input: &str) -> Result<Vec<StepResult>, DelegationError> {
     let result =
         |step: &Step, response| StepResult { agent: step.agent.clone(), objective: step.objective.clone(), response };
     match plan {

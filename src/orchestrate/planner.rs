@@ -27,7 +27,7 @@ use super::words::{
 };
 
 /// Plans from rules alone.
-pub struct RulePlanner {
+pub(crate) struct RulePlanner {
     routes: Vec<(Regex, Route)>,
     workflows: Vec<crate::config::Workflow>,
     specialists: Vec<AgentSpec>,
@@ -47,7 +47,7 @@ static RECEIPT_LINES: LazyLock<Regex> = LazyLock::new(|| {
 
 /// What Prime chose for a message, and why.
 #[derive(Debug, Clone)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// What to do.
     pub plan: Plan,
     /// The direct answer is a question for the user (status `needs_input`).
@@ -63,7 +63,7 @@ pub struct Choice {
 
 impl Choice {
     /// The decision as Prime's response shows it (its `decision` artifact).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let m = |m: &Match| json!({"agent": m.agent, "score": m.score, "clause": m.clause, "example": m.example});
         json!({
             "delegate": self.decision.delegate,
@@ -96,7 +96,7 @@ impl Choice {
 
 /// What came before a message in its session.
 #[derive(Debug, Clone, Copy)]
-pub enum Earlier<'a> {
+pub(crate) enum Earlier<'a> {
     /// Nothing: a new conversation.
     None,
     /// The messages Prime's last answer asked about (one per line): the
@@ -109,7 +109,7 @@ pub enum Earlier<'a> {
 impl RulePlanner {
     /// Builds the planner for the agent `me` (excluded from its own plans):
     /// the config's routes, and the router learned from every agent's examples.
-    pub fn new(config: &Config, me: &str) -> Result<Self, DelegationError> {
+    pub(crate) fn new(config: &Config, me: &str) -> Result<Self, DelegationError> {
         let routes = config
             .prime
             .routes
@@ -136,13 +136,14 @@ impl RulePlanner {
     }
 
     /// The plan for a user's message.
-    pub fn plan(&self, message: &str, hints: &[String]) -> Plan {
+    pub(crate) fn plan(&self, message: &str, hints: &[String]) -> Plan {
         self.choose(message, hints).plan
     }
 
+    #[cfg(test)]
     /// The plan for `message` when it may answer an earlier question:
     /// `conversation` is the message after the ones it answers.
-    pub fn plan_reply(&self, message: &str, conversation: &str, hints: &[String]) -> Plan {
+    pub(crate) fn plan_reply(&self, message: &str, conversation: &str, hints: &[String]) -> Plan {
         let earlier = conversation.strip_suffix(message).map(str::trim_end).unwrap_or(conversation);
         let earlier = if conversation == message { Earlier::None } else { Earlier::Asked(earlier) };
         self.choose_turn(message, earlier, hints).plan
@@ -152,7 +153,7 @@ impl RulePlanner {
     /// to Prime's question goes back, with the question, to whoever asked it
     /// (unless it names someone else); a follow-up that is not sure of
     /// itself goes where the previous request went, with it.
-    pub fn choose_turn(&self, message: &str, earlier: Earlier<'_>, hints: &[String]) -> Choice {
+    pub(crate) fn choose_turn(&self, message: &str, earlier: Earlier<'_>, hints: &[String]) -> Choice {
         let alone = self.choose(message, hints);
         let (before_text, asked) = match earlier {
             Earlier::None => return alone,
@@ -181,7 +182,7 @@ impl RulePlanner {
     }
 
     /// What to do with `message` on its own.
-    pub fn choose(&self, message: &str, hints: &[String]) -> Choice {
+    pub(crate) fn choose(&self, message: &str, hints: &[String]) -> Choice {
         let msg = message.trim();
         // a pasted receipt's "Tax 8.05" is not a question about taxes
         let said = RECEIPT_LINES.replace_all(msg, " ");
@@ -365,12 +366,12 @@ impl RulePlanner {
     }
 
     /// The display name of an agent ("Byte").
-    pub fn name_of<'a>(&'a self, slug: &'a str) -> &'a str {
+    pub(crate) fn name_of<'a>(&'a self, slug: &'a str) -> &'a str {
         self.spec(slug).map_or(slug, |s| s.name.as_str())
     }
 
     /// The router learned from the team's examples.
-    pub fn router(&self) -> &Router {
+    pub(crate) fn router(&self) -> &Router {
         self.router.get_or_init(|| Router::shared(&self.specialists, self.me.as_ref()))
     }
 }

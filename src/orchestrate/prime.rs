@@ -18,20 +18,15 @@ use super::plan::{Plan, StepResult, execute, overall};
 use super::planner::{Choice, Earlier, RulePlanner};
 
 /// The orchestrator agent.
-pub struct PrimeAgent {
+pub(crate) struct PrimeAgent {
     planner: RulePlanner,
 }
 
 impl PrimeAgent {
     /// Prime's planner for the agent `me` (any slug may run as a Prime-style
     /// orchestrator of the configured routes).
-    pub fn new(config: &Config, me: &str) -> Result<Self, DelegationError> {
+    pub(crate) fn new(config: &Config, me: &str) -> Result<Self, DelegationError> {
         Ok(Self { planner: RulePlanner::new(config, me)? })
-    }
-
-    /// Its planner.
-    pub fn planner(&self) -> &RulePlanner {
-        &self.planner
     }
 
     /// What Prime does with a task: its message read with the session
@@ -39,7 +34,7 @@ impl PrimeAgent {
     /// previous request); a
     /// message that alone goes nowhere but comes with a document is given
     /// to whoever reads documents.
-    pub fn choose(&self, task: &Task) -> Choice {
+    pub(crate) fn choose(&self, task: &Task) -> Choice {
         let asked = task.answering().join("\n");
         // the previous request's first line: what was asked, not the file that came with it
         let said = task.history.iter().rev().find(|m| m.role == "user").map(|m| first_line(&m.content));

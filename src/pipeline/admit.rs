@@ -49,7 +49,7 @@ pub(crate) struct Refused {
 
 impl Refused {
     /// Refuses an admitted delegation (its permits are released now).
-    pub fn admitted(adm: Admitted, error: DelegationError) -> Self {
+    pub(super) fn admitted(adm: Admitted, error: DelegationError) -> Self {
         let (req, tree) = (adm.req.clone(), adm.node.tree.clone());
         drop(adm);
         Self { req, tree: Some(tree), error }

@@ -19,7 +19,7 @@ use crate::store::ratings::MAX_COMMENT_CHARS;
 use crate::store::{Analytics, AnalyticsQuery, HistoryPage, HistoryQuery, Rated, Rating, Thumb, now_ms};
 
 /// What a seed's score moves by when a tree it answered in is rated down.
-pub const RATED_DOWN: f64 = -1.0;
+pub(super) const RATED_DOWN: f64 = -1.0;
 
 /// Whose trees `caller` asks about, naming `asked` (None: everyone's, for an admin).
 pub fn whose(caller: &Principal, asked: Option<&str>) -> Result<Option<UserId>, DelegationError> {

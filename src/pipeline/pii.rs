@@ -40,7 +40,7 @@ pub(super) fn redact_request(r: &Redactor, vault: &mut Vault, req: &mut Delegati
 }
 
 impl<'a> Pii<'a> {
-    pub fn new(redactor: &'a Redactor, tree: Option<&'a Tree>) -> Self {
+    pub(super) fn new(redactor: &'a Redactor, tree: Option<&'a Tree>) -> Self {
         Self { redactor, tree }
     }
 
@@ -52,7 +52,7 @@ impl<'a> Pii<'a> {
     }
 
     /// `text` with every PII value replaced by its token.
-    pub fn text(&self, text: &str) -> String {
+    pub(super) fn text(&self, text: &str) -> String {
         self.with_vault(|r, v| r.redact(text, v))
     }
 
@@ -62,7 +62,7 @@ impl<'a> Pii<'a> {
     /// back. Tokens already in that text (an earlier turn's, in the history)
     /// are reserved first, so a new value never gets a token that stands for
     /// another one there.
-    pub fn task(&self, task: &mut Task, trusted: bool) {
+    pub(super) fn task(&self, task: &mut Task, trusted: bool) {
         self.with_vault(|r, vault| {
             for_each_readable(task, |text| vault.reserve_literals(text));
             task.objective = r.redact(&task.objective, vault);
@@ -83,7 +83,7 @@ impl<'a> Pii<'a> {
     }
 
     /// What flows back up the tree carries tokens, not raw PII.
-    pub fn output(&self, out: &mut AgentOutput) {
+    pub(super) fn output(&self, out: &mut AgentOutput) {
         self.with_vault(|r, vault| {
             out.summary = r.redact(&out.summary, vault);
             out.result = r.redact(&out.result, vault);
@@ -97,7 +97,7 @@ impl<'a> Pii<'a> {
     }
 
     /// Back at the edge: the caller gave us these values; give them back.
-    pub fn restore(&self, response: &mut DelegationResponse) {
+    pub(super) fn restore(&self, response: &mut DelegationResponse) {
         if !has_tokens(response) {
             return; // nothing to restore: the vault is not even locked
         }

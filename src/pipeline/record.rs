@@ -285,7 +285,7 @@ impl Running {
     /// event). Redacted apart from the tree's vault: the tree issues its
     /// tokens when the agent's context is assembled, after the history's
     /// tokens are reserved, so a record never takes a token first.
-    pub fn start(rt: &Runtime, adm: &Admitted, clock: &Clock) -> (Self, String) {
+    pub(super) fn start(rt: &Runtime, adm: &Admitted, clock: &Clock) -> (Self, String) {
         let req = &adm.req;
         let objective = Pii::new(&rt.inner.redactor, None).text(&req.objective);
         let place = Place {
@@ -309,7 +309,7 @@ impl Running {
     /// (or with the next synced commit: `end`, see `Runtime::dispatch_top`);
     /// a failure to write it fails the response. Whether it was written.
     /// Nothing is written for a tree another replica took over (`TAKEN_OVER`).
-    pub async fn finish(
+    pub(super) async fn finish(
         mut self,
         response: &mut DelegationResponse,
         attempts: u32,

@@ -177,7 +177,7 @@ pub(super) struct Cancellable<'a> {
 }
 
 impl<'a> Cancellable<'a> {
-    pub fn register(runtime: &'a Runtime, id: RequestId, token: CancellationToken) -> Self {
+    pub(super) fn register(runtime: &'a Runtime, id: RequestId, token: CancellationToken) -> Self {
         let map = &runtime.inner.running;
         lock(map).insert(id, token);
         Self { map, id }

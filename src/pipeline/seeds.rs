@@ -16,7 +16,7 @@ pub(super) struct Seeds {
 }
 
 impl Seeds {
-    pub async fn load(rt: &Runtime, agent: &dyn Agent, slug: &AgentSlug, signature: &str) -> Self {
+    pub(super) async fn load(rt: &Runtime, agent: &dyn Agent, slug: &AgentSlug, signature: &str) -> Self {
         let defaults = agent.seeds();
         let scored = if defaults.is_empty() {
             Vec::new()
@@ -32,13 +32,13 @@ impl Seeds {
     }
 
     /// The seed that passed: promoted, and what was learned from it.
-    pub async fn passed(&self, rt: &Runtime, seed: u64, confidence: f64) -> Learned {
+    pub(super) async fn passed(&self, rt: &Runtime, seed: u64, confidence: f64) -> Learned {
         let score = rt.inner.store.adjust_seed_score(&self.agent, &self.signature, seed, 1.0).await.ok();
         Learned { new_seed: !self.known.contains(&seed), seed_promoted: score.is_some(), confidence }
     }
 
     /// The seed that failed verification: penalized.
-    pub async fn failed(&self, rt: &Runtime, seed: u64) {
+    pub(super) async fn failed(&self, rt: &Runtime, seed: u64) {
         let _ = rt.inner.store.adjust_seed_score(&self.agent, &self.signature, seed, -1.0).await;
     }
 }

@@ -13,14 +13,14 @@ use crate::config::AgentSpec;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, UserId};
 
 /// Fails with `code` for its first `failures` runs, then answers its input; counts its runs.
-pub struct Flaky {
+pub(super) struct Flaky {
     pub failures: u32,
     pub code: ErrorCode,
     pub runs: Arc<AtomicU32>,
 }
 
 impl Flaky {
-    pub fn new(failures: u32, code: ErrorCode) -> (Self, Arc<AtomicU32>) {
+    pub(super) fn new(failures: u32, code: ErrorCode) -> (Self, Arc<AtomicU32>) {
         let runs = Arc::new(AtomicU32::new(0));
         (Self { failures, code, runs: runs.clone() }, runs)
     }
@@ -38,7 +38,7 @@ impl Agent for Flaky {
 }
 
 /// An agent a test keeps a handle on, to look at what it saw.
-pub struct Shared<A>(pub Arc<A>);
+pub(super) struct Shared<A>(pub Arc<A>);
 
 #[async_trait]
 impl<A: Agent> Agent for Shared<A> {
@@ -48,7 +48,7 @@ impl<A: Agent> Agent for Shared<A> {
 }
 
 /// Delegates its input to `to` and answers with what came back.
-pub struct Forward {
+pub(super) struct Forward {
     pub to: &'static str,
 }
 
@@ -65,7 +65,7 @@ impl Agent for Forward {
 
 /// A runtime whose `worker` is `worker` (three attempts at most) and whose
 /// `boss` forwards to `worker`; `stranger` may delegate to nobody.
-pub fn runtime(worker: impl Agent) -> Runtime {
+pub(super) fn runtime(worker: impl Agent) -> Runtime {
     let mut worker_spec = AgentSpec::new("worker", "Worker").unwrap();
     worker_spec.limits.max_attempts = Some(3);
     Runtime::builder()
@@ -80,7 +80,7 @@ pub fn runtime(worker: impl Agent) -> Runtime {
 }
 
 /// A request from `origin` to `target` for user `alice`.
-pub fn request(origin: &str, target: &str, objective: &str, input: &str) -> DelegationRequest {
+pub(super) fn request(origin: &str, target: &str, objective: &str, input: &str) -> DelegationRequest {
     DelegationRequest::new(
         AgentSlug::parse(origin).unwrap(),
         AgentSlug::parse(target).unwrap(),
@@ -91,6 +91,6 @@ pub fn request(origin: &str, target: &str, objective: &str, input: &str) -> Dele
 }
 
 /// Sends `req` as the operator.
-pub async fn send(rt: &Runtime, req: DelegationRequest) -> DelegationResponse {
+pub(super) async fn send(rt: &Runtime, req: DelegationRequest) -> DelegationResponse {
     rt.delegate(&Principal::Admin, req).await
 }

@@ -14,7 +14,7 @@
 //! an answer that came after the caller's deadline (recorded, discarded by
 //! the caller). See docs/SCALE.md.
 
-pub mod replay;
+pub(crate) mod replay;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +34,7 @@ const PULL_WAIT: Duration = Duration::from_secs(5);
 
 /// What a worker does and how much at once.
 #[derive(Debug, Clone)]
-pub struct WorkerOptions {
+pub(crate) struct WorkerOptions {
     /// The agents it serves (each must be in its configuration).
     pub agents: Vec<AgentSlug>,
     /// Delegations it runs at once, over all its agents (at least 1).
@@ -45,7 +45,7 @@ pub struct WorkerOptions {
 
 /// What a worker did, for its log and the tests.
 #[derive(Debug, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Delegations run to an answer.
     pub ran: std::sync::atomic::AtomicU64,
     /// Messages dead-lettered.
@@ -53,7 +53,7 @@ pub struct Tally {
 }
 
 /// A worker connected to the queue, its consumers made: [`Worker::run`] serves.
-pub struct Worker {
+pub(crate) struct Worker {
     runtime: Runtime,
     js: jetstream::Context,
     consumers: Vec<(AgentSlug, jetstream::consumer::Consumer<pull::Config>)>,
@@ -67,7 +67,7 @@ impl Worker {
     /// Connects to `[queue] url`, makes the streams and each agent's
     /// consumer: a clear error when the server does not answer or an agent
     /// is not in the configuration.
-    pub async fn connect(runtime: Runtime, options: &WorkerOptions) -> Result<Self, String> {
+    pub(crate) async fn connect(runtime: Runtime, options: &WorkerOptions) -> Result<Self, String> {
         if options.agents.is_empty() {
             return Err("--agents: name at least one agent this worker runs".into());
         }
@@ -116,7 +116,7 @@ impl Worker {
     /// the trees of a worker (or server) on its database that died, so that
     /// a delegation handed out again after a worker was killed finds its
     /// first run finished rather than waiting on it.
-    pub async fn run(self, stop: impl Future<Output = ()>) {
+    pub(crate) async fn run(self, stop: impl Future<Output = ()>) {
         let keeper = tokio::spawn(self.runtime.clone().keep_trees());
         let mut pullers = tokio::task::JoinSet::new();
         let this = Arc::new(self);

@@ -23,7 +23,7 @@ const QUIET: Duration = Duration::from_secs(1);
 
 /// One delegation sent again.
 #[derive(Debug, Clone, Serialize)]
-pub struct Replayed {
+pub(crate) struct Replayed {
     /// The recorded delegation's id.
     pub request_id: RequestId,
     /// Its objective.
@@ -40,7 +40,7 @@ pub struct Replayed {
 
 /// An answer as a replay compares it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// `success`, `failed` …
     pub status: String,
     /// The error code of a failure.
@@ -67,7 +67,7 @@ impl From<&DelegationResponse> for Answer {
 
 /// Sends the delegations the workers of the local `queue` agent `agent`
 /// received since `since` again (at most `limit`, oldest first) and compares.
-pub async fn replay(
+pub(crate) async fn replay(
     runtime: &Runtime,
     agent: &AgentSlug,
     since: chrono::DateTime<chrono::Utc>,

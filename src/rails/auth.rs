@@ -9,7 +9,7 @@ use crate::config::{AgentSpec, ToolSet};
 use crate::protocol::{AgentSlug, DelegationError, ErrorCode, UserId};
 
 /// The origin named in the envelope must be the calling agent.
-pub fn authenticate(caller: &Principal, origin: &AgentSlug) -> Result<(), DelegationError> {
+pub(crate) fn authenticate(caller: &Principal, origin: &AgentSlug) -> Result<(), DelegationError> {
     match caller {
         Principal::Admin => Ok(()),
         Principal::Agent(me) if me == origin => Ok(()),
@@ -27,7 +27,7 @@ pub fn authenticate(caller: &Principal, origin: &AgentSlug) -> Result<(), Delega
 }
 
 /// `may_delegate_to`: the configured edges (how a gradual rollout is done).
-pub fn authorize_edge(origin: &AgentSpec, target: &AgentSpec) -> Result<(), DelegationError> {
+pub(crate) fn authorize_edge(origin: &AgentSpec, target: &AgentSpec) -> Result<(), DelegationError> {
     if origin.may_delegate_to(&target.slug) {
         return Ok(());
     }
@@ -44,7 +44,7 @@ pub fn authorize_edge(origin: &AgentSpec, target: &AgentSpec) -> Result<(), Dele
 }
 
 /// The target works with the requesting user's permissions.
-pub fn authorize_user(target: &AgentSpec, user: &UserId) -> Result<(), DelegationError> {
+pub(crate) fn authorize_user(target: &AgentSpec, user: &UserId) -> Result<(), DelegationError> {
     if target.allows_user(user.as_str()) {
         Ok(())
     } else {
@@ -58,7 +58,7 @@ pub fn authorize_user(target: &AgentSpec, user: &UserId) -> Result<(), Delegatio
 /// The target's effective tools: its allow-list ∩ what the caller has ∩ what
 /// the caller grants. Granting a tool the caller does not have, or asking the
 /// target to use one outside its allow-list, is refused.
-pub fn effective_tools(
+pub(crate) fn effective_tools(
     target: &AgentSpec,
     caller_tools: &ToolSet,
     granted: Option<&[String]>,

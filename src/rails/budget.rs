@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use crate::protocol::{DelegationError, ErrorCode, RequestId};
 
-pub use super::tokens::{Account, TokenAccounts};
 use super::tree::Tree;
 
 /// Refuses an estimate that does not fit the budget.
-pub fn check_estimate(estimated: u32, budget: u32) -> Result<(), DelegationError> {
+pub(crate) fn check_estimate(estimated: u32, budget: u32) -> Result<(), DelegationError> {
     if estimated > budget {
         return Err(DelegationError::new(
             ErrorCode::TokenBudgetExceeded,
@@ -23,14 +22,14 @@ pub fn check_estimate(estimated: u32, budget: u32) -> Result<(), DelegationError
 }
 
 /// A node's account in its tree's token accounts, closed (and reconciled) on drop.
-pub struct BudgetAccount {
+pub(crate) struct BudgetAccount {
     tree: Arc<Tree>,
     node: RequestId,
     grant: u32,
 }
 
 impl BudgetAccount {
-    pub fn open(
+    pub(crate) fn open(
         tree: &Arc<Tree>,
         node: RequestId,
         parent: Option<RequestId>,
@@ -40,22 +39,17 @@ impl BudgetAccount {
         Ok(Self { tree: tree.clone(), node, grant })
     }
 
-    pub fn grant(&self) -> u32 {
+    pub(crate) fn grant(&self) -> u32 {
         self.grant
     }
 
-    pub fn charge(&self, tokens: u32) {
+    pub(crate) fn charge(&self, tokens: u32) {
         self.tree.state().tokens.charge(self.node, tokens);
     }
 
     /// Tokens still available to this node and its future children.
-    pub fn remaining(&self) -> u32 {
+    pub(crate) fn remaining(&self) -> u32 {
         self.tree.state().tokens.account(self.node).map_or(0, |a| a.remaining())
-    }
-
-    /// Tokens this node and its finished children used so far.
-    pub fn used(&self) -> u32 {
-        self.tree.state().tokens.account(self.node).map_or(0, |a| a.used)
     }
 }
 

@@ -12,14 +12,14 @@ use std::sync::Arc;
 
 use crate::protocol::{AgentSlug, ChainLink, DelegationError, ErrorCode};
 
-pub use super::tree::CycleKey;
+pub(crate) use super::tree::CycleKey;
 use super::tree::Tree;
 
-pub use crate::protocol::request::objective_hash;
+pub(crate) use crate::protocol::request::objective_hash;
 
 /// The key stays registered as in progress until the permit drops; then it
 /// is remembered as finished in the tree.
-pub struct CyclePermit {
+pub(crate) struct CyclePermit {
     tree: Arc<Tree>,
     key: CycleKey,
     idempotency_key: Option<String>,
@@ -27,7 +27,7 @@ pub struct CyclePermit {
 
 /// How a delegation says it repeats an earlier one on purpose.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Repeat<'a> {
+pub(crate) struct Repeat<'a> {
     /// It names the earlier request it retries.
     pub retry_of: bool,
     /// The idempotency key it is sent under, if any.
@@ -35,7 +35,7 @@ pub struct Repeat<'a> {
 }
 
 /// Checks the chain and the tree, then marks the delegation as in progress.
-pub fn acquire(
+pub(crate) fn acquire(
     tree: &Arc<Tree>,
     origin: &AgentSlug,
     target: &AgentSlug,

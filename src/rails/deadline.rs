@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use crate::protocol::{DelegationError, ErrorCode};
 
 /// The absolute deadline of a child delegation.
-pub fn child_deadline(
+pub(crate) fn child_deadline(
     now: Instant,
     requested: Duration,
     parent_deadline: Option<Instant>,
@@ -34,7 +34,7 @@ pub fn child_deadline(
 }
 
 /// The message of a delegation that ran out of time.
-pub fn timeout_error(budget: Duration) -> DelegationError {
+pub(crate) fn timeout_error(budget: Duration) -> DelegationError {
     DelegationError::new(ErrorCode::DeadlineExceeded, format!("Delegation timeout after {}ms", budget.as_millis()))
 }
 

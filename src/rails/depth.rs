@@ -7,14 +7,14 @@ use crate::protocol::{DelegationError, ErrorCode};
 
 /// The depth the target will run at, and the limit in force for its subtree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Depth {
+pub(crate) struct Depth {
     pub target: u32,
     pub max: u32,
 }
 
 /// `requested_max` is the request's `max_depth`; `inherited_max` is the
 /// parent's effective limit (or the configured ceiling for a root request).
-pub fn check(current_depth: u32, requested_max: u32, inherited_max: u32) -> Result<Depth, DelegationError> {
+pub(crate) fn check(current_depth: u32, requested_max: u32, inherited_max: u32) -> Result<Depth, DelegationError> {
     let max = requested_max.min(inherited_max);
     let target = current_depth.saturating_add(1);
     if target >= max {

@@ -15,18 +15,18 @@ fn refusal(count: usize, limit: u32) -> DelegationError {
 }
 
 /// Checks the size of a parallel batch before anything is sent.
-pub fn check_batch(size: usize, limit: u32) -> Result<(), DelegationError> {
+pub(crate) fn check_batch(size: usize, limit: u32) -> Result<(), DelegationError> {
     if size > limit as usize { Err(refusal(size, limit)) } else { Ok(()) }
 }
 
 /// One child in flight under `parent`; released on drop.
-pub struct FanOutPermit {
+pub(crate) struct FanOutPermit {
     tree: Arc<Tree>,
     parent: RequestId,
 }
 
 /// Takes a place among `parent`'s children in flight, or refuses.
-pub fn acquire(tree: &Arc<Tree>, parent: RequestId, limit: u32) -> Result<FanOutPermit, DelegationError> {
+pub(crate) fn acquire(tree: &Arc<Tree>, parent: RequestId, limit: u32) -> Result<FanOutPermit, DelegationError> {
     let mut state = tree.state();
     let in_flight = state.children.entry(parent).or_insert(0);
     if *in_flight >= limit {

@@ -2,16 +2,16 @@
 //! function or a permit that releases on drop; the pipeline composes them in
 //! order.
 
-pub mod auth;
-pub mod budget;
-pub mod cycle;
-pub mod deadline;
-pub mod depth;
-pub mod fanout;
-pub mod tokens;
-pub mod tree;
-pub mod validate;
-pub mod vaults;
+pub(crate) mod auth;
+pub(crate) mod budget;
+pub(crate) mod cycle;
+pub(crate) mod deadline;
+pub(crate) mod depth;
+pub(crate) mod fanout;
+pub(crate) mod tokens;
+pub(crate) mod tree;
+pub(crate) mod validate;
+pub(crate) mod vaults;
 
-pub use tree::{Entering, Tree, Trees};
-pub use vaults::{SessionVaults, SharedVault};
+pub(crate) use tree::{Entering, Tree, Trees};
+pub(crate) use vaults::{SessionVaults, SharedVault};

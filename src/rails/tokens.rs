@@ -8,7 +8,7 @@ use crate::protocol::{DelegationError, ErrorCode, RequestId};
 
 /// One node's account.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Account {
+pub(crate) struct Account {
     pub budget: u32,
     /// Tokens used by the node itself and by its finished children.
     pub used: u32,
@@ -17,14 +17,14 @@ pub struct Account {
 }
 
 impl Account {
-    pub fn remaining(&self) -> u32 {
+    pub(crate) fn remaining(&self) -> u32 {
         self.budget.saturating_sub(self.used).saturating_sub(self.reserved)
     }
 }
 
 /// The accounts of one tree, keyed by request id.
 #[derive(Debug, Default)]
-pub struct TokenAccounts {
+pub(crate) struct TokenAccounts {
     accounts: HashMap<RequestId, (Option<RequestId>, Account)>,
 }
 
@@ -32,7 +32,12 @@ impl TokenAccounts {
     /// Opens an account for `node`: from its parent's remaining tokens when the
     /// parent is known to these accounts, otherwise as a root with `requested`.
     /// The grant is `min(requested, parent's remaining)`; nothing left is a refusal.
-    pub fn open(&mut self, node: RequestId, parent: Option<RequestId>, requested: u32) -> Result<u32, DelegationError> {
+    pub(crate) fn open(
+        &mut self,
+        node: RequestId,
+        parent: Option<RequestId>,
+        requested: u32,
+    ) -> Result<u32, DelegationError> {
         let parent = parent.filter(|p| self.accounts.contains_key(p));
         let grant = match parent.and_then(|p| self.accounts.get_mut(&p)) {
             Some((_, acc)) => {
@@ -57,7 +62,7 @@ impl TokenAccounts {
     }
 
     /// Records tokens the node itself used.
-    pub fn charge(&mut self, node: RequestId, tokens: u32) {
+    pub(crate) fn charge(&mut self, node: RequestId, tokens: u32) {
         if let Some((_, acc)) = self.accounts.get_mut(&node) {
             acc.used = acc.used.saturating_add(tokens);
         }
@@ -65,7 +70,7 @@ impl TokenAccounts {
 
     /// Closes the node's account: its reservation returns to the parent, which
     /// is charged what the node and its subtree really used. Returns that usage.
-    pub fn close(&mut self, node: RequestId) -> u32 {
+    pub(crate) fn close(&mut self, node: RequestId) -> u32 {
         let Some((parent, acc)) = self.accounts.remove(&node) else { return 0 };
         if let Some((_, p)) = parent.and_then(|p| self.accounts.get_mut(&p)) {
             p.reserved = p.reserved.saturating_sub(acc.budget);
@@ -74,12 +79,8 @@ impl TokenAccounts {
         acc.used
     }
 
-    pub fn account(&self, node: RequestId) -> Option<Account> {
+    pub(crate) fn account(&self, node: RequestId) -> Option<Account> {
         self.accounts.get(&node).map(|(_, a)| *a)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.accounts.is_empty()
     }
 }
 

@@ -17,7 +17,7 @@ type TreeKey = (UserId, RequestId);
 
 /// A hop in progress in a tree (origin, target, objective): the cycle rail's key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CycleKey {
+pub(crate) struct CycleKey {
     pub origin: AgentSlug,
     pub target: AgentSlug,
     pub objective_hash: String,
@@ -27,7 +27,7 @@ pub struct CycleKey {
 /// whose lineage token proves the tree), or a caller whose word is all
 /// there is, by its principal's `kind:subject`.
 #[derive(Debug, Clone, Copy)]
-pub enum Entering<'a> {
+pub(crate) enum Entering<'a> {
     /// Membership is proven.
     Member,
     /// Only this caller's word: it may join a live tree only if it started it.
@@ -36,12 +36,12 @@ pub enum Entering<'a> {
 
 /// All live trees.
 #[derive(Default)]
-pub struct Trees {
+pub(crate) struct Trees {
     live: Mutex<HashMap<TreeKey, Weak<Tree>>>,
 }
 
 /// The shared state of one delegation tree.
-pub struct Tree {
+pub(crate) struct Tree {
     key: TreeKey,
     /// Who started it here (a principal's `kind:subject`): only they may
     /// add to it without proof of membership (a parent node, a lineage token).
@@ -67,12 +67,13 @@ pub(crate) struct TreeState {
 }
 
 impl Trees {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
 
+    #[cfg(test)]
     /// The live tree of `root` for `user`, or a new one with a vault of its own.
-    pub fn enter(self: &Arc<Self>, user: &UserId, root: RequestId) -> Arc<Tree> {
+    pub(crate) fn enter(self: &Arc<Self>, user: &UserId, root: RequestId) -> Arc<Tree> {
         self.enter_with(user, root, None, Entering::Member).unwrap_or_else(|live| live)
     }
 
@@ -80,7 +81,7 @@ impl Trees {
     /// one is given. A live tree keeps the vault it has. A live tree that
     /// `entering` may not join (its author is another caller, and nothing
     /// proves membership) is the `Err`, untouched.
-    pub fn enter_with(
+    pub(crate) fn enter_with(
         self: &Arc<Self>,
         user: &UserId,
         root: RequestId,
@@ -112,42 +113,39 @@ impl Trees {
     }
 
     /// How many trees are live (for tests and metrics).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         lock(&self.live).len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
 impl Tree {
-    pub fn root(&self) -> RequestId {
-        self.key.1
-    }
-
     pub(crate) fn state(&self) -> MutexGuard<'_, TreeState> {
         lock(&self.state)
     }
 
     /// Sets the tree's clock reading, once (later calls keep the first).
-    pub fn pin_clock(&self, epoch_ms: i64) {
+    pub(crate) fn pin_clock(&self, epoch_ms: i64) {
         let _ = self.clock.set(epoch_ms);
     }
 
     /// The tree's clock reading, once pinned.
-    pub fn clock_ms(&self) -> Option<i64> {
+    pub(crate) fn clock_ms(&self) -> Option<i64> {
         self.clock.get().copied()
     }
 
     /// The tree's PII vault: the same value gets the same token in every hop.
-    pub fn vault(&self) -> MutexGuard<'_, Vault> {
+    pub(crate) fn vault(&self) -> MutexGuard<'_, Vault> {
         lock(&self.vault)
     }
 
     /// The tree's PII vault, unless something holds it now (a redaction of
     /// a large input the tree gave up on at its deadline runs on, holding it).
-    pub fn try_vault(&self) -> Option<MutexGuard<'_, Vault>> {
+    pub(crate) fn try_vault(&self) -> Option<MutexGuard<'_, Vault>> {
         match self.vault.try_lock() {
             Ok(vault) => Some(vault),
             Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
@@ -156,7 +154,7 @@ impl Tree {
     }
 
     /// The vault itself, to keep as its conversation's.
-    pub fn shared_vault(&self) -> &SharedVault {
+    pub(crate) fn shared_vault(&self) -> &SharedVault {
         &self.vault
     }
 }

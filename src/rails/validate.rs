@@ -5,12 +5,12 @@ use crate::config::Limits;
 use crate::protocol::{DelegationError, DelegationRequest, version};
 
 /// The longest objective an envelope may carry (details go in its input).
-pub const MAX_OBJECTIVE_BYTES: usize = 4 * 1024;
+pub(crate) const MAX_OBJECTIVE_BYTES: usize = 4 * 1024;
 const MAX_HINTS: usize = 64;
 const MAX_CHAIN: usize = 64;
 const MAX_IDEMPOTENCY_KEY: usize = 256;
 
-pub fn request(req: &DelegationRequest, limits: &Limits) -> Result<(), DelegationError> {
+pub(crate) fn request(req: &DelegationRequest, limits: &Limits) -> Result<(), DelegationError> {
     version::check(&req.protocol_version)?;
     let invalid = |m: String| Err(DelegationError::invalid(m));
     if req.objective.trim().is_empty() {

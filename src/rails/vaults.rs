@@ -19,12 +19,12 @@ use crate::redact::Vault;
 use crate::util::lock;
 
 /// A vault shared by the trees of one conversation.
-pub type SharedVault = Arc<Mutex<Vault>>;
+pub(crate) type SharedVault = Arc<Mutex<Vault>>;
 
 type Key = (UserId, SessionId);
 
 /// The vaults of the conversations this process has seen.
-pub struct SessionVaults {
+pub(crate) struct SessionVaults {
     cap: usize,
     held: Mutex<HashMap<Key, (SharedVault, Instant)>>,
 }
@@ -37,15 +37,15 @@ impl Default for SessionVaults {
 
 impl SessionVaults {
     /// Conversations kept at most by default.
-    pub const DEFAULT_CAPACITY: usize = 10_000;
+    pub(crate) const DEFAULT_CAPACITY: usize = 10_000;
 
-    pub fn with_capacity(cap: usize) -> Self {
+    pub(crate) fn with_capacity(cap: usize) -> Self {
         Self { cap: cap.max(1), held: Mutex::new(HashMap::new()) }
     }
 
     /// The vault of `user`'s `session`, if this process holds one. Keyed by
     /// the user too: naming another user's session finds nothing.
-    pub fn get(&self, user: &UserId, session: SessionId) -> Option<SharedVault> {
+    pub(crate) fn get(&self, user: &UserId, session: SessionId) -> Option<SharedVault> {
         let mut held = lock(&self.held);
         let (vault, used) = held.get_mut(&(user.clone(), session))?;
         *used = Instant::now();
@@ -54,7 +54,7 @@ impl SessionVaults {
 
     /// Keeps `vault` as the vault of `user`'s `session`, unless the session
     /// has one already (that one stays: its tokens are in the history).
-    pub fn keep(&self, user: &UserId, session: SessionId, vault: &SharedVault) {
+    pub(crate) fn keep(&self, user: &UserId, session: SessionId, vault: &SharedVault) {
         let mut held = lock(&self.held);
         let now = Instant::now();
         held.entry((user.clone(), session)).or_insert_with(|| (vault.clone(), now)).1 = now;
@@ -68,13 +68,10 @@ impl SessionVaults {
         }
     }
 
+    #[cfg(test)]
     /// How many conversations have a vault.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         lock(&self.held).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -72,10 +72,15 @@ pub use vault::{Vault, mask_tokens, name_in_address, name_token};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum PiiKind {
+    /// An email address.
     Email,
+    /// A phone number (E.164 or a national spelling).
     Phone,
+    /// A payment card number (Luhn-checked).
     Card,
+    /// An IBAN (its check digits verified).
     Iban,
+    /// A US Social Security number.
     Ssn,
     /// IPv4 or IPv6.
     Ip,
@@ -94,6 +99,7 @@ pub enum PiiKind {
 }
 
 impl PiiKind {
+    /// Every kind, in token order.
     pub const ALL: [PiiKind; 11] = [
         Self::Email,
         Self::Phone,
@@ -139,8 +145,11 @@ impl fmt::Display for PiiKind {
 /// One value found: its kind and byte range in the text searched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Finding {
+    /// What was found.
     pub kind: PiiKind,
+    /// Its first byte in the text.
     pub start: usize,
+    /// The byte after its last.
     pub end: usize,
 }
 
@@ -183,6 +192,7 @@ impl Redactor {
         detect::find(text)
     }
 
+    /// Whether `text` holds any value a rule finds.
     pub fn contains_pii(&self, text: &str) -> bool {
         detect::contains(text)
     }

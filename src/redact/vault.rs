@@ -134,6 +134,7 @@ struct Slot {
 }
 
 impl Vault {
+    /// An empty vault.
     pub fn new() -> Self {
         Self::default()
     }
@@ -154,6 +155,7 @@ impl Vault {
         self.slots.iter().map(|s| s.by_number.len()).sum()
     }
 
+    /// Whether it holds no raw value.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -171,6 +171,12 @@ pub struct BreakerPermit {
     done: bool,
 }
 
+impl std::fmt::Debug for BreakerPermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BreakerPermit").finish_non_exhaustive()
+    }
+}
+
 impl Breaker {
     /// A closed breaker for the agent `slug`.
     pub fn new(slug: AgentSlug, cfg: BreakerConfig) -> Self {
@@ -809,6 +815,12 @@ pub struct CallPermit {
     users: Arc<UserBreakers>,
     cfg: BreakerConfig,
     log: Option<Arc<Log>>,
+}
+
+impl std::fmt::Debug for CallPermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallPermit").finish_non_exhaustive()
+    }
 }
 
 impl CallPermit {

@@ -22,10 +22,10 @@ use crate::config::AgentSpec;
 
 /// The score (the router's probability) from which an agent is picked for
 /// a clause: chosen by leave-one-round-out on the seen requests (docs/ROUTING.md).
-pub const THRESHOLD: f64 = 0.3;
+pub(crate) const THRESHOLD: f64 = 0.3;
 /// A score that needs no earlier message to be sure of: a short follow-up
 /// (`and in September?`) under it goes where the conversation was.
-pub const STRONG: f64 = 0.7;
+pub(crate) const STRONG: f64 = 0.7;
 /// The score at which a short piece of a clause (`… and is it deductible`)
 /// reaches its own agent beside the one its clause's other piece asks for.
 const PIECE: f64 = 0.9;
@@ -44,7 +44,7 @@ struct Doc {
 }
 
 /// What the router learned from a team's configuration.
-pub struct Router {
+pub(crate) struct Router {
     /// Agent slugs; the orchestrator's own, when it has examples, is last.
     agents: Vec<String>,
     me: Option<usize>,
@@ -94,7 +94,7 @@ fn distance(a: &[char], b: &[char], max: usize) -> Option<usize> {
 
 /// An agent's score for a text, with the example that came closest.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Match {
+pub(crate) struct Match {
     /// The agent's slug.
     pub agent: String,
     /// Its score: how sure the router is that the text is this agent's, 0 to 1.
@@ -108,7 +108,7 @@ pub struct Match {
 
 /// Who a request is for.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Routed {
+pub(crate) struct Routed {
     /// The specialists picked, in the order the request names them.
     pub picks: Vec<Match>,
     /// The best match of the whole request, the orchestrator included.
@@ -117,12 +117,13 @@ pub struct Routed {
 
 impl Routed {
     /// Whether some pick scored [`STRONG`] or more.
-    pub fn strong(&self) -> bool {
+    pub(crate) fn strong(&self) -> bool {
         self.picks.iter().any(|m| m.score >= STRONG)
     }
 
+    #[cfg(test)]
     /// Whether the whole request is most like what the orchestrator answers itself.
-    pub fn answers_itself(&self, me: &str) -> bool {
+    pub(crate) fn answers_itself(&self, me: &str) -> bool {
         self.picks.is_empty() && self.best.as_ref().is_some_and(|b| b.agent == me && b.score >= THRESHOLD)
     }
 }
@@ -165,7 +166,7 @@ fn texts(spec: &AgentSpec, me: bool) -> Vec<String> {
 impl Router {
     /// Learns from the `specialists`' configuration and the examples of `me`,
     /// the orchestrator (what it answers itself).
-    pub fn new<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Self {
+    pub(crate) fn new<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Self {
         let mut agents = Vec::new();
         let mut raw: Vec<(usize, String, HashMap<String, f32>)> = Vec::new();
         let specs = specialists.into_iter().map(|s| (s, false)).chain(me.map(|s| (s, true)));
@@ -230,7 +231,10 @@ impl Router {
     /// hundreds) shares the weights instead of learning them again. The
     /// weights are a pure function of the configuration's texts, so sharing
     /// them shares nothing of any user's.
-    pub fn shared<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Arc<Self> {
+    pub(crate) fn shared<'a>(
+        specialists: impl IntoIterator<Item = &'a AgentSpec>,
+        me: Option<&AgentSpec>,
+    ) -> Arc<Self> {
         /// Routers kept, most recently learned last.
         const KEPT: usize = 8;
         static LEARNED: LazyLock<Mutex<Learned>> = LazyLock::new(Mutex::default);
@@ -253,14 +257,9 @@ impl Router {
         router
     }
 
-    /// Whether nothing was learned (no agent has examples or a description).
-    pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
-    }
-
     /// Every agent's score for `text`, best first (ties: the agent declared
     /// first); none when no word of it is known.
-    pub fn scores(&self, text: &str) -> Vec<Match> {
+    pub(crate) fn scores(&self, text: &str) -> Vec<Match> {
         // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
         let plain = without_names(text);
         let words = self.spelled(content(&plain));
@@ -350,7 +349,7 @@ impl Router {
     /// the meeting moved` is not about a meeting), unless the request alone
     /// picks nobody or says too little to go on (`add this: Chipotle
     /// 10/25/2025 12.80` is read whole).
-    pub fn route(&self, text: &str) -> Routed {
+    pub(crate) fn route(&self, text: &str) -> Routed {
         let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
         if let Some(at) = colon
             && content(&text[..at]).len() >= 2

@@ -6,13 +6,13 @@ use crate::config::AgentSpec;
 
 /// A scored candidate.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     pub spec: &'a AgentSpec,
     pub score: u32,
 }
 
 /// Scores one agent against a lowercased text and the context hints.
-pub fn score(spec: &AgentSpec, text_lower: &str, hints: &[String]) -> u32 {
+pub(crate) fn score(spec: &AgentSpec, text_lower: &str, hints: &[String]) -> u32 {
     let words: Vec<&str> =
         text_lower.split(|c: char| !c.is_alphanumeric() && c != '-').filter(|w| !w.is_empty()).collect();
     let mut score = 0;
@@ -36,7 +36,7 @@ pub fn score(spec: &AgentSpec, text_lower: &str, hints: &[String]) -> u32 {
 }
 
 /// The best candidates among `specs` for `text`, best first, score > 0 only.
-pub fn discover<'a>(
+pub(crate) fn discover<'a>(
     specs: impl IntoIterator<Item = &'a AgentSpec>,
     text: &str,
     hints: &[String],

@@ -18,12 +18,12 @@ struct Entry {
 
 /// The routing table, built once from the config.
 #[derive(Default)]
-pub struct DomainTable {
+pub(crate) struct DomainTable {
     domains: BTreeMap<String, Entry>,
 }
 
 impl DomainTable {
-    pub fn from_config(config: &Config) -> Self {
+    pub(crate) fn from_config(config: &Config) -> Self {
         let mut domains: BTreeMap<String, Entry> = BTreeMap::new();
         let entry =
             |balance, alternatives| Entry { members: Vec::new(), alternatives, balance, next: AtomicUsize::new(0) };
@@ -43,15 +43,11 @@ impl DomainTable {
         Self { domains }
     }
 
-    pub fn members(&self, domain: &str) -> &[AgentSlug] {
-        self.domains.get(domain).map_or(&[], |e| &e.members)
-    }
-
     /// The agent to send a `domain` query from `origin` (of `origin_domain`) to.
     /// A query into the caller's own domain goes to an alternative domain, or
     /// fails clearly when there is none. `busy` gives an agent's delegations in
     /// flight; `available` is false while its breaker is open.
-    pub fn pick(
+    pub(crate) fn pick(
         &self,
         domain: &str,
         origin: &AgentSlug,

@@ -10,23 +10,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::store::{AgentHistory, Outcome};
 
 /// The success rate an agent needs on a kind of task to be preferred.
-pub const PREFERRED_RATE: f64 = 0.8;
+pub(crate) const PREFERRED_RATE: f64 = 0.8;
 /// Finished delegations needed before a rate counts.
-pub const MIN_SAMPLES: u64 = 3;
+pub(crate) const MIN_SAMPLES: u64 = 3;
 /// How many of a user's recent delegations are consulted.
-pub const WINDOW: usize = 500;
+pub(crate) const WINDOW: usize = 500;
 /// Word overlap (Jaccard) at which two signatures count as the same kind of task.
-pub const SIMILAR: f64 = 0.5;
+pub(crate) const SIMILAR: f64 = 0.5;
 
 /// Jaccard similarity of two signatures' word sets.
-pub fn similarity(a: &str, b: &str) -> f64 {
+pub(crate) fn similarity(a: &str, b: &str) -> f64 {
     let (a, b): (BTreeSet<&str>, BTreeSet<&str>) = (a.split(' ').collect(), b.split(' ').collect());
     let union = a.union(&b).filter(|w| !w.is_empty()).count();
     if union == 0 { 0.0 } else { a.intersection(&b).filter(|w| !w.is_empty()).count() as f64 / union as f64 }
 }
 
 /// Each agent's record on the outcomes similar to `signature`.
-pub fn similar(outcomes: &[Outcome], signature: &str) -> Vec<AgentHistory> {
+pub(crate) fn similar(outcomes: &[Outcome], signature: &str) -> Vec<AgentHistory> {
     let mut by_agent: BTreeMap<&str, AgentHistory> = BTreeMap::new();
     for o in outcomes.iter().filter(|o| similarity(&o.signature, signature) >= SIMILAR) {
         let h = by_agent.entry(o.target.as_str()).or_insert_with(|| AgentHistory {
@@ -44,7 +44,7 @@ pub fn similar(outcomes: &[Outcome], signature: &str) -> Vec<AgentHistory> {
 
 /// The agent history recommends among `allowed`: the best success rate above
 /// [`PREFERRED_RATE`] with at least [`MIN_SAMPLES`] finished delegations.
-pub fn preferred(history: &[AgentHistory], allowed: impl Fn(&str) -> bool) -> Option<&str> {
+pub(crate) fn preferred(history: &[AgentHistory], allowed: impl Fn(&str) -> bool) -> Option<&str> {
     history
         .iter()
         .filter(|h| h.total >= MIN_SAMPLES && h.success_rate() > PREFERRED_RATE && allowed(&h.agent))

@@ -4,13 +4,13 @@
 //! discovery of a target by keywords and capabilities, domain routing with
 //! load balancing, and what a user's history says works.
 
-pub mod classifier;
-pub mod discovery;
-pub mod domains;
-pub mod history;
-pub mod softmax;
-pub mod text;
+pub(crate) mod classifier;
+pub(crate) mod discovery;
+pub(crate) mod domains;
+pub(crate) mod history;
+pub(crate) mod softmax;
+pub(crate) mod text;
 
-pub use classifier::{Match, Routed, Router};
-pub use discovery::{Candidate, discover};
-pub use domains::DomainTable;
+pub(crate) use classifier::{Match, Routed, Router};
+pub(crate) use discovery::discover;
+pub(crate) use domains::DomainTable;

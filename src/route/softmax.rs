@@ -15,10 +15,10 @@ const DECAY: f32 = 1e-4;
 const SETTLED: f32 = 1e-4;
 
 /// One sparse vector: (feature id, value), ids ascending.
-pub type Sparse = [(u32, f32)];
+pub(crate) type Sparse = [(u32, f32)];
 
 /// Learned weights: one row of `classes` weights per feature, and a bias per class.
-pub struct Softmax {
+pub(crate) struct Softmax {
     classes: usize,
     weights: Vec<f32>,
     bias: Vec<f32>,
@@ -38,7 +38,7 @@ fn shuffle(order: &mut [usize]) {
 
 impl Softmax {
     /// Learns from `examples` (class, vector) over `features` feature ids.
-    pub fn train(features: usize, classes: usize, examples: &[(usize, &Sparse)]) -> Self {
+    pub(crate) fn train(features: usize, classes: usize, examples: &[(usize, &Sparse)]) -> Self {
         let mut m = Self { classes, weights: vec![0.0; features * classes], bias: vec![0.0; classes] };
         if classes == 0 {
             return m;
@@ -81,7 +81,7 @@ impl Softmax {
 
     /// The probability of each class for `x`; none for a vector with no
     /// known feature (nothing to go on is not the most common class).
-    pub fn probabilities(&self, x: &Sparse) -> Option<Vec<f32>> {
+    pub(crate) fn probabilities(&self, x: &Sparse) -> Option<Vec<f32>> {
         if x.is_empty() || self.classes == 0 {
             return None;
         }

@@ -85,7 +85,7 @@ fn is_stop(w: &str) -> bool {
     STOP.binary_search(&w).is_ok()
 }
 
-pub fn base(w: &str) -> String {
+pub(crate) fn base(w: &str) -> String {
     if let Some((_, b)) = IRREGULAR.iter().find(|(form, _)| *form == w) {
         return (*b).to_string();
     }
@@ -103,7 +103,7 @@ pub fn base(w: &str) -> String {
 
 /// The words of a text, lowercased; numbers are left out (amounts say
 /// little about who should do the work).
-pub fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     let lower = PII_TOKEN.replace_all(text, " ").to_lowercase().replace('’', "'");
     let mut out = Vec::new();
     for m in TOKEN.find_iter(&lower) {
@@ -118,14 +118,14 @@ pub fn words(text: &str) -> Vec<String> {
 }
 
 /// The words that carry meaning: [`words`] without the stop words.
-pub fn content(text: &str) -> Vec<String> {
+pub(crate) fn content(text: &str) -> Vec<String> {
     words(text).into_iter().filter(|w| !is_stop(w)).collect()
 }
 
 /// An example without the names in it (a capitalized word inside a
 /// sentence: a merchant, a person): `that Starbucks was a business lunch`
 /// teaches that a purchase was something, not that Starbucks is Tag's.
-pub fn without_names(example: &str) -> String {
+pub(crate) fn without_names(example: &str) -> String {
     let mut out = String::with_capacity(example.len());
     let mut start = true;
     for token in example.split_inclusive(char::is_whitespace) {
@@ -147,7 +147,7 @@ pub fn without_names(example: &str) -> String {
 /// base form), the first and the last of them again, pairs of neighbouring
 /// ones, the 3- and 4-character pieces of each word, and the shapes of its
 /// figures.
-pub fn features(text: &str) -> HashMap<String, f32> {
+pub(crate) fn features(text: &str) -> HashMap<String, f32> {
     let mut f = features_of(&content(text));
     shapes(text, &mut f);
     f
@@ -165,7 +165,7 @@ static SHAPES: LazyLock<[(Regex, &str); 3]> = LazyLock::new(|| {
 
 /// Adds to `f` the shapes of the figures in `text` (numbers are not words:
 /// `10/29/2025 6.20` says "a purchase", not which).
-pub fn shapes(text: &str, f: &mut HashMap<String, f32>) {
+pub(crate) fn shapes(text: &str, f: &mut HashMap<String, f32>) {
     for (re, name) in SHAPES.iter() {
         if re.is_match(text) {
             *f.entry((*name).to_string()).or_default() += SHAPE;
@@ -174,7 +174,7 @@ pub fn shapes(text: &str, f: &mut HashMap<String, f32>) {
 }
 
 /// The features of a text's content words (see [`features`]).
-pub fn features_of(words: &[String]) -> HashMap<String, f32> {
+pub(crate) fn features_of(words: &[String]) -> HashMap<String, f32> {
     let bases: Vec<String> = words.iter().map(|w| base(w)).collect();
     let mut f: HashMap<String, f32> = HashMap::new();
     let mut add = |k: String, w: f32| *f.entry(k).or_default() += w;
@@ -202,14 +202,14 @@ pub fn features_of(words: &[String]) -> HashMap<String, f32> {
 /// The clauses of a request, in order: cut at sentence ends, lines and
 /// joining words, with a piece of fewer than two content words (`and
 /// lyft`, `please`) kept with the clause before it.
-pub fn clauses(text: &str) -> Vec<String> {
+pub(crate) fn clauses(text: &str) -> Vec<String> {
     clause_pieces(text).into_iter().map(|pieces| pieces.join(" ")).collect()
 }
 
 /// The clauses of a request, each as the pieces it was joined from (see
 /// [`clauses`]): `what's my largest expense and is it deductible` is one
 /// clause of two pieces, the second of which may still ask someone else.
-pub fn clause_pieces(text: &str) -> Vec<Vec<String>> {
+pub(crate) fn clause_pieces(text: &str) -> Vec<Vec<String>> {
     let mut out: Vec<Vec<String>> = Vec::new();
     for piece in CLAUSE.split(text).map(str::trim).filter(|p| !p.is_empty()) {
         match out.last_mut() {

@@ -19,7 +19,7 @@ use crate::protocol::{IdError, RequestId};
 use crate::telemetry::Event;
 
 #[derive(Debug, Deserialize)]
-pub struct EventsQuery {
+pub(super) struct EventsQuery {
     #[serde(default)]
     root_id: Option<String>,
 }
@@ -32,7 +32,7 @@ fn visible(principal: &Principal, e: &Event) -> bool {
     }
 }
 
-pub async fn stream(
+pub(super) async fn stream(
     State(state): State<Arc<AppState>>,
     principal: Principal,
     Query(q): Query<EventsQuery>,

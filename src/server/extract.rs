@@ -56,6 +56,12 @@ impl FromRequestParts<Arc<AppState>> for Principal {
 /// The request body, or a clear refusal (413 when it is over the limit).
 pub struct Body(pub Bytes);
 
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Body").finish_non_exhaustive()
+    }
+}
+
 impl FromRequest<Arc<AppState>> for Body {
     type Rejection = ApiError;
 

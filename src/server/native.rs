@@ -90,7 +90,7 @@ pub(super) fn busy(state: &AppState) -> Response {
 }
 
 /// `POST /v1/delegate`.
-pub async fn delegate(
+pub(super) async fn delegate(
     State(state): State<Arc<AppState>>,
     caller: Principal,
     headers: HeaderMap,
@@ -151,7 +151,7 @@ struct ChatRequest {
 }
 
 /// `POST /v1/chat`: a user talks to Prime.
-pub async fn chat(
+pub(super) async fn chat(
     State(state): State<Arc<AppState>>,
     caller: Principal,
     headers: HeaderMap,
@@ -205,7 +205,7 @@ fn may_see(principal: &Principal, records: &[DelegationRecord]) -> bool {
 
 /// `GET /v1/delegations/{id}`: the stored tree. Someone else's tree and a
 /// tree that does not exist get the same answer.
-pub async fn delegation(
+pub(super) async fn delegation(
     State(state): State<Arc<AppState>>,
     caller: Principal,
     Path(id): Path<String>,
@@ -221,7 +221,7 @@ pub async fn delegation(
 }
 
 /// `GET /v1/agents`.
-pub async fn agents(State(state): State<Arc<AppState>>, _caller: Principal) -> Json<serde_json::Value> {
+pub(super) async fn agents(State(state): State<Arc<AppState>>, _caller: Principal) -> Json<serde_json::Value> {
     let agents: Vec<_> = state
         .runtime
         .team_summary()
@@ -235,7 +235,7 @@ pub async fn agents(State(state): State<Arc<AppState>>, _caller: Principal) -> J
 }
 
 /// `GET /healthz`.
-pub async fn health(State(state): State<Arc<AppState>>) -> Response {
+pub(super) async fn health(State(state): State<Arc<AppState>>) -> Response {
     match state.runtime.store().counts().await {
         Ok(_) => Json(json!({
             "status": "ok",
@@ -249,6 +249,6 @@ pub async fn health(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// `GET /metrics`: Prometheus text format.
-pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.runtime.metrics_text()).into_response()
 }

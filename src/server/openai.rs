@@ -47,7 +47,7 @@ fn text_of(content: &Option<Value>) -> String {
     }
 }
 
-pub async fn models(State(state): State<Arc<AppState>>, _caller: Principal) -> Json<Value> {
+pub(super) async fn models(State(state): State<Arc<AppState>>, _caller: Principal) -> Json<Value> {
     let data: Vec<Value> = state
         .runtime
         .registry()
@@ -57,7 +57,7 @@ pub async fn models(State(state): State<Arc<AppState>>, _caller: Principal) -> J
     Json(json!({"object": "list", "data": data}))
 }
 
-pub async fn completions(
+pub(super) async fn completions(
     State(state): State<Arc<AppState>>,
     caller: Principal,
     headers: HeaderMap,

@@ -33,6 +33,12 @@ pub struct AppState {
     pub admission: Admission,
 }
 
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").finish_non_exhaustive()
+    }
+}
+
 impl AppState {
     /// The state of a service over `runtime`, with its limits for bodies and timeouts derived from the runtime's config.
     pub fn new(runtime: Runtime) -> Self {

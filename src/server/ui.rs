@@ -2,6 +2,6 @@
 
 use axum::response::Html;
 
-pub async fn index() -> Html<&'static str> {
+pub(super) async fn index() -> Html<&'static str> {
     Html(include_str!("ui.html"))
 }

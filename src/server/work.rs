@@ -24,6 +24,12 @@ pub struct WorkRuntime {
     runtime: Option<Runtime>,
 }
 
+impl std::fmt::Debug for WorkRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkRuntime").finish_non_exhaustive()
+    }
+}
+
 impl WorkRuntime {
     /// The name of the work runtime's threads.
     pub const THREAD_NAME: &'static str = "switchboard-work";

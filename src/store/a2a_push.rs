@@ -162,7 +162,7 @@ pub(super) struct InMemory {
 }
 
 impl InMemory {
-    pub fn put(&self, c: &A2aPushConfigRecord) {
+    pub(super) fn put(&self, c: &A2aPushConfigRecord) {
         let mut configs = lock(&self.configs);
         match configs.get_mut(&(c.task_id.clone(), c.id.clone())) {
             Some(old) => old.config = c.config.clone(),
@@ -172,17 +172,17 @@ impl InMemory {
         }
     }
 
-    pub fn list(&self, task_id: &str) -> Vec<A2aPushConfigRecord> {
+    pub(super) fn list(&self, task_id: &str) -> Vec<A2aPushConfigRecord> {
         let mut found: Vec<_> = lock(&self.configs).values().filter(|c| c.task_id == task_id).cloned().collect();
         found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         found
     }
 
-    pub fn delete(&self, task_id: &str, id: &str) -> bool {
+    pub(super) fn delete(&self, task_id: &str, id: &str) -> bool {
         lock(&self.configs).remove(&(task_id.to_string(), id.to_string())).is_some()
     }
 
-    pub fn claim(&self, task_id: &str, id: &str, from: i64, to: i64) -> bool {
+    pub(super) fn claim(&self, task_id: &str, id: &str, from: i64, to: i64) -> bool {
         match lock(&self.configs).get_mut(&(task_id.to_string(), id.to_string())) {
             Some(c) if c.delivered_seq == from => {
                 c.delivered_seq = to;
@@ -192,7 +192,7 @@ impl InMemory {
         }
     }
 
-    pub fn failed(&self, task_id: &str, id: &str, error: &str) {
+    pub(super) fn failed(&self, task_id: &str, id: &str, error: &str) {
         if let Some(c) = lock(&self.configs).get_mut(&(task_id.to_string(), id.to_string())) {
             c.failures += 1;
             c.last_error = Some(error.to_string());

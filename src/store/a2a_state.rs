@@ -537,7 +537,7 @@ struct InMemoryInner {
 }
 
 impl InMemory {
-    pub fn put_task(&self, t: &A2aTaskRecord) -> bool {
+    pub(super) fn put_task(&self, t: &A2aTaskRecord) -> bool {
         let mut i = lock(&self.inner);
         match i.tasks.get(&t.id) {
             Some(old) if old.seq >= t.seq || old.owner != t.owner || old.agent != t.agent => false,
@@ -555,15 +555,15 @@ impl InMemory {
     }
 
     /// Whether task `id` is on file as another owner's or agent's than `t`'s.
-    pub fn foreign(&self, t: &A2aTaskRecord) -> bool {
+    pub(super) fn foreign(&self, t: &A2aTaskRecord) -> bool {
         lock(&self.inner).tasks.get(&t.id).is_some_and(|old| old.owner != t.owner || old.agent != t.agent)
     }
 
-    pub fn task(&self, id: &str) -> Option<A2aTaskRecord> {
+    pub(super) fn task(&self, id: &str) -> Option<A2aTaskRecord> {
         lock(&self.inner).tasks.get(id).cloned()
     }
 
-    pub fn tasks(&self, q: &A2aTaskQuery) -> A2aTaskPage {
+    pub(super) fn tasks(&self, q: &A2aTaskQuery) -> A2aTaskPage {
         let i = lock(&self.inner);
         let mut found: Vec<&A2aTaskRecord> = i
             .tasks
@@ -580,7 +580,7 @@ impl InMemory {
         A2aTaskPage { tasks, total }
     }
 
-    pub fn append_events(&self, events: &[A2aEventRecord]) {
+    pub(super) fn append_events(&self, events: &[A2aEventRecord]) {
         let mut i = lock(&self.inner);
         for e in events {
             let list = i.events.entry(e.task_id.clone()).or_default();
@@ -590,17 +590,17 @@ impl InMemory {
         }
     }
 
-    pub fn events(&self, task_id: &str, after: i64, limit: usize) -> Vec<A2aEventRecord> {
+    pub(super) fn events(&self, task_id: &str, after: i64, limit: usize) -> Vec<A2aEventRecord> {
         let i = lock(&self.inner);
         let Some(list) = i.events.get(task_id) else { return Vec::new() };
         list.range(after.saturating_add(1)..).take(limit).map(|(_, e)| e.clone()).collect()
     }
 
-    pub fn last_event_seq(&self, task_id: &str) -> i64 {
+    pub(super) fn last_event_seq(&self, task_id: &str) -> i64 {
         lock(&self.inner).events.get(task_id).and_then(|l| l.last_key_value()).map_or(0, |(k, _)| *k)
     }
 
-    pub fn put_breaker(&self, b: &BreakerRecord, hold_open_ms: u64) {
+    pub(super) fn put_breaker(&self, b: &BreakerRecord, hold_open_ms: u64) {
         let mut inner = lock(&self.inner);
         let key = (b.agent.to_string(), user_key(b.user.as_ref()));
         if inner.breakers.get(&key).is_some_and(|stored| held_open(stored, b, hold_open_ms)) {
@@ -609,7 +609,7 @@ impl InMemory {
         inner.breakers.insert(key, b.clone());
     }
 
-    pub fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>, hold_open_ms: u64) {
+    pub(super) fn remove_breaker(&self, agent: &AgentSlug, user: Option<&UserId>, hold_open_ms: u64) {
         let mut inner = lock(&self.inner);
         let key = (agent.to_string(), user_key(user));
         if inner.breakers.get(&key).is_some_and(|b| open_within(b, hold_open_ms, super::now_ms())) {
@@ -618,7 +618,7 @@ impl InMemory {
         inner.breakers.remove(&key);
     }
 
-    pub fn breakers(&self) -> Vec<BreakerRecord> {
+    pub(super) fn breakers(&self) -> Vec<BreakerRecord> {
         lock(&self.inner).breakers.values().cloned().collect()
     }
 }

@@ -23,6 +23,12 @@ pub struct MemoryStore {
     push: super::a2a_push::InMemory,
 }
 
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     sessions: HashMap<SessionId, Session>,

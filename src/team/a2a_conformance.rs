@@ -26,10 +26,10 @@ use crate::protocol::a2a::{MESSAGE_ID_HINT, MESSAGE_LABEL, NATIVE_LABEL};
 use crate::protocol::{Artifact, DelegationError, ErrorCode};
 
 /// The built-in's name in `backend = { kind = "builtin", name = … }`.
-pub const NAME: &str = "a2a-conformance";
+pub(crate) const NAME: &str = "a2a-conformance";
 
 /// The conformance agent.
-pub struct ConformanceAgent;
+pub(crate) struct ConformanceAgent;
 
 fn native(id: &str, name: &str, parts: serde_json::Value) -> Artifact {
     Artifact::json(format!("{NATIVE_LABEL}{id}"), json!({"artifactId": id, "name": name, "parts": parts}))
@@ -123,6 +123,6 @@ impl Agent for ConformanceAgent {
 }
 
 /// The conformance agent, when `name` asks for it.
-pub fn lookup(name: &str) -> Option<std::sync::Arc<dyn Agent>> {
+pub(crate) fn lookup(name: &str) -> Option<std::sync::Arc<dyn Agent>> {
     (name == NAME).then(|| std::sync::Arc::new(ConformanceAgent) as std::sync::Arc<dyn Agent>)
 }

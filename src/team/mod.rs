@@ -3,10 +3,10 @@
 //! conformance agent and the `echo` agent). They need no model, no key
 //! and no network.
 
-pub mod a2a_conformance;
-pub mod finance;
+pub(crate) mod a2a_conformance;
+pub(crate) mod finance;
 pub(crate) mod seeds;
-pub mod tools;
+pub(crate) mod tools;
 
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ use crate::protocol::DelegationError;
 /// finance and tool agents compute without awaiting, so they run off the
 /// async workers ([`OffThread`]): deadlines and cancellation bind them too.
 /// They answer the same task the same way, so a retry needs another seed.
-pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
+pub(crate) fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     match name {
         "echo" => Some(Arc::new(Echo)),
         _ => finance::lookup(name)
@@ -32,7 +32,7 @@ pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
 /// Answers its input (or, with none, its objective) unchanged: no work at all,
 /// which makes it the target for measuring the runtime's own cost and for
 /// checking wiring. Declare it with `backend = { kind = "builtin", name = "echo" }`.
-pub struct Echo;
+pub(crate) struct Echo;
 
 #[async_trait]
 impl Agent for Echo {

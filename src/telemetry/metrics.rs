@@ -118,6 +118,12 @@ pub struct Metrics {
     taken: [Counter; TakenOver::ALL.len()],
 }
 
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
 fn latency_histogram() -> Histogram {
     // 10 µs to ~40 s: in-process hops are microseconds, model calls seconds.
     Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.000_01, 4.0, 12))

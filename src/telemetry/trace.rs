@@ -40,6 +40,12 @@ pub struct TracingGuard {
     provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
 }
 
+impl std::fmt::Debug for TracingGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TracingGuard").finish_non_exhaustive()
+    }
+}
+
 impl Drop for TracingGuard {
     fn drop(&mut self) {
         #[cfg(feature = "otel")]

@@ -15,14 +15,14 @@ use super::checks::check_name;
 use super::task_note::{Problem, TaskSpec};
 use super::text::re;
 
-pub const THRESHOLD: f64 = 0.6;
+pub(crate) const THRESHOLD: f64 = 0.6;
 
 /// Similar past delegations from which a task counts as recurring.
-pub const RECURRING_AFTER: usize = 2;
+pub(crate) const RECURRING_AFTER: usize = 2;
 
 /// The four factors, their weighted score and the verdict, with the reasons in words.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DecisionScore {
+pub(crate) struct DecisionScore {
     pub deterministic: bool,
     pub verifiable: bool,
     pub repeatable: bool,
@@ -38,9 +38,11 @@ static CREATIVE: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)\b(?:brainstorm\w*|creative\w*|ideas|strateg\w*|vision|invent\w*|imagine|story|stories|poem|slogan|novel|innovat\w*|roadmap)\b",
     )
 });
+#[cfg(test)]
 static RECURRING: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?i)\b(?:weekly|daily|monthly|quarterly|recurring|every|standard|template|routine|status)\b")
 });
+#[cfg(test)]
 /// Reading the user's own data is something the request cannot carry.
 static NEEDS_ACCESS: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -54,12 +56,14 @@ const TEMPLATE_ACTIONS: &[&str] = &[
     "book", "generate", "compile", "summarize", "calculate", "translate", "write",
 ];
 
+#[cfg(test)]
 fn article(word: &str) -> &'static str {
     if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
 }
 
+#[cfg(test)]
 /// Scores `task_note`; `history_count` is how many similar tasks were delegated before.
-pub fn score(task_note: &str, history_count: usize) -> DecisionScore {
+pub(crate) fn score(task_note: &str, history_count: usize) -> DecisionScore {
     let (spec, problems) = TaskSpec::parse_lenient(task_note);
     let creative = CREATIVE.find(task_note).map(|m| m.as_str().to_string());
     let mut why = String::new();
@@ -135,7 +139,7 @@ fn weigh(deterministic: bool, verifiable: bool, repeatable: bool, gaps: &[String
 
 /// What Prime's router found for a request: the specialist it resembles most.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Routing<'a> {
+pub(crate) struct Routing<'a> {
     /// The specialist's slug.
     pub agent: &'a str,
     /// How sure the router is that the request is this specialist's (0 to 1).
@@ -160,7 +164,7 @@ pub struct Routing<'a> {
 /// [`score`]. Creative work is neither deterministic nor verifiable, so a
 /// request such as "write me a poem" that only faintly resembles a
 /// specialist's examples stays with Prime.
-pub fn decide(request: &str, routing: Option<&Routing<'_>>, history_count: usize) -> DecisionScore {
+pub(crate) fn decide(request: &str, routing: Option<&Routing<'_>>, history_count: usize) -> DecisionScore {
     let Some(r) = routing else {
         let why = format!(
             "no specialist's examples resemble the request → 0.00 < {THRESHOLD:.2}: handle directly (answer, or ask what is meant)"

@@ -4,18 +4,16 @@
 //! checks, [`verify`] evaluates checks against an agent's output, and
 //! [`decision::score`] says whether a task is worth delegating at all.
 
-pub mod checks;
-pub mod decision;
-pub mod patterns;
-pub mod task_note;
-pub mod text;
-pub mod tone;
+pub(crate) mod checks;
+pub(crate) mod decision;
+pub(crate) mod patterns;
+pub(crate) mod task_note;
+pub(crate) mod text;
+pub(crate) mod tone;
 
-pub use checks::{check_name, contains_phrase, element_present, verify};
-pub use decision::DecisionScore;
-pub use task_note::{
-    Constraints, Context, EventFields, Goal, Problem, Recipient, TaskKind, TaskNoteError, TaskSpec, Verification,
-};
+pub(crate) use checks::{contains_phrase, element_present, verify};
+pub(crate) use decision::DecisionScore;
+pub(crate) use task_note::{Constraints, Problem, TaskSpec};
 
 use std::mem::discriminant;
 
@@ -25,7 +23,7 @@ use crate::protocol::{Check, DelegationError, ErrorCode};
 /// the explicit ones. An explicit word limit, tone or key case replaces the
 /// note's. A note that cannot be delegated is `INVALID_REQUEST` with every
 /// problem listed; a blank note counts as none.
-pub fn checks_for(task_note: Option<&str>, explicit: &[Check]) -> Result<Vec<Check>, DelegationError> {
+pub(crate) fn checks_for(task_note: Option<&str>, explicit: &[Check]) -> Result<Vec<Check>, DelegationError> {
     let Some(note) = task_note.filter(|n| !n.trim().is_empty()) else {
         return Ok(explicit.to_vec());
     };

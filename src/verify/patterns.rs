@@ -1,11 +1,11 @@
 //! The regex patterns the Task Note parser derives checks from, each with the
 //! readable name its check result carries (`has_greeting`, `is_icalendar`, ...).
 
-pub const CAPITALIZED: &str = r"^[^\p{L}]*\p{Lu}";
-pub const GREETING: &str = r"(?i)^\s*(?:dear|hello|hi|good (?:morning|afternoon|evening)|greetings)\b";
-pub const BULLETS: &str = r"(?m)^\s*(?:[-*•]|\d+[.)])\s+\S";
-pub const PERCENTAGE: &str = r"\d+(?:\.\d+)?\s?%";
-pub const ICALENDAR: &str =
+pub(crate) const CAPITALIZED: &str = r"^[^\p{L}]*\p{Lu}";
+pub(crate) const GREETING: &str = r"(?i)^\s*(?:dear|hello|hi|good (?:morning|afternoon|evening)|greetings)\b";
+pub(crate) const BULLETS: &str = r"(?m)^\s*(?:[-*•]|\d+[.)])\s+\S";
+pub(crate) const PERCENTAGE: &str = r"\d+(?:\.\d+)?\s?%";
+pub(crate) const ICALENDAR: &str =
     r"(?s)\ABEGIN:VCALENDAR\r\n.*\r\nBEGIN:VEVENT\r\n.*\r\nEND:VEVENT\r\n(?:.*\r\n)?END:VCALENDAR(?:\r\n)?\z";
 
 pub(super) const NAMED: &[(&str, &str)] = &[

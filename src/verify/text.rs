@@ -12,7 +12,7 @@ pub(crate) fn re(pattern: &str) -> Regex {
 
 /// A calendar date as people write it in notes: `Oct 22`, `October 22nd, 2025`,
 /// `22 Oct`, `2025-10-22`, `10/22`.
-pub const DATE_PATTERN: &str = r"(?i:\b(?:(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,2}(?:st|nd|rd|th)?\b(?:,?\s+\d{4})?|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{4})?|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)\b)";
+pub(crate) const DATE_PATTERN: &str = r"(?i:\b(?:(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+\d{1,2}(?:st|nd|rd|th)?\b(?:,?\s+\d{4})?|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{4})?|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)\b)";
 
 static DATE: LazyLock<Regex> = LazyLock::new(|| re(DATE_PATTERN));
 static EMAIL_LIKE: LazyLock<Regex> = LazyLock::new(|| re(r"<EMAIL_\d+>|[^\s<>()\[\],;:]+@[^\s<>()\[\],;:]+"));
@@ -25,12 +25,12 @@ static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Words are whitespace-separated tokens with at least one letter or digit, so
 /// a dash or a bullet does not count.
-pub fn word_count(text: &str) -> usize {
+pub(crate) fn word_count(text: &str) -> usize {
     text.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).count()
 }
 
 /// `Oct 22` → `oct_22`: lowercase, every run of other characters becomes one `_`.
-pub fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_alphanumeric() {
@@ -43,36 +43,36 @@ pub fn slug(s: &str) -> String {
 }
 
 /// The dates mentioned in `text`, in order, as written.
-pub fn dates_in(text: &str) -> Vec<String> {
+pub(crate) fn dates_in(text: &str) -> Vec<String> {
     DATE.find_iter(text).map(|m| m.as_str().trim_end_matches(['.', ',']).to_string()).collect()
 }
 
 /// A plain address, `local@domain.tld`, without display names or comments.
-pub fn is_valid_email(s: &str) -> bool {
+pub(crate) fn is_valid_email(s: &str) -> bool {
     s.len() <= 254 && EMAIL.is_match(s)
 }
 
 /// A redacted address (`<EMAIL_1>`): the runtime only tokenizes what it
 /// recognized as an address, so a token stands for a valid one.
-pub fn is_email_token(s: &str) -> bool {
+pub(crate) fn is_email_token(s: &str) -> bool {
     EMAIL_TOKEN.is_match(s)
 }
 
 /// Valid address or the token of one.
-pub fn email_ok(s: &str) -> bool {
+pub(crate) fn email_ok(s: &str) -> bool {
     is_email_token(s) || is_valid_email(s)
 }
 
 /// Everything in `text` that looks like an address or its token, trailing
 /// sentence punctuation removed.
-pub fn emails_in(text: &str) -> Vec<String> {
+pub(crate) fn emails_in(text: &str) -> Vec<String> {
     EMAIL_LIKE.find_iter(text).map(|m| m.as_str().trim_end_matches(['.', '!', '?', '\'', '"']).to_string()).collect()
 }
 
 /// `alex.chan@company.com` → `Alex`; a non-alphabetic local part gives
 /// none. A token gives the token of its name (`<EMAIL_1>` →
 /// `<EMAIL_1:name>`), which only the user's own vault turns into the name.
-pub fn name_from_email(address: &str) -> Option<String> {
+pub(crate) fn name_from_email(address: &str) -> Option<String> {
     if is_email_token(address) {
         return crate::redact::name_token(address);
     }
@@ -80,13 +80,13 @@ pub fn name_from_email(address: &str) -> Option<String> {
 }
 
 /// Upper-cases the first character, lower-cases none of the rest.
-pub fn capitalize(s: &str) -> String {
+pub(crate) fn capitalize(s: &str) -> String {
     let mut chars = s.chars();
     chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// Strips one layer of straight or typographic quotes and surrounding blanks.
-pub fn unquote(s: &str) -> &str {
+pub(crate) fn unquote(s: &str) -> &str {
     let t = s.trim();
     for (open, close) in [('"', '"'), ('\'', '\''), ('“', '”'), ('‘', '’'), ('`', '`')] {
         if let Some(inner) = t.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
@@ -98,7 +98,7 @@ pub fn unquote(s: &str) -> &str {
 
 /// A key casing convention for JSON output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyCase {
+pub(crate) enum KeyCase {
     Camel,
     Snake,
     Pascal,
@@ -107,7 +107,7 @@ pub enum KeyCase {
 
 impl KeyCase {
     /// Accepts `camel`, `camelCase`, `snake_case`, `Pascal`, `kebab-case`...
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         let s = s.trim().to_ascii_lowercase();
         let s = s.trim_end_matches("case").trim_end_matches(['_', '-', ' ']);
         match s {
@@ -119,7 +119,7 @@ impl KeyCase {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Camel => "camel",
             Self::Snake => "snake",
@@ -129,7 +129,7 @@ impl KeyCase {
     }
 
     /// How people write the convention's name: `camelCase`, `snake_case`, ...
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::Camel => "camelCase",
             Self::Snake => "snake_case",
@@ -139,7 +139,7 @@ impl KeyCase {
     }
 
     /// Converts a header such as `First Name`, `first_name` or `E-mail` to this case.
-    pub fn convert(self, key: &str) -> String {
+    pub(crate) fn convert(self, key: &str) -> String {
         let words = key_words(key);
         match self {
             Self::Camel => {
@@ -152,7 +152,7 @@ impl KeyCase {
     }
 
     /// Whether `key` is already written in this case.
-    pub fn matches(self, key: &str) -> bool {
+    pub(crate) fn matches(self, key: &str) -> bool {
         static CAMEL: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-z][a-zA-Z0-9]*$"));
         static PASCAL: LazyLock<Regex> = LazyLock::new(|| re(r"^[A-Z][a-zA-Z0-9]*$"));
         static SNAKE: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$"));
@@ -197,7 +197,7 @@ fn key_words(key: &str) -> Vec<String> {
 /// Informal abbreviations and their business-style expansions. The format
 /// agent expands them and the Task Note's "No abbreviations" turns each one
 /// found in the input into a `not_contains_*` check, so both use this table.
-pub const ABBREVIATIONS: &[(&str, &str)] = &[
+pub(crate) const ABBREVIATIONS: &[(&str, &str)] = &[
     ("u", "you"),
     ("ur", "your"),
     ("r", "are"),
@@ -244,12 +244,12 @@ pub const ABBREVIATIONS: &[(&str, &str)] = &[
 ];
 
 /// The expansion of `word` if it is an informal abbreviation (case-insensitive).
-pub fn expand_abbreviation(word: &str) -> Option<&'static str> {
+pub(crate) fn expand_abbreviation(word: &str) -> Option<&'static str> {
     ABBREVIATIONS.iter().find(|(a, _)| a.eq_ignore_ascii_case(word)).map(|(_, e)| *e)
 }
 
 /// The abbreviations of [`ABBREVIATIONS`] that occur in `text` as whole words, in table order.
-pub fn abbreviations_in(text: &str) -> Vec<&'static str> {
+pub(crate) fn abbreviations_in(text: &str) -> Vec<&'static str> {
     let words: Vec<String> = text
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '(' | ')' | '"'))
         .map(str::to_ascii_lowercase)

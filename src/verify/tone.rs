@@ -28,10 +28,10 @@ use regex::Regex;
 use super::patterns;
 use super::text::{self, re};
 
-pub const PASS: f64 = 0.6;
+pub(crate) const PASS: f64 = 0.6;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToneScore {
+pub(crate) struct ToneScore {
     pub score: f64,
     pub passed: bool,
     /// False when some part of the tone is not one the heuristic knows.
@@ -155,7 +155,7 @@ fn part(name: &str, m: &Markers, text: &str) -> Option<f64> {
 const KNOWN: &str = "warm, friendly, empathetic, professional, polite, formal, casual, neutral, concise, apologetic";
 
 /// Scores `text` for `tone` (e.g. `warm-professional`, `formal`, `friendly and concise`).
-pub fn score(text: &str, tone: &str) -> ToneScore {
+pub(crate) fn score(text: &str, tone: &str) -> ToneScore {
     let m = Markers::of(text);
     let parts: Vec<String> = tone
         .to_lowercase()

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard::a2a::grpc::pb::a2a_service_client::A2aServiceClient;
-use switchboard::a2a::grpc::{ErrorInfo, RpcStatus, pb, to_proto};
 use switchboard::config::Config;
 use switchboard::lineage::{Claims, KeyRing, Link};
 use switchboard::pipeline::{Door, Envelope, Turn};
+use switchboard::protocol::a2a::grpc::pb::a2a_service_client::A2aServiceClient;
+use switchboard::protocol::a2a::grpc::{ErrorInfo, RpcStatus, pb, to_proto};
 use switchboard::protocol::a2a::rails::{LINEAGE_EXTENSION, RAILS_EXTENSION};
 use switchboard::protocol::{DelegationRequest, ErrorCode, RequestId, SessionId, UserId};
 use switchboard::server::AppState;
@@ -661,7 +661,7 @@ async fn a2a_grpc(w: &World, case: Case) -> Option<Answer> {
     let sent = |r: Result<tonic::Response<pb::SendMessageResponse>, tonic::Status>| -> Answer {
         match r {
             Ok(resp) => {
-                let v = switchboard::a2a::grpc::json_of(resp.get_ref()).unwrap();
+                let v = switchboard::protocol::a2a::grpc::json_of(resp.get_ref()).unwrap();
                 match v.get("task") {
                     Some(task) => task_code(task),
                     None => Ok(()),

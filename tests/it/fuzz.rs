@@ -209,7 +209,7 @@ fn still_valid(case: &Bad) -> bool {
     let rendered = render(case);
     let bytes = futures::executor::block_on(axum::body::to_bytes(rendered.into_body(), usize::MAX)).unwrap_or_default();
     switchboard::protocol::parse_request(&bytes)
-        .is_ok_and(|r| switchboard::rails::validate::request(&r, &switchboard::config::Limits::default()).is_ok())
+        .is_ok_and(|r| switchboard::check_envelope(&r, &switchboard::config::Limits::default()).is_ok())
 }
 
 /// Resident memory of a process, from /proc.

@@ -351,7 +351,7 @@ fn set(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
 }
 
 fn objective_hash(objective: &str) -> String {
-    switchboard::rails::cycle::objective_hash(objective)
+    switchboard::protocol::request::objective_hash(objective)
 }
 
 /// Facts an agent's output tries to plant in another agent's memory are

@@ -11,9 +11,10 @@
 //! 87.6%, 88.1%, 89.3% and 92.0%, then folded into tuning) and `heldout`
 //! (`w…`: written before the change that followed, and never tuned on).
 //!
-//! `leave_one_round_out` (ignored: run it with `--ignored`) is how the
-//! router's changes were chosen: each seen round scored by Prime's planner
-//! learned without that round's requests among the examples.
+//! Two checks on the planner alone live beside it
+//! (`src/orchestrate/heldout_tests.rs`): no configured example is a held-out
+//! request, and `leave_one_round_out` (ignored: run it with `--ignored`),
+//! how the router's changes were chosen.
 //!
 //! A case is right when every expected specialist was reached and nothing
 //! else but its `also_ok`; one labelled for Prime (`expect` empty) reached no
@@ -178,90 +179,4 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
         100.0 * held_out,
         100.0 * FLOOR
     );
-}
-
-/// The held-out half stays held out: no example an agent is configured
-/// with is one of its requests (the same words, case, punctuation and
-/// figures aside). A request written independently may still resemble an example:
-/// people ask for the same things in similar words.
-#[test]
-fn no_configured_example_is_a_held_out_request() {
-    use switchboard::route::text::words;
-    // small talk and definitions are Prime's own rules, not the router's examples
-    let routed = |c: &Case| !["small-talk", "definition"].contains(&c.style.as_str());
-    let held_out: Vec<Case> = cases().into_iter().filter(|c| c.split == "heldout" && routed(c)).collect();
-    let config = switchboard::Config::builtin();
-    let mut copies = Vec::new();
-    for agent in &config.agents {
-        for example in &agent.examples {
-            let e = words(example);
-            for case in &held_out {
-                let h = words(&case.text);
-                if !e.is_empty() && e == h {
-                    copies.push(format!("{}: {example:?} ~ {} {:?}", agent.slug, case.id, case.text));
-                }
-            }
-        }
-    }
-    assert!(copies.is_empty(), "{}", copies.join("\n"));
-}
-
-/// Leave-one-round-out over the seen rounds, with Prime's planner alone (no
-/// runtime): each round is scored by a planner whose agents' examples leave
-/// out that round's requests. What the router's changes were chosen by
-/// (docs/ROUTING.md); the held-out half is not scored here.
-#[test]
-#[ignore = "a tuning aid: prints the cross-validated accuracy, asserts nothing"]
-fn leave_one_round_out() {
-    use std::collections::HashSet;
-    use switchboard::orchestrate::{Earlier, Plan, RulePlanner};
-    use switchboard::route::text::words;
-
-    fn reached(p: &RulePlanner, c: &Case) -> (Vec<String>, bool) {
-        let mut earlier = Earlier::None;
-        for e in &c.earlier {
-            let asked = p.choose_turn(e, Earlier::None, &[]).asks;
-            earlier = if asked { Earlier::Asked(e) } else { Earlier::Said(e.lines().next().unwrap_or_default()) };
-        }
-        let mut choice = p.choose_turn(&c.text, earlier, &[]);
-        if matches!(choice.plan, Plan::Direct { .. }) && c.attach.is_some() {
-            let read = p.choose(&format!("{}\nRead the attached document", c.text), &[]);
-            if !matches!(read.plan, Plan::Direct { .. }) {
-                choice = read;
-            }
-        }
-        let mut got: Vec<String> = choice.plan.agents().iter().map(|a| a.to_string()).collect();
-        got.sort();
-        got.dedup();
-        let missing = c.expect.iter().any(|a| !got.contains(a));
-        let extra = got.iter().any(|a| !c.expect.contains(a) && !c.also_ok.contains(a));
-        let team_list =
-            matches!(&choice.plan, Plan::Direct { answer } if !choice.asks && answer.contains("My team can help with"));
-        let unserved = c.expect.is_empty() && team_list && ["unserved", "vague"].contains(&c.style.as_str());
-        (got, !(missing || extra || unserved))
-    }
-
-    let all = cases();
-    let base = switchboard::Config::builtin();
-    let mut total = Tally::default();
-    for round in ["h", "n", "r", "q", "v"] {
-        let held: Vec<&Case> = all.iter().filter(|c| c.split == "seen" && c.id.starts_with(round)).collect();
-        let texts: HashSet<Vec<String>> = held.iter().map(|c| words(&c.text)).collect();
-        let mut config = base.clone();
-        for a in &mut config.agents {
-            a.examples.retain(|e| !texts.contains(&words(e)));
-        }
-        let p = RulePlanner::new(&config, "prime-boss").unwrap();
-        let mut t = Tally::default();
-        for c in held {
-            let (got, ok) = reached(&p, c);
-            t.add(ok);
-            total.add(ok);
-            if !ok {
-                println!("  {} [{}] {:?}: expected {:?}, reached {got:?}", c.id, c.style, c.text, c.expect);
-            }
-        }
-        println!("round {round}: {}", t.line());
-    }
-    println!("leave-one-round-out: {}", total.line());
 }

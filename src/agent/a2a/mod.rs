@@ -98,6 +98,12 @@ pub struct A2aAgent {
     transport: Option<A2aTransport>,
 }
 
+impl std::fmt::Debug for A2aAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aAgent").finish_non_exhaustive()
+    }
+}
+
 /// What every request needs: the HTTP client and the bearer token.
 #[derive(Clone)]
 struct Sender {

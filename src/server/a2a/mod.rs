@@ -51,7 +51,7 @@ use crate::protocol::{AgentSlug, UserId};
 
 /// The A2A routes, merged into the service's router. Without a token, a
 /// caller is the configured anonymous user, if there is one.
-pub fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
+pub(super) fn routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
     let router = Router::new()
         .route("/a2a/{slug}/.well-known/agent-card.json", get(card))
         .route(crate::a2a::JWKS_PATH, get(jwks))

@@ -16,7 +16,7 @@ use crate::store::MoneyEntry;
 
 /// What keeping transactions did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Kept {
+pub(crate) struct Kept {
     pub added: usize,
     /// The ones the money records already had, as `merchant amount on date`.
     pub already: Vec<String>,
@@ -26,7 +26,7 @@ pub struct Kept {
 
 impl Kept {
     /// One sentence for the user.
-    pub fn sentence(&self) -> String {
+    pub(crate) fn sentence(&self) -> String {
         let noun = |n: usize| if n == 1 { "transaction" } else { "transactions" };
         let shown: Vec<&str> = self.already.iter().take(3).map(String::as_str).collect();
         let more = self.already.len().saturating_sub(shown.len());
@@ -45,7 +45,7 @@ impl Kept {
 }
 
 /// A transaction as the money records keeps it.
-pub fn to_entry(t: &Transaction) -> NewEntry {
+pub(crate) fn to_entry(t: &Transaction) -> NewEntry {
     NewEntry {
         date: t.date.map(|d| d.format("%Y-%m-%d").to_string()),
         merchant: t.merchant.clone(),
@@ -59,7 +59,7 @@ pub fn to_entry(t: &Transaction) -> NewEntry {
 
 /// A kept transaction as the agents work with it; what the user said about
 /// it (`business lunch`) is part of its description, so the rules read it.
-pub fn to_transaction(e: &MoneyEntry) -> Transaction {
+pub(crate) fn to_transaction(e: &MoneyEntry) -> Transaction {
     let mut t = Transaction::new(e.merchant.clone(), e.amount, e.currency.clone());
     t.date = e.date.as_deref().and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
     t.description = match &e.note {
@@ -75,7 +75,11 @@ pub fn to_transaction(e: &MoneyEntry) -> Transaction {
 
 /// Keeps `ts` in the user's money records when this agent may write it; None when
 /// it may not (the answer then says nothing about keeping).
-pub async fn keep(ctx: &AgentContext, ts: &[Transaction], source: &str) -> Result<Option<Kept>, DelegationError> {
+pub(crate) async fn keep(
+    ctx: &AgentContext,
+    ts: &[Transaction],
+    source: &str,
+) -> Result<Option<Kept>, DelegationError> {
     if !ctx.can_write_money() || ts.is_empty() {
         return Ok(None);
     }
@@ -94,7 +98,7 @@ pub async fn keep(ctx: &AgentContext, ts: &[Transaction], source: &str) -> Resul
 
 /// Sets the category of kept rows that have none yet, or whose category a
 /// user did not set (a row with a note keeps what the user said).
-pub async fn categorize_kept(ctx: &AgentContext, ts: &[Transaction]) -> Result<usize, DelegationError> {
+pub(crate) async fn categorize_kept(ctx: &AgentContext, ts: &[Transaction]) -> Result<usize, DelegationError> {
     if !ctx.can_write_money() || !ctx.can_read_money() {
         return Ok(0);
     }
@@ -121,7 +125,7 @@ pub async fn categorize_kept(ctx: &AgentContext, ts: &[Transaction]) -> Result<u
 
 /// The question of an agent that found nothing to work on, in the task or,
 /// for the period asked about, in the money records.
-pub fn nothing_in(period: Option<&Period>) -> DelegationError {
+pub(crate) fn nothing_in(period: Option<&Period>) -> DelegationError {
     match period {
         None => no_transactions(),
         Some(p) => needs_input(format!(
@@ -133,7 +137,7 @@ pub fn nothing_in(period: Option<&Period>) -> DelegationError {
 }
 
 /// The user's money records when this agent may read it.
-pub async fn recorded(ctx: &AgentContext) -> Result<Option<MoneyView>, DelegationError> {
+pub(crate) async fn recorded(ctx: &AgentContext) -> Result<Option<MoneyView>, DelegationError> {
     if !ctx.can_read_money() {
         return Ok(None);
     }
@@ -142,14 +146,17 @@ pub async fn recorded(ctx: &AgentContext) -> Result<Option<MoneyView>, Delegatio
 
 /// The day questions are asked on (`last month` counts from it): the
 /// tree's, so a resumed or replayed tree counts from the day it started.
-pub fn today(ctx: &AgentContext) -> NaiveDate {
+pub(crate) fn today(ctx: &AgentContext) -> NaiveDate {
     ctx.today()
 }
 
 /// What a task is about: the transactions in it (its input or an earlier
 /// step's), else, when the agent may read it, the user's money records, narrowed to
 /// the period the request names (`last month`). The period is returned too.
-pub async fn transactions_for(ctx: &AgentContext, task: &Task) -> Result<(Extracted, Option<Period>), DelegationError> {
+pub(crate) async fn transactions_for(
+    ctx: &AgentContext,
+    task: &Task,
+) -> Result<(Extracted, Option<Period>), DelegationError> {
     let found = transactions::from_task(task);
     if !found.transactions.is_empty() {
         return Ok((found, None));

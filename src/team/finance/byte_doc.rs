@@ -19,13 +19,13 @@ use super::transactions::{self, Source, Transaction};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
-pub const TOOL: &str = "extract_receipt";
+pub(crate) const TOOL: &str = "extract_receipt";
 /// The printed total, then the reconciled total.
-pub const SEEDS: [u64; 2] = [510_331, 846_027];
+pub(crate) const SEEDS: [u64; 2] = [510_331, 846_027];
 
 /// Byte (`byte-doc`): receipt text, a CSV statement or transaction lines in;
 /// `receipts` and `transactions` artifacts out.
-pub struct ByteDoc;
+pub(crate) struct ByteDoc;
 
 #[async_trait]
 impl Agent for ByteDoc {

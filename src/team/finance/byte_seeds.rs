@@ -13,7 +13,7 @@ use super::receipt::{Receipt, TotalSource};
 /// besides the items) is reconciled: without them a total above the items
 /// may include a tax that was not printed. Items that disagree with the
 /// printed subtotal (a discount, a line not read) leave the printed total.
-pub fn reconciled_total(r: &Receipt) -> Option<Cents> {
+pub(super) fn reconciled_total(r: &Receipt) -> Option<Cents> {
     if r.total_source != TotalSource::Printed || r.items.is_empty() || (r.subtotal.is_none() && r.tax.is_none()) {
         return None;
     }
@@ -29,7 +29,7 @@ pub fn reconciled_total(r: &Receipt) -> Option<Cents> {
 
 /// The receipts with their totals reconciled, and for each one changed its
 /// index and printed total.
-pub fn reconcile(receipts: &[Receipt]) -> (Vec<Receipt>, Vec<(usize, Cents)>) {
+pub(super) fn reconcile(receipts: &[Receipt]) -> (Vec<Receipt>, Vec<(usize, Cents)>) {
     let mut changed = Vec::new();
     let out = receipts
         .iter()
@@ -47,7 +47,7 @@ pub fn reconcile(receipts: &[Receipt]) -> (Vec<Receipt>, Vec<(usize, Cents)>) {
 }
 
 /// Marks the reconciled receipts in the `receipts` artifact's value.
-pub fn mark(receipts: &mut Value, changed: &[(usize, Cents)]) {
+pub(super) fn mark(receipts: &mut Value, changed: &[(usize, Cents)]) {
     for (i, printed) in changed {
         if let Some(obj) = receipts.get_mut(*i).and_then(Value::as_object_mut) {
             obj.insert("printed_total".into(), money::to_value(*printed));
@@ -57,7 +57,7 @@ pub fn mark(receipts: &mut Value, changed: &[(usize, Cents)]) {
 }
 
 /// A line for each reconciled receipt, for the result.
-pub fn notes(receipts: &[Receipt], changed: &[(usize, Cents)]) -> Vec<String> {
+pub(super) fn notes(receipts: &[Receipt], changed: &[(usize, Cents)]) -> Vec<String> {
     changed
         .iter()
         .filter_map(|(i, printed)| {

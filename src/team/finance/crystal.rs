@@ -25,22 +25,22 @@ use super::{seeding, transfers};
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
-pub const TOOL: &str = "analyze_spending";
+pub(crate) const TOOL: &str = "analyze_spending";
 /// Spending without transfers, then everything out.
-pub const SEEDS: [u64; 2] = [258_661, 730_219];
+pub(crate) const SEEDS: [u64; 2] = [258_661, 730_219];
 
 /// Categories people can cut back on without changing where they live.
 const DISCRETIONARY: &[&str] = &["Dining - Coffee", "Dining - Restaurants", "Entertainment", "Shopping", "Travel"];
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct CategoryTotal {
+pub(crate) struct CategoryTotal {
     pub category: String,
     pub total: Cents,
     pub count: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct MonthChange {
+pub(crate) struct MonthChange {
     pub from: String,
     pub to: String,
     pub change: Cents,
@@ -49,7 +49,7 @@ pub struct MonthChange {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     pub currency: String,
     pub transaction_count: usize,
     pub total_spent: Cents,
@@ -75,7 +75,7 @@ impl Analysis {
         money::div_round(i128::from(total), i128::from(self.months())) as Cents
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let c = |v: Cents| money::to_value(v);
         json!({
             "currency": self.currency,
@@ -110,7 +110,7 @@ fn month_key(t: &Transaction) -> Option<(i32, u32)> {
 
 /// Analyzes the transactions in their most common currency. Categories that
 /// came with them are used; missing ones come from Tag's rules.
-pub fn analyze(transactions: &[Transaction]) -> Analysis {
+pub(crate) fn analyze(transactions: &[Transaction]) -> Analysis {
     let currency = transactions::main_currency(transactions);
     let mut ts: Vec<Transaction> = transactions.iter().filter(|t| t.currency == currency).cloned().collect();
     tag_ai::ensure_categories(&mut ts);
@@ -378,7 +378,7 @@ fn answer_asked(asked: &Asked, ts: &[Transaction], currency: &str) -> (String, V
 }
 
 /// Crystal (`crystal-analytics`): transactions in, an `analysis` artifact out.
-pub struct CrystalAnalytics;
+pub(crate) struct CrystalAnalytics;
 
 #[async_trait]
 impl Agent for CrystalAnalytics {

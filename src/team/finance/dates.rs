@@ -23,7 +23,7 @@ static MONTH_YEAR_NUM: LazyLock<Regex> = LazyLock::new(|| regex(r"\b(\d{1,2})/(\
 static MONTH_YEAR: LazyLock<Regex> = LazyLock::new(|| regex(&format!(r"(?i)\b{MONTH},?\s+(\d{{4}})\b")));
 
 /// The number of a month name or abbreviation (`Oct`, `october`).
-pub fn month_number(name: &str) -> Option<u32> {
+pub(crate) fn month_number(name: &str) -> Option<u32> {
     let lower = name.to_ascii_lowercase();
     let names = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
     names.iter().position(|m| lower.starts_with(m)).and_then(|i| u32::try_from(i + 1).ok())
@@ -42,7 +42,7 @@ fn num(raw: &str) -> Option<u32> {
 /// The first date in `text` and where it is: ISO (`2025-10-09`), numeric
 /// (`10/09/2025` is month first, as in the US, unless the first number cannot
 /// be a month: `25/10/2025`), `Oct 9, 2025` and `9 Oct 2025`.
-pub fn find_date(text: &str) -> Option<(NaiveDate, Range<usize>)> {
+pub(crate) fn find_date(text: &str) -> Option<(NaiveDate, Range<usize>)> {
     find_date_ordered(text, false)
 }
 
@@ -50,7 +50,7 @@ pub fn find_date(text: &str) -> Option<(NaiveDate, Range<usize>)> {
 /// month first (`14/03/2025`), so `03/04/2025` in the same text is 3 April.
 /// Dotted dates (`03.10.2025`) are day first too, unless one cannot be
 /// (`10.14.2025`).
-pub fn day_first(text: &str) -> bool {
+pub(crate) fn day_first(text: &str) -> bool {
     let parts = |c: &regex::Captures| (num(&c[1]).unwrap_or(0), num(&c[2]).unwrap_or(0));
     let dates: Vec<(u32, u32, bool)> = NUMERIC
         .captures_iter(text)
@@ -67,7 +67,7 @@ pub fn day_first(text: &str) -> bool {
 /// [`day_first`], or, when nothing in the text says either way, the habit of
 /// the currency's countries: day first everywhere but the US (and so for no
 /// currency at all, month first).
-pub fn day_first_for(text: &str, currency: &str) -> bool {
+pub(crate) fn day_first_for(text: &str, currency: &str) -> bool {
     let month_first = NUMERIC
         .captures_iter(text)
         .take(MAX_SCANNED)
@@ -79,12 +79,12 @@ pub fn day_first_for(text: &str, currency: &str) -> bool {
 const MAX_SCANNED: usize = 5000;
 
 /// `parse_date`, reading `03/04/2025` day first when `day_first`.
-pub fn parse_date_ordered(text: &str, day_first: bool) -> Option<NaiveDate> {
+pub(crate) fn parse_date_ordered(text: &str, day_first: bool) -> Option<NaiveDate> {
     find_date_ordered(text, day_first).map(|(d, _)| d)
 }
 
 /// `find_date`, reading numeric dates day first when `day_first` (see [`day_first`]).
-pub fn find_date_ordered(text: &str, day_first: bool) -> Option<(NaiveDate, Range<usize>)> {
+pub(crate) fn find_date_ordered(text: &str, day_first: bool) -> Option<(NaiveDate, Range<usize>)> {
     let iso = ISO.captures_iter(text).find_map(|c| {
         let date = NaiveDate::from_ymd_opt(year(&c[1])?, num(&c[2])?, num(&c[3])?)?;
         Some((date, c.get(0)?.range()))
@@ -106,13 +106,13 @@ pub fn find_date_ordered(text: &str, day_first: bool) -> Option<(NaiveDate, Rang
 }
 
 /// A date in any form `find_date` knows, or a JSON-ish `2025-10-09T12:00:00Z`.
-pub fn parse_date(text: &str) -> Option<NaiveDate> {
+pub(crate) fn parse_date(text: &str) -> Option<NaiveDate> {
     find_date(text).map(|(d, _)| d)
 }
 
 /// A year and month (`2026-12`, `12/2026`, `Dec 2026`, `December, 2026`) and
 /// where it is; a full date counts too.
-pub fn find_month(text: &str) -> Option<((i32, u32), Range<usize>)> {
+pub(crate) fn find_month(text: &str) -> Option<((i32, u32), Range<usize>)> {
     let full = find_date(text).map(|(d, r)| ((d.year(), d.month()), r));
     let ym = YEAR_MONTH.captures_iter(text).find_map(|c| {
         let (y, m) = (year(&c[1])?, num(&c[2])?);
@@ -128,17 +128,17 @@ pub fn find_month(text: &str) -> Option<((i32, u32), Range<usize>)> {
 }
 
 /// Months from one (year, month) to another; negative when `to` is earlier.
-pub fn months_between(from: (i32, u32), to: (i32, u32)) -> i64 {
+pub(crate) fn months_between(from: (i32, u32), to: (i32, u32)) -> i64 {
     (i64::from(to.0) * 12 + i64::from(to.1)) - (i64::from(from.0) * 12 + i64::from(from.1))
 }
 
 /// (year, month) plus `n` months.
-pub fn add_months(from: (i32, u32), n: i64) -> (i32, u32) {
+pub(crate) fn add_months(from: (i32, u32), n: i64) -> (i32, u32) {
     let total = i64::from(from.0) * 12 + i64::from(from.1) - 1 + n;
     (i32::try_from(total.div_euclid(12)).unwrap_or(i32::MAX), u32::try_from(total.rem_euclid(12) + 1).unwrap_or(1))
 }
 
-pub fn month_label((y, m): (i32, u32)) -> String {
+pub(crate) fn month_label((y, m): (i32, u32)) -> String {
     format!("{y:04}-{m:02}")
 }
 

@@ -21,7 +21,7 @@ use crate::protocol::DelegationError;
 /// The page content (drawing instructions) decompressed and read from one
 /// PDF, all pages together: past it the PDF is refused (a zip-bomb guard,
 /// and a bound on the work for pages that draw no text).
-pub const MAX_PDF_CONTENT: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_PDF_CONTENT: usize = 16 * 1024 * 1024;
 const MAX_PDF_PAGES: usize = 200;
 
 /// Why a file gives no text.
@@ -81,7 +81,7 @@ impl From<DocumentError> for DelegationError {
 /// before it is read (at most [`Limits::max_file_bytes`], read no further
 /// than that should it grow meanwhile), then [`to_text`] holds the text to
 /// `max_input_bytes`.
-pub fn read(path: &Path, limits: &Limits) -> Result<String, DocumentError> {
+pub(crate) fn read(path: &Path, limits: &Limits) -> Result<String, DocumentError> {
     let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let unreadable =
         |e: std::io::Error| DocumentError::Unreadable { name: path.display().to_string(), reason: e.to_string() };
@@ -108,7 +108,7 @@ pub fn read(path: &Path, limits: &Limits) -> Result<String, DocumentError> {
 /// (a BOM stripped), a PDF's text layer is extracted until it passes
 /// `max_text`; images and PDFs without text (scans) are refused with a
 /// message saying what to send instead.
-pub fn to_text(name: &str, bytes: &[u8], max_text: usize) -> Result<String, DocumentError> {
+pub(crate) fn to_text(name: &str, bytes: &[u8], max_text: usize) -> Result<String, DocumentError> {
     if let Some(kind) = image_kind(bytes) {
         return Err(DocumentError::Image { name: name.into(), kind });
     }

@@ -15,7 +15,7 @@ use crate::store::{MoneyEntry, MoneyPlan};
 
 /// A savings goal as the user states it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Goal {
+pub(crate) struct Goal {
     pub name: String,
     pub target: Cents,
     pub saved: Cents,
@@ -25,13 +25,13 @@ pub struct Goal {
 }
 
 /// The kind of plan goals are kept as.
-pub const KIND: &str = "goal";
+pub(crate) const KIND: &str = "goal";
 
 /// Words that make a payment a contribution to savings.
 const SAVING_WORDS: &[&str] = &["saving", "transfer", "deposit", "fund", "goal", "put aside", "set aside"];
 
 /// The key a goal is kept under: its name, lowercased.
-pub fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     name.trim().to_lowercase()
 }
 
@@ -61,7 +61,7 @@ fn from_plan(plan: &MoneyPlan) -> Option<(Goal, String, NaiveDate)> {
 }
 
 /// What went to the goal named `name` on or after `since`, and in how many payments.
-pub fn contributions(name: &str, currency: &str, since: NaiveDate, entries: &[MoneyEntry]) -> (Cents, usize) {
+pub(crate) fn contributions(name: &str, currency: &str, since: NaiveDate, entries: &[MoneyEntry]) -> (Cents, usize) {
     let word = name.split_whitespace().find(|w| w.len() >= 3).unwrap_or(name).to_lowercase();
     let since = since.format("%Y-%m-%d").to_string();
     let hits: Vec<&MoneyEntry> = entries
@@ -76,7 +76,7 @@ pub fn contributions(name: &str, currency: &str, since: NaiveDate, entries: &[Mo
 }
 
 /// Keeps the goals the user just stated (when Goalie may write the money records).
-pub async fn save(ctx: &AgentContext, goals: &[Goal], currency: &str) -> Result<(), DelegationError> {
+pub(crate) async fn save(ctx: &AgentContext, goals: &[Goal], currency: &str) -> Result<(), DelegationError> {
     if !ctx.can_write_money() {
         return Ok(());
     }
@@ -90,7 +90,10 @@ pub async fn save(ctx: &AgentContext, goals: &[Goal], currency: &str) -> Result<
 /// The kept goals with what went to them since, the ones the text names
 /// (`my vacation goal`) or all; their currency; and one line per goal that
 /// grew. None when nothing is kept or Goalie may not read it.
-pub async fn load(ctx: &AgentContext, text: &str) -> Result<Option<(Vec<Goal>, String, Vec<String>)>, DelegationError> {
+pub(crate) async fn load(
+    ctx: &AgentContext,
+    text: &str,
+) -> Result<Option<(Vec<Goal>, String, Vec<String>)>, DelegationError> {
     let Some(view) = book::recorded(ctx).await? else { return Ok(None) };
     let kept: Vec<(Goal, String, NaiveDate)> =
         view.plans.iter().filter(|p| p.kind == KIND).filter_map(from_plan).collect();

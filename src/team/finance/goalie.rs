@@ -20,9 +20,9 @@ use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 use lines::{Partial, read_line};
 
-pub const TOOL: &str = "track_goals";
+pub(crate) const TOOL: &str = "track_goals";
 /// The deadline as stated, then a month to spare.
-pub const SEEDS: [u64; 2] = [950_774, 481_206];
+pub(crate) const SEEDS: [u64; 2] = [950_774, 481_206];
 const MAX_GOALS: usize = 50;
 /// Projections further out than a century are not dates worth printing.
 const MAX_PROJECTED_MONTHS: i64 = 1200;
@@ -30,7 +30,7 @@ const MAX_PROJECTED_MONTHS: i64 = 1200;
 static AS_OF: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b(as of|today is|current date:?)\s+").expect("valid regex"));
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GoalStatus {
+pub(crate) enum GoalStatus {
     Done,
     OnTrack,
     Behind,
@@ -49,11 +49,11 @@ impl GoalStatus {
     }
 }
 
-pub use super::goal::Goal;
+pub(crate) use super::goal::Goal;
 
 /// A goal measured against a month.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
+pub(crate) struct Progress {
     pub goal: Goal,
     pub as_of: (i32, u32),
     pub remaining: Cents,
@@ -69,7 +69,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(goal: Goal, as_of: (i32, u32)) -> Self {
+    pub(crate) fn new(goal: Goal, as_of: (i32, u32)) -> Self {
         let remaining = (goal.target - goal.saved).max(0);
         let months_to_go = money::div_ceil(remaining, goal.monthly).or((remaining == 0).then_some(0));
         let months_left = goal.deadline.map(|d| dates::months_between(as_of, d));
@@ -95,7 +95,7 @@ impl Progress {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let c = money::to_value;
         json!({
             "name": self.goal.name,
@@ -165,10 +165,11 @@ fn stated_month(text: &str) -> Option<(i32, u32)> {
     dates::find_month(text.get(m.end()..)?).filter(|(_, r)| r.start == 0).map(|(ym, _)| ym)
 }
 
+#[cfg(test)]
 /// One goal from a line such as `Emergency fund: target $10,000, saved $2,500,
 /// saving $500/month, by 2026-12` or `Vacation $3,000 - have $1,200 - $200 a
 /// month - in 9 months`. None without a target or when the line is unclear.
-pub fn parse_goal(line: &str, as_of: (i32, u32)) -> Option<Goal> {
+pub(crate) fn parse_goal(line: &str, as_of: (i32, u32)) -> Option<Goal> {
     let p = read_line(line, as_of).ok()??;
     let target = p.target.filter(|t| *t > 0)?;
     Some(Goal {
@@ -239,15 +240,16 @@ fn parse_goals_at(text: &str, today: (i32, u32)) -> Result<(Vec<Progress>, (i32,
     Ok((out, as_of))
 }
 
+#[cfg(test)]
 /// Every goal in a text, measured against `as of <month>` in the text or
 /// else the current month; the question to ask when the text is unclear.
-pub fn parse_goals(text: &str) -> Result<(Vec<Progress>, (i32, u32)), String> {
+pub(crate) fn parse_goals(text: &str) -> Result<(Vec<Progress>, (i32, u32)), String> {
     let today = chrono::Utc::now().date_naive();
     parse_goals_at(text, (today.year(), today.month()))
 }
 
 /// Goalie (`goalie-goals`): goals in text in, a `goals` artifact out.
-pub struct GoalieGoals;
+pub(crate) struct GoalieGoals;
 
 #[async_trait]
 impl Agent for GoalieGoals {

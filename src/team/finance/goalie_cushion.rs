@@ -10,11 +10,11 @@ use super::{GoalStatus, Progress};
 use crate::agent::AgentOutput;
 
 /// The note the answer carries under this approach.
-pub const NOTE: &str = "Planned with a month to spare: each goal is reached a month before its deadline, the monthly amount rounded up to a whole unit.";
+pub(crate) const NOTE: &str = "Planned with a month to spare: each goal is reached a month before its deadline, the monthly amount rounded up to a whole unit.";
 
 /// `p` planned to be reached a month before its deadline (by the deadline
 /// when only a month is left), the required amount in whole units.
-pub fn cushioned(mut p: Progress) -> Progress {
+pub(crate) fn cushioned(mut p: Progress) -> Progress {
     let Some(left) = p.months_left.filter(|l| *l > 0) else { return p };
     if p.remaining == 0 {
         return p;
@@ -29,7 +29,7 @@ pub fn cushioned(mut p: Progress) -> Progress {
 
 /// The answer with the note, each goal of its `goals` artifact marked as
 /// planned with a month to spare.
-pub fn marked(mut out: AgentOutput) -> AgentOutput {
+pub(crate) fn marked(mut out: AgentOutput) -> AgentOutput {
     out.result.push_str(&format!("\n{NOTE}"));
     let goals = out.artifacts.iter_mut().filter(|a| a.label.as_deref() == Some("goals"));
     for g in goals.flat_map(|a| a.value.as_array_mut().into_iter().flatten()).filter_map(Value::as_object_mut) {

@@ -36,9 +36,9 @@ use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::redact::mask_tokens;
 
-pub const TOOL: &str = "find_deductions";
+pub(crate) const TOOL: &str = "find_deductions";
 /// The rules, then strict.
-pub const SEEDS: [u64; 2] = [840_553, 392_118];
+pub(crate) const SEEDS: [u64; 2] = [840_553, 392_118];
 
 /// Medical costs count above this share of income (US rule), in percent.
 const MEDICAL_FLOOR_PCT: i64 = 75; // tenths of a percent: 7.5%
@@ -77,7 +77,7 @@ static INCOME: LazyLock<Regex> = LazyLock::new(|| {
 
 /// What the request says about the taxpayer.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TaxContext {
+pub(crate) struct TaxContext {
     /// The request calls the travel business travel.
     pub business_travel: bool,
     /// A home office (or working from home) is mentioned.
@@ -89,7 +89,7 @@ pub struct TaxContext {
 
 impl TaxContext {
     /// Reads the objective, the input's prose and the user's facts.
-    pub fn from_text(text: &str) -> Self {
+    pub(crate) fn from_text(text: &str) -> Self {
         // a token's number is not an income nor a percentage
         let text = &*mask_tokens(text);
         let office = HOME_OFFICE.captures(text);
@@ -119,7 +119,7 @@ impl TaxContext {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Deduction {
+pub(crate) struct Deduction {
     pub date: Option<NaiveDate>,
     pub merchant: String,
     pub category: String,
@@ -142,7 +142,7 @@ impl Deduction {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "date": self.date.map(|d| d.format("%Y-%m-%d").to_string()),
             "merchant": self.merchant,
@@ -156,7 +156,7 @@ impl Deduction {
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Deductions {
+pub(crate) struct Deductions {
     pub currency: String,
     pub items: Vec<Deduction>,
     /// Expenses that qualify only under a condition the data does not show.
@@ -166,7 +166,7 @@ pub struct Deductions {
 }
 
 impl Deductions {
-    pub fn total(&self) -> Cents {
+    pub(crate) fn total(&self) -> Cents {
         self.items.iter().map(|d| d.deductible).sum()
     }
 }
@@ -180,7 +180,7 @@ fn category_of(t: &Transaction) -> &'static str {
 
 /// Applies the rule set in the module documentation to the purchases in the
 /// most common currency.
-pub fn find_deductions(transactions: &[Transaction], ctx: &TaxContext) -> Deductions {
+pub(crate) fn find_deductions(transactions: &[Transaction], ctx: &TaxContext) -> Deductions {
     let currency = transactions::main_currency(transactions);
     let mut out = Deductions { currency: currency.clone(), ..Deductions::default() };
     let mut medical: Vec<&Transaction> = Vec::new();
@@ -288,7 +288,7 @@ pub fn find_deductions(transactions: &[Transaction], ctx: &TaxContext) -> Deduct
 }
 
 /// Ledger (`ledger-tax`): transactions in, a `deductions` artifact out.
-pub struct LedgerTax;
+pub(crate) struct LedgerTax;
 
 #[async_trait]
 impl Agent for LedgerTax {

@@ -16,13 +16,13 @@ const CERTAIN: &[&str] = &["Office Supplies", "Software", "Education", "Professi
 
 /// One item left out of a strict total, with what to ask about it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Question {
+pub(super) struct Question {
     pub item: Deduction,
     pub question: String,
 }
 
 impl Question {
-    pub fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         json!({
             "merchant": self.item.merchant,
             "category": self.item.category,
@@ -57,7 +57,7 @@ fn question(d: &Deduction, currency: &str) -> String {
 
 /// The strict reading of `d`: the certain items stay; the rest, and the
 /// possible ones, become questions.
-pub fn strict(mut d: Deductions) -> (Deductions, Vec<Question>) {
+pub(super) fn strict(mut d: Deductions) -> (Deductions, Vec<Question>) {
     let (certain, unsure): (Vec<Deduction>, Vec<Deduction>) = d.items.drain(..).partition(is_certain);
     d.items = certain;
     let questions = unsure
@@ -69,7 +69,7 @@ pub fn strict(mut d: Deductions) -> (Deductions, Vec<Question>) {
 }
 
 /// The summary, the result and the `deductions` value of a strict reading.
-pub fn answer(d: &Deductions, questions: &[Question], period: Option<&str>) -> (String, String, Value) {
+pub(super) fn answer(d: &Deductions, questions: &[Question], period: Option<&str>) -> (String, String, Value) {
     let fmt = |c: Cents| money::format(c, &d.currency);
     let noun = if d.items.len() == 1 { "item" } else { "items" };
     let mut summary = format!("Found {} in certain deductions ({} {noun})", fmt(d.total()), d.items.len());

@@ -16,34 +16,36 @@
 //! | goalie-goals | `track_goals` | `goals` |
 //! | blitz-debt | `plan_debt` | `payoff_plan` |
 
-pub mod blitz;
-pub mod book;
-pub mod byte_doc;
+pub(crate) mod blitz;
+pub(crate) mod book;
+pub(crate) mod byte_doc;
 mod byte_seeds;
-pub mod crystal;
-pub mod dates;
-pub mod document;
+pub(crate) mod crystal;
+pub(crate) mod dates;
+// Files given on the command line (`--file`): text, CSV, OFX, a PDF's text layer.
+#[cfg(any(feature = "cli", test))]
+pub(crate) mod document;
 #[cfg(test)]
 mod fixtures_tests;
-pub mod goal;
-pub mod goalie;
-pub mod ledger;
-pub mod money;
-pub mod ofx;
-pub mod period;
+pub(crate) mod goal;
+pub(crate) mod goalie;
+pub(crate) mod ledger;
+pub(crate) mod money;
+pub(crate) mod ofx;
+pub(crate) mod period;
 #[cfg(test)]
 mod phrasing;
-pub mod receipt;
+pub(crate) mod receipt;
 mod reply;
 #[cfg(test)]
 mod seeded_tests;
 mod seeding;
-pub mod statement;
-pub mod tag_ai;
+pub(crate) mod statement;
+pub(crate) mod tag_ai;
 #[cfg(test)]
 mod tokens_tests;
-pub mod transaction;
-pub mod transactions;
+pub(crate) mod transaction;
+pub(crate) mod transactions;
 mod transfers;
 
 use std::sync::Arc;
@@ -51,7 +53,7 @@ use std::sync::Arc;
 use crate::agent::Agent;
 
 /// The finance agent called `name`, if there is one.
-pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
+pub(crate) fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     let agent: Arc<dyn Agent> = match name {
         "byte-doc" => Arc::new(byte_doc::ByteDoc),
         "tag-ai" => Arc::new(tag_ai::TagAi),

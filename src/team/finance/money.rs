@@ -10,20 +10,20 @@ use serde_json::Value;
 use crate::redact::mask_tokens;
 
 /// An amount in hundredths of its currency unit.
-pub type Cents = i64;
+pub(crate) type Cents = i64;
 
 /// Larger amounts are treated as garbage rather than money (and keep sums far
 /// from overflow).
 const MAX_CENTS: Cents = 1_000_000_000_000;
 
 /// How people say "a month" right after an amount (`300 a month`, `$50/mo`).
-pub const PER_MONTH_AFTER: &[&str] =
+pub(crate) const PER_MONTH_AFTER: &[&str] =
     &["/month", "/mo", "per month", "a month", "monthly", "each month", "every month", "a mo", "/m"];
 
 /// Parses one amount: `45.99`, `$1,234.56`, `-4.50`, `+4.50`, `(12.50)` (negative),
 /// `12,50` and `1.234,56` (decimal comma), `€5`, `4,50 €`, `5.00 EUR`, `2.5k`. Anything
 /// else in the string makes it fail.
-pub fn parse_amount(raw: &str) -> Option<Cents> {
+pub(crate) fn parse_amount(raw: &str) -> Option<Cents> {
     let mut s = raw.trim();
     let mut negative = false;
     if let Some(inner) = s.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
@@ -106,12 +106,12 @@ fn digits_to_cents(s: &str) -> Option<Cents> {
 }
 
 /// Cents as a JSON number with at most two decimals (`45.99`).
-pub fn to_value(cents: Cents) -> Value {
+pub(crate) fn to_value(cents: Cents) -> Value {
     serde_json::Number::from_f64(cents as f64 / 100.0).map_or(Value::Null, Value::Number)
 }
 
 /// An amount from JSON: a number (in currency units) or a string `parse_amount` reads.
-pub fn from_value(value: &Value) -> Option<Cents> {
+pub(crate) fn from_value(value: &Value) -> Option<Cents> {
     match value {
         Value::Number(n) => {
             let f = n.as_f64()?;
@@ -124,7 +124,7 @@ pub fn from_value(value: &Value) -> Option<Cents> {
 }
 
 /// `$1,234.56`, `-€4.50`, `C$12.00`; currencies without a symbol print as `12.00 CHF`.
-pub fn format(cents: Cents, currency: &str) -> String {
+pub(crate) fn format(cents: Cents, currency: &str) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     let abs = cents.unsigned_abs();
     let whole = (abs / 100).to_string();
@@ -172,13 +172,13 @@ const SYMBOLS: [(&str, &str); 9] = [
 ];
 
 /// The symbol `format` prints for a currency code, if it has one.
-pub fn symbol(currency: &str) -> Option<&'static str> {
+pub(crate) fn symbol(currency: &str) -> Option<&'static str> {
     CODES.iter().find(|c| c.code.eq_ignore_ascii_case(currency) && !c.symbol.is_empty()).map(|c| c.symbol)
 }
 
 /// The currency a text is written in: an ISO code wins over a symbol, and the
 /// prefixed dollars (`C$`, `CA$`, `A$`) over a bare `$`. None when there is no clue.
-pub fn detect_currency(text: &str) -> Option<&'static str> {
+pub(crate) fn detect_currency(text: &str) -> Option<&'static str> {
     static CODE: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\b(USD|CAD|AUD|NZD|EUR|GBP|CHF|MXN)\b").expect("valid regex"));
     if let Some(m) = CODE.find(text) {
@@ -188,12 +188,12 @@ pub fn detect_currency(text: &str) -> Option<&'static str> {
 }
 
 /// `part` as a percentage of `whole`, with one decimal.
-pub fn percent(part: Cents, whole: Cents) -> f64 {
+pub(crate) fn percent(part: Cents, whole: Cents) -> f64 {
     if whole == 0 { 0.0 } else { (part as f64 * 1000.0 / whole as f64).round() / 10.0 }
 }
 
 /// `numerator / denominator` rounded half away from zero; 0 for a zero denominator.
-pub fn div_round(numerator: i128, denominator: i128) -> i128 {
+pub(crate) fn div_round(numerator: i128, denominator: i128) -> i128 {
     if denominator == 0 {
         return 0;
     }
@@ -206,13 +206,13 @@ pub fn div_round(numerator: i128, denominator: i128) -> i128 {
 }
 
 /// `a / b` rounded up, for positive values ("months needed").
-pub fn div_ceil(a: Cents, b: Cents) -> Option<i64> {
+pub(crate) fn div_ceil(a: Cents, b: Cents) -> Option<i64> {
     (b > 0).then(|| if a <= 0 { 0 } else { (a + b - 1) / b })
 }
 
 /// An amount inside prose (goals, debts): its byte range and meaning.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Figure {
+pub(crate) struct Figure {
     pub start: usize,
     pub end: usize,
     /// Cents for money; hundredths of a percent for percentages (19.99% is 1999).
@@ -223,7 +223,7 @@ pub struct Figure {
 /// The numbers in a line of prose: `$10,000`, `2.5k`, `500`, `19.99%`. Digits
 /// glued to letters (`Q4`, `i7`) are not figures, nor the number of a PII
 /// token (`<EMAIL_1>`: see [`mask_tokens`]).
-pub fn figures(text: &str) -> Vec<Figure> {
+pub(crate) fn figures(text: &str) -> Vec<Figure> {
     static NUM: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)(?:(?:CA\$|C\$|A\$|NZ\$|US\$|\$|€|£)\s?)?\d[\d,]*(?:\.\d+)?(?:\s?k\b)?(?:\s?%)?")
             .expect("valid regex")
@@ -252,7 +252,7 @@ pub fn figures(text: &str) -> Vec<Figure> {
 /// `;`, parentheses and other figures), lowercased: what says whether `$500`
 /// is a target, a balance or a monthly payment.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Labelled {
+pub(crate) struct Labelled {
     pub figure: Figure,
     pub before: String,
     pub after: String,
@@ -260,19 +260,19 @@ pub struct Labelled {
 
 impl Labelled {
     /// Whether any of `words` is in the clause before the figure.
-    pub fn before_has(&self, words: &[&str]) -> bool {
+    pub(crate) fn before_has(&self, words: &[&str]) -> bool {
         words.iter().any(|w| self.before.contains(w))
     }
 
     /// Whether the clause after the figure starts with one of `words` (after
     /// spaces), as in `$500/month` or `$150 minimum`.
-    pub fn after_starts(&self, words: &[&str]) -> bool {
+    pub(crate) fn after_starts(&self, words: &[&str]) -> bool {
         let after = self.after.trim_start();
         words.iter().any(|w| after.starts_with(w))
     }
 }
 
-pub fn labelled_figures(text: &str) -> Vec<Labelled> {
+pub(crate) fn labelled_figures(text: &str) -> Vec<Labelled> {
     let found = figures(text);
     let is_boundary = |i: usize| {
         let rest = &text[i..];

@@ -10,14 +10,14 @@ use super::transaction::{MAX_TRANSACTIONS, Transaction, clean_merchant};
 
 /// Whether a text is an OFX document: a 1.x header, a 2.x processing
 /// instruction or an `<OFX>` element, with at least one transaction.
-pub fn is_ofx(text: &str) -> bool {
+pub(crate) fn is_ofx(text: &str) -> bool {
     let head = text.get(..text.len().min(4096)).unwrap_or(text).to_ascii_uppercase();
     let marked = head.contains("OFXHEADER") || head.contains("<OFX>");
     marked && text.to_ascii_uppercase().contains("<STMTTRN>")
 }
 
 /// The transactions of an OFX statement, in file order; empty when `text` is not one.
-pub fn parse(text: &str) -> Vec<Transaction> {
+pub(crate) fn parse(text: &str) -> Vec<Transaction> {
     if !is_ofx(text) {
         return Vec::new();
     }

@@ -11,7 +11,7 @@ use super::dates;
 
 /// A span of days, both ends included, and how to say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Period {
+pub(crate) struct Period {
     pub from: NaiveDate,
     pub to: NaiveDate,
     pub label: String,
@@ -21,12 +21,12 @@ pub struct Period {
 }
 
 impl Period {
-    pub fn contains(&self, day: NaiveDate) -> bool {
+    pub(crate) fn contains(&self, day: NaiveDate) -> bool {
         self.from <= day && day <= self.to
     }
 
     /// The same month `years` years earlier (for a [`Period::flexible`] one).
-    pub fn years_back(&self, years: i32) -> Option<Period> {
+    pub(crate) fn years_back(&self, years: i32) -> Option<Period> {
         use chrono::Datelike;
         let m = (self.from.year() - years, self.from.month());
         let (from, to) = month_span(m)?;
@@ -61,7 +61,7 @@ fn month_name(m: u32) -> &'static str {
 
 /// The period `text` names, counted from `today`; None when it names none.
 /// A month named without a year is its latest occurrence up to today.
-pub fn find(text: &str, today: NaiveDate) -> Option<Period> {
+pub(crate) fn find(text: &str, today: NaiveDate) -> Option<Period> {
     let make = |(from, to): (NaiveDate, NaiveDate), label: String| {
         Some(Period { from, to: to.min(today), label, flexible: false })
     };

@@ -24,7 +24,7 @@ pub(super) struct Wrong(Vec<String>);
 impl Wrong {
     /// Judges one row: a read answer by `reads` (`Err` with what was read
     /// when it differs), a question by its code and words.
-    pub fn judge<T>(
+    pub(super) fn judge<T>(
         &mut self,
         row: impl Debug,
         want: &Want<T>,
@@ -42,7 +42,7 @@ impl Wrong {
     }
 
     /// Fails listing every wrong row of the `rows` judged.
-    pub fn assert_none(self, rows: usize) {
+    pub(super) fn assert_none(self, rows: usize) {
         assert!(self.0.is_empty(), "{} of {rows} rows wrong:\n{}", self.0.len(), self.0.join("\n"));
     }
 }

@@ -19,7 +19,7 @@ use crate::team::finance::transactions::Transaction;
 
 /// What is counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(super) enum Unit {
     /// Spending categories.
     Category,
     /// Single purchases.
@@ -30,7 +30,7 @@ pub enum Unit {
 
 /// One side of a comparison.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Side {
+pub(super) enum Side {
     /// One category, or those a word names together (`dining`: coffee and restaurants).
     Category(String, Vec<&'static str>),
     /// Purchases whose merchant contains the words.
@@ -41,7 +41,7 @@ pub enum Side {
 
 /// What a spending question asks.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Question {
+pub(super) enum Question {
     /// The `n` largest.
     Top(usize, Unit),
     /// The single largest.
@@ -116,7 +116,7 @@ fn side(words: &str) -> Option<Side> {
 }
 
 /// What `text` asks, when it asks one of these.
-pub fn read(text: &str) -> Option<Question> {
+pub(super) fn read(text: &str) -> Option<Question> {
     if let Some(c) = COMPARE.captures(text) {
         let (a, b) = match (c.get(1).or(c.get(3)).or(c.get(5)), c.get(2).or(c.get(4)).or(c.get(6))) {
             (Some(a), Some(b)) => (a.as_str(), b.as_str()),
@@ -184,7 +184,7 @@ fn purchase(t: &Transaction, currency: &str) -> String {
 /// The answer to `q` from the `spending` (categorized, transfers left out)
 /// and its analysis: a sentence that answers it, and the same as data.
 /// `period` is how the sentence names the time (` in October 2025`, or empty).
-pub fn answer(q: &Question, spending: &[Transaction], a: &Analysis, period: &str) -> (String, Value) {
+pub(super) fn answer(q: &Question, spending: &[Transaction], a: &Analysis, period: &str) -> (String, Value) {
     let mut ts: Vec<Transaction> =
         spending.iter().filter(|t| t.amount > 0 && t.currency == a.currency).cloned().collect();
     tag_ai::ensure_categories(&mut ts);

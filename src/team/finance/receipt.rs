@@ -16,7 +16,7 @@ const MAX_RECEIPTS: usize = 100;
 const MAX_ITEMS: usize = 200;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct LineItem {
+pub(crate) struct LineItem {
     pub description: String,
     pub quantity: u32,
     /// The line's amount (quantity times unit price).
@@ -25,7 +25,7 @@ pub struct LineItem {
 
 /// Where a receipt's total came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TotalSource {
+pub(crate) enum TotalSource {
     /// A TOTAL / Amount due / Grand total line.
     Printed,
     /// No total line: subtotal or items, plus tax and tip.
@@ -33,7 +33,7 @@ pub enum TotalSource {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Receipt {
+pub(crate) struct Receipt {
     pub merchant: String,
     pub date: Option<NaiveDate>,
     pub currency: String,
@@ -46,7 +46,7 @@ pub struct Receipt {
 }
 
 impl Receipt {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let opt = |c: Option<Cents>| c.map_or(Value::Null, money::to_value);
         json!({
             "merchant": self.merchant,
@@ -66,7 +66,7 @@ impl Receipt {
     }
 
     /// The receipt as one transaction; its description lists the items.
-    pub fn to_transaction(&self) -> Transaction {
+    pub(crate) fn to_transaction(&self) -> Transaction {
         let mut t = Transaction::new(self.merchant.clone(), self.total, self.currency.clone());
         t.date = self.date;
         let names: Vec<&str> = self.items.iter().take(6).map(|i| i.description.as_str()).collect();
@@ -311,7 +311,7 @@ fn groups(text: &str) -> Vec<Vec<&str>> {
 /// when each has its own total. A block is a receipt when it has a total line,
 /// or a merchant name and priced items; free lines such as
 /// `2025-10-01 Starbucks 4.50` are not receipts.
-pub fn parse_receipts(text: &str) -> Vec<Receipt> {
+pub(crate) fn parse_receipts(text: &str) -> Vec<Receipt> {
     let text = unfold(text);
     let text = text.as_ref();
     let fallback_currency = money::detect_currency(text).unwrap_or("USD");

@@ -12,7 +12,7 @@ use super::money::{self, Cents};
 use super::transaction::{MAX_LINES, MAX_TRANSACTIONS, Transaction, clean_merchant};
 
 /// Splits a CSV line on `delim`, honouring double quotes (`""` is a quote).
-pub fn split_csv(line: &str, delim: char) -> Vec<String> {
+pub(crate) fn split_csv(line: &str, delim: char) -> Vec<String> {
     let mut fields = Vec::new();
     let mut field = String::new();
     let mut quoted = false;
@@ -349,7 +349,7 @@ fn runs_as_balance(balance: &[Cents], amounts: &[Cents]) -> bool {
 /// column, if most rows are negative the file is a bank export where
 /// negative means money out, so signs are flipped; otherwise positive is
 /// spending. Returns the transactions and the count of unreadable rows.
-pub fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
+pub(crate) fn from_csv(text: &str) -> Option<(Vec<Transaction>, usize)> {
     let lines: Vec<&str> = text.lines().take(MAX_LINES).collect();
     let Layout { start, split, cols, width, header, columns } =
         with_header(&lines).or_else(|| without_header(&lines))?;

@@ -8,12 +8,12 @@ use super::dates;
 use super::money::{self, Cents};
 
 /// Bounds on the work done for one task.
-pub const MAX_LINES: usize = 5000;
-pub const MAX_TRANSACTIONS: usize = 5000;
+pub(crate) const MAX_LINES: usize = 5000;
+pub(crate) const MAX_TRANSACTIONS: usize = 5000;
 
 /// One purchase (or, with a negative amount, a refund or deposit).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Transaction {
+pub(crate) struct Transaction {
     pub date: Option<NaiveDate>,
     pub merchant: String,
     /// Positive is money spent.
@@ -25,7 +25,7 @@ pub struct Transaction {
 }
 
 impl Transaction {
-    pub fn new(merchant: impl Into<String>, amount: Cents, currency: impl Into<String>) -> Self {
+    pub(crate) fn new(merchant: impl Into<String>, amount: Cents, currency: impl Into<String>) -> Self {
         Self {
             date: None,
             merchant: merchant.into(),
@@ -39,7 +39,7 @@ impl Transaction {
 
     /// The shared JSON shape: `{date, merchant, amount, currency, description}`
     /// plus `category` and `confidence` once categorized.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut v = json!({
             "date": self.date.map(|d| d.format("%Y-%m-%d").to_string()),
             "merchant": self.merchant,
@@ -56,7 +56,7 @@ impl Transaction {
 
     /// Reads the shared shape, tolerating other spellings (`payee`, `total`,
     /// string amounts, other date formats). None without an amount.
-    pub fn from_json(value: &Value) -> Option<Self> {
+    pub(crate) fn from_json(value: &Value) -> Option<Self> {
         let obj = value.as_object()?;
         let text = |keys: &[&str]| {
             keys.iter().find_map(|k| obj.get(*k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
@@ -82,23 +82,23 @@ impl Transaction {
     }
 
     /// Lowercased merchant and description, what the keyword rules look at.
-    pub fn search_text(&self) -> String {
+    pub(crate) fn search_text(&self) -> String {
         format!("{} {}", self.merchant, self.description).to_lowercase()
     }
 
-    pub fn month(&self) -> Option<String> {
+    pub(crate) fn month(&self) -> Option<String> {
         self.date.map(|d| d.format("%Y-%m").to_string())
     }
 }
 
-pub fn to_json_array(transactions: &[Transaction]) -> Value {
+pub(crate) fn to_json_array(transactions: &[Transaction]) -> Value {
     Value::Array(transactions.iter().map(Transaction::to_json).collect())
 }
 
 /// A merchant name from a bank description: card prefixes, store numbers,
 /// phone numbers, bank codes (`PPD`, `DES:`) and masked account numbers
 /// removed, ALL CAPS turned into Title Case.
-pub fn clean_merchant(raw: &str) -> String {
+pub(crate) fn clean_merchant(raw: &str) -> String {
     let mut s = raw.trim().trim_matches('"').trim();
     const PREFIXES: &[&str] = &[
         "purchase authorized on ",
@@ -206,7 +206,7 @@ fn title_word(w: &str, inner: bool) -> String {
 }
 
 /// The most common currency (the first seen on a tie); USD for none.
-pub fn main_currency(transactions: &[Transaction]) -> String {
+pub(crate) fn main_currency(transactions: &[Transaction]) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for t in transactions {
         match counts.iter_mut().find(|(c, _)| *c == t.currency) {

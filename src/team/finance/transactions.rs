@@ -2,7 +2,9 @@
 //! `transactions` artifact, JSON, a CSV statement, receipts or free lines.
 //! The transaction shape itself is in `transaction.rs`, re-exported here.
 
-pub use super::transaction::{MAX_LINES, MAX_TRANSACTIONS, Transaction, clean_merchant, main_currency, to_json_array};
+pub(crate) use super::transaction::{
+    MAX_LINES, MAX_TRANSACTIONS, Transaction, clean_merchant, main_currency, to_json_array,
+};
 
 use std::sync::LazyLock;
 
@@ -13,12 +15,12 @@ use super::dates;
 use super::money;
 use super::ofx;
 use super::receipt::{self, Receipt};
-pub use super::statement::{from_csv, split_csv};
+pub(crate) use super::statement::from_csv;
 use crate::agent::Task;
 
 /// Where `from_task` found the transactions.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The user's money records: what earlier turns kept.
     Kept,
     /// An earlier step's `transactions` artifact; the step's agent.
@@ -31,7 +33,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Self::Kept => "your records".into(),
             Self::Handoff(agent) => format!("{agent}'s results"),
@@ -46,7 +48,7 @@ impl Source {
 
 /// What a task holds, with where it came from.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Extracted {
+pub(crate) struct Extracted {
     pub source: Option<Source>,
     pub transactions: Vec<Transaction>,
     /// The receipts, when the transactions came from receipt text.
@@ -58,7 +60,7 @@ pub struct Extracted {
 /// The transactions of a task, first found of: (1) the latest intermediate
 /// result with a `transactions` artifact; (2)-(5) as [`from_text`] on the
 /// task's text.
-pub fn from_task(task: &Task) -> Extracted {
+pub(crate) fn from_task(task: &Task) -> Extracted {
     if let Some((agent, transactions)) = task.intermediate_results().and_then(from_handoff) {
         return Extracted { source: Some(Source::Handoff(agent)), transactions, ..Extracted::default() };
     }
@@ -69,7 +71,7 @@ pub fn from_task(task: &Task) -> Extracted {
 /// an artifact list or an object holding them); (3) an OFX/QFX statement;
 /// (4) a CSV statement, with a header or without; (5) receipts; (6) free
 /// lines like `2025-10-01 Starbucks 4.50`.
-pub fn from_text(text: &str) -> Extracted {
+pub(crate) fn from_text(text: &str) -> Extracted {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if let Some(transactions) = serde_json::from_str::<Value>(text.trim()).ok().and_then(|v| in_json(&v, 0)) {
         return Extracted { source: Some(Source::Json), transactions, ..Extracted::default() };
@@ -93,7 +95,7 @@ pub fn from_text(text: &str) -> Extracted {
 
 /// The newest step of a chain (an array, oldest first, or one result) whose
 /// `transactions` artifact holds at least one transaction, with its agent.
-pub fn from_handoff(results: &Value) -> Option<(String, Vec<Transaction>)> {
+pub(crate) fn from_handoff(results: &Value) -> Option<(String, Vec<Transaction>)> {
     let steps: Vec<&Value> = match results {
         Value::Array(items) => items.iter().rev().collect(),
         other => vec![other],
@@ -140,7 +142,7 @@ fn in_json(value: &Value, depth: u8) -> Option<Vec<Transaction>> {
 /// when the line has a date or says it was spent (`spent 45 at Subway`). A line
 /// with several amounts (`45 at Starbucks and 12 at Subway`) is split into
 /// its clauses, one purchase each.
-pub fn from_lines(text: &str) -> Vec<Transaction> {
+pub(crate) fn from_lines(text: &str) -> Vec<Transaction> {
     let currency = money::detect_currency(text).unwrap_or("USD");
     let day_first = dates::day_first_for(text, currency);
     text.lines()

@@ -27,18 +27,18 @@ static TRANSFER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Whether `t` moves money between the user's own accounts or pays a card
 /// off rather than buying something.
-pub fn is_transfer(t: &Transaction) -> bool {
+pub(super) fn is_transfer(t: &Transaction) -> bool {
     TRANSFER.is_match(&t.search_text())
 }
 
 /// The transactions that are not transfers, and the transfers that went out.
-pub fn split(ts: &[Transaction]) -> (Vec<Transaction>, Vec<Transaction>) {
+pub(super) fn split(ts: &[Transaction]) -> (Vec<Transaction>, Vec<Transaction>) {
     let (transfers, kept): (Vec<Transaction>, Vec<Transaction>) = ts.iter().cloned().partition(is_transfer);
     (kept, transfers.into_iter().filter(|t| t.amount > 0).collect())
 }
 
 /// [`split`] when `leave_out`, else every transaction and no transfers.
-pub fn split_if(leave_out: bool, ts: &[Transaction]) -> (Vec<Transaction>, Option<Vec<Transaction>>) {
+pub(super) fn split_if(leave_out: bool, ts: &[Transaction]) -> (Vec<Transaction>, Option<Vec<Transaction>>) {
     if leave_out {
         let (kept, transfers) = split(ts);
         (kept, Some(transfers))
@@ -49,7 +49,7 @@ pub fn split_if(leave_out: bool, ts: &[Transaction]) -> (Vec<Transaction>, Optio
 
 /// The transfers left out in `currency`: a clause for the summary, lines for
 /// the result and the `transfers_excluded` value of the analysis.
-pub fn described(transfers: &[Transaction], currency: &str) -> (String, String, Value) {
+pub(super) fn described(transfers: &[Transaction], currency: &str) -> (String, String, Value) {
     let ts: Vec<&Transaction> = transfers.iter().filter(|t| t.currency == currency).collect();
     let total: Cents = ts.iter().map(|t| t.amount).sum();
     let fmt = |c: Cents| money::format(c, currency);

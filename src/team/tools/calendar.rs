@@ -25,10 +25,10 @@ use crate::protocol::{Artifact, DelegationError};
 use crate::verify::TaskSpec;
 use crate::verify::text::{self, re};
 
-pub struct CalendarAgent;
+pub(crate) struct CalendarAgent;
 
 /// The variants' seeds in default order: start now, start at the next half hour.
-pub const SEEDS: [u64; 2] = [650138, 184467];
+pub(super) const SEEDS: [u64; 2] = [650138, 184467];
 
 /// How each seed places a block that starts now (whether it waits for the half hour).
 const PLACEMENTS: [(&str, bool); SEEDS.len()] = [("now", false), ("next_half_hour", true)];

@@ -24,10 +24,10 @@ use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, ErrorCode};
 use crate::verify::text::{self, KeyCase};
 
-pub struct DataAgent;
+pub(crate) struct DataAgent;
 
 /// The variants' seeds in default order: lenient, strict.
-pub const SEEDS: [u64; 2] = [310452, 872219];
+pub(super) const SEEDS: [u64; 2] = [310452, 872219];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reading {

@@ -26,30 +26,32 @@ use crate::protocol::{Artifact, DelegationError, ErrorCode};
 use crate::verify::{TaskSpec, contains_phrase, element_present, text};
 
 #[derive(Debug, Clone, Default)]
-pub struct EmailAgent {
+pub(crate) struct EmailAgent {
     /// Where sent messages go; None: it drafts only.
     sink: Option<PathBuf>,
 }
 
 /// The environment variable naming the mail sink directory.
-pub const MAIL_SINK_ENV: &str = "SWITCHBOARD_MAIL_SINK";
+pub(super) const MAIL_SINK_ENV: &str = "SWITCHBOARD_MAIL_SINK";
 
 /// The approval a send waits for.
-pub const SEND_ACTION: &str = "send_email";
+pub(super) const SEND_ACTION: &str = "send_email";
 
 impl EmailAgent {
+    #[cfg(test)]
     /// An email agent that drafts only.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
+    #[cfg(test)]
     /// An email agent that sends to the directory `sink` (created on the first send).
-    pub fn with_sink(sink: impl Into<PathBuf>) -> Self {
+    pub(crate) fn with_sink(sink: impl Into<PathBuf>) -> Self {
         Self { sink: Some(sink.into()) }
     }
 
     /// The email agent with the sink `SWITCHBOARD_MAIL_SINK` names, if it is set and not empty.
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         Self { sink: std::env::var_os(MAIL_SINK_ENV).filter(|v| !v.is_empty()).map(PathBuf::from) }
     }
 }
@@ -73,7 +75,7 @@ fn topic_after_address(note: &str, address: &str) -> Option<String> {
 /// key is there already: true when it wrote it, false when it was sent
 /// before. The file appears whole or not at all (written aside, then
 /// linked into place without replacing anything).
-pub fn deliver(sink: &Path, key: &str, message: &str) -> std::io::Result<bool> {
+pub(super) fn deliver(sink: &Path, key: &str, message: &str) -> std::io::Result<bool> {
     let safe = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !safe {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("'{key}' cannot name a message")));
@@ -106,7 +108,7 @@ fn message(key: &str, to: &str, subject: &str, body: &str) -> String {
 }
 
 /// The variants' seeds in default order: standard, detailed, concise, ...
-pub const SEEDS: [u64; 6] = [981234, 442211, 776655, 318207, 905113, 127349];
+pub(super) const SEEDS: [u64; 6] = [981234, 442211, 776655, 318207, 905113, 127349];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Length {

@@ -22,10 +22,10 @@ use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError};
 use crate::verify::text::{self, re};
 
-pub struct FormatAgent;
+pub(crate) struct FormatAgent;
 
 /// The variants' seeds in default order: conservative, restructured.
-pub const SEEDS: [u64; 2] = [240117, 593021];
+pub(super) const SEEDS: [u64; 2] = [240117, 593021];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Approach {

@@ -15,16 +15,16 @@ mod shared;
 
 use std::sync::Arc;
 
-pub use calendar::CalendarAgent;
-pub use data::DataAgent;
-pub use email::EmailAgent;
-pub use format::FormatAgent;
-pub use report::ReportAgent;
+pub(crate) use calendar::CalendarAgent;
+pub(crate) use data::DataAgent;
+pub(crate) use email::EmailAgent;
+pub(crate) use format::FormatAgent;
+pub(crate) use report::ReportAgent;
 
 use crate::agent::Agent;
 
 /// The tool agent called `name`, if there is one.
-pub fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
+pub(crate) fn lookup(name: &str) -> Option<Arc<dyn Agent>> {
     match name {
         "email" => Some(Arc::new(EmailAgent::from_env())),
         "format" => Some(Arc::new(FormatAgent)),
@@ -41,29 +41,29 @@ pub(crate) mod testing {
     use crate::protocol::{DelegationError, Verdict};
     use crate::verify;
 
-    pub const EMAIL_NOTE: &str = "Draft apology email to alex.chan@company.com about missed project deadline.\nMention new ETA of Oct 22.\nTone: warm-professional.\nLength: max 120 words.\nRequired: apologize, acknowledge impact, provide new timeline.\nSubject hint: \"Apology for delay\"";
-    pub const FORMAT_NOTE: &str = "Format this text to professional business style:\n\"hey can u send me the report thx\"\n\nTarget: formal email greeting.\nPreserve intent, improve clarity.\nNo abbreviations, proper capitalization.";
-    pub const DATA_NOTE: &str = "Transform CSV data to JSON format.\nInput columns: name, email, role.\nOutput structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.";
-    pub const CALENDAR_NOTE: &str = "Block calendar for 2 hours from now.\nEvent title: 'Deep Work Session'\nDescription: 'Focus time - no interruptions'\nStatus: Busy\nReminders: off";
-    pub const REPORT_NOTE: &str = "Format weekly progress report.\nInput: 12 tasks completed, 3 in progress, 2 blocked.\nOutput: Professional summary, bullet points, metrics.\nInclude completion rate calculation.\nMax 300 words.";
+    pub(crate) const EMAIL_NOTE: &str = "Draft apology email to alex.chan@company.com about missed project deadline.\nMention new ETA of Oct 22.\nTone: warm-professional.\nLength: max 120 words.\nRequired: apologize, acknowledge impact, provide new timeline.\nSubject hint: \"Apology for delay\"";
+    pub(crate) const FORMAT_NOTE: &str = "Format this text to professional business style:\n\"hey can u send me the report thx\"\n\nTarget: formal email greeting.\nPreserve intent, improve clarity.\nNo abbreviations, proper capitalization.";
+    pub(crate) const DATA_NOTE: &str = "Transform CSV data to JSON format.\nInput columns: name, email, role.\nOutput structure: array of objects with camelCase keys.\nValidate: all emails match pattern, no duplicates.";
+    pub(crate) const CALENDAR_NOTE: &str = "Block calendar for 2 hours from now.\nEvent title: 'Deep Work Session'\nDescription: 'Focus time - no interruptions'\nStatus: Busy\nReminders: off";
+    pub(crate) const REPORT_NOTE: &str = "Format weekly progress report.\nInput: 12 tasks completed, 3 in progress, 2 blocked.\nOutput: Professional summary, bullet points, metrics.\nInclude completion rate calculation.\nMax 300 words.";
 
-    pub fn noted(note: &str) -> Task {
+    pub(crate) fn noted(note: &str) -> Task {
         let mut task = Task::new("", "");
         task.task_note = Some(note.to_string());
         task
     }
 
-    pub async fn run(agent: &dyn Agent, tool: &str, task: &Task) -> Result<AgentOutput, DelegationError> {
+    pub(crate) async fn run(agent: &dyn Agent, tool: &str, task: &Task) -> Result<AgentOutput, DelegationError> {
         agent.run(&AgentContext::detached([tool]), task).await
     }
 
     /// What the runtime does: checks from the note, then the verdict on the output.
-    pub fn verdict(note: &str, out: &AgentOutput) -> Verdict {
+    pub(crate) fn verdict(note: &str, out: &AgentOutput) -> Verdict {
         let checks = verify::checks_for(Some(note), &[]).unwrap_or_else(|e| panic!("{e}"));
         verify::verify(&out.result, &out.artifacts, &checks)
     }
 
-    pub fn artifact<'a>(out: &'a AgentOutput, label: &str) -> &'a serde_json::Value {
+    pub(crate) fn artifact<'a>(out: &'a AgentOutput, label: &str) -> &'a serde_json::Value {
         out.artifacts
             .iter()
             .find(|a| a.label.as_deref() == Some(label))

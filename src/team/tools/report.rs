@@ -17,10 +17,10 @@ use crate::protocol::{Artifact, DelegationError};
 use crate::verify::TaskSpec;
 use crate::verify::text::{self, capitalize};
 
-pub struct ReportAgent;
+pub(crate) struct ReportAgent;
 
 /// The variants' seeds in default order: sectioned, brief.
-pub const SEEDS: [u64; 2] = [527781, 936604];
+pub(super) const SEEDS: [u64; 2] = [527781, 936604];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layout {

@@ -10,8 +10,8 @@ mod json;
 mod phrase;
 mod required;
 
-pub use phrase::contains_phrase;
-pub use required::element_present;
+pub(crate) use phrase::contains_phrase;
+pub(crate) use required::element_present;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -28,7 +28,7 @@ use super::tone;
 use crate::protocol::{Artifact, ArtifactKind, Check, CheckResult, Verdict};
 
 /// Evaluates every check; `score` is the fraction of check results that passed.
-pub fn verify(result: &str, artifacts: &[Artifact], checks: &[Check]) -> Verdict {
+pub(crate) fn verify(result: &str, artifacts: &[Artifact], checks: &[Check]) -> Verdict {
     let json = json_output(result, artifacts);
     let mut results = Vec::new();
     for check in checks {
@@ -49,7 +49,7 @@ fn json_output<'a>(result: &str, artifacts: &'a [Artifact]) -> Option<Cow<'a, Va
 /// The name a check's result carries (`max_120_words`, `contains_oct_22`,
 /// `tone_warm_professional`). A `Required` check yields one result per
 /// element, named `required_<element>`; this returns its common prefix.
-pub fn check_name(check: &Check) -> String {
+pub(crate) fn check_name(check: &Check) -> String {
     match check {
         Check::MaxWords { max } => format!("max_{max}_words"),
         Check::MinWords { min } => format!("min_{min}_words"),

@@ -24,7 +24,7 @@ pub(super) fn occurrences(text: &str, phrase: &str) -> usize {
 }
 
 /// Whether `text` mentions `phrase` the way a `Contains` check looks for it.
-pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+pub(crate) fn contains_phrase(text: &str, phrase: &str) -> bool {
     occurrences(text, phrase) > 0
 }
 

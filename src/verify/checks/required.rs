@@ -65,7 +65,7 @@ fn fallback_words(element: &str) -> Vec<String> {
 }
 
 /// Whether `text` has the required `element`, by the synonym table.
-pub fn element_present(text: &str, element: &str) -> bool {
+pub(crate) fn element_present(text: &str, element: &str) -> bool {
     if let Some((_, evidence)) = ELEMENT_RULES.iter().find(|(trigger, _)| trigger.is_match(element)) {
         return evidence.is_match(text);
     }

@@ -18,8 +18,8 @@ mod rules;
 mod spec;
 mod timing;
 
-pub use problems::{Problem, TaskNoteError};
-pub use spec::{Constraints, Context, EventFields, Goal, Recipient, TaskKind, TaskSpec, Verification};
+pub(crate) use problems::{Problem, TaskNoteError};
+pub(crate) use spec::{Constraints, TaskSpec};
 pub(crate) use timing::parse_duration;
 
 use std::sync::LazyLock;
@@ -36,14 +36,14 @@ use crate::verify::text::{self, DATE_PATTERN, re};
 
 impl TaskSpec {
     /// Parses a note, refusing one that is not self-contained and checkable.
-    pub fn parse(note: &str) -> Result<TaskSpec, TaskNoteError> {
+    pub(crate) fn parse(note: &str) -> Result<TaskSpec, TaskNoteError> {
         let (spec, problems) = Self::parse_lenient(note);
         if problems.is_empty() { Ok(spec) } else { Err(TaskNoteError { problems }) }
     }
 
     /// Parses what can be parsed and lists the problems instead of failing,
     /// for callers that weigh a note rather than refuse it (the decision score).
-    pub fn parse_lenient(note: &str) -> (TaskSpec, Vec<Problem>) {
+    pub(crate) fn parse_lenient(note: &str) -> (TaskSpec, Vec<Problem>) {
         let mut spec = TaskSpec::default();
         if note.trim().is_empty() {
             return (spec, vec![Problem::Empty]);
@@ -79,6 +79,7 @@ static ETA: LazyLock<Regex> = LazyLock::new(|| {
 mod tests {
     use serde_json::json;
 
+    use super::spec::TaskKind;
     use super::*;
     use crate::protocol::Check;
     use crate::verify::patterns;

@@ -12,7 +12,7 @@ use crate::verify::text::re;
 /// One reason a Task Note cannot be delegated as it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Problem {
+pub(crate) enum Problem {
     Empty,
     NoGoal,
     VagueGoal(String),
@@ -45,7 +45,7 @@ impl fmt::Display for Problem {
 
 /// Why a Task Note was refused: every problem found, not just the first.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct TaskNoteError {
+pub(crate) struct TaskNoteError {
     pub problems: Vec<Problem>,
 }
 

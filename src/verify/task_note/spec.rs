@@ -9,7 +9,7 @@ use crate::verify::text::{self, KeyCase};
 
 /// What a Task Note asks for.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TaskSpec {
+pub(crate) struct TaskSpec {
     pub goal: Goal,
     pub kind: TaskKind,
     pub recipient: Option<Recipient>,
@@ -21,7 +21,7 @@ pub struct TaskSpec {
 
 /// `Draft apology email to …` → action `draft`, object `apology email`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Goal {
+pub(crate) struct Goal {
     pub action: String,
     pub object: String,
     /// What the object becomes or goes to when that is not a person
@@ -32,7 +32,7 @@ pub struct Goal {
 /// Which tool agent a note is meant for, judged from its goal and fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum TaskKind {
+pub(crate) enum TaskKind {
     Email,
     Format,
     Data,
@@ -44,7 +44,7 @@ pub enum TaskKind {
 
 impl TaskKind {
     /// The tool agent's slug (`email`, `format`, ...), none for `Other`.
-    pub fn slug(self) -> Option<&'static str> {
+    pub(crate) fn slug(self) -> Option<&'static str> {
         match self {
             Self::Email => Some("email"),
             Self::Format => Some("format"),
@@ -58,13 +58,13 @@ impl TaskKind {
 
 /// An address (possibly a PII token such as `<EMAIL_1>`), a name, or both.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recipient {
+pub(crate) struct Recipient {
     pub address: Option<String>,
     pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Constraints {
+pub(crate) struct Constraints {
     pub max_words: Option<usize>,
     pub min_words: Option<usize>,
     /// Phrases the output must contain (`Mention new ETA of Oct 22` → `Oct 22`).
@@ -89,7 +89,7 @@ pub struct Constraints {
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Context {
+pub(crate) struct Context {
     pub dates: Vec<String>,
     pub eta: Option<String>,
     /// The material to work on: quoted text, CSV rows, a fenced block.
@@ -103,7 +103,7 @@ pub struct Context {
 /// Calendar fields, kept as written where the agent has to interpret them
 /// against the current time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EventFields {
+pub(crate) struct EventFields {
     pub title: Option<String>,
     pub description: Option<String>,
     /// `now`, `tomorrow at 9am`, `2025-10-22 14:00`, ...
@@ -123,7 +123,7 @@ impl EventFields {
 
 /// Machine-checkable success criteria stated in the note.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Verification {
+pub(crate) struct Verification {
     pub json_array: bool,
     pub emails_valid: bool,
     pub unique: bool,
@@ -132,7 +132,7 @@ pub struct Verification {
 
 impl TaskSpec {
     /// The checks that verify an output against this spec.
-    pub fn checks(&self) -> Vec<Check> {
+    pub(crate) fn checks(&self) -> Vec<Check> {
         let c = &self.constraints;
         let mut out = Vec::new();
         let mut regex = |pattern: &str| out.push(Check::Regex { pattern: pattern.to_string() });
@@ -211,13 +211,13 @@ impl TaskSpec {
     }
 
     /// The output key of the email column, if the note names one.
-    pub fn email_column(&self) -> Option<String> {
+    pub(crate) fn email_column(&self) -> Option<String> {
         let case = self.constraints.key_case.unwrap_or(KeyCase::Camel);
         self.context.columns.iter().find(|c| c.to_ascii_lowercase().contains("mail")).map(|c| case.convert(c))
     }
 
     /// The recipient's address, if one was given.
-    pub fn address(&self) -> Option<&str> {
+    pub(crate) fn address(&self) -> Option<&str> {
         self.recipient.as_ref()?.address.as_deref()
     }
 }

@@ -14,13 +14,13 @@ use crate::team::finance::book;
 use crate::team::finance::money::{self, Cents};
 
 /// The kind of plan debts are kept as.
-pub const KIND: &str = "debt";
+pub(super) const KIND: &str = "debt";
 
 /// Words that make a money row a payment on a debt.
 const PAYMENT_WORDS: &[&str] = &["payment", "pmt", "autopay", "paid", "pay off", "repayment"];
 
 /// Keeps the debts the user just listed (when Blitz may write the money records).
-pub async fn save(ctx: &AgentContext, debts: &[Debt], currency: &str) -> Result<(), DelegationError> {
+pub(super) async fn save(ctx: &AgentContext, debts: &[Debt], currency: &str) -> Result<(), DelegationError> {
     if !ctx.can_write_money() {
         return Ok(());
     }
@@ -34,7 +34,7 @@ pub async fn save(ctx: &AgentContext, debts: &[Debt], currency: &str) -> Result<
 }
 
 /// Payments to the debt named `name` on or after `since`, and how many.
-pub fn payments(name: &str, currency: &str, since: &str, entries: &[MoneyEntry]) -> (Cents, usize) {
+pub(super) fn payments(name: &str, currency: &str, since: &str, entries: &[MoneyEntry]) -> (Cents, usize) {
     let word = name.split_whitespace().find(|w| w.len() >= 3).unwrap_or(name).to_lowercase();
     let hits: Vec<&MoneyEntry> = entries
         .iter()
@@ -71,7 +71,7 @@ fn line(plan: &MoneyPlan, entries: &[MoneyEntry]) -> Option<(String, Option<Stri
 
 /// The kept debts as lines Blitz reads (balances less the payments since),
 /// and a note per debt that payments reduced; None when none are kept.
-pub async fn recall(ctx: &AgentContext) -> Result<Option<(String, Vec<String>)>, DelegationError> {
+pub(super) async fn recall(ctx: &AgentContext) -> Result<Option<(String, Vec<String>)>, DelegationError> {
     let Some(view) = book::recorded(ctx).await? else { return Ok(None) };
     let kept: Vec<(String, Option<String>)> =
         view.plans.iter().filter(|p| p.kind == KIND).filter_map(|p| line(p, &view.entries)).collect();

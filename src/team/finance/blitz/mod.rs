@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 mod kept;
 mod parse;
 
-pub use parse::{Request, parse_request};
+pub(crate) use parse::parse_request;
 
 use super::money::{self, Cents};
 use super::reply::list_lines;
@@ -19,18 +19,18 @@ use super::seeding;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, ErrorCode, NewFact};
 
-pub const TOOL: &str = "plan_debt";
+pub(crate) const TOOL: &str = "plan_debt";
 /// Avalanche by default, then snowball by default.
-pub const SEEDS: [u64; 2] = [360_482, 715_939];
+pub(crate) const SEEDS: [u64; 2] = [360_482, 715_939];
 /// The note of a plan whose strategy the seed chose.
 const QUICK_WINS: &str =
     "Strategy: snowball, as you named none: the smallest debt is paid off first, for a quick win that keeps you going.";
 /// Fifty years; a plan that takes longer is treated as never finishing.
-pub const MAX_MONTHS: u32 = 600;
+pub(crate) const MAX_MONTHS: u32 = 600;
 const MAX_BALANCE: Cents = 1_000_000_000_000_000;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Debt {
+pub(crate) struct Debt {
     pub name: String,
     pub balance: Cents,
     /// Hundredths of a percent: 19.99% is 1999.
@@ -45,13 +45,13 @@ impl Debt {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
+pub(crate) enum Strategy {
     Avalanche,
     Snowball,
 }
 
 impl Strategy {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Avalanche => "avalanche",
             Self::Snowball => "snowball",
@@ -79,14 +79,14 @@ impl Strategy {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Payoff {
+pub(crate) struct Payoff {
     pub name: String,
     pub month: u32,
     pub interest: Cents,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub strategy: Strategy,
     /// What goes to the debts each month: the minimums plus the extra.
     pub monthly_payment: Cents,
@@ -100,7 +100,7 @@ pub struct Plan {
 /// Simulates paying `monthly_payment` every month: interest accrues, every
 /// debt gets its minimum, and the rest (including the minimums of debts
 /// already paid off) goes to the first unpaid debt in the strategy's order.
-pub fn simulate(debts: &[Debt], monthly_payment: Cents, strategy: Strategy) -> Plan {
+pub(crate) fn simulate(debts: &[Debt], monthly_payment: Cents, strategy: Strategy) -> Plan {
     let order = strategy.order(debts);
     let mut balances: Vec<Cents> = debts.iter().map(|d| d.balance.max(0)).collect();
     let mut interest: Vec<Cents> = vec![0; debts.len()];
@@ -167,7 +167,7 @@ fn plan_json(plan: &Plan) -> Value {
 }
 
 /// Blitz (`blitz-debt`): debts in text in, a `payoff_plan` artifact out.
-pub struct BlitzDebt;
+pub(crate) struct BlitzDebt;
 
 #[async_trait]
 impl Agent for BlitzDebt {

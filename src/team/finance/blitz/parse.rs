@@ -14,7 +14,7 @@ const MAX_DEBTS: usize = 50;
 
 /// Debts, the extra monthly amount and the chosen strategy, read from text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub(crate) struct Request {
     pub debts: Vec<Debt>,
     pub extra: Cents,
     /// A total monthly budget, when the text gives one instead of an extra.
@@ -278,7 +278,7 @@ fn role(l: &Labelled, names_debt: bool) -> Role {
 /// Debts, extras and the strategy from `text`; `NEEDS_INPUT` naming every
 /// rate, minimum or balance the text leaves out, and every amount whose role
 /// it does not say.
-pub fn parse_request(text: &str) -> Result<Request, DelegationError> {
+pub(crate) fn parse_request(text: &str) -> Result<Request, DelegationError> {
     let lower = text.to_lowercase();
     let strategy = if lower.contains("snowball") && !lower.contains("avalanche") {
         Strategy::Snowball

@@ -10,7 +10,7 @@ use crate::team::finance::transactions::Transaction;
 /// 70 (word). A general store (Shopping) yields to what its description says
 /// was bought (printer paper from Amazon is Office Supplies, 75). No match is
 /// `Uncategorized` at 30.
-pub fn categorize(merchant: &str, description: &str) -> (&'static str, u8) {
+pub(crate) fn categorize(merchant: &str, description: &str) -> (&'static str, u8) {
     let by_merchant = best_rule(&merchant.to_lowercase());
     let by_description = best_rule(&description.to_lowercase());
     let bought = || rule_other_than(&format!("{merchant} {description}").to_lowercase(), "Shopping");
@@ -29,7 +29,7 @@ pub fn categorize(merchant: &str, description: &str) -> (&'static str, u8) {
 /// names what was bought and its rule disagrees with the merchant's (printer
 /// paper and toner from Costco), the description's category wins, 80 for a
 /// brand in it, else 75. Otherwise as [`categorize`].
-pub fn categorize_by_items(merchant: &str, description: &str) -> (&'static str, u8) {
+pub(crate) fn categorize_by_items(merchant: &str, description: &str) -> (&'static str, u8) {
     let by_merchant = best_rule(&merchant.to_lowercase());
     match best_rule(&description.to_lowercase()) {
         Some((cat, brand)) if !matches!(cat, "Shopping" | "Income") && by_merchant.is_some_and(|(m, _)| m != cat) => {
@@ -41,7 +41,7 @@ pub fn categorize_by_items(merchant: &str, description: &str) -> (&'static str, 
 
 /// The category a transaction gets from the rules; money received that no rule
 /// places is `Income` (60).
-pub fn categorize_transaction(t: &Transaction) -> (&'static str, u8) {
+pub(crate) fn categorize_transaction(t: &Transaction) -> (&'static str, u8) {
     categorize_transaction_by(t, false)
 }
 
@@ -59,7 +59,7 @@ fn categorize_transaction_by(t: &Transaction, by_items: bool) -> (&'static str, 
 }
 
 /// Fills in the missing categories (what Crystal and Ledger need).
-pub fn ensure_categories(ts: &mut [Transaction]) {
+pub(crate) fn ensure_categories(ts: &mut [Transaction]) {
     for t in ts.iter_mut().filter(|t| t.category.as_deref().is_none_or(str::is_empty)) {
         let (cat, conf) = categorize_transaction(t);
         t.category = Some(cat.to_string());
@@ -69,20 +69,14 @@ pub fn ensure_categories(ts: &mut [Transaction]) {
 
 /// A category whose given name the rules would change.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Recategorized {
+pub(crate) struct Recategorized {
     pub merchant: String,
     pub from: String,
     pub to: &'static str,
 }
 
-/// Categorizes every transaction. A category that came with the data is kept
-/// unless the rules are sure (85+) of a different one; those changes are returned.
-pub fn categorize_all(ts: &mut [Transaction]) -> Vec<Recategorized> {
-    categorize_all_by(ts, false)
-}
-
 /// As [`categorize_all`]; by what was bought first when `by_items`.
-pub fn categorize_all_by(ts: &mut [Transaction], by_items: bool) -> Vec<Recategorized> {
+pub(crate) fn categorize_all_by(ts: &mut [Transaction], by_items: bool) -> Vec<Recategorized> {
     let mut changes = Vec::new();
     for t in ts.iter_mut() {
         let (cat, conf) = categorize_transaction_by(t, by_items);
@@ -109,7 +103,7 @@ pub fn categorize_all_by(ts: &mut [Transaction], by_items: bool) -> Vec<Recatego
 
 /// Spending per category: (category, total, count), largest first. Money
 /// received (negative amounts) is left out.
-pub fn totals_by_category(ts: &[Transaction]) -> Vec<(String, Cents, usize)> {
+pub(crate) fn totals_by_category(ts: &[Transaction]) -> Vec<(String, Cents, usize)> {
     let mut totals: Vec<(String, Cents, usize)> = Vec::new();
     for t in ts.iter().filter(|t| t.amount > 0) {
         let cat = t.category.as_deref().unwrap_or(UNCATEGORIZED);

@@ -32,7 +32,7 @@ static SHOULD_BE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// What the user said about which transaction.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Correction {
+pub(crate) struct Correction {
     /// Words naming the merchant (`starbucks`).
     pub merchant: String,
     pub date: Option<NaiveDate>,
@@ -43,7 +43,7 @@ pub struct Correction {
 }
 
 /// The correction a message makes, if it makes one.
-pub fn parse(text: &str) -> Option<Correction> {
+pub(crate) fn parse(text: &str) -> Option<Correction> {
     let c = SAID.captures(text).or_else(|| SHOULD_BE.captures(text))?;
     let merchant = c["what"].trim().to_lowercase();
     if merchant.is_empty() || ["one", "it", "this", "that", "last"].contains(&merchant.as_str()) {
@@ -68,7 +68,7 @@ fn letters(s: &str) -> String {
 
 /// The newest row the correction names: its merchant contains the words
 /// (letters only, so `office depot` finds `OFFICE DEPOT #123`), on its date when one is given.
-pub fn find<'a>(c: &Correction, entries: &'a [MoneyEntry]) -> Option<&'a MoneyEntry> {
+pub(crate) fn find<'a>(c: &Correction, entries: &'a [MoneyEntry]) -> Option<&'a MoneyEntry> {
     let want = letters(&c.merchant);
     let day = c.date.map(|d| d.format("%Y-%m-%d").to_string());
     entries
@@ -90,7 +90,7 @@ fn category_of(note: &str) -> Option<&'static str> {
 }
 
 /// Applies the correction to the user's money records.
-pub async fn apply(ctx: &AgentContext, c: &Correction) -> Result<AgentOutput, DelegationError> {
+pub(crate) async fn apply(ctx: &AgentContext, c: &Correction) -> Result<AgentOutput, DelegationError> {
     let view = ctx.read_money().await?;
     let Some(row) = find(c, &view.entries) else {
         let when = c.date.map(|d| format!(" on {}", d.format("%Y-%m-%d"))).unwrap_or_default();

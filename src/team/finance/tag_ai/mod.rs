@@ -7,14 +7,15 @@
 //! description's category wins over the merchant's whenever they disagree).
 
 mod categorize;
-pub mod correct;
+pub(crate) mod correct;
 mod rules;
 
-pub use categorize::{
-    Recategorized, categorize, categorize_all, categorize_all_by, categorize_by_items, categorize_transaction,
-    ensure_categories, totals_by_category,
+#[cfg(test)]
+pub(crate) use categorize::categorize_by_items;
+pub(crate) use categorize::{
+    categorize, categorize_all_by, categorize_transaction, ensure_categories, totals_by_category,
 };
-pub use rules::{UNCATEGORIZED, categories};
+pub(crate) use rules::{UNCATEGORIZED, categories};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -27,13 +28,13 @@ use super::transactions;
 use crate::agent::{Agent, AgentContext, AgentOutput, Task};
 use crate::protocol::{Artifact, DelegationError, NewFact};
 
-pub const TOOL: &str = "categorize";
+pub(crate) const TOOL: &str = "categorize";
 /// The merchant decides, then what was bought decides.
-pub const SEEDS: [u64; 2] = [620_917, 173_405];
+pub(crate) const SEEDS: [u64; 2] = [620_917, 173_405];
 
 /// Tag (`tag-ai`): transactions in, the same with `category` and `confidence`
 /// plus per-category totals out.
-pub struct TagAi;
+pub(crate) struct TagAi;
 
 #[async_trait]
 impl Agent for TagAi {

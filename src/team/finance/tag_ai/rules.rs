@@ -1,7 +1,7 @@
 //! The keyword rules behind Tag's categories: each category with the brands
 //! and words that place a transaction in it; the first rule that matches wins.
 
-pub const UNCATEGORIZED: &str = "Uncategorized";
+pub(crate) const UNCATEGORIZED: &str = "Uncategorized";
 
 /// A category and the words that place a transaction in it. Brands are
 /// specific (Starbucks); words are generic (coffee). Order matters: the first
@@ -502,7 +502,7 @@ const RULES: &[Rule] = &[
 ];
 
 /// Every category the rules can give, plus `Uncategorized`.
-pub fn categories() -> impl Iterator<Item = &'static str> {
+pub(crate) fn categories() -> impl Iterator<Item = &'static str> {
     RULES.iter().map(|r| r.category).chain([UNCATEGORIZED])
 }
 
