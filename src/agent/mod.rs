@@ -233,7 +233,30 @@ impl TokenEstimate {
     }
 }
 
-/// One team member.
+/// One team member: given a task, it answers, or delegates further
+/// through its context and merges what comes back.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use switchboard::{Agent, AgentContext, AgentOutput, DelegationError, Task};
+///
+/// /// Answers with the number of words it was given.
+/// struct Counter;
+///
+/// #[async_trait]
+/// impl Agent for Counter {
+///     async fn run(&self, _ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+///         let words = task.text().split_whitespace().count();
+///         if words == 0 {
+///             return Err(DelegationError::invalid("nothing to count: send some text"));
+///         }
+///         Ok(AgentOutput::new(format!("{words} words"), words.to_string()))
+///     }
+/// }
+/// ```
+///
+/// A runtime runs it behind every rail: see the crate's front page, or
+/// [`crate::testing`] (feature `test-util`) to test it the way ours are.
 #[async_trait]
 pub trait Agent: Send + Sync + 'static {
     /// Does the work. Nested delegations go through `ctx.delegator()`; tools are

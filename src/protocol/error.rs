@@ -286,6 +286,18 @@ impl fmt::Display for ErrorCode {
 }
 
 /// An error with its code and a message meant for the caller.
+///
+/// ```
+/// use switchboard::{DelegationError, ErrorCode};
+///
+/// let err = DelegationError::new(ErrorCode::TokenBudgetExceeded, "the estimate (2400) is over the budget left (800)");
+/// assert_eq!(err.to_string(), "TOKEN_BUDGET_EXCEEDED: the estimate (2400) is over the budget left (800)");
+/// assert_eq!(err.code.http_status(), 422);
+/// assert!(err.code.is_refusal(), "a rail said no: the agent did not fail");
+/// // on the wire: {"code": "TOKEN_BUDGET_EXCEEDED", "message": "..."}
+/// let wire = serde_json::to_value(&err).unwrap();
+/// assert_eq!(wire["code"], "TOKEN_BUDGET_EXCEEDED");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct DelegationError {

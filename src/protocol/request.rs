@@ -17,6 +17,26 @@ pub const DEFAULT_MAX_DEPTH: u32 = 2;
 pub const DEFAULT_DEADLINE_MS: u64 = 15_000;
 
 /// One delegation from an origin agent to a target agent.
+///
+/// ```
+/// use switchboard::protocol::{AgentSlug, DelegationRequest, UserId, parse_request};
+///
+/// let mut req = DelegationRequest::new(
+///     AgentSlug::parse("prime-boss")?,
+///     AgentSlug::parse("byte-doc")?,
+///     UserId::parse("maya")?,
+///     "Extract the receipt",
+///     "Office Depot 10/03 $81.03",
+/// );
+/// req.constraints.max_tokens = 800;
+/// // the wire form is JSON; parsing it again gives the same envelope
+/// let wire = serde_json::to_vec(&req).unwrap();
+/// assert_eq!(parse_request(&wire)?, req);
+/// // an unknown field is refused with its name, never ignored
+/// let err = parse_request(br#"{"request_id": "x", "colour": "red"}"#).unwrap_err();
+/// assert_eq!(err.code.as_str(), "INVALID_REQUEST");
+/// # Ok::<(), switchboard::DelegationError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DelegationRequest {

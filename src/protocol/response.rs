@@ -10,6 +10,21 @@ use super::ids::{AgentSlug, RequestId, SessionId};
 use super::request::Reference;
 
 /// What a target agent answered, or why it did not.
+///
+/// ```
+/// use switchboard::protocol::{AgentSlug, DelegationResponse, ErrorCode, RequestId, Status};
+/// use switchboard::DelegationError;
+///
+/// let refused = DelegationResponse::failed(
+///     RequestId::new(),
+///     AgentSlug::parse("tag-ai")?,
+///     DelegationError::from_code(ErrorCode::DepthLimit),
+/// );
+/// assert_eq!(refused.status, Status::Failed);
+/// assert!(!refused.is_success());
+/// assert_eq!(refused.error_code(), Some(ErrorCode::DepthLimit));
+/// # Ok::<(), switchboard::DelegationError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DelegationResponse {
     /// Envelope version the response is written in, e.g. "1.0".
