@@ -31,7 +31,7 @@ struct Case {
 fn cases() -> Vec<Case> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/routing");
     let mut all = Vec::new();
-    for file in ["heldout.jsonl", "seen.jsonl", "tune.jsonl"] {
+    for file in ["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"] {
         let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             all.push(serde_json::from_str(line).unwrap_or_else(|e| panic!("{file}:{}: {e}", i + 1)));
@@ -66,7 +66,8 @@ impl Tally {
 fn no_configured_example_is_a_held_out_request() {
     // small talk and definitions are Prime's own rules, not the router's examples
     let routed = |c: &Case| !["small-talk", "definition"].contains(&c.style.as_str());
-    let held_out: Vec<Case> = cases().into_iter().filter(|c| c.split == "heldout" && routed(c)).collect();
+    let held_out: Vec<Case> =
+        cases().into_iter().filter(|c| matches!(c.split.as_str(), "heldout" | "sealed") && routed(c)).collect();
     let config = Config::builtin();
     let mut copies = Vec::new();
     for agent in &config.agents {
