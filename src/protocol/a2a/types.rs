@@ -20,7 +20,7 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum TaskState {
-    /// `TASK_STATE_UNSPECIFIED`: the proto default, no real state; a task is never left in it.
+    /// `TASK_STATE_UNSPECIFIED`: the proto default; names no real state.
     #[serde(rename = "TASK_STATE_UNSPECIFIED")]
     Unspecified,
     /// `TASK_STATE_SUBMITTED`: accepted by the server, not started yet.
