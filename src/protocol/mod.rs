@@ -1,7 +1,6 @@
 //! Wire types only: the envelopes, ids, error codes and versioning. Nothing here
 //! depends on the runtime, so other programs can use these types alone.
 
-#[doc(hidden)]
 pub mod a2a;
 pub mod check;
 pub mod error;

@@ -1,6 +1,9 @@
 //! A2A's errors (§3.3.2, §5.4) and how each binding writes them: a JSON-RPC
 //! error object with a `google.rpc.ErrorInfo` in `data` (§9.5), or an
 //! AIP-193 `{"error": {code, status, message, details}}` body (§11.6).
+//!
+//! [`Kind`] names each error as the A2A 1.0 specification does (`TaskNotFoundError`
+//! is [`Kind::TaskNotFound`]); Switchboard adds three of its own, outside A2A's codes.
 
 use serde_json::{Value, json};
 
@@ -15,19 +18,35 @@ pub const SWITCHBOARD_DOMAIN: &str = "switchboard.dev";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Kind {
+    /// `TaskNotFoundError` (-32001, HTTP 404): no task with that id, or not the caller's.
     TaskNotFound,
+    /// `TaskNotCancelableError` (-32002, HTTP 409): the task has already ended and cannot be canceled.
     TaskNotCancelable,
+    /// `PushNotificationNotSupportedError` (-32003, HTTP 400): the agent does not do push notifications.
     PushNotificationNotSupported,
+    /// `UnsupportedOperationError` (-32004, HTTP 400): the agent does not do this (e.g. subscribing to an ended task).
     UnsupportedOperation,
+    /// `ContentTypeNotSupportedError` (-32005, HTTP 415): a media type the agent cannot take (Switchboard: a
+    /// request `Content-Type` that is not JSON).
     ContentTypeNotSupported,
+    /// `InvalidAgentResponseError` (-32006, HTTP 502): the agent answered with something that is not valid A2A.
     InvalidAgentResponse,
+    /// `ExtendedAgentCardNotConfiguredError` (-32007, HTTP 400): the agent has no extended card to give.
     ExtendedAgentCardNotConfigured,
+    /// `ExtensionSupportRequiredError` (-32008, HTTP 400): the request lacks an extension the agent requires
+    /// (Switchboard: the rails, in a call made with an agent's service token).
     ExtensionSupportRequired,
+    /// `VersionNotSupportedError` (-32009, HTTP 400): the client's `A2A-Version` is not one the agent speaks.
     VersionNotSupported,
+    /// JSON-RPC's parse error (-32700, HTTP 400): the body is not JSON.
     ParseError,
+    /// JSON-RPC's invalid request (-32600, HTTP 400): JSON, but not a valid JSON-RPC request.
     InvalidRequest,
+    /// JSON-RPC's method not found (-32601, HTTP 404): no such method or route.
     MethodNotFound,
+    /// JSON-RPC's invalid params (-32602, HTTP 400): the method's parameters are wrong; the message says which.
     InvalidParams,
+    /// JSON-RPC's internal error (-32603, HTTP 500): the server failed.
     Internal,
     /// No or an unknown bearer token (not an A2A error: JSON-RPC -32000, HTTP 401).
     Unauthenticated,
@@ -40,6 +59,8 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The JSON-RPC error `code`: A2A's -32001 to -32009, JSON-RPC's own -32600 to -32603 and -32700, -32000 for
+    /// Switchboard's.
     pub fn jsonrpc_code(self) -> i64 {
         match self {
             Self::TaskNotFound => -32001,
@@ -132,26 +153,33 @@ impl Kind {
 /// An A2A error with a message that says what to do.
 #[derive(Debug, Clone, PartialEq)]
 pub struct A2aError {
+    /// What went wrong; it decides the code, status and ErrorInfo `reason` in every binding.
     pub kind: Kind,
+    /// The error's `message`: what went wrong and what to do about it, for a person.
     pub message: String,
     /// Extra ErrorInfo metadata (string values), e.g. the task id.
     pub metadata: serde_json::Map<String, Value>,
 }
 
 impl A2aError {
+    /// An error of `kind` with `message` and no extra metadata.
     pub fn new(kind: Kind, message: impl Into<String>) -> Self {
         Self { kind, message: message.into(), metadata: Default::default() }
     }
 
+    /// Adds `key: value` to the ErrorInfo's `metadata`.
     pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
         self.metadata.insert(key.into(), Value::String(value.into()));
         self
     }
 
+    /// An invalid-params error (-32602) saying `message`.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(Kind::InvalidParams, message)
     }
 
+    /// A task-not-found error (-32001) for task `id`, named (its first 80 characters) in the message and as
+    /// `taskId` in the ErrorInfo's metadata.
     pub fn task_not_found(id: &str) -> Self {
         let shown: String = id.chars().take(80).collect();
         Self::new(

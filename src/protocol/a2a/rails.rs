@@ -55,8 +55,9 @@ const MAX_HINTS: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Link {
+    /// `agent`: the ancestor agent's slug.
     pub agent: AgentSlug,
-    /// First 8 hex digits of sha256(objective).
+    /// `objectiveHash`: the first 8 hex digits of the SHA-256 of that agent's objective.
     pub objective_hash: String,
 }
 
@@ -64,34 +65,44 @@ pub struct Link {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Rails {
-    /// This hop's own request id (the A2A task runs as this delegation).
+    /// `requestId`: this hop's own request id (the A2A task runs as this delegation).
     pub request_id: RequestId,
+    /// `rootId`: the id of the tree's first request (this hop's own id when it is the root).
     pub root_id: RequestId,
+    /// `parentId`: the id of the request whose agent sends this one; absent at the root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<RequestId>,
-    /// The agent that delegates (the caller's service token must name it).
+    /// `origin`: the agent that delegates (the caller's service token must name it).
     pub origin: AgentSlug,
+    /// `user`: the user on whose behalf the tree runs.
     pub user: UserId,
-    /// The origin's depth (`current_depth`): the target runs one deeper.
+    /// `depth`: the origin's depth (`current_depth`, 0 at the root): the target runs one deeper.
     pub depth: u32,
+    /// `maxDepth`: the tree's depth limit (at least 1): the target's depth, `depth + 1`, must stay below it.
     pub max_depth: u32,
+    /// `chain`: the ancestors, oldest first, for cycle detection (at most 64); left out when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chain: Vec<Link>,
-    /// Remaining deadline.
+    /// `deadlineMs`: the time left for this hop, in milliseconds (at least 1).
     pub deadline_ms: u64,
-    /// Remaining token budget.
+    /// `maxTokens`: the token budget left for this hop's subtree (at least 1).
     pub max_tokens: u32,
-    /// Effective tools granted (None: no extra cap).
+    /// `tools`: the tools this hop may use (at most 64 names); absent for no extra cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// `priority`: how urgent the delegation is (`low`, `normal`, `high`, `urgent`); `normal` when absent.
     #[serde(default)]
     pub priority: Priority,
+    /// `idempotencyKey`: the caller's key for safe retries (1 to 256 characters); absent for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// `taskNote`: the natural-language Task Note the target's checks come from; absent for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_note: Option<String>,
+    /// `contextHints`: free-form hints for the target (at most 64); left out when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_hints: Vec<String>,
+    /// `handoffData`: facts, references and earlier results the origin hands the target; absent when empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_data: Option<HandoffData>,
 }
