@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::entry::Entry;
 use super::node::Node;
-use super::registry::Member;
+use super::route;
 use super::sessions::{self, Sessions};
-use super::{Entry, Runtime, route};
 use crate::agent::{Scope, ToolSet};
 use crate::auth::Principal;
 use crate::config::{AgentSpec, AuthConfig};
@@ -25,6 +25,7 @@ use crate::rails::budget::BudgetAccount;
 use crate::rails::cycle::{self, CyclePermit};
 use crate::rails::fanout::{self, FanOutPermit};
 use crate::rails::{Entering, Tree, auth, deadline, depth, validate};
+use crate::runtime::{Member, Runtime, Top};
 
 /// A delegation that passed every rail and may run. Its permits (fan-out
 /// place, cycle key, budget account) are released when it drops.
@@ -274,7 +275,7 @@ async fn rails(
         hop: None,
     };
     let cancel = parent.map_or_else(CancellationToken::new, |p| p.cancel.child_token());
-    let top = parent.map_or_else(|| super::replica::Top::new(rt, req.request_id, cancel.clone()), |p| p.top.clone());
+    let top = parent.map_or_else(|| Top::new(rt, req.request_id, cancel.clone()), |p| p.top.clone());
     let mut scope = scope;
     if let Some(h) = edge.signed {
         scope.fan_out = scope.fan_out.min(h.claims().fan_out);

@@ -13,6 +13,7 @@ use crate::agent::{Reads, Scope};
 
 use crate::protocol::{AgentSlug, DelegationError, RequestId, TokenUsage};
 use crate::rails::Tree;
+use crate::runtime::Top;
 use crate::util::lock;
 
 /// A delegation in progress, as seen by its children: its lineage
@@ -23,7 +24,7 @@ pub(crate) struct Node {
     pub tree: Arc<Tree>,
     pub cancel: CancellationToken,
     /// The tree's top step here, as the fence sees it (shared by the tree's nodes).
-    pub top: Arc<super::replica::Top>,
+    pub top: Arc<Top>,
     /// What finished children (and their subtrees) used.
     children_usage: std::sync::Mutex<TokenUsage>,
     /// Children admitted so far: an attempt that delegated is not repeated.
@@ -48,7 +49,7 @@ impl Deref for Node {
 }
 
 impl Node {
-    pub fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken, top: Arc<super::replica::Top>) -> Self {
+    pub fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken, top: Arc<Top>) -> Self {
         Self {
             scope: Arc::new(scope),
             tree,
@@ -131,8 +132,8 @@ fn child_id(parent: RequestId, target: &AgentSlug, n: u32) -> RequestId {
 #[cfg(test)]
 mod tests {
     use crate::auth::Principal;
-    use crate::pipeline::Entry;
     use crate::pipeline::admit::admit;
+    use crate::pipeline::entry::Entry;
     use crate::pipeline::testing::{Flaky, request, runtime};
     use crate::protocol::{AgentSlug, ErrorCode, RequestId, TokenUsage};
 
