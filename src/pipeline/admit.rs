@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::entry::Entry;
+use super::entry::{Entry, Step};
 use super::node::Node;
 use super::route;
 use super::sessions::{self, Sessions};
@@ -57,17 +57,11 @@ impl Refused {
     }
 }
 
-/// Every rail, in order. `resumed` for a top step the journal holds (it was
+/// Every rail, in order, for one [`Step`]. A resumed one is a top step the journal holds (it was
 /// admitted before, with whatever proof its door asked for): it is a member
 /// of its tree, as a hop its lineage token proves is.
-pub(crate) async fn admit(
-    rt: &Runtime,
-    parent: Option<&Arc<Node>>,
-    caller: &Principal,
-    mut req: DelegationRequest,
-    entry: Entry,
-    resumed: bool,
-) -> Result<Admitted, Refused> {
+pub(crate) async fn admit(rt: &Runtime, step: Step<'_>) -> Result<Admitted, Refused> {
+    let Step { parent, caller, mut req, entry, resumed, .. } = step;
     // a user's own turn starts a tree at depth 0; anything else is a delegation
     let user_turn = matches!(entry, Entry::UserTurn) && parent.is_none() && caller.user().is_some();
     let (remote, signed) = match &entry {
@@ -396,7 +390,15 @@ mod tests {
     use crate::protocol::AgentSlug;
 
     async fn try_admit(rt: &Runtime, caller: &Principal, req: DelegationRequest) -> Result<Admitted, ErrorCode> {
-        admit(rt, None, caller, req, Entry::Delegation, false).await.map_err(|r| r.error.code)
+        let step = Step {
+            parent: None,
+            caller,
+            req,
+            entry: Entry::Delegation,
+            resumed: false,
+            end: crate::store::Durability::Now,
+        };
+        admit(rt, step).await.map_err(|r| r.error.code)
     }
 
     fn rt() -> Runtime {

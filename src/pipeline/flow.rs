@@ -54,12 +54,12 @@ impl Runtime {
     }
 
     async fn flow(&self, step: Step<'_>) -> DelegationResponse {
-        let Step { parent, caller, req, entry, resumed, end } = step;
+        let Step { parent, caller, resumed, end, .. } = step;
         let clock = Clock::start();
         let parent_scope = parent.map(|p| &*p.scope);
-        let entered = journal::entry_name(&entry, parent.is_some());
+        let entered = journal::entry_name(&step.entry, parent.is_some());
         // admit: every rail before the agent runs
-        let adm = match admit::admit(self, parent, caller, req, entry, resumed).await {
+        let adm = match admit::admit(self, step).await {
             Ok(adm) => adm,
             Err(refused) => return record::refuse(self, refused, parent_scope, clock).await,
         };

@@ -133,7 +133,7 @@ fn child_id(parent: RequestId, target: &AgentSlug, n: u32) -> RequestId {
 mod tests {
     use crate::auth::Principal;
     use crate::pipeline::admit::admit;
-    use crate::pipeline::entry::Entry;
+    use crate::pipeline::entry::{Entry, Step};
     use crate::pipeline::testing::{Flaky, request, runtime};
     use crate::protocol::{AgentSlug, ErrorCode, RequestId, TokenUsage};
 
@@ -141,7 +141,15 @@ mod tests {
     async fn a_node_sums_what_its_children_used_and_started() {
         let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
         let req = request("boss", "worker", "Say it", "hi");
-        let adm = admit(&rt, None, &Principal::Admin, req, Entry::Delegation, false).await.ok().unwrap();
+        let step = Step {
+            parent: None,
+            caller: &Principal::Admin,
+            req,
+            entry: Entry::Delegation,
+            resumed: false,
+            end: crate::store::Durability::Now,
+        };
+        let adm = admit(&rt, step).await.ok().unwrap();
         let node = &adm.node;
         assert_eq!((node.children_started(), node.children_usage()), (0, TokenUsage::default()));
         node.child_started();
