@@ -43,6 +43,9 @@ pub(super) fn owns(caller: &Principal, user: &crate::protocol::UserId) -> bool {
     matches!(caller, Principal::Admin) || caller.user() == Some(user)
 }
 
+/// How often a keeper looks for trees that waited for approval past their deadline.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
+
 impl Runtime {
     /// After a restart: resumes every tree the store holds as running (in
     /// background tasks; their answers are recorded as usual), ends the
@@ -392,9 +395,7 @@ impl Runtime {
         let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why);
         record::offline(self, step, &req, &response).await
     }
-}
 
-impl Runtime {
     /// Ends the steps under the top step `top` that nobody runs any more
     /// (their agents ran when the process died, or they waited with their
     /// tree): each gets its record and ends with `why`, as an in-process
@@ -420,37 +421,7 @@ impl Runtime {
         }
         Ok(())
     }
-}
 
-/// The depth `step` ran at: its top step's envelope's, one deeper for each
-/// step between them.
-fn depth(steps: &[TreeStep], step: &TreeStep) -> u32 {
-    let mut depth = 0u32;
-    let mut at = step;
-    for _ in 0..steps.len() {
-        if at.is_top() {
-            let top = serde_json::from_str::<DelegationRequest>(&at.request).map_or(0, |r| r.current_depth);
-            return top.saturating_add(u32::from(at.entry != "user")).saturating_add(depth);
-        }
-        let Some(parent) = steps.iter().find(|p| Some(p.request_id) == at.parent_id) else { break };
-        depth = depth.saturating_add(1);
-        at = parent;
-    }
-    depth
-}
-
-fn overdue(step: &TreeStep) -> DelegationError {
-    let what = if step.state == StepState::Waiting { "waited for approval" } else { "was cut off by a restart" };
-    DelegationError::new(
-        ErrorCode::DeadlineExceeded,
-        format!("the tree's deadline passed while it {what}; it was not run again"),
-    )
-}
-
-/// How often a keeper looks for trees that waited for approval past their deadline.
-const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
-
-impl Runtime {
     /// Keeps this replica's share of the trees, until the future is dropped
     /// (a server and a worker run it): at start, the trees a restart cut
     /// off resume (those past their deadline end `DEADLINE_EXCEEDED`); then
@@ -491,4 +462,29 @@ impl Runtime {
             }
         }
     }
+}
+
+/// The depth `step` ran at: its top step's envelope's, one deeper for each
+/// step between them.
+fn depth(steps: &[TreeStep], step: &TreeStep) -> u32 {
+    let mut depth = 0u32;
+    let mut at = step;
+    for _ in 0..steps.len() {
+        if at.is_top() {
+            let top = serde_json::from_str::<DelegationRequest>(&at.request).map_or(0, |r| r.current_depth);
+            return top.saturating_add(u32::from(at.entry != "user")).saturating_add(depth);
+        }
+        let Some(parent) = steps.iter().find(|p| Some(p.request_id) == at.parent_id) else { break };
+        depth = depth.saturating_add(1);
+        at = parent;
+    }
+    depth
+}
+
+fn overdue(step: &TreeStep) -> DelegationError {
+    let what = if step.state == StepState::Waiting { "waited for approval" } else { "was cut off by a restart" };
+    DelegationError::new(
+        ErrorCode::DeadlineExceeded,
+        format!("the tree's deadline passed while it {what}; it was not run again"),
+    )
 }
