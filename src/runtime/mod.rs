@@ -16,7 +16,7 @@ mod builder;
 mod in_flight;
 mod insights;
 mod lease;
-pub mod registry;
+mod registry;
 mod replica;
 // the `Runtime` itself, one service among the others here
 #[allow(clippy::module_inception)]
