@@ -39,13 +39,14 @@ LAYERS = {
     "agent": (4, "bottom: agents and backends"),
     "orchestrate": (5, "middle: orchestration and the built-in team"),
     "team": (5, "middle: orchestration and the built-in team"),
-    "pipeline": (6, "middle: the pipeline"),
-    "testing": (7, "top: what tests are built from (feature test-util)"),
-    "a2a": (7, "top: protocol services"),
-    "mcp": (7, "top: protocol services"),
-    "queue": (7, "top: protocol services"),
-    "server": (8, "top: HTTP"),
-    "cli": (9, "top: command line"),
+    "runtime": (6, "middle: the runtime and its services"),
+    "pipeline": (7, "middle: the pipeline (above the runtime)"),
+    "testing": (8, "top: what tests are built from (feature test-util)"),
+    "a2a": (8, "top: protocol services"),
+    "mcp": (8, "top: protocol services"),
+    "queue": (8, "top: protocol services"),
+    "server": (9, "top: HTTP"),
+    "cli": (10, "top: command line"),
 }
 ROOT_FILES = {"lib.rs", "main.rs"}
 

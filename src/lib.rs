@@ -47,6 +47,7 @@ pub mod lineage;
 pub mod pipeline;
 pub mod protocol;
 pub mod resilience;
+pub mod runtime;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod store;
@@ -80,8 +81,9 @@ pub use cli::main as run_cli;
 pub use agent::{Agent, AgentContext, AgentOutput, Call, ChatModel, Delegator, Dispatch, Lineage, Scope, Task};
 pub use auth::Principal;
 pub use config::{AgentSpec, Config};
-pub use pipeline::{AskOptions, AskResponse, Runtime, RuntimeBuilder, TreeView};
+pub use pipeline::{AskOptions, AskResponse, Door, Envelope, Turn};
 pub use protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Status};
+pub use runtime::{Runtime, RuntimeBuilder, TreeView};
 pub use store::{MemoryStore, SqlStore, Store};
 
 /// Checks an envelope the way every door does before a rail runs (its

@@ -30,7 +30,7 @@ use tokio::sync::broadcast;
 use super::convert::{message_text, to_artifacts, validate_message};
 use super::tasks::{EVENT_BUFFER, Entry, Running, TaskEvent, Tasks, ours, view};
 use crate::auth::Principal;
-use crate::pipeline::{self, AskOptions, Door, Envelope, Runtime};
+use crate::pipeline::{self, AskOptions, Door, Envelope};
 use crate::protocol::a2a::MESSAGE_ID_HINT;
 use crate::protocol::a2a::error::{A2aError, Kind};
 use crate::protocol::a2a::rails::{LINEAGE_EXTENSION, RAILS_EXTENSION, Rails, lineage_of};
@@ -41,6 +41,7 @@ use crate::protocol::a2a::types::{
 use crate::protocol::{
     AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, SessionId, Status, TokenUsage,
 };
+use crate::runtime::Runtime;
 use crate::store::{
     A2aEventRecord, A2aTaskQuery, A2aTaskRecord, Durability, MAX_EVENTS_PER_TASK, StoreError, TaskKeeper,
 };

@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::{EXIT_OK, exit_code, usage_error};
 use crate::auth::Principal;
-use crate::pipeline::{AskResponse, Runtime};
+use crate::pipeline::AskResponse;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, UserId};
+use crate::runtime::Runtime;
 use crate::store::Approval;
 
 #[derive(Debug, Args)]

@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::{EXIT_FAILED, EXIT_OK};
-use crate::pipeline::Runtime;
+use crate::runtime::Runtime;
 
 #[derive(Debug, Args)]
 pub(super) struct AuditArgs {

@@ -3,8 +3,9 @@
 use serde_json::json;
 
 use crate::auth::Principal;
-use crate::pipeline::{AskOptions, Door, Runtime, Turn};
+use crate::pipeline::{AskOptions, Door, Turn};
 use crate::protocol::UserId;
+use crate::runtime::Runtime;
 
 use super::{EXIT_FAILED, EXIT_OK, print_ask};
 

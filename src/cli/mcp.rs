@@ -6,8 +6,8 @@ use clap::Args;
 
 use super::{EXIT_FAILED, EXIT_OK, usage_error};
 use crate::auth::Principal;
-use crate::pipeline::Runtime;
 use crate::protocol::UserId;
+use crate::runtime::Runtime;
 
 #[derive(Debug, Args)]
 pub(super) struct McpArgs {

@@ -44,11 +44,12 @@ use serde_json::json;
 
 use crate::auth::Principal;
 use crate::config::Config;
-use crate::pipeline::{AskOptions, AskResponse, Door, Envelope, Runtime, Turn};
+use crate::pipeline::{AskOptions, AskResponse, Door, Envelope, Turn};
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Priority,
     SessionId, Status, UserId,
 };
+use crate::runtime::Runtime;
 
 /// An SQLite file in the working directory.
 pub(crate) const DEFAULT_DATABASE_URL: &str = "sqlite://switchboard.db";

@@ -7,7 +7,8 @@ use clap::Args;
 use serde_json::json;
 
 use super::{EXIT_FAILED, EXIT_OK, exit_code, usage_error};
-use crate::pipeline::{ReplayMode, Runtime};
+use crate::pipeline::ReplayMode;
+use crate::runtime::Runtime;
 
 #[derive(Debug, Args)]
 pub(super) struct ReplayArgs {

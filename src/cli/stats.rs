@@ -10,8 +10,8 @@ use serde_json::json;
 use super::approvals::failed;
 use super::{EXIT_OK, usage_error};
 use crate::auth::Principal;
-use crate::pipeline::Runtime;
 use crate::protocol::UserId;
+use crate::runtime::Runtime;
 use crate::store::Thumb;
 use crate::store::analytics::Analytics;
 

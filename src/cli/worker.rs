@@ -5,9 +5,9 @@
 use clap::Args;
 
 use super::{EXIT_OK, usage_error};
-use crate::pipeline::Runtime;
 use crate::protocol::AgentSlug;
 use crate::queue::{Worker, WorkerOptions};
+use crate::runtime::Runtime;
 
 #[derive(Debug, Args)]
 pub(super) struct WorkerArgs {

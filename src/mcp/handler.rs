@@ -18,11 +18,12 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use super::conformance::Fixtures;
 use super::tools::{self, AskAgentArgs, AskArgs, DelegateArgs, NoArgs, TraceArgs};
 use crate::auth::Principal;
-use crate::pipeline::{Admission, AskOptions, AskResponse, Door, Envelope, Runtime, TreeView, Turn};
+use crate::pipeline::{AskOptions, AskResponse, Door, Envelope, Turn};
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, RequestId,
     SessionId, UserId,
 };
+use crate::runtime::{Admission, Runtime, TreeView};
 use crate::store::DelegationRecord;
 use crate::telemetry::Event;
 

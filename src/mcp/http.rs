@@ -16,8 +16,8 @@ use serde_json::json;
 
 use super::McpServer;
 use crate::auth::{Principal, Tokens};
-use crate::pipeline::{Admission, Runtime};
 use crate::protocol::UserId;
+use crate::runtime::{Admission, Runtime};
 
 struct Auth {
     tokens: Tokens,

@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::entry::{Entry, Step};
 use super::node::Node;
-use super::registry::Member;
+use super::route;
 use super::sessions::{self, Sessions};
-use super::{Entry, Runtime, route};
 use crate::agent::{Scope, ToolSet};
 use crate::auth::Principal;
 use crate::config::{AgentSpec, AuthConfig};
@@ -25,6 +25,7 @@ use crate::rails::budget::BudgetAccount;
 use crate::rails::cycle::{self, CyclePermit};
 use crate::rails::fanout::{self, FanOutPermit};
 use crate::rails::{Entering, Tree, auth, deadline, depth, validate};
+use crate::runtime::{Member, Runtime, Top};
 
 /// A delegation that passed every rail and may run. Its permits (fan-out
 /// place, cycle key, budget account) are released when it drops.
@@ -56,17 +57,11 @@ impl Refused {
     }
 }
 
-/// Every rail, in order. `resumed` for a top step the journal holds (it was
+/// Every rail, in order, for one [`Step`]. A resumed one is a top step the journal holds (it was
 /// admitted before, with whatever proof its door asked for): it is a member
 /// of its tree, as a hop its lineage token proves is.
-pub(crate) async fn admit(
-    rt: &Runtime,
-    parent: Option<&Arc<Node>>,
-    caller: &Principal,
-    mut req: DelegationRequest,
-    entry: Entry,
-    resumed: bool,
-) -> Result<Admitted, Refused> {
+pub(crate) async fn admit(rt: &Runtime, step: Step<'_>) -> Result<Admitted, Refused> {
+    let Step { parent, caller, mut req, entry, resumed, .. } = step;
     // a user's own turn starts a tree at depth 0; anything else is a delegation
     let user_turn = matches!(entry, Entry::UserTurn) && parent.is_none() && caller.user().is_some();
     let (remote, signed) = match &entry {
@@ -274,7 +269,7 @@ async fn rails(
         hop: None,
     };
     let cancel = parent.map_or_else(CancellationToken::new, |p| p.cancel.child_token());
-    let top = parent.map_or_else(|| super::replica::Top::new(rt, req.request_id, cancel.clone()), |p| p.top.clone());
+    let top = parent.map_or_else(|| Top::new(rt, req.request_id, cancel.clone()), |p| p.top.clone());
     let mut scope = scope;
     if let Some(h) = edge.signed {
         scope.fan_out = scope.fan_out.min(h.claims().fan_out);
@@ -395,7 +390,15 @@ mod tests {
     use crate::protocol::AgentSlug;
 
     async fn try_admit(rt: &Runtime, caller: &Principal, req: DelegationRequest) -> Result<Admitted, ErrorCode> {
-        admit(rt, None, caller, req, Entry::Delegation, false).await.map_err(|r| r.error.code)
+        let step = Step {
+            parent: None,
+            caller,
+            req,
+            entry: Entry::Delegation,
+            resumed: false,
+            end: crate::store::Durability::Now,
+        };
+        admit(rt, step).await.map_err(|r| r.error.code)
     }
 
     fn rt() -> Runtime {

@@ -5,13 +5,13 @@
 
 use serde::Serialize;
 
-use super::tree_view::TreeView;
-use super::{Entry, Runtime, USER_ORIGIN};
+use super::entry::{Entry, USER_ORIGIN};
 use crate::auth::Principal;
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, SessionId,
     Status, UserId,
 };
+use crate::runtime::{Runtime, TreeView};
 use crate::store::Durability;
 
 /// A user's turn with Prime.
@@ -169,5 +169,17 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::AgentNotFound);
+    }
+
+    #[tokio::test]
+    async fn a_stored_tree_reads_back_and_an_unknown_one_is_none() {
+        let rt = Runtime::embedded();
+        assert!(rt.tree(crate::protocol::RequestId::new()).await.unwrap().is_none());
+        let alice = crate::protocol::UserId::parse("alice").unwrap();
+        let r = rt.ask(&alice, "What is APR?", Default::default()).await.unwrap();
+        let tree = rt.tree(r.request_id).await.unwrap().unwrap();
+        assert_eq!(tree.request_id, r.request_id);
+        assert_eq!(rt.live_trees(), 0, "nothing left running");
+        assert!(rt.metrics_text().contains("delegation"));
     }
 }

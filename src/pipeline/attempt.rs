@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Runtime;
 use super::admit::Admitted;
+use super::dispatch::agent_context;
 use super::pii::Pii;
 use crate::agent::{AgentOutput, Task, TokenEstimate, tokens};
 use crate::protocol::{DelegationError, ErrorCode, TokenUsage};
 use crate::rails::deadline;
 use crate::resilience::Failure;
+use crate::runtime::Runtime;
 
 /// Runs the agent once. `timeout` is the agent's own per-attempt limit, if
 /// it has one; the delegation's deadline ends everything.
@@ -33,7 +34,7 @@ pub(super) async fn run(
         }
     };
     let cancel = node.cancel.child_token();
-    let ctx = super::dispatch::agent_context(node, rt, cancel.clone());
+    let ctx = agent_context(node, rt, cancel.clone());
     let result = tokio::select! {
         // a cancelled delegation is cancelled, even if its agent answered in the same instant
         biased;

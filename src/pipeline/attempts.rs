@@ -9,11 +9,12 @@ use tokio::time::Instant;
 
 use super::admit::Admitted;
 use super::seeds::Seeds;
-use super::{Runtime, attempt, context, verify};
+use super::{attempt, context, verify};
 use crate::agent::{AgentOutput, tokens};
 use crate::protocol::{AttemptReport, DelegationError, ErrorClass, ErrorCode, Execution, Learned, TokenUsage, Verdict};
 use crate::rails::budget;
 use crate::resilience::{Next, RetryPlan};
+use crate::runtime::Runtime;
 use crate::store::task_signature;
 use crate::telemetry::Event;
 

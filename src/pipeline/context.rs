@@ -7,12 +7,14 @@
 use std::time::Duration;
 
 use super::admit::Admitted;
+use super::entry::USER_ORIGIN;
 use super::pii::Pii;
-use super::{Runtime, USER_ORIGIN, record};
+use super::record;
 use crate::agent::{HistoryMessage, Task};
 use crate::config::AgentSpec;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, Mode, NewFact, Status};
 use crate::rails::deadline;
+use crate::runtime::Runtime;
 use crate::store::{Conversation, Fact, Message, now_ms};
 
 /// How many of the target's recent messages reach it.

@@ -7,14 +7,17 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use super::approval::approval;
+use super::entry::{Entry, Step};
 use super::node::Node;
-use super::{Entry, Runtime, journal};
+use super::{journal, record};
 use crate::agent::{AgentContext, Delegator, Dispatch, Money};
 use crate::auth::Principal;
 use crate::lineage::{Claims, Relay};
 use crate::protocol::{
     AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, RequestId, Status,
 };
+use crate::runtime::Runtime;
 use crate::store::Durability;
 
 /// The context one attempt of this node's agent runs with: its delegator,
@@ -74,10 +77,15 @@ impl Dispatch for NodeDispatch {
             }
         }
         let caller = Principal::Agent(self.node.agent.clone());
-        let response = self
-            .runtime
-            .dispatch_step(Some(&self.node), &caller, request, Entry::Delegation, resumed, Durability::Now)
-            .await;
+        let step = Step {
+            parent: Some(&self.node),
+            caller: &caller,
+            req: request,
+            entry: Entry::Delegation,
+            resumed,
+            end: Durability::Now,
+        };
+        let response = self.runtime.dispatch_step(step).await;
         if let Some(why) = response.error.as_ref().filter(|_| response.status == Status::NeedsApproval) {
             self.node.child_waits(why.clone());
         }
@@ -85,15 +93,15 @@ impl Dispatch for NodeDispatch {
     }
 
     async fn approval(&self, action: &str, summary: &str) -> Result<(), DelegationError> {
-        super::durable::approval(&self.runtime, &self.node, action, summary).await
+        approval(&self.runtime, &self.node, action, summary).await
     }
 
     async fn record_denied(&self, what: &str, error: &DelegationError) {
-        super::record::denied(&self.runtime, &self.node.scope, what, error).await;
+        record::denied(&self.runtime, &self.node.scope, what, error).await;
     }
 
     async fn record_tool(&self, what: &str, outcome: Result<(), &DelegationError>, duration_ms: u64) {
-        super::record::tool_used(&self.runtime, &self.node.scope, what, outcome, duration_ms).await;
+        record::tool_used(&self.runtime, &self.node.scope, what, outcome, duration_ms).await;
     }
 
     fn remaining_tokens(&self) -> u32 {
@@ -136,9 +144,10 @@ impl Dispatch for NodeDispatch {
 
 #[cfg(test)]
 mod tests {
+    use crate::pipeline::AskOptions;
     use crate::pipeline::testing::{Flaky, runtime};
-    use crate::pipeline::{AskOptions, Runtime};
     use crate::protocol::{AgentSlug, ErrorCode, Status, UserId};
+    use crate::runtime::Runtime;
 
     async fn ask(rt: &Runtime, agent: &str) -> crate::pipeline::AskResponse {
         let to = AskOptions { agent: Some(AgentSlug::parse(agent).unwrap()), ..Default::default() };

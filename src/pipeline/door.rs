@@ -24,10 +24,14 @@
 
 use std::future::Future;
 
+use super::admit::Refused;
 use super::ask::{AskOptions, AskResponse};
-use super::{Entry, Runtime};
+use super::clock::Clock;
+use super::entry::Entry;
+use super::record;
 use crate::auth::Principal;
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode};
+use crate::runtime::Runtime;
 use crate::store::Durability;
 
 /// The surface a call came through.
@@ -207,7 +211,7 @@ impl Work for Envelope {
     async fn enter(self, rt: &Runtime, _door: Door, caller: &Principal) -> Self::Answer {
         let Envelope { request, lineage, end, refused } = self;
         if let Some(error) = refused {
-            return rt.record_refusal(request, error).await;
+            return record_refusal(rt, request, error).await;
         }
         if caller.user().is_some() {
             let error = DelegationError::new(
@@ -218,18 +222,25 @@ impl Work for Envelope {
                     caller.label()
                 ),
             );
-            return rt.record_refusal(request, error).await;
+            return record_refusal(rt, request, error).await;
         }
         let entry = match lineage {
             Some(text) => match rt.inner.lineage.verify(&text) {
                 Ok((token, claims)) => Entry::Remote(Some(crate::lineage::Hop::received(token, claims))),
-                Err(e) => return rt.record_refusal(request, e.into()).await,
+                Err(e) => return record_refusal(rt, request, e.into()).await,
             },
             None if caller.agent().is_some() => Entry::Remote(None),
             None => Entry::Delegation,
         };
         rt.dispatch_top(caller, request, entry, end).await
     }
+}
+
+/// Records an envelope refused before it reached the rails (a forged or
+/// contradictory header at the edge): audited as denied, like any refusal.
+async fn record_refusal(rt: &Runtime, request: DelegationRequest, error: DelegationError) -> DelegationResponse {
+    let refused = Refused { req: request, tree: None, error };
+    record::refuse(rt, refused, None, Clock::start()).await
 }
 
 impl Runtime {

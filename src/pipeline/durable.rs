@@ -6,15 +6,15 @@
 //! finished step twice.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 
-use super::node::Node;
-use super::pii::Pii;
-use super::replica::Census;
-use super::{Runtime, journal, record};
+use super::entry::{Step, USER_ORIGIN};
+use super::{journal, record};
 use crate::auth::Principal;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId};
+use crate::runtime::{Census, Runtime};
 use crate::store::{Approval, ApprovalState, Durability, StepState, TreeStep, now_ms};
 use crate::telemetry::TakenOver;
 use crate::util::lock;
@@ -38,61 +38,13 @@ impl Resumed {
     }
 }
 
-/// The approval rail, for a running node's agent (see `Dispatch::approval`).
-pub(super) async fn approval(
-    rt: &Runtime,
-    node: &Arc<Node>,
-    action: &str,
-    summary: &str,
-) -> Result<(), DelegationError> {
-    if !rt.config().requires_approval(&node.agent, action) {
-        return Ok(());
-    }
-    let asked = Approval {
-        id: Approval::id_for(node.request_id, action),
-        root_id: node.root_id,
-        request_id: node.request_id,
-        user_id: node.user.clone(),
-        agent: node.agent.to_string(),
-        action: action.to_string(),
-        summary: Pii::new(&rt.inner.redactor, None).text(summary),
-        state: ApprovalState::Pending,
-        reason: None,
-        decided_by: None,
-        created_at: now_ms(),
-        decided_at: None,
-    };
-    let a = rt.inner.store.ask_approval(&rt.for_store(asked)).await?;
-    let reason = a.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-    match a.state {
-        // a person's yes holds only while the tree does: one cancelled after the yes (and before
-        // this node acted on it) does nothing more
-        ApprovalState::Approved => match rt.inner.store.step(node.root_id).await? {
-            Some(top) if top.state == StepState::Cancelled => Err(DelegationError::new(
-                ErrorCode::Cancelled,
-                format!("{} was approved, but the tree was cancelled before it was done; not done", a.action),
-            )),
-            _ => Ok(()),
-        },
-        ApprovalState::Pending => Err(DelegationError::new(
-            ErrorCode::NeedsApproval,
-            format!("{} waits for approval {} to {}: {}", a.agent, a.id, a.action, a.summary),
-        )),
-        ApprovalState::Rejected => Err(DelegationError::new(
-            ErrorCode::ApprovalRejected,
-            format!("{} was rejected by {}{reason}; not done", a.action, a.decided_by.as_deref().unwrap_or("a person")),
-        )),
-        ApprovalState::Expired => Err(DelegationError::new(
-            ErrorCode::DeadlineExceeded,
-            format!("nobody approved {} before the deadline; not done", a.action),
-        )),
-    }
-}
-
 /// Whether `caller` may see and act on a tree or approval of `user`.
 pub(super) fn owns(caller: &Principal, user: &crate::protocol::UserId) -> bool {
     matches!(caller, Principal::Admin) || caller.user() == Some(user)
 }
+
+/// How often a keeper looks for trees that waited for approval past their deadline.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
 
 impl Runtime {
     /// After a restart: resumes every tree the store holds as running (in
@@ -375,7 +327,16 @@ impl Runtime {
         // the budget is what was left: finished children spent theirs (the journal answers for them)
         req.constraints.max_tokens = req.constraints.max_tokens.saturating_sub(self.spent_below(&step).await);
         tracing::info!(request_id = %id, "resuming tree");
-        let response = self.dispatch_step(None, &caller, req, journal::entry(&step), true, Durability::Now).await;
+        let response = self
+            .dispatch_step(Step {
+                parent: None,
+                caller: &caller,
+                req,
+                entry: journal::entry(&step),
+                resumed: true,
+                end: Durability::Now,
+            })
+            .await;
         lock(&self.inner.resumed_vaults).remove(&id); // refused before it took it
         response
     }
@@ -418,7 +379,7 @@ impl Runtime {
             Err(_) => {
                 let origin = journal::caller(&step)
                     .and_then(|c| c.agent().cloned())
-                    .or_else(|| AgentSlug::parse(super::USER_ORIGIN).ok());
+                    .or_else(|| AgentSlug::parse(USER_ORIGIN).ok());
                 let (Some(origin), Ok(target)) = (origin, AgentSlug::parse(step.target.clone())) else {
                     return Err(DelegationError::new(
                         ErrorCode::RecordIncomplete,
@@ -434,9 +395,7 @@ impl Runtime {
         let response = DelegationResponse::failed(step.request_id, req.target_employee.clone(), why);
         record::offline(self, step, &req, &response).await
     }
-}
 
-impl Runtime {
     /// Ends the steps under the top step `top` that nobody runs any more
     /// (their agents ran when the process died, or they waited with their
     /// tree): each gets its record and ends with `why`, as an in-process
@@ -461,6 +420,47 @@ impl Runtime {
             record::offline(self, step.clone(), &req, &response).await?;
         }
         Ok(())
+    }
+
+    /// Keeps this replica's share of the trees, until the future is dropped
+    /// (a server and a worker run it): at start, the trees a restart cut
+    /// off resume (those past their deadline end `DEADLINE_EXCEEDED`); then
+    /// every second trees that waited for approval past their deadline end
+    /// the same way, and every half lease period the trees of a replica
+    /// that died are taken over.
+    pub async fn keep_trees(self) {
+        let report = |found: &Resumed| {
+            if !(found.resumed.is_empty() && found.expired.is_empty()) {
+                eprintln!(
+                    "switchboard: {} trees resumed, {} ended past their deadline, {} waiting for approval, \
+                     {} running on other replicas",
+                    found.resumed.len(),
+                    found.expired.len(),
+                    found.waiting.len(),
+                    found.elsewhere.len()
+                );
+            }
+        };
+        match self.resume_open_trees().await {
+            Ok(found) => report(&found),
+            Err(e) => eprintln!("switchboard: open trees not resumed: {e}"),
+        }
+        let takeover = self.inner.lease.period / 2;
+        let mut last_takeover = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval(EXPIRY_SWEEP.min(takeover));
+        loop {
+            tick.tick().await;
+            // the takeover's look ends the overdue waiting trees too: one read of the open steps per tick
+            if last_takeover.elapsed() >= takeover {
+                last_takeover = tokio::time::Instant::now();
+                match self.resume_open_trees().await {
+                    Ok(found) => report(&found),
+                    Err(e) => tracing::warn!("trees of dead replicas not taken over: {e}"),
+                }
+            } else if let Err(e) = self.expire_overdue().await {
+                tracing::warn!("overdue trees not ended: {e}");
+            }
+        }
     }
 }
 

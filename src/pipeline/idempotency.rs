@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Runtime;
 use super::admit::Admitted;
-use super::replica::Census;
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Status};
+use crate::runtime::{Census, Runtime};
 use crate::store::{Claim, Held, Holder, KeyAnswer, StepState};
 use crate::telemetry::TakenOver;
 

@@ -9,12 +9,13 @@
 use tokio::time::Instant;
 
 use super::admit::Admitted;
+use super::entry::Entry;
 use super::pii::redact_request;
-use super::{Entry, Runtime};
 use crate::agent::StepReads;
 use crate::auth::Principal;
 use crate::protocol::{DelegationResponse, ErrorCode, Status};
 use crate::rails::Tree;
+use crate::runtime::{Runtime, hold};
 use crate::store::{StepState, TreeStep, now_ms};
 
 /// The `entry` of a step made by a parent running in this process.
@@ -38,7 +39,7 @@ pub(super) fn entry_name(entry: &Entry, has_parent: bool) -> &'static str {
 /// the async workers and is waited for only until the deadline (a
 /// delegation out of time keeps no envelope and fails at once).
 pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entry: &'static str) -> TreeStep {
-    super::replica::hold(rt);
+    hold(rt);
     let (request, pii) = if entry == CHILD {
         (String::new(), None)
     } else if small(&adm.req) {

@@ -13,6 +13,7 @@ use crate::agent::{Reads, Scope};
 
 use crate::protocol::{AgentSlug, DelegationError, RequestId, TokenUsage};
 use crate::rails::Tree;
+use crate::runtime::Top;
 use crate::util::lock;
 
 /// A delegation in progress, as seen by its children: its lineage
@@ -23,7 +24,7 @@ pub(crate) struct Node {
     pub tree: Arc<Tree>,
     pub cancel: CancellationToken,
     /// The tree's top step here, as the fence sees it (shared by the tree's nodes).
-    pub top: Arc<super::replica::Top>,
+    pub top: Arc<Top>,
     /// What finished children (and their subtrees) used.
     children_usage: std::sync::Mutex<TokenUsage>,
     /// Children admitted so far: an attempt that delegated is not repeated.
@@ -48,7 +49,7 @@ impl Deref for Node {
 }
 
 impl Node {
-    pub(crate) fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken, top: Arc<super::replica::Top>) -> Self {
+    pub fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken, top: Arc<Top>) -> Self {
         Self {
             scope: Arc::new(scope),
             tree,
@@ -64,51 +65,51 @@ impl Node {
     }
 
     /// The id of this node's next call to `target` (see `journal::child_id`).
-    pub(crate) fn next_child_id(&self, target: &AgentSlug) -> crate::protocol::RequestId {
+    pub fn next_child_id(&self, target: &AgentSlug) -> crate::protocol::RequestId {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         child_id(self.request_id, target, n)
     }
 
-    pub(crate) fn mark_resumed(&self) {
+    pub fn mark_resumed(&self) {
         self.resumed.store(true, Ordering::Relaxed);
     }
 
-    pub(crate) fn is_resumed(&self) -> bool {
+    pub fn is_resumed(&self) -> bool {
         self.resumed.load(Ordering::Relaxed)
     }
 
     /// Notes that a child waits for approval; the first one's words are kept.
-    pub(crate) fn child_waits(&self, why: DelegationError) {
+    pub fn child_waits(&self, why: DelegationError) {
         lock(&self.waiting).get_or_insert(why);
     }
 
     /// Why this node waits, when a child does.
-    pub(crate) fn waiting(&self) -> Option<DelegationError> {
+    pub fn waiting(&self) -> Option<DelegationError> {
         lock(&self.waiting).clone()
     }
 
-    pub(crate) fn add_child_usage(&self, usage: TokenUsage) {
+    pub fn add_child_usage(&self, usage: TokenUsage) {
         lock(&self.children_usage).add(usage);
     }
 
-    pub(crate) fn children_usage(&self) -> TokenUsage {
+    pub fn children_usage(&self) -> TokenUsage {
         *lock(&self.children_usage)
     }
 
-    pub(crate) fn child_started(&self) {
+    pub fn child_started(&self) {
         self.children_started.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn children_started(&self) -> u32 {
+    pub fn children_started(&self) -> u32 {
         self.children_started.load(Ordering::Relaxed)
     }
 
     /// Whether this node's budget account is still open (its delegation runs).
-    pub(crate) fn budget_open(&self) -> bool {
+    pub fn budget_open(&self) -> bool {
         self.tree.state().tokens.account(self.request_id).is_some()
     }
 
-    pub(crate) fn remaining_tokens(&self) -> u32 {
+    pub fn remaining_tokens(&self) -> u32 {
         self.tree.state().tokens.account(self.request_id).map_or(0, |a| a.remaining())
     }
 }
@@ -131,8 +132,8 @@ fn child_id(parent: RequestId, target: &AgentSlug, n: u32) -> RequestId {
 #[cfg(test)]
 mod tests {
     use crate::auth::Principal;
-    use crate::pipeline::Entry;
     use crate::pipeline::admit::admit;
+    use crate::pipeline::entry::{Entry, Step};
     use crate::pipeline::testing::{Flaky, request, runtime};
     use crate::protocol::{AgentSlug, ErrorCode, RequestId, TokenUsage};
 
@@ -140,7 +141,15 @@ mod tests {
     async fn a_node_sums_what_its_children_used_and_started() {
         let rt = runtime(Flaky::new(0, ErrorCode::AgentFailed).0);
         let req = request("boss", "worker", "Say it", "hi");
-        let adm = admit(&rt, None, &Principal::Admin, req, Entry::Delegation, false).await.ok().unwrap();
+        let step = Step {
+            parent: None,
+            caller: &Principal::Admin,
+            req,
+            entry: Entry::Delegation,
+            resumed: false,
+            end: crate::store::Durability::Now,
+        };
+        let adm = admit(&rt, step).await.ok().unwrap();
         let node = &adm.node;
         assert_eq!((node.children_started(), node.children_usage()), (0, TokenUsage::default()));
         node.child_started();

@@ -130,7 +130,7 @@ pub(super) fn restore_with(vault: &Vault, response: &mut DelegationResponse) {
 /// everything the store holds): its caller's values back, from the vault
 /// its tree sealed in the journal. A vault that does not open here (another
 /// key) leaves the tokens.
-pub(super) async fn restore_kept(rt: &super::Runtime, response: &mut DelegationResponse) {
+pub(super) async fn restore_kept(rt: &crate::runtime::Runtime, response: &mut DelegationResponse) {
     if !has_tokens(response) {
         return;
     }

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::admit::{Admitted, Refused};
+use super::clock::Clock;
+use super::journal;
 use super::pii::Pii;
-use super::replica::Top;
-use super::{Clock, Runtime};
 use crate::agent::Scope;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, Mode, RequestId, Status, TokenUsage, UserId};
 use crate::rails::cycle;
+use crate::runtime::{Runtime, Top};
 use crate::store::{AuditRecord, Conversation, DelegationRecord, Durability, now_ms, task_signature};
 use crate::telemetry::{Event, Observation};
 
@@ -264,8 +265,7 @@ pub(super) async fn offline(
     record.status = response.status.as_str().into();
     record.error_code = response.error_code().map(|c| c.to_string());
     record.duration_ms = u64::try_from(now_ms().saturating_sub(step.created_at)).unwrap_or(0);
-    let conversation =
-        Conversation { step: Some(super::journal::ended(step, response, None, None)), ..Default::default() };
+    let conversation = Conversation { step: Some(journal::ended(step, response, None, None)), ..Default::default() };
     finish(rt, &record, conversation, 0.0, false, Durability::Now).await
 }
 

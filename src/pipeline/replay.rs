@@ -23,11 +23,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::{Runtime, journal};
+use super::durable::owns;
+use super::entry::Step;
+use super::journal;
 use crate::agent::{Agent, AgentContext, AgentOutput, Money, StepReads, Tape, Task, TokenEstimate};
 use crate::auth::Principal;
 use crate::config::{AgentSpec, BUILTIN_PRIME, Backend, Config};
 use crate::protocol::{DelegationError, DelegationRequest, DelegationResponse, ErrorCode, RequestId, Status};
+use crate::runtime::Runtime;
 use crate::store::{
     Approval, ApprovalState, Durability, MemoryStore, ReplayRecord, StepState, Store, TreeStep, now_ms,
 };
@@ -149,7 +152,7 @@ impl Runtime {
     ) -> Result<ReplayReport, DelegationError> {
         let store = &self.inner.store;
         let user = match store.step(root).await? {
-            Some(top) if !super::durable::owns(caller, &top.user_id) => {
+            Some(top) if !owns(caller, &top.user_id) => {
                 return Err(DelegationError::new(
                     ErrorCode::UserMismatch,
                     format!("tree {root} belongs to another user"),
@@ -235,7 +238,15 @@ impl Runtime {
         // (owned by none: the replica that replays it writes it as its own)
         let start = TreeStep { state: StepState::Running, response: None, owner: None, ..top.clone() };
         scratch.put_step(&self.for_store(start)).await?;
-        replica.dispatch_step(None, &caller, req, journal::entry(&top), true, Durability::Now).await;
+        let step = Step {
+            parent: None,
+            caller: &caller,
+            req,
+            entry: journal::entry(&top),
+            resumed: true,
+            end: Durability::Now,
+        };
+        replica.dispatch_step(step).await;
         let replayed = scratch.tree_steps(root).await?;
         let from_record: HashSet<RequestId> = replayed
             .iter()

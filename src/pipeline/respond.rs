@@ -3,9 +3,9 @@
 //! verifier's verdict, what was learned, and after a final failure what the
 //! caller should do instead (`fallback`).
 
-use super::Clock;
 use super::admit::Admitted;
 use super::attempts::Attempts;
+use super::clock::Clock;
 use crate::protocol::{
     AttemptReport, DelegationError, DelegationResponse, ErrorClass, ErrorCode, Execution, Fallback, Status,
 };

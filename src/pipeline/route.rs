@@ -4,12 +4,11 @@
 //! best, else discovery by keywords and capabilities among the agents the
 //! origin may call.
 
-use super::Runtime;
-use super::registry::Member;
 use crate::config::AgentSpec;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, ErrorCode};
 use crate::resilience::BreakerState;
 use crate::route::{discover, history};
+use crate::runtime::{Member, Runtime};
 use crate::store::task_signature;
 
 /// Resolves `req.target_employee` (filling it in when it is `auto`) and

@@ -3,9 +3,9 @@
 //! seed that passes verification is promoted for this kind of task; one
 //! that fails it is penalized.
 
-use super::Runtime;
 use crate::agent::Agent;
 use crate::protocol::{AgentSlug, Learned};
+use crate::runtime::Runtime;
 
 /// The seeds of one delegation: their order, and what was known before it ran.
 pub(super) struct Seeds {

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 
-use super::Runtime;
 use crate::agent::{Agent, AgentContext, AgentOutput, Call, Task};
 use crate::auth::Principal;
 use crate::config::AgentSpec;
 use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, UserId};
+use crate::runtime::Runtime;
 
 /// Fails with `code` for its first `failures` runs, then answers its input; counts its runs.
 pub(super) struct Flaky {

@@ -25,8 +25,9 @@ use tokio::sync::Semaphore;
 
 use crate::agent::queue::wire;
 use crate::auth::Principal;
-use crate::pipeline::{Door, Envelope, Runtime};
+use crate::pipeline::{Door, Envelope};
 use crate::protocol::{AgentSlug, DelegationResponse, ErrorCode};
+use crate::runtime::Runtime;
 use crate::store::now_ms;
 
 /// How long one pull waits for a delegation before it asks again.

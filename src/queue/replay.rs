@@ -15,8 +15,9 @@ use serde::Serialize;
 use crate::agent::queue::wire;
 use crate::auth::Principal;
 use crate::config::Backend;
-use crate::pipeline::{Door, Envelope, Runtime};
+use crate::pipeline::{Door, Envelope};
 use crate::protocol::{AgentSlug, DelegationRequest, DelegationResponse, RequestId};
+use crate::runtime::Runtime;
 
 /// How long the stream may stay quiet before the recorded delegations count as read.
 const QUIET: Duration = Duration::from_secs(1);

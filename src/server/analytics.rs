@@ -1,6 +1,6 @@
 //! Usage analytics, past trees and ratings over HTTP (issue 46;
 //! docs/ANALYTICS.md). Who sees what is the pipeline's to say
-//! (`pipeline/insights.rs`): a user token its own trees, an admin token
+//! (`runtime/insights.rs`): a user token its own trees, an admin token
 //! everyone's (or a user's, `?user=`), a service token nothing
 //! (`UNAUTHENTICATED`).
 //!
@@ -90,7 +90,7 @@ pub async fn trees(State(state): State<Arc<AppState>>, caller: Principal, uri: U
         limit,
     };
     // whose trees these are (None: everyone's, for an admin), so the page knows whether it may rate
-    let user = crate::pipeline::whose(&caller, p.user.as_deref())?;
+    let user = crate::runtime::whose(&caller, p.user.as_deref())?;
     let page = state.runtime.past_trees_for(&caller, p.user.as_deref(), history).await?;
     Ok(Json(json!({ "trees": page.trees, "next": page.next, "user": user })))
 }
@@ -151,7 +151,7 @@ pub async fn rating(
             format!("no finished tree has root id {root}"),
         ));
     };
-    crate::pipeline::whose(&caller, Some(top.user_id.as_str()))?;
+    crate::runtime::whose(&caller, Some(top.user_id.as_str()))?;
     let rating = store.rating(root).await.map_err(crate::DelegationError::from)?;
     Ok(Json(json!({ "rating": rating })))
 }

@@ -31,8 +31,8 @@ use tracing::Instrument;
 use super::extract::Body;
 use super::{ApiError, AppState};
 use crate::auth::Principal;
-use crate::pipeline::Runtime;
 use crate::protocol::{ErrorCode, IdError, RequestId};
+use crate::runtime::Runtime;
 use crate::store::{Approval, StepState, TreeStep, now_ms};
 
 /// The longest reason kept with a decision, in characters.

@@ -138,7 +138,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::pipeline::Runtime;
+    use crate::runtime::Runtime;
 
     async fn who(principal: Principal) -> String {
         principal.label()

@@ -44,7 +44,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-pub use crate::pipeline::Admission;
+pub use crate::runtime::Admission;
 pub use error::ApiError;
 pub use state::AppState;
 pub use work::WorkRuntime;

@@ -15,8 +15,9 @@ use super::error::status_of;
 use super::extract::{self, Body};
 use super::{Admission, ApiError, AppState};
 use crate::auth::Principal;
-use crate::pipeline::{AskOptions, Door, Envelope, TreeView, Turn};
+use crate::pipeline::{AskOptions, Door, Envelope, Turn};
 use crate::protocol::{self, DelegationRequest, ErrorCode, RequestId, SessionId, Status};
+use crate::runtime::TreeView;
 use crate::store::DelegationRecord;
 
 fn must_agree(name: &str, header: &str, body: &str, field: &str) -> Result<(), ApiError> {

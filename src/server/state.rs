@@ -9,7 +9,7 @@ use tokio::runtime::Handle;
 #[cfg(feature = "a2a")]
 use crate::a2a::A2aService;
 use crate::auth::Tokens;
-use crate::pipeline::{Admission, Runtime};
+use crate::runtime::{Admission, Runtime};
 
 /// The state of one service.
 pub struct AppState {

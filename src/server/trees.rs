@@ -6,7 +6,7 @@
 //! | `POST /v1/trees/{id}/replay` | the tree's user, admin | `{"mode":"recorded"\|"live"}` (an empty body is `recorded`) → the replay's report |
 //! | `GET /v1/trees/{id}/replays` | the tree's user, admin | `{"replays":[{"id","mode","identical","differing","nodes","run_by","created_at","report"}]}`, newest first |
 //!
-//! A replay runs [`Runtime::replay_for`](crate::pipeline::Runtime::replay_for)
+//! A replay runs [`Runtime::replay_for`](crate::runtime::Runtime::replay_for)
 //! as the caller: it changes nothing in the store but its own record. A
 //! live one runs today's agents (models, network), so it is open to the
 //! same people as a recorded one and no one else; service tokens have no

@@ -50,8 +50,8 @@ use serde_json::{Value, json};
 
 use crate::agent::{Agent, AgentContext, AgentOutput, ChatModel, Lineage, Task};
 use crate::config::Config;
-use crate::pipeline::{Runtime, RuntimeBuilder};
 use crate::protocol::{DelegationError, ErrorCode};
+use crate::runtime::{Runtime, RuntimeBuilder};
 use crate::store::MemoryStore;
 
 /// A lock that a panicking test elsewhere did not spoil: what it guards is

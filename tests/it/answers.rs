@@ -8,8 +8,9 @@
 //! the statement.
 
 use serde_json::Value;
-use switchboard::pipeline::{AskOptions, AskResponse, Runtime};
+use switchboard::pipeline::{AskOptions, AskResponse};
 use switchboard::protocol::Status;
+use switchboard::runtime::Runtime;
 
 use crate::support::*;
 

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use chrono::{Datelike, Duration, Local, NaiveDate};
-use switchboard::pipeline::{AskOptions, AskResponse, Runtime};
+use switchboard::pipeline::{AskOptions, AskResponse};
 use switchboard::protocol::{SessionId, Status};
+use switchboard::runtime::Runtime;
 use switchboard::store::Store;
 
 use crate::db;

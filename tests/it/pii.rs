@@ -346,7 +346,8 @@ async fn a_tree_resumed_after_a_restart_gives_the_values_back_with_its_key_and_t
 /// steps nor the conversation.
 #[tokio::test]
 async fn spellings_from_pdfs_and_spreadsheets_reach_no_table_raw() {
-    use switchboard::pipeline::{AskOptions, Runtime};
+    use switchboard::pipeline::AskOptions;
+    use switchboard::runtime::Runtime;
     use switchboard::store::{MemoryStore, Store};
     let spelled = [
         ("4111\u{a0}1111\u{a0}1111\u{a0}1111", "4111111111111111"),

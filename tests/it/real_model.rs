@@ -27,8 +27,8 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use serde_json::Value;
 use switchboard::config::Config;
-use switchboard::pipeline::TreeView;
 use switchboard::protocol::{DelegationError, ErrorCode, RequestId, RetryPolicy, Status};
+use switchboard::runtime::TreeView;
 use switchboard::{AskOptions, AskResponse, DelegationResponse, Runtime};
 
 use crate::support::*;

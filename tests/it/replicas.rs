@@ -63,7 +63,7 @@ fn started(log: &Path, agent: &str) -> Vec<u32> {
 }
 
 /// `switchboard_taken_over_total{what}` as `rt`'s metrics show it.
-pub(crate) fn taken_over(rt: &switchboard::pipeline::Runtime, what: &str) -> u64 {
+pub(crate) fn taken_over(rt: &switchboard::runtime::Runtime, what: &str) -> u64 {
     taken_over_in(&rt.metrics_text(), what)
 }
 

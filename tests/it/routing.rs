@@ -24,8 +24,9 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use switchboard::pipeline::{AskOptions, AskResponse, Runtime};
+use switchboard::pipeline::{AskOptions, AskResponse};
 use switchboard::protocol::{SessionId, Status};
+use switchboard::runtime::Runtime;
 
 use crate::support::*;
 

@@ -1,16 +1,18 @@
 //! The [`Runtime`]: what a running Switchboard holds (configuration, team,
 //! store, live trees, breakers, redactor, events, metrics) and what callers
-//! outside the pipeline may ask of it.
+//! may ask of it without running a delegation; the service every other one
+//! here and every stage of the pipeline stands on.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::registry::Registry;
+use super::lease::Lease;
+use super::registry::{Member, Registry};
 use super::tree_view::TreeView;
 use crate::config::Config;
-use crate::protocol::{AgentSlug, DelegationError, DelegationRequest, DelegationResponse, RequestId};
+use crate::protocol::{AgentSlug, DelegationError, RequestId};
 use crate::rails::{SessionVaults, Trees};
 use crate::redact::Redactor;
 use crate::resilience::{BreakerState, Breakers};
@@ -22,10 +24,11 @@ use crate::util::lock;
 /// The delegation runtime. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Runtime {
-    pub(super) inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-pub(super) struct Inner {
+/// What a runtime's clones share (the stages read it as `rt.inner`).
+pub(crate) struct Inner {
     pub config: Config,
     pub registry: Registry,
     pub domains: DomainTable,
@@ -51,20 +54,10 @@ pub(super) struct Inner {
     /// Whether nodes keep their lineage: some agent sends to another runtime.
     pub keeps_lineage: bool,
     /// This runtime's lease among the replicas on its store.
-    pub lease: super::replica::Lease,
+    pub lease: Lease,
 }
 
 impl Runtime {
-    /// A builder; every part has an embedded default.
-    pub fn builder() -> super::RuntimeBuilder {
-        super::RuntimeBuilder::default()
-    }
-
-    /// The built-in team with an in-memory store.
-    pub fn embedded() -> Self {
-        Self::builder().build().expect("the built-in configuration is valid")
-    }
-
     /// The configuration this runtime runs.
     pub fn config(&self) -> &Config {
         &self.inner.config
@@ -93,7 +86,7 @@ impl Runtime {
     /// The team as the surfaces show it (`GET /v1/agents`, `switchboard
     /// agents`, MCP's `list_agents`): each member's declared spec and its
     /// breaker state, in the registry's order, with the member itself.
-    pub fn team_summary(&self) -> Vec<(&super::registry::Member, serde_json::Value)> {
+    pub fn team_summary(&self) -> Vec<(&Member, serde_json::Value)> {
         self.registry()
             .members()
             .map(|m| {
@@ -152,17 +145,6 @@ impl Runtime {
         &self.inner.lineage
     }
 
-    /// Records an envelope refused before it reached the rails (a forged or
-    /// contradictory header at the edge): audited as denied, like any refusal.
-    pub(super) async fn record_refusal(
-        &self,
-        request: DelegationRequest,
-        error: DelegationError,
-    ) -> DelegationResponse {
-        let refused = super::admit::Refused { req: request, tree: None, error };
-        super::record::refuse(self, refused, None, super::Clock::start()).await
-    }
-
     /// The stored tree of a delegation.
     pub async fn tree(&self, request: RequestId) -> Result<Option<TreeView>, DelegationError> {
         let records = self.inner.store.delegation_tree(request).await?;
@@ -171,13 +153,13 @@ impl Runtime {
 }
 
 /// A running delegation's entry in the cancel registry, removed on drop.
-pub(super) struct Cancellable<'a> {
+pub(crate) struct Cancellable<'a> {
     map: &'a std::sync::Mutex<HashMap<RequestId, CancellationToken>>,
     id: RequestId,
 }
 
 impl<'a> Cancellable<'a> {
-    pub(super) fn register(runtime: &'a Runtime, id: RequestId, token: CancellationToken) -> Self {
+    pub(crate) fn register(runtime: &'a Runtime, id: RequestId, token: CancellationToken) -> Self {
         let map = &runtime.inner.running;
         lock(map).insert(id, token);
         Self { map, id }
@@ -193,7 +175,6 @@ impl Drop for Cancellable<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::UserId;
 
     #[test]
     fn cancel_reaches_a_delegation_only_while_it_is_registered() {
@@ -206,17 +187,5 @@ mod tests {
         assert!(token.is_cancelled());
         drop(entry);
         assert!(!rt.cancel(id), "finished: no longer cancellable");
-    }
-
-    #[tokio::test]
-    async fn a_stored_tree_reads_back_and_an_unknown_one_is_none() {
-        let rt = Runtime::embedded();
-        assert!(rt.tree(RequestId::new()).await.unwrap().is_none());
-        let alice = UserId::parse("alice").unwrap();
-        let r = rt.ask(&alice, "What is APR?", Default::default()).await.unwrap();
-        let tree = rt.tree(r.request_id).await.unwrap().unwrap();
-        assert_eq!(tree.request_id, r.request_id);
-        assert_eq!(rt.live_trees(), 0, "nothing left running");
-        assert!(rt.metrics_text().contains("delegation"));
     }
 }

@@ -17,129 +17,19 @@
 //! owner's lease out in the same statement, and a top step's former owner
 //! cannot write over the taker's (`store::journal::STEP_UPSERT`).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::Runtime;
+use super::lease::{LIVE, host_name, pid_runs};
+use super::runtime::Runtime;
 use crate::protocol::{DelegationError, ErrorCode, RequestId};
 use crate::store::{Replica, TreeStep, now_ms};
 use crate::telemetry::metrics::TakenOver;
 use crate::util::lock;
-
-/// The lease ids of the runtimes alive in this process.
-static LIVE: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
-
-/// This runtime's lease.
-pub(super) struct Lease {
-    /// `host/pid/random`, the owner its steps name.
-    pub id: String,
-    host: String,
-    started_at: i64,
-    /// How long a renewal keeps it alive.
-    pub period: Duration,
-    started: AtomicBool,
-    released: AtomicBool,
-    /// What `valid_until` counts from.
-    born: Instant,
-    /// Until when (ms after `born`) this replica's trees are surely its own:
-    /// three quarters of a period after the last renewal was sent (the rest
-    /// covers clocks that differ between hosts). 0 before the first renewal.
-    valid_until: AtomicU64,
-    /// How many times the lease was found out when it was renewed.
-    lapses: AtomicU64,
-    /// One renewal at a time.
-    renewing: tokio::sync::Mutex<()>,
-}
-
-impl Lease {
-    pub(super) fn new(period: Duration) -> Self {
-        let host = host();
-        let id =
-            format!("{}/{}/{}", host_name(&host), std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..8]);
-        lock(&LIVE).insert(id.clone());
-        Self {
-            id,
-            host,
-            started_at: now_ms(),
-            period,
-            started: AtomicBool::new(false),
-            released: AtomicBool::new(false),
-            born: Instant::now(),
-            valid_until: AtomicU64::new(0),
-            lapses: AtomicU64::new(0),
-            renewing: tokio::sync::Mutex::new(()),
-        }
-    }
-
-    fn clock(&self) -> u64 {
-        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// Whether the trees this replica runs are surely its own now, without asking the store.
-    fn holds(&self) -> bool {
-        !self.released.load(Ordering::Acquire) && self.clock() < self.valid_until.load(Ordering::Acquire)
-    }
-
-    /// A renewal sent at `sent` (ms after `born`) was written: the lease
-    /// holds for three quarters of a period from then. Counts a lapse if
-    /// the lease had run out before (never before the first renewal).
-    fn renewed(&self, sent: u64) {
-        let before = self.valid_until.load(Ordering::Acquire);
-        if before != 0 && self.clock() >= before {
-            self.lapses.fetch_add(1, Ordering::AcqRel);
-        }
-        let holds = u64::try_from((self.period * 3 / 4).as_millis()).unwrap_or(u64::MAX);
-        self.valid_until.store(sent.saturating_add(holds), Ordering::Release);
-    }
-
-    pub(super) fn lapses(&self) -> u64 {
-        self.lapses.load(Ordering::Acquire)
-    }
-
-    fn record(&self) -> Replica {
-        Replica {
-            id: self.id.clone(),
-            host: self.host.clone(),
-            pid: std::process::id(),
-            started_at: self.started_at,
-            alive_until: now_ms().saturating_add(i64::try_from(self.period.as_millis()).unwrap_or(i64::MAX)),
-        }
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        lock(&LIVE).remove(&self.id);
-    }
-}
-
-/// This host as replicas compare it: its name and its pid namespace (a
-/// process id means the same process only within one namespace).
-fn host() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
-    match std::fs::read_link("/proc/self/ns/pid") {
-        Ok(ns) => format!("{name} {}", ns.display()),
-        Err(_) => name,
-    }
-}
-
-fn host_name(host: &str) -> &str {
-    host.split(' ').next().unwrap_or(host)
-}
-
-/// Whether process `pid` of this host runs (where the system says; else assumed).
-fn pid_runs(pid: u32) -> bool {
-    if cfg!(target_os = "linux") { std::path::Path::new(&format!("/proc/{pid}")).exists() } else { true }
-}
 
 /// The top step of a tree running here, as the fence sees it: one per
 /// tree, shared by its nodes in this process.
@@ -155,12 +45,12 @@ pub(crate) struct Top {
 
 impl Top {
     /// The tree whose top step is `id` here, started now (its node's token `cancel`).
-    pub(super) fn new(rt: &Runtime, id: RequestId, cancel: CancellationToken) -> Arc<Self> {
+    pub(crate) fn new(rt: &Runtime, id: RequestId, cancel: CancellationToken) -> Arc<Self> {
         Arc::new(Self { id, checked: AtomicU64::new(rt.inner.lease.lapses()), taken: OnceLock::new(), cancel })
     }
 
     /// Whether another replica took the tree over (as found so far).
-    pub(super) fn is_taken(&self) -> bool {
+    pub(crate) fn is_taken(&self) -> bool {
         self.taken.get().is_some()
     }
 }
@@ -176,7 +66,7 @@ fn taken_over(id: RequestId, by: &str) -> DelegationError {
 }
 
 /// Which replicas are alive, as one replica sees them.
-pub(super) struct Census {
+pub(crate) struct Census {
     me: String,
     host: String,
     period: i64,
@@ -185,7 +75,7 @@ pub(super) struct Census {
 }
 
 impl Census {
-    pub(super) async fn take(rt: &Runtime) -> Result<Self, crate::store::StoreError> {
+    pub async fn take(rt: &Runtime) -> Result<Self, crate::store::StoreError> {
         let lease = &rt.inner.lease;
         let replicas = rt.inner.store.replicas().await?.into_iter().map(|r| (r.id.clone(), r)).collect();
         Ok(Self {
@@ -198,7 +88,7 @@ impl Census {
     }
 
     /// Whether replica `id` is dead.
-    pub(super) fn dead(&self, id: &str) -> bool {
+    pub fn dead(&self, id: &str) -> bool {
         if id == self.me {
             return false;
         }
@@ -214,7 +104,7 @@ impl Census {
     /// dead, or it names none (written before replicas were kept), or its
     /// owner never took a lease (a process that died at once) and the step
     /// has not been written for a lease period.
-    pub(super) fn orphaned(&self, step: &TreeStep) -> bool {
+    pub fn orphaned(&self, step: &TreeStep) -> bool {
         step.owner.is_none() || self.gone(step.owner.as_deref(), step.updated_at)
     }
 
@@ -222,7 +112,7 @@ impl Census {
     /// ms) is gone: dead as [`Census::dead`] says, a dropped runtime of this
     /// process, or one that never took a lease and has not written for a
     /// lease period (as has no owner at all).
-    pub(super) fn gone(&self, owner: Option<&str>, written_at: i64) -> bool {
+    pub fn gone(&self, owner: Option<&str>, written_at: i64) -> bool {
         match owner {
             Some(o) if o == self.me || lock(&LIVE).contains(o) => false,
             Some(o) if self.replicas.contains_key(o) => self.dead(o),
@@ -236,20 +126,20 @@ impl Census {
     /// `id` is dead for sure (a process of this host that is gone, a
     /// runtime of this process that was dropped) while its lease still runs.
     /// A take needs the owner's lease out in the store.
-    pub(super) fn to_end(&self, id: &str) -> Option<Replica> {
+    pub fn to_end(&self, id: &str) -> Option<Replica> {
         let r = self.replicas.get(id)?;
         (!r.dead_at(self.now) && self.dead(id)).then(|| Replica { alive_until: 0, ..r.clone() })
     }
 
     /// The dead replicas on record.
-    pub(super) fn dead_ones(&self) -> Vec<String> {
+    pub fn dead_ones(&self) -> Vec<String> {
         self.replicas.keys().filter(|id| self.dead(id)).cloned().collect()
     }
 }
 
 /// Starts this runtime's lease (once, on a shared store): renewed four
 /// times per period by a task that ends with the runtime. Whether this call started it.
-pub(super) fn hold(rt: &Runtime) -> bool {
+pub(crate) fn hold(rt: &Runtime) -> bool {
     let lease = &rt.inner.lease;
     if !rt.inner.store.shared() || lease.started.swap(true, Ordering::AcqRel) {
         return false;
@@ -340,7 +230,7 @@ impl Runtime {
     /// is this replica's. `TAKEN_OVER` once another replica took it over
     /// (the tree is cancelled here, and counted); the store's error when the
     /// lease is out and cannot be renewed.
-    pub(super) async fn fence(&self, top: &Top) -> Result<(), DelegationError> {
+    pub(crate) async fn fence(&self, top: &Top) -> Result<(), DelegationError> {
         let lease = &self.inner.lease;
         if !lease.started.load(Ordering::Acquire) {
             return Ok(()); // no lease, no other replica: a store of this process alone
@@ -404,89 +294,9 @@ impl Runtime {
     /// Takes the lease before this replica looks for trees to take over: on
     /// file at once the first time (the renewing task's first write may come
     /// after the look); afterwards that task keeps it.
-    pub(super) async fn announce(&self) {
+    pub(crate) async fn announce(&self) {
         if hold(self) {
             self.renew_lease(false).await;
         }
-    }
-}
-
-/// How often a keeper looks for trees that waited for approval past their deadline.
-const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
-
-impl Runtime {
-    /// Keeps this replica's share of the trees, until the future is dropped
-    /// (a server and a worker run it): at start, the trees a restart cut
-    /// off resume (those past their deadline end `DEADLINE_EXCEEDED`); then
-    /// every second trees that waited for approval past their deadline end
-    /// the same way, and every half lease period the trees of a replica
-    /// that died are taken over.
-    pub async fn keep_trees(self) {
-        let report = |found: &super::Resumed| {
-            if !(found.resumed.is_empty() && found.expired.is_empty()) {
-                eprintln!(
-                    "switchboard: {} trees resumed, {} ended past their deadline, {} waiting for approval, \
-                     {} running on other replicas",
-                    found.resumed.len(),
-                    found.expired.len(),
-                    found.waiting.len(),
-                    found.elsewhere.len()
-                );
-            }
-        };
-        match self.resume_open_trees().await {
-            Ok(found) => report(&found),
-            Err(e) => eprintln!("switchboard: open trees not resumed: {e}"),
-        }
-        let takeover = self.inner.lease.period / 2;
-        let mut last_takeover = tokio::time::Instant::now();
-        let mut tick = tokio::time::interval(EXPIRY_SWEEP.min(takeover));
-        loop {
-            tick.tick().await;
-            // the takeover's look ends the overdue waiting trees too: one read of the open steps per tick
-            if last_takeover.elapsed() >= takeover {
-                last_takeover = tokio::time::Instant::now();
-                match self.resume_open_trees().await {
-                    Ok(found) => report(&found),
-                    Err(e) => tracing::warn!("trees of dead replicas not taken over: {e}"),
-                }
-            } else if let Err(e) = self.expire_overdue().await {
-                tracing::warn!("overdue trees not ended: {e}");
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lease_holds_three_quarters_of_a_period_from_the_renewal_sent_and_counts_each_time_it_was_out() {
-        let lease = Lease::new(Duration::from_secs(40));
-        assert!(!lease.holds(), "not before its first renewal");
-        lease.renewed(lease.clock());
-        assert!(lease.holds());
-        assert_eq!(lease.lapses(), 0, "the first renewal is not a lapse");
-        lease.renewed(lease.clock());
-        assert_eq!(lease.lapses(), 0, "renewed in time");
-        // out (a pause, a cut from the store), then renewed: one lapse
-        lease.valid_until.store(1, Ordering::Release);
-        std::thread::sleep(Duration::from_millis(3));
-        assert!(!lease.holds());
-        lease.renewed(lease.clock());
-        assert!(lease.holds());
-        assert_eq!(lease.lapses(), 1);
-
-        // a renewal sent so long ago that the lease it wrote is out already does not make it hold
-        let short = Lease::new(Duration::from_millis(40));
-        std::thread::sleep(Duration::from_millis(45));
-        short.renewed(0);
-        assert!(!short.holds(), "30 ms from a renewal sent 45 ms ago");
-        short.renewed(short.clock());
-        assert_eq!(short.lapses(), 1, "it was out when renewed again");
-
-        lease.released.store(true, Ordering::Release);
-        assert!(!lease.holds(), "a lease given up holds nothing");
     }
 }

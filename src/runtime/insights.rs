@@ -11,7 +11,7 @@
 //! answers, as a failed verification does (−1 on the seed's score for that
 //! kind of task); taking the 👎 back gives the point back.
 
-use super::Runtime;
+use super::runtime::Runtime;
 use crate::auth::Principal;
 use crate::protocol::{AgentSlug, DelegationError, DelegationResponse, ErrorCode, RequestId, UserId};
 use crate::store::analytics::parse_time;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::lease::Lease;
 use super::registry::Registry;
 use super::runtime::{Inner, Runtime};
 use crate::agent::{Agent, ChatModel};
@@ -27,6 +28,18 @@ pub struct RuntimeBuilder {
     breaker: BreakerConfig,
     bad_slugs: Vec<String>,
     chat: Option<Arc<dyn ChatModel>>,
+}
+
+impl Runtime {
+    /// A builder; every part has an embedded default.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// The built-in team with an in-memory store.
+    pub fn embedded() -> Self {
+        Self::builder().build().expect("the built-in configuration is valid")
+    }
 }
 
 impl RuntimeBuilder {
@@ -144,7 +157,7 @@ impl RuntimeBuilder {
                 running: Default::default(),
                 lineage,
                 keeps_lineage,
-                lease: super::replica::Lease::new(Duration::from_millis(config.server.replica_lease_ms)),
+                lease: Lease::new(Duration::from_millis(config.server.replica_lease_ms)),
                 registry,
                 config,
             }),
