@@ -14,11 +14,11 @@ pub(crate) struct Clock {
 }
 
 impl Clock {
-    pub fn start() -> Self {
+    pub(super) fn start() -> Self {
         Self { started: Instant::now(), started_ms: now_ms() }
     }
 
-    pub fn elapsed_ms(&self) -> u64 {
+    pub(super) fn elapsed_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
 }

@@ -10,7 +10,7 @@ use crate::protocol::DelegationRequest;
 use crate::store::Durability;
 
 /// The origin recorded for a user's own message to Prime.
-pub const USER_ORIGIN: &str = "user";
+pub(super) const USER_ORIGIN: &str = "user";
 
 /// How a delegation enters: a user's own turn (the root of a new tree, at
 /// depth 0, no origin agent), a delegation from an operator, or an agent's
@@ -26,7 +26,7 @@ pub(crate) enum Entry {
 
 impl Entry {
     /// Whether the target runs one deeper than the envelope's depth (every entry but a user's turn).
-    pub fn is_delegation(&self) -> bool {
+    pub(crate) fn is_delegation(&self) -> bool {
         !matches!(self, Self::UserTurn)
     }
 }

@@ -49,7 +49,7 @@ impl Deref for Node {
 }
 
 impl Node {
-    pub fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken, top: Arc<Top>) -> Self {
+    pub(crate) fn new(scope: Scope, tree: Arc<Tree>, cancel: CancellationToken, top: Arc<Top>) -> Self {
         Self {
             scope: Arc::new(scope),
             tree,
@@ -65,51 +65,51 @@ impl Node {
     }
 
     /// The id of this node's next call to `target` (see `journal::child_id`).
-    pub fn next_child_id(&self, target: &AgentSlug) -> crate::protocol::RequestId {
+    pub(crate) fn next_child_id(&self, target: &AgentSlug) -> crate::protocol::RequestId {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         child_id(self.request_id, target, n)
     }
 
-    pub fn mark_resumed(&self) {
+    pub(crate) fn mark_resumed(&self) {
         self.resumed.store(true, Ordering::Relaxed);
     }
 
-    pub fn is_resumed(&self) -> bool {
+    pub(crate) fn is_resumed(&self) -> bool {
         self.resumed.load(Ordering::Relaxed)
     }
 
     /// Notes that a child waits for approval; the first one's words are kept.
-    pub fn child_waits(&self, why: DelegationError) {
+    pub(crate) fn child_waits(&self, why: DelegationError) {
         lock(&self.waiting).get_or_insert(why);
     }
 
     /// Why this node waits, when a child does.
-    pub fn waiting(&self) -> Option<DelegationError> {
+    pub(crate) fn waiting(&self) -> Option<DelegationError> {
         lock(&self.waiting).clone()
     }
 
-    pub fn add_child_usage(&self, usage: TokenUsage) {
+    pub(crate) fn add_child_usage(&self, usage: TokenUsage) {
         lock(&self.children_usage).add(usage);
     }
 
-    pub fn children_usage(&self) -> TokenUsage {
+    pub(crate) fn children_usage(&self) -> TokenUsage {
         *lock(&self.children_usage)
     }
 
-    pub fn child_started(&self) {
+    pub(crate) fn child_started(&self) {
         self.children_started.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn children_started(&self) -> u32 {
+    pub(crate) fn children_started(&self) -> u32 {
         self.children_started.load(Ordering::Relaxed)
     }
 
     /// Whether this node's budget account is still open (its delegation runs).
-    pub fn budget_open(&self) -> bool {
+    pub(crate) fn budget_open(&self) -> bool {
         self.tree.state().tokens.account(self.request_id).is_some()
     }
 
-    pub fn remaining_tokens(&self) -> u32 {
+    pub(crate) fn remaining_tokens(&self) -> u32 {
         self.tree.state().tokens.account(self.request_id).map_or(0, |a| a.remaining())
     }
 }

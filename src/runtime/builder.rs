@@ -18,7 +18,41 @@ use crate::route::DomainTable;
 use crate::store::{MemoryStore, Store};
 use crate::telemetry::{Events, Metrics};
 
-/// Builds a [`Runtime`]; every part has an embedded default.
+/// Builds a [`Runtime`]; every part has an embedded default (the built-in
+/// team's configuration, an in-memory store, the default breaker).
+///
+/// ```
+/// use std::sync::Arc;
+/// use async_trait::async_trait;
+/// use switchboard::protocol::{AgentSlug, UserId};
+/// use switchboard::{Agent, AgentContext, AgentOutput, AskOptions, Config, DelegationError, MemoryStore, Runtime, Task};
+///
+/// /// Our own implementation of the configured `email` agent.
+/// struct Outbox;
+///
+/// #[async_trait]
+/// impl Agent for Outbox {
+///     async fn run(&self, _ctx: &AgentContext, task: &Task) -> Result<AgentOutput, DelegationError> {
+///         Ok(AgentOutput::new("drafted", format!("Draft: {}", task.objective)))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), DelegationError> {
+/// let runtime = Runtime::builder()
+///     .config(Config::builtin()) // the built-in team (also the default)
+///     .store(Arc::new(MemoryStore::new())) // a SqlStore keeps trees across restarts
+///     .agent("email", Outbox) // replaces the built-in email agent, behind the same rails
+///     .build()?;
+/// let ask = AskOptions { agent: Some(AgentSlug::parse("email")?), ..Default::default() };
+/// let answer = runtime.ask(&UserId::parse("ada")?, "tell Sam the report is late", ask).await?;
+/// assert!(answer.answer.starts_with("Draft:"), "{}", answer.answer);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// A slug the configuration does not declare is refused by [`build`](Self::build),
+/// with the slug named.
 #[derive(Default)]
 pub struct RuntimeBuilder {
     config: Option<Config>,
@@ -28,6 +62,12 @@ pub struct RuntimeBuilder {
     breaker: BreakerConfig,
     bad_slugs: Vec<String>,
     chat: Option<Arc<dyn ChatModel>>,
+}
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder").finish_non_exhaustive()
+    }
 }
 
 impl Runtime {
@@ -181,9 +221,9 @@ mod tests {
 
     #[test]
     fn a_malformed_slug_or_an_undeclared_agent_is_refused_at_build() {
-        let err = Runtime::builder().agent("Not A Slug", Nop).build().err().expect("refused");
+        let err = Runtime::builder().agent("Not A Slug", Nop).build().expect_err("refused");
         assert!(err.message.contains("Not A Slug"), "{}", err.message);
-        let err = Runtime::builder().agent("ghost", Nop).build().err().expect("refused");
+        let err = Runtime::builder().agent("ghost", Nop).build().expect_err("refused");
         assert!(err.message.contains("ghost"), "{}", err.message);
         assert!(Runtime::builder().agent("tag-ai", Nop).build().is_ok());
     }

@@ -22,6 +22,12 @@ pub struct Admission {
     work: Option<Handle>,
 }
 
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission").finish_non_exhaustive()
+    }
+}
+
 impl Admission {
     /// At most `max` at once (at least 1); admitted work on the current runtime.
     pub fn new(max: usize) -> Self {

@@ -37,7 +37,7 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
-    pub fn new(period: Duration) -> Self {
+    pub(crate) fn new(period: Duration) -> Self {
         let host = host();
         let id =
             format!("{}/{}/{}", host_name(&host), std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..8]);

@@ -24,6 +24,12 @@ pub struct Member {
     pub in_flight: Arc<AtomicU32>,
 }
 
+impl std::fmt::Debug for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Member").finish_non_exhaustive()
+    }
+}
+
 impl Member {
     /// Delegations to this agent in flight now.
     pub fn busy(&self) -> u32 {
@@ -40,6 +46,12 @@ impl Member {
 /// One delegation in flight; counted down on drop.
 pub struct InFlight(Arc<AtomicU32>);
 
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight").finish_non_exhaustive()
+    }
+}
+
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
@@ -51,6 +63,12 @@ impl Drop for InFlight {
 pub struct Registry {
     members: HashMap<AgentSlug, Member>,
     order: Vec<AgentSlug>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
 }
 
 impl Registry {

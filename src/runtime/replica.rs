@@ -75,7 +75,7 @@ pub(crate) struct Census {
 }
 
 impl Census {
-    pub async fn take(rt: &Runtime) -> Result<Self, crate::store::StoreError> {
+    pub(crate) async fn take(rt: &Runtime) -> Result<Self, crate::store::StoreError> {
         let lease = &rt.inner.lease;
         let replicas = rt.inner.store.replicas().await?.into_iter().map(|r| (r.id.clone(), r)).collect();
         Ok(Self {
@@ -88,7 +88,7 @@ impl Census {
     }
 
     /// Whether replica `id` is dead.
-    pub fn dead(&self, id: &str) -> bool {
+    pub(crate) fn dead(&self, id: &str) -> bool {
         if id == self.me {
             return false;
         }
@@ -104,7 +104,7 @@ impl Census {
     /// dead, or it names none (written before replicas were kept), or its
     /// owner never took a lease (a process that died at once) and the step
     /// has not been written for a lease period.
-    pub fn orphaned(&self, step: &TreeStep) -> bool {
+    pub(crate) fn orphaned(&self, step: &TreeStep) -> bool {
         step.owner.is_none() || self.gone(step.owner.as_deref(), step.updated_at)
     }
 
@@ -112,7 +112,7 @@ impl Census {
     /// ms) is gone: dead as [`Census::dead`] says, a dropped runtime of this
     /// process, or one that never took a lease and has not written for a
     /// lease period (as has no owner at all).
-    pub fn gone(&self, owner: Option<&str>, written_at: i64) -> bool {
+    pub(crate) fn gone(&self, owner: Option<&str>, written_at: i64) -> bool {
         match owner {
             Some(o) if o == self.me || lock(&LIVE).contains(o) => false,
             Some(o) if self.replicas.contains_key(o) => self.dead(o),
@@ -126,13 +126,13 @@ impl Census {
     /// `id` is dead for sure (a process of this host that is gone, a
     /// runtime of this process that was dropped) while its lease still runs.
     /// A take needs the owner's lease out in the store.
-    pub fn to_end(&self, id: &str) -> Option<Replica> {
+    pub(crate) fn to_end(&self, id: &str) -> Option<Replica> {
         let r = self.replicas.get(id)?;
         (!r.dead_at(self.now) && self.dead(id)).then(|| Replica { alive_until: 0, ..r.clone() })
     }
 
     /// The dead replicas on record.
-    pub fn dead_ones(&self) -> Vec<String> {
+    pub(crate) fn dead_ones(&self) -> Vec<String> {
         self.replicas.keys().filter(|id| self.dead(id)).cloned().collect()
     }
 }

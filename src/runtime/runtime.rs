@@ -27,6 +27,12 @@ pub struct Runtime {
     pub(crate) inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
 /// What a runtime's clones share (the stages read it as `rt.inner`).
 pub(crate) struct Inner {
     pub config: Config,

@@ -471,6 +471,44 @@ pub fn builder(agents: &[(&str, &[&str], &[&str])]) -> RuntimeBuilder {
     agents.iter().fold(builder, |b, (slug, _, _)| b.agent(slug, ScriptedAgent::echo()))
 }
 
+/// Prime's rule planner on its own, with no runtime: which specialists a
+/// message would reach, as Prime would plan it with no model configured.
+/// For checking that your agents' `examples` route the requests you expect
+/// (and for timing the router).
+///
+/// ```
+/// let config = switchboard::Config::builtin();
+/// let planner = switchboard::testing::Planner::new(&config, "prime-boss")?;
+/// assert_eq!(planner.route("What was my biggest expense in October?"), ["crystal-analytics"]);
+/// # Ok::<(), switchboard::DelegationError>(())
+/// ```
+pub struct Planner(crate::orchestrate::planner::RulePlanner);
+
+impl std::fmt::Debug for Planner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planner").finish_non_exhaustive()
+    }
+}
+
+impl Planner {
+    /// The planner of `prime` (an agent of `config`) over the agents it may delegate to.
+    pub fn new(config: &Config, prime: &str) -> Result<Self, DelegationError> {
+        crate::orchestrate::planner::RulePlanner::new(config, prime).map(Self)
+    }
+
+    /// Learns the router from the agents' examples now (it is otherwise
+    /// learned on the first message).
+    pub fn learn(&self) {
+        self.0.router();
+    }
+
+    /// The specialists a message reaches, in the order the plan names them
+    /// (empty: Prime answers or asks itself).
+    pub fn route(&self, message: &str) -> Vec<String> {
+        self.0.plan(message, &[]).agents().into_iter().map(|a| a.to_string()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,43 +555,5 @@ mod tests {
         assert_eq!(model.complete(&body, Duration::from_secs(1)).await.unwrap_err().code, ErrorCode::AgentFailed);
         assert_eq!(model.prompts(), ["user: hi", "user: hi", "user: hi"]);
         assert_eq!(model.left(), 0);
-    }
-}
-
-/// Prime's rule planner on its own, with no runtime: which specialists a
-/// message would reach, as Prime would plan it with no model configured.
-/// For checking that your agents' `examples` route the requests you expect
-/// (and for timing the router).
-///
-/// ```
-/// let config = switchboard::Config::builtin();
-/// let planner = switchboard::testing::Planner::new(&config, "prime-boss")?;
-/// assert_eq!(planner.route("What was my biggest expense in October?"), ["crystal-analytics"]);
-/// # Ok::<(), switchboard::DelegationError>(())
-/// ```
-pub struct Planner(crate::orchestrate::planner::RulePlanner);
-
-impl std::fmt::Debug for Planner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Planner").finish_non_exhaustive()
-    }
-}
-
-impl Planner {
-    /// The planner of `prime` (an agent of `config`) over the agents it may delegate to.
-    pub fn new(config: &Config, prime: &str) -> Result<Self, DelegationError> {
-        crate::orchestrate::planner::RulePlanner::new(config, prime).map(Self)
-    }
-
-    /// Learns the router from the agents' examples now (it is otherwise
-    /// learned on the first message).
-    pub fn learn(&self) {
-        self.0.router();
-    }
-
-    /// The specialists a message reaches, in the order the plan names them
-    /// (empty: Prime answers or asks itself).
-    pub fn route(&self, message: &str) -> Vec<String> {
-        self.0.plan(message, &[]).agents().into_iter().map(|a| a.to_string()).collect()
     }
 }

@@ -440,7 +440,7 @@ async fn nats_down_is_a_clear_error_naming_its_url_for_the_worker_and_the_backen
     let bad = world.caller.replace(NATS, "http://127.0.0.1:4222");
     let err = match Config::from_toml(&bad) {
         Err(e) => e,
-        Ok(c) => Runtime::builder().config(c).build().err().expect("refused"),
+        Ok(c) => Runtime::builder().config(c).build().expect_err("refused"),
     };
     assert!(err.message.contains("queue.url"), "{}", err.message);
 }
