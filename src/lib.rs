@@ -56,12 +56,14 @@ pub mod telemetry;
 pub mod testing;
 pub mod util;
 
-// The parts the API is built from: the binary reaches the command line
-// through `run_cli`; nothing else of them is public.
+/// The `switchboard` command line: [`cli::main`] runs it on the process's
+/// arguments (the binary is that one call); nothing else of it is public.
+#[cfg(feature = "cli")]
+pub mod cli;
+
+// The parts the API is built from: nothing of them is public.
 #[cfg(feature = "a2a")]
 pub(crate) mod a2a;
-#[cfg(feature = "cli")]
-pub(crate) mod cli;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
 pub(crate) mod orchestrate;
@@ -72,11 +74,6 @@ pub mod redact;
 pub(crate) mod route;
 pub(crate) mod team;
 pub(crate) mod verify;
-
-/// The `switchboard` command line, run on the process's arguments (what the
-/// binary's `main` calls).
-#[cfg(feature = "cli")]
-pub use cli::main as run_cli;
 
 pub use agent::{Agent, AgentContext, AgentOutput, Call, ChatModel, Delegator, Dispatch, Lineage, Scope, Task};
 pub use auth::Principal;

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    switchboard::run_cli()
+    switchboard::cli::main()
 }
