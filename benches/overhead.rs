@@ -492,23 +492,60 @@ fn lineage(n: usize) {
     let c1 = root.child(RequestId::new(), Link::new(slug("prime-boss"), slug("byte-doc"), "extract"), "b");
     let t1 = a.attenuate(&t0, c1.clone()).expect("hop 1").encode();
     let c2 = c1.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c");
-    let hop = || {
-        let v = verify(&t1, &at_b, now).expect("verify at b");
-        let token = switchboard::lineage::Token::decode(&t1).expect("decode");
-        black_box(b.attenuate(&token, c2.clone()).expect("hop 2").encode());
-        black_box(v);
+    // A receiver remembers the signatures it verified (a later hop of the same
+    // tree carries the same prefix), so each measured call gets a token it has
+    // not seen: one per call, each a tree of its own (`fresh`), or the
+    // children of one node (`siblings`: the prefix seen, the last block new).
+    let calls = n + n / 10 + 1;
+    let fresh: Vec<(String, String)> = (0..calls)
+        .map(|_| {
+            let id = RequestId::new();
+            let r = Claims { tree: id, request: id, ..root.clone() };
+            let c1 = r.child(RequestId::new(), Link::new(slug("prime-boss"), slug("byte-doc"), "extract"), "b");
+            let t1 = a.attenuate(&a.mint_root(r).expect("root"), c1.clone()).expect("hop 1");
+            let c2 = c1.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c");
+            (t1.encode(), b.attenuate(&t1, c2).expect("hop 2").encode())
+        })
+        .collect();
+    let parent = switchboard::lineage::Token::decode(&t1).expect("decode");
+    let siblings: Vec<String> = (0..calls)
+        .map(|_| {
+            let c2 = c1.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c");
+            b.attenuate(&parent, c2).expect("hop 2").encode()
+        })
+        .collect();
+    let mut i = 0;
+    let mut next = move || {
+        i = (i + 1) % calls;
+        i
     };
-    hop();
-    let t2 = {
-        let token = switchboard::lineage::Token::decode(&t1).expect("decode");
-        b.attenuate(&token, c2.clone()).expect("hop 2").encode()
+    // what b does with a token that arrives: verify it, and for the call it
+    // sends on, the child of the verified claims attenuated and encoded
+    let hop_of = |t1: &str| {
+        let v = verify(t1, &at_b, now).expect("verify at b");
+        let token = switchboard::lineage::Token::decode(t1).expect("decode");
+        let child = v.claims.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c");
+        black_box(b.attenuate(&token, child).expect("hop 2").encode());
     };
+    let t2 = b.attenuate(&parent, c2.clone()).expect("hop 2").encode();
     let mint = measure_sync(n, || {
         black_box(a.mint_root(root.clone()).expect("root").encode());
     });
-    let per_hop = measure_sync(n, hop);
+    let per_hop = measure_sync(n, || hop_of(&fresh[next()].0));
     let verify3 = measure_sync(n, || {
-        black_box(verify(&t2, &at_c, now).expect("verify at c"));
+        black_box(verify(&fresh[next()].1, &at_c, now).expect("verify at c"));
+    });
+    let verify3_seen = measure_sync(n, || {
+        black_box(verify(&siblings[next()], &at_c, now).expect("verify at c"));
+    });
+    // the floor of a hop: one Ed25519 signature and one strict verification
+    // of a block's worth of bytes, measured here beside it
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let block = vec![0x5a_u8; 420];
+    let sign_verify = measure_sync(n, || {
+        use ed25519_dalek::Signer;
+        let sig = key.sign(black_box(&block));
+        key.verifying_key().verify_strict(&block, black_box(&sig)).expect("verifies");
     });
     // what a sending runtime pays per remote call: its node's claims (a root
     // and one local child, built at admission, unsigned) signed and relayed
@@ -543,9 +580,11 @@ fn lineage(n: usize) {
     let plain = measure_sync(n, || {
         black_box(switchboard::protocol::parse_request(&envelope).expect("parse"));
     });
+    // a store that has seen none of the tokens the hop above verified
+    let at_b_anew = TrustStore::from_entries("b", &[entry(&a)]).expect("trust");
     let signed = measure_sync(n, || {
         black_box(switchboard::protocol::parse_request(&envelope).expect("parse"));
-        black_box(verify(&t1, &at_b, now).expect("verify at b"));
+        black_box(verify(&fresh[next()].0, &at_b_anew, now).expect("verify at b"));
     });
     println!("switchboard lineage tokens ({n} samples; a 3-hop token is {} characters)\n", t2.len());
     println!("{:<44} {:>10} {:>10} {:>14}", "case", "p50", "p99", "per second");
@@ -553,6 +592,8 @@ fn lineage(n: usize) {
         ("mint a root and encode it", "mint_root", &mint),
         ("one hop: verify, attenuate, encode", "hop", &per_hop),
         ("verify a 3-hop token", "verify_3", &verify3),
+        ("verify a 3-hop token, its prefix seen", "verify_3_seen", &verify3_seen),
+        ("one Ed25519 sign + strict verify", "sign_verify", &sign_verify),
         ("send: root + node + relay, one signature", "send_relay", &send),
         ("receive without lineage: parse envelope", "receive_plain", &plain),
         ("receive with lineage: parse + verify", "receive_signed", &signed),
@@ -566,6 +607,8 @@ fn lineage(n: usize) {
             })
         );
     }
+    let ratio = per_hop.p50.as_secs_f64() / sign_verify.p50.as_secs_f64();
+    println!("a hop is {ratio:.2}x one sign + verify (goal <= 1.3x)");
 }
 
 /// A statement of `rows` lines as a bank's CSV export writes them: dates,

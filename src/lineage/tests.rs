@@ -450,3 +450,46 @@ fn version_1_tokens_still_verify_and_extend_as_version_1() {
         assert!(matches!(err.fault, Fault::BadSignature | Fault::UntrustedKey | Fault::Malformed), "byte {i}: {err}");
     }
 }
+
+/// A receiver verifies a signature once: a later hop of the same tree (or a
+/// fan-out's next child) that carries the same prefix costs one Ed25519
+/// verification, its new block's. What a hit skips is only the arithmetic:
+/// a changed byte is a different signature to verify, and a key that
+/// expired since is refused before the cache is asked.
+#[test]
+fn a_prefix_seen_before_is_not_verified_again_and_a_hit_skips_no_rule() {
+    let w = world();
+    let (_, t1, t2) = honest(&w);
+    let before = w.at_c.signatures_verified();
+    verify(&t2.encode(), &w.at_c, NOW).unwrap();
+    assert_eq!(w.at_c.signatures_verified() - before, 2, "a's block and b's, the first time");
+    verify(&t2.encode(), &w.at_c, NOW).unwrap();
+    assert_eq!(w.at_c.signatures_verified() - before, 2, "the same token again: nothing verified");
+    // b's second child of the same node: only b's new signature is new
+    let sibling = w.b.attenuate(&t1, next_claims(&t1)).unwrap();
+    verify(&sibling.encode(), &w.at_c, NOW).unwrap();
+    assert_eq!(w.at_c.signatures_verified() - before, 3);
+
+    // a changed byte after the honest token was seen is still refused
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let bytes = URL_SAFE_NO_PAD.decode(t2.encode()).unwrap();
+    for i in (0..bytes.len()).step_by(7).chain([bytes.len() - 1]) {
+        let mut b = bytes.clone();
+        b[i] ^= 0x01;
+        assert!(verify(&URL_SAFE_NO_PAD.encode(&b), &w.at_c, NOW).is_err(), "byte {i}");
+    }
+    // a clone of the store shares what it has seen; a store made anew has seen nothing
+    let (clone, seen) = (w.at_c.clone(), w.at_c.signatures_verified());
+    verify(&t2.encode(), &clone, NOW).unwrap();
+    assert_eq!(clone.signatures_verified(), seen, "the clone verified nothing");
+
+    // a key that expires: seen while valid, refused once expired
+    let mut a_entry = entry(&w.a, &[], true);
+    a_entry.expires_ms = Some(NOW + MINUTE);
+    let at_c = TrustStore::from_entries("c", &[a_entry, entry(&w.b, &["tag-ai"], false)]).unwrap();
+    assert_eq!(at_c.signatures_verified(), 0);
+    verify(&t2.encode(), &at_c, NOW).unwrap();
+    let err = verify(&t2.encode(), &at_c, NOW + 2 * MINUTE).unwrap_err();
+    assert_eq!(err.fault, Fault::KeyExpired, "{err}");
+}

@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ed25519_dalek::{Signature, Signer, SigningKey};
+use ed25519_dalek::{Signer, SigningKey};
 use sha2::{Digest, Sha256};
 
 use super::{Claims, Fault, KeyId, LineageError, TrustStore};
@@ -272,7 +272,7 @@ impl Token {
             let peer = trusted.signer(block.key_id, now_ms, format_args!("block {i}"))?;
             match &block.signature {
                 Some(signature) => {
-                    if peer.key.verify_strict(input, &Signature::from_bytes(signature)).is_err() {
+                    if !trusted.signature_verifies(peer, input, signature) {
                         return Err(LineageError::new(
                             Fault::BadSignature,
                             format!("block {i}'s signature does not verify"),

@@ -1,16 +1,20 @@
 //! The public keys this runtime trusts, per peer (`[[trust]]` entries), and
 //! its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use ed25519_dalek::VerifyingKey;
+use ed25519_dalek::{Signature, VerifyingKey};
+use sha2::{Digest, Sha256};
 
 use super::{Fault, KeyId, KeyRing, LineageError, valid_name};
 use crate::config::TrustEntry;
 use crate::protocol::AgentSlug;
+use crate::util::lock;
 
 /// A trusted key with what its holder may do.
 #[derive(Debug, Clone)]
@@ -34,12 +38,32 @@ impl Peer {
 pub struct TrustStore {
     local: String,
     peers: HashMap<KeyId, Peer>,
+    /// Signatures verified already, shared by the store's clones.
+    seen: Arc<SeenSignatures>,
 }
+
+/// The signatures a store has verified, each as the SHA-256 of the key, the
+/// signature and the signed bytes: a block that comes again (every later
+/// hop of a tree carries the blocks of its first runtimes, and a fan-out
+/// sends the same prefix several times) is not verified again. Ed25519
+/// verification is a pure function of those three, so a hit answers as the
+/// verification would; whether the key is still trusted (and unexpired) is
+/// asked every time, before this. At most [`SEEN_MAX`] are kept; a full set
+/// is emptied.
+#[derive(Debug, Default)]
+struct SeenSignatures {
+    digests: Mutex<HashSet<[u8; 32]>>,
+    /// Ed25519 verifications actually run (the misses).
+    verified: AtomicU64,
+}
+
+/// Signatures a store remembers (32 bytes each).
+const SEEN_MAX: usize = 4096;
 
 impl TrustStore {
     /// An empty store for the runtime named `local`.
     pub fn new(local: impl Into<String>) -> Self {
-        Self { local: local.into(), peers: HashMap::new() }
+        Self { local: local.into(), peers: HashMap::new(), seen: Arc::default() }
     }
 
     /// A store with `entries`; the error names the first bad entry.
@@ -109,6 +133,36 @@ impl TrustStore {
             return Err(LineageError::new(Fault::KeyExpired, format!("{what}'s key {id} has expired")));
         }
         Ok(peer)
+    }
+}
+
+impl TrustStore {
+    /// Whether `signature` by `peer`'s key over `input` verifies (strictly):
+    /// answered from the signatures verified before when it is one of them.
+    pub(crate) fn signature_verifies(&self, peer: &Peer, input: &[u8], signature: &[u8; 64]) -> bool {
+        let mut h = Sha256::new();
+        h.update(peer.key.as_bytes());
+        h.update(signature);
+        h.update(input);
+        let digest: [u8; 32] = h.finalize().into();
+        if lock(&self.seen.digests).contains(&digest) {
+            return true;
+        }
+        self.seen.verified.fetch_add(1, Ordering::Relaxed);
+        if peer.key.verify_strict(input, &Signature::from_bytes(signature)).is_err() {
+            return false;
+        }
+        let mut seen = lock(&self.seen.digests);
+        if seen.len() >= SEEN_MAX {
+            seen.clear();
+        }
+        seen.insert(digest);
+        true
+    }
+
+    /// Ed25519 verifications this store has run (signatures it had not seen).
+    pub fn signatures_verified(&self) -> u64 {
+        self.seen.verified.load(Ordering::Relaxed)
     }
 }
 
