@@ -7,7 +7,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::{EXIT_OK, exit_code, usage_error};
+use super::output::{EXIT_OK, exit_code, usage_error};
 use crate::auth::Principal;
 use crate::pipeline::AskResponse;
 use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, UserId};
@@ -165,7 +165,7 @@ async fn finished(runtime: &Runtime, r: &DelegationResponse, rejected: bool, jso
         (_, Status::Success | Status::Partial | Status::NeedsApproval | Status::NeedsInput) => EXIT_OK,
         (Some(e), _) if rejected && e.code == ErrorCode::ApprovalRejected => EXIT_OK,
         (Some(e), _) => exit_code(e.code),
-        (None, _) => super::EXIT_FAILED,
+        (None, _) => super::output::EXIT_FAILED,
     }
 }
 
@@ -215,7 +215,7 @@ pub(super) async fn print_paused_ask(runtime: &Runtime, r: &AskResponse, json: b
                 "tree": r.tree, "approvals": pending})
         );
     } else {
-        super::print_ask(r, false);
+        super::output::print_ask(r, false);
         print_next_steps(&pending);
     }
 }

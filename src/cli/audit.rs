@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::{EXIT_FAILED, EXIT_OK};
+use super::output::{EXIT_FAILED, EXIT_OK};
 use crate::runtime::Runtime;
 
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use crate::pipeline::{AskOptions, Door, Turn};
 use crate::protocol::UserId;
 use crate::runtime::Runtime;
 
-use super::{EXIT_FAILED, EXIT_OK, print_ask};
+use super::output::{EXIT_FAILED, EXIT_OK, print_ask};
 
 /// (title, message, input)
 pub(super) const SCENARIOS: &[(&str, &str, Option<&str>)] = &[

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::{EXIT_FAILED, EXIT_OK};
+use super::output::{EXIT_FAILED, EXIT_OK};
 use crate::config::Config;
 use crate::lineage::KeyRing;
 

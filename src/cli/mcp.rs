@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::{EXIT_FAILED, EXIT_OK, usage_error};
+use super::output::{EXIT_FAILED, EXIT_OK, usage_error};
 use crate::auth::Principal;
 use crate::protocol::UserId;
 use crate::runtime::Runtime;

@@ -31,6 +31,7 @@ mod demo;
 mod keys;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod output;
 mod replay;
 mod stats;
 #[cfg(feature = "queue")]
@@ -44,20 +45,16 @@ use serde_json::json;
 
 use crate::auth::Principal;
 use crate::config::Config;
-use crate::pipeline::{AskOptions, AskResponse, Door, Envelope, Turn};
+use crate::pipeline::{AskOptions, Door, Envelope, Turn};
 use crate::protocol::{
     AgentSlug, Constraints, DelegationError, DelegationRequest, DelegationResponse, ErrorCode, Mode, Priority,
     SessionId, Status, UserId,
 };
 use crate::runtime::Runtime;
+use output::{EXIT_FAILED, EXIT_OK, EXIT_USAGE, exit_code, print_ask, print_error, usage_error};
 
 /// An SQLite file in the working directory.
 pub(crate) const DEFAULT_DATABASE_URL: &str = "sqlite://switchboard.db";
-
-pub(crate) const EXIT_OK: u8 = 0;
-pub(crate) const EXIT_USAGE: u8 = 2;
-pub(crate) const EXIT_REFUSED: u8 = 3;
-pub(crate) const EXIT_FAILED: u8 = 4;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -271,28 +268,10 @@ pub fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The exit code for an error code.
-pub(crate) fn exit_code(code: ErrorCode) -> u8 {
-    match code {
-        ErrorCode::InvalidRequest | ErrorCode::UnsupportedVersion | ErrorCode::AgentNotFound => EXIT_USAGE,
-        // an id given on the command line that names nothing
-        ErrorCode::NotFound => EXIT_USAGE,
-        // a question for the user (or a pause for their approval) is an answer, not a failure
-        ErrorCode::NeedsInput | ErrorCode::NeedsApproval => EXIT_OK,
-        c if c.is_refusal() => EXIT_REFUSED,
-        _ => EXIT_FAILED,
-    }
-}
-
 /// `switchboard-pii.key` beside the lineage key directory (not in it: every
 /// file there is a lineage key).
 fn default_seal_key_file(key_dir: &std::path::Path) -> std::path::PathBuf {
     key_dir.with_file_name("switchboard-pii.key")
-}
-
-fn usage_error(msg: impl std::fmt::Display) -> u8 {
-    eprintln!("error: {msg}");
-    EXIT_USAGE
 }
 
 async fn run(cli: Cli) -> u8 {
@@ -559,28 +538,6 @@ async fn write_spending_chart(runtime: &Runtime, user: &UserId, path: &Path) -> 
     let entries = runtime.store().money(user).await.map_err(|e| format!("cannot read {user}'s money records: {e}"))?;
     let svg = chart_svg(&summarize(&entries), ChartKind::Category);
     std::fs::write(path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-pub(crate) fn print_ask(r: &AskResponse, json: bool) {
-    if json {
-        outln!(
-            "{}",
-            json!({"answer": r.answer, "session_id": r.session_id, "request_id": r.request_id, "status": r.status, "tree": r.tree})
-        );
-    } else {
-        outln!("{}\n", r.answer);
-        outln!("Delegation tree (request {}, session {}):", r.request_id, r.session_id);
-        out!("{}", r.tree.render());
-    }
-}
-
-fn print_error(e: &DelegationError, json: bool) -> u8 {
-    if json {
-        outln!("{}", json!({"error": e}));
-    } else {
-        eprintln!("refused: {}: {}", e.code, e.message);
-    }
-    exit_code(e.code)
 }
 
 async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {

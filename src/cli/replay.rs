@@ -6,7 +6,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::{EXIT_FAILED, EXIT_OK, exit_code, usage_error};
+use super::output::{EXIT_FAILED, EXIT_OK, exit_code, usage_error};
 use crate::pipeline::ReplayMode;
 use crate::runtime::Runtime;
 

@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::{EXIT_OK, usage_error};
+use super::output::{EXIT_OK, usage_error};
 use crate::protocol::AgentSlug;
 use crate::queue::{Worker, WorkerOptions};
 use crate::runtime::Runtime;
@@ -121,5 +121,5 @@ pub(super) async fn queue(runtime: Runtime, args: QueueArgs, json: bool) -> u8 {
         }
         outln!("{} delegations replayed, {differing} different", replayed.len());
     }
-    if differing == 0 { EXIT_OK } else { super::EXIT_FAILED }
+    if differing == 0 { EXIT_OK } else { super::output::EXIT_FAILED }
 }
