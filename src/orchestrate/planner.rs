@@ -135,7 +135,8 @@ impl RulePlanner {
         self.specialists.iter().find(|s| s.slug.as_str() == slug)
     }
 
-    /// The plan for a user's message.
+    /// The plan for a user's message (for `testing::Planner` and the tests).
+    #[cfg(any(test, feature = "test-util"))]
     pub(crate) fn plan(&self, message: &str, hints: &[String]) -> Plan {
         self.choose(message, hints).plan
     }
