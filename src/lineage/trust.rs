@@ -50,7 +50,7 @@ pub struct TrustStore {
 /// verification would; whether the key is still trusted (and unexpired) is
 /// asked every time, before this. At most [`SEEN_MAX`] are kept; a full set
 /// is emptied.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct SeenSignatures {
     digests: Mutex<HashSet<[u8; 32]>>,
     /// Ed25519 verifications actually run (the misses).
@@ -59,6 +59,16 @@ struct SeenSignatures {
 
 /// Signatures a store remembers (32 bytes each).
 const SEEN_MAX: usize = 4096;
+
+/// How many it holds, not the digests themselves (up to [`SEEN_MAX`] of them).
+impl fmt::Debug for SeenSignatures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SeenSignatures")
+            .field("held", &lock(&self.digests).len())
+            .field("verified", &self.verified.load(Ordering::Relaxed))
+            .finish()
+    }
+}
 
 impl TrustStore {
     /// An empty store for the runtime named `local`.
@@ -134,9 +144,7 @@ impl TrustStore {
         }
         Ok(peer)
     }
-}
 
-impl TrustStore {
     /// Whether `signature` by `peer`'s key over `input` verifies (strictly):
     /// answered from the signatures verified before when it is one of them.
     pub(crate) fn signature_verifies(&self, peer: &Peer, input: &[u8], signature: &[u8; 64]) -> bool {
