@@ -4,59 +4,11 @@
 //! by (docs/ROUTING.md). The set itself is scored through the whole runtime
 //! by the integration test `routing`.
 
-use serde::Deserialize;
-
 use super::plan::Plan;
 use super::planner::{Earlier, RulePlanner};
+use super::routing_set::{Case, Tally, cases};
 use crate::config::Config;
 use crate::route::text::words;
-
-#[derive(Debug, Deserialize)]
-struct Case {
-    id: String,
-    split: String,
-    text: String,
-    expect: Vec<String>,
-    #[serde(default)]
-    also_ok: Vec<String>,
-    style: String,
-    /// A file of the repository sent as the turn's input.
-    #[serde(default)]
-    attach: Option<String>,
-    /// The user's earlier messages in the same session.
-    #[serde(default)]
-    earlier: Vec<String>,
-}
-
-fn cases() -> Vec<Case> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/routing");
-    let mut all = Vec::new();
-    for file in ["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"] {
-        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            all.push(serde_json::from_str(line).unwrap_or_else(|e| panic!("{file}:{}: {e}", i + 1)));
-        }
-    }
-    all
-}
-
-#[derive(Default)]
-struct Tally {
-    right: usize,
-    all: usize,
-}
-
-impl Tally {
-    fn add(&mut self, ok: bool) {
-        self.all += 1;
-        self.right += usize::from(ok);
-    }
-
-    fn line(&self) -> String {
-        let share = if self.all == 0 { 1.0 } else { self.right as f64 / self.all as f64 };
-        format!("{:5.1}% ({}/{})", 100.0 * share, self.right, self.all)
-    }
-}
 
 /// The held-out half stays held out: no example an agent is configured
 /// with is one of its requests (the same words, case, punctuation and
@@ -66,8 +18,10 @@ impl Tally {
 fn no_configured_example_is_a_held_out_request() {
     // small talk and definitions are Prime's own rules, not the router's examples
     let routed = |c: &Case| !["small-talk", "definition"].contains(&c.style.as_str());
-    let held_out: Vec<Case> =
-        cases().into_iter().filter(|c| matches!(c.split.as_str(), "heldout" | "sealed") && routed(c)).collect();
+    let held_out: Vec<Case> = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"])
+        .into_iter()
+        .filter(|c| matches!(c.split.as_str(), "heldout" | "sealed") && routed(c))
+        .collect();
     let config = Config::builtin();
     let mut copies = Vec::new();
     for agent in &config.agents {
@@ -117,7 +71,7 @@ fn leave_one_round_out() {
         (got, !(missing || extra || unserved))
     }
 
-    let all = cases();
+    let all = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"]);
     let base = Config::builtin();
     let mut total = Tally::default();
     for round in ["h", "n", "r", "q", "v"] {

@@ -10,3 +10,5 @@ mod words;
 
 #[cfg(test)]
 mod heldout_tests;
+#[cfg(test)]
+mod routing_set;

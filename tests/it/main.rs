@@ -41,6 +41,8 @@ mod replay_http;
 mod replicas;
 mod resilience;
 mod routing;
+#[path = "../../src/orchestrate/routing_set.rs"]
+mod routing_set;
 mod seeds;
 mod service;
 mod skips;

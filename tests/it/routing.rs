@@ -23,11 +23,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use switchboard::pipeline::{AskOptions, AskResponse};
 use switchboard::protocol::{SessionId, Status};
 use switchboard::runtime::Runtime;
 
+use crate::routing_set::{Case, Tally, cases};
 use crate::support::*;
 
 /// The share of the held-out half's requests that should reach their
@@ -39,35 +39,6 @@ const GOAL: f64 = 0.95;
 /// against, not the one that followed. (Round 5's floor, 90%, was set on
 /// round 5's half, on which its router scored 92.0%.)
 const FLOOR: f64 = 0.85;
-
-#[derive(Debug, Deserialize)]
-struct Case {
-    id: String,
-    split: String,
-    text: String,
-    expect: Vec<String>,
-    #[serde(default)]
-    also_ok: Vec<String>,
-    style: String,
-    /// A file of the repository sent as the turn's input.
-    #[serde(default)]
-    attach: Option<String>,
-    /// The user's earlier messages in the same session.
-    #[serde(default)]
-    earlier: Vec<String>,
-}
-
-fn cases() -> Vec<Case> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/routing");
-    let mut all = Vec::new();
-    for file in ["heldout.jsonl", "seen.jsonl", "tune.jsonl"] {
-        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            all.push(serde_json::from_str(line).unwrap_or_else(|e| panic!("{file}:{}: {e}", i + 1)));
-        }
-    }
-    all
-}
 
 fn attached(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -97,27 +68,6 @@ fn judge(case: &Case, r: &AskResponse) -> (Vec<String>, Option<String>) {
     (reached, why)
 }
 
-#[derive(Default)]
-struct Tally {
-    right: usize,
-    all: usize,
-}
-
-impl Tally {
-    fn add(&mut self, ok: bool) {
-        self.all += 1;
-        self.right += usize::from(ok);
-    }
-
-    fn share(&self) -> f64 {
-        if self.all == 0 { 1.0 } else { self.right as f64 / self.all as f64 }
-    }
-
-    fn line(&self) -> String {
-        format!("{:5.1}% ({}/{})", 100.0 * self.share(), self.right, self.all)
-    }
-}
-
 #[tokio::test]
 async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_table() {
     let rt = Runtime::builder().build().unwrap();
@@ -129,7 +79,7 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
     let mut by_agent: BTreeMap<(String, String), Tally> = BTreeMap::new();
     let mut by_style: BTreeMap<(String, String), Tally> = BTreeMap::new();
     let mut misses: Vec<String> = Vec::new();
-    for case in cases() {
+    for case in cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"]) {
         let mut session = None;
         for earlier in &case.earlier {
             session = Some(ask(&rt, earlier, None, session).await.session_id);
