@@ -10,8 +10,7 @@ use switchboard::protocol::{AgentSlug, Check, DelegationRequest, DelegationRespo
 use switchboard::store::task_signature;
 
 /// The seeds an agent of the built-in team tries, in its default order.
-fn seeds(agent: &str) -> Vec<u64> {
-    let rt = Runtime::embedded();
+fn seeds(rt: &Runtime, agent: &str) -> Vec<u64> {
     let member = rt.registry().get(&AgentSlug::parse(agent).unwrap()).unwrap_or_else(|| panic!("no agent {agent}"));
     member.agent.seeds().to_vec()
 }
@@ -56,7 +55,7 @@ const ROSTER: &str = "name,email,role\nAlex Chan,alex.chan@company.com,PM\nBo,bo
 #[tokio::test]
 async fn through_the_runtime_the_lenient_reader_fails_validation_and_the_strict_one_is_promoted() {
     let rt = Runtime::embedded();
-    let data = seeds("data");
+    let data = seeds(&rt, "data");
     let note = format!("{DATA_NOTE}\n{ROSTER}");
     let r = send(&rt, &note).await;
     assert_eq!(r.status, Status::Success, "{r:#?}");
@@ -88,7 +87,7 @@ async fn through_the_runtime_the_lenient_reader_fails_validation_and_the_strict_
 #[tokio::test]
 async fn through_the_runtime_a_word_limit_the_sectioned_report_exceeds_is_met_by_the_brief() {
     let rt = Runtime::embedded();
-    let report = seeds("report");
+    let report = seeds(&rt, "report");
     let note = REPORT_NOTE.replace("Max 300 words", "Max 30 words");
     let r = send_to(&rt, "report", "Weekly progress report", &note).await;
     assert_eq!(r.status, Status::Success, "{r:#?}");
@@ -152,7 +151,7 @@ const REPORT: &str = "Categorize the receipt for the expense report";
 #[tokio::test]
 async fn through_the_runtime_a_card_charge_the_printed_total_misses_is_met_by_the_reconciled_total() {
     let rt = Runtime::embedded();
-    let byte = seeds("byte-doc");
+    let byte = seeds(&rt, "byte-doc");
     // the expense system matching the receipt to the bank line knows the charge
     let check = Check::Contains { phrase: "$81.03".into() };
     let r = send_checked(&rt, "byte-doc", MATCHING, MISREAD, vec![check]).await;
@@ -170,7 +169,7 @@ async fn through_the_runtime_a_card_charge_the_printed_total_misses_is_met_by_th
 #[tokio::test]
 async fn through_the_runtime_an_office_supplies_report_is_met_by_what_was_bought() {
     let rt = Runtime::embedded();
-    let tag = seeds("tag-ai");
+    let tag = seeds(&rt, "tag-ai");
     let check = Check::Contains { phrase: "-> Office Supplies".into() };
     let r = send_checked(&rt, "tag-ai", REPORT, COSTCO, vec![check]).await;
     second_seed_answered(&rt, &r, ("tag-ai", REPORT), tag, "contains_office_supplies").await;
