@@ -53,13 +53,7 @@ fn leave_one_round_out() {
             let asked = p.choose_turn(e, Earlier::None, &[]).asks;
             earlier = if asked { Earlier::Asked(e) } else { Earlier::Said(e.lines().next().unwrap_or_default()) };
         }
-        let mut choice = p.choose_turn(&c.text, earlier, &[]);
-        if matches!(choice.plan, Plan::Direct { .. }) && c.attach.is_some() {
-            let read = p.choose(&format!("{}\nRead the attached document", c.text), &[]);
-            if !matches!(read.plan, Plan::Direct { .. }) {
-                choice = read;
-            }
-        }
+        let choice = p.choose_with(&c.text, earlier, &[], c.attach.is_some());
         let mut got: Vec<String> = choice.plan.agents().iter().map(|a| a.to_string()).collect();
         got.sort();
         got.dedup();
@@ -74,7 +68,7 @@ fn leave_one_round_out() {
     let all = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"]);
     let base = Config::builtin();
     let mut total = Tally::default();
-    for round in ["h", "n", "r", "q", "v"] {
+    for round in ["h", "n", "r", "q", "v", "w"] {
         let held: Vec<&Case> = all.iter().filter(|c| c.split == "seen" && c.id.starts_with(round)).collect();
         let texts: HashSet<Vec<String>> = held.iter().map(|c| words(&c.text)).collect();
         let mut config = base.clone();

@@ -35,6 +35,8 @@ pub(crate) struct RulePlanner {
     me: Option<AgentSpec>,
     /// Learned on first use (a runtime that never plans never learns).
     router: OnceLock<Arc<Router>>,
+    /// Who reads an attached document, found on first use.
+    reader: OnceLock<Option<String>>,
     fan_out: usize,
 }
 
@@ -125,6 +127,7 @@ impl RulePlanner {
             routes,
             workflows: config.workflows.clone(),
             router: OnceLock::new(),
+            reader: OnceLock::new(),
             me: config.agent(me).cloned(),
             specialists,
             fan_out: config.limits.fan_out.max(1) as usize,
@@ -180,6 +183,40 @@ impl RulePlanner {
             by: if asked { "reply" } else { "follow-up" }.to_string(),
             ..before
         }
+    }
+
+    /// What to do with a turn that came with a document (`material`): the
+    /// document is read first, by whoever reads documents (the agent the
+    /// team routes "Read the attached document" to), whatever the words
+    /// around it ask; what else the message clearly asks for follows, on
+    /// what was read. A part it is not sure of ("which shop is this from",
+    /// "parse these") is a question about the document, so the reader's.
+    pub(crate) fn choose_with(&self, message: &str, earlier: Earlier<'_>, hints: &[String], material: bool) -> Choice {
+        let choice = self.choose_turn(message, earlier, hints);
+        if !material {
+            return choice;
+        }
+        if matches!(choice.plan, Plan::Direct { .. }) {
+            // "Here's my bank statement" with the statement attached: whoever reads documents starts
+            let read = self.choose(&format!("{message}\nRead the attached document"), hints);
+            return if matches!(read.plan, Plan::Direct { .. }) { choice } else { read };
+        }
+        let reader = self.reader.get_or_init(|| {
+            self.choose("Read the attached document", &[]).plan.agents().first().map(|a| a.to_string())
+        });
+        let Some(spec) = reader.as_deref().and_then(|r| self.spec(r)) else { return choice };
+        let routed = matches!(choice.plan, Plan::Single(_) | Plan::Chain(_) | Plan::Parallel(_));
+        if !routed || choice.plan.agents().iter().any(|a| **a == spec.slug) {
+            return choice;
+        }
+        // the parts it is sure of keep their agents, after the reader
+        let sure = choice.routed.picks.iter().filter(|m| m.score >= 0.9 && m.agent != spec.slug.as_str());
+        let mut steps = vec![self.step(spec, objective_of(message), message)];
+        let others = sure.filter_map(|m| self.spec(&m.agent)).take(self.fan_out.saturating_sub(1));
+        steps.extend(others.map(|s| self.clause_step(s, message, message)));
+        let plan = if steps.len() == 1 { Plan::Single(steps.remove(0)) } else { Plan::Chain(steps) };
+        let decision = self.decide(message, &choice.routed, spec.slug.as_str());
+        Choice { plan, asks: false, by: "document".into(), decision, ..choice }
     }
 
     /// What to do with `message` on its own.
@@ -319,7 +356,7 @@ impl RulePlanner {
                 let steps = specs.iter().map(|(spec, m)| self.clause_step(spec, &m.clause, msg)).collect();
                 // a tool agent's draft is for the user: what follows it runs beside it
                 let feeds = !specs[0].0.task_notes;
-                Some(if feeds && (builds_on_earlier(&specs[1..]) || said_then(msg)) {
+                Some(if feeds && (builds_on_earlier(specs[0].1, &specs[1..]) || said_then(msg)) {
                     Plan::Chain(steps)
                 } else {
                     Plan::Parallel(steps)
@@ -379,9 +416,15 @@ impl RulePlanner {
 
 /// A later clause points at what an earlier one produced (`put it in the
 /// right category`, `which of them are deductible`).
-fn builds_on_earlier(later: &[(&AgentSpec, &Match)]) -> bool {
+/// A later part that holds an earlier one (`email my sister the summary of
+/// my october spending` after `the summary of my october spending`) acts on
+/// its result too.
+fn builds_on_earlier(earlier: &Match, later: &[(&AgentSpec, &Match)]) -> bool {
     const RESULTS: [&str; 6] = ["it", "its", "them", "these", "those", "they"];
-    later.iter().any(|(_, m)| crate::route::text::words(&m.clause).iter().any(|w| RESULTS.contains(&w.as_str())))
+    later.iter().any(|(_, m)| {
+        m.clause.contains(earlier.clause.trim())
+            || crate::route::text::words(&m.clause).iter().any(|w| RESULTS.contains(&w.as_str()))
+    })
 }
 
 /// The message orders its parts (`…, then …`).

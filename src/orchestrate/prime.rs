@@ -44,16 +44,7 @@ impl PrimeAgent {
             _ => Earlier::None,
         };
         let material = !task.input.trim().is_empty();
-        let hints = &task.context_hints;
-        let choice = self.planner.choose_turn(&task.objective, earlier, hints);
-        if matches!(choice.plan, Plan::Direct { .. }) && material {
-            // "Here's my bank statement" with the statement attached: whoever reads documents starts
-            let read = self.planner.choose(&format!("{}\nRead the attached document", task.objective), hints);
-            if !matches!(read.plan, Plan::Direct { .. }) {
-                return read;
-            }
-        }
-        choice
+        self.planner.choose_with(&task.objective, earlier, &task.context_hints, material)
     }
 
     /// One answer from the steps' results, saying who did what; the

@@ -47,6 +47,9 @@ struct Doc {
 pub(crate) struct Router {
     /// Agent slugs; the orchestrator's own, when it has examples, is last.
     agents: Vec<String>,
+    /// Which agents make something for the user from a Task Note (an email,
+    /// a calendar block): what [`Router::acts_on`] lets act on another's result.
+    makes: Vec<bool>,
     me: Option<usize>,
     vocabulary: HashMap<String, u32>,
     idf: Vec<f32>,
@@ -168,6 +171,7 @@ impl Router {
     /// the orchestrator (what it answers itself).
     pub(crate) fn new<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Self {
         let mut agents = Vec::new();
+        let mut makes = Vec::new();
         let mut raw: Vec<(usize, String, HashMap<String, f32>)> = Vec::new();
         let specs = specialists.into_iter().map(|s| (s, false)).chain(me.map(|s| (s, true)));
         for (spec, is_me) in specs {
@@ -176,6 +180,7 @@ impl Router {
                 continue;
             }
             agents.push(spec.slug.to_string());
+            makes.push(spec.task_notes && !is_me);
             raw.extend(texts.into_iter().map(|t| (agents.len() - 1, t.clone(), features(&t))));
         }
         let me = me.and_then(|m| agents.iter().position(|a| a == m.slug.as_str()));
@@ -203,7 +208,7 @@ impl Router {
             known.iter().filter(|(_, n)| **n >= COMMON).map(|(w, n)| (w.chars().collect(), *n)).collect();
         common.sort_unstable();
         let model = Softmax::train(0, 0, &[]);
-        let mut router = Self { agents, me, vocabulary, idf, docs: Vec::new(), model, known, common };
+        let mut router = Self { agents, makes, me, vocabulary, idf, docs: Vec::new(), model, known, common };
         router.docs = raw.into_iter().map(|(agent, text, f)| Doc { agent, text, vector: router.vector(&f) }).collect();
         let examples: Vec<(usize, &[(u32, f32)])> =
             router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
@@ -371,6 +376,32 @@ impl Router {
         self.route_all(text)
     }
 
+    /// A clause whose first word asks an agent that makes something (an
+    /// email, a calendar block) to make it from what the rest of the clause
+    /// asks another agent for (`email my sister the summary of my october
+    /// spending`): both, the other agent first, each at least [`PIECE`] sure
+    /// of its part. The maker's part is the whole clause, since it works on
+    /// the other's result. What the rest says with *to*, *that* or *about*
+    /// is what to write (`email my client that the invoice is attached`),
+    /// not someone else's work.
+    fn acts_on(&self, clause: &str, found: &[Match]) -> Option<Vec<Match>> {
+        const SAYS: [&str; 6] = ["to", "that", "about", "saying", "asking", "telling"];
+        let words = content(clause);
+        let [first, .., _, _] = words.as_slice() else { return None };
+        let lower = clause.to_lowercase();
+        let rest = clause.get(lower.find(first.as_str())? + first.len()..)?;
+        if super::text::words(rest).iter().any(|w| SAYS.contains(&w.as_str())) {
+            return None;
+        }
+        let makes = |m: &Match| self.agents.iter().position(|a| *a == m.agent).is_some_and(|i| self.makes[i]);
+        let head = self.pick(first).filter(|m| m.score >= PIECE && makes(m))?;
+        let rest = self.pick(rest).filter(|m| m.score >= PIECE && m.agent != head.agent && !makes(m))?;
+        if !found.iter().any(|m| m.agent == head.agent || m.agent == rest.agent) {
+            return None;
+        }
+        Some(vec![rest, Match { clause: clause.trim().to_string(), ..head }])
+    }
+
     fn route_all(&self, text: &str) -> Routed {
         let mut picks: Vec<Match> = Vec::new();
         for pieces in clause_pieces(text) {
@@ -383,7 +414,11 @@ impl Router {
                 }
             }
             if found.is_empty() {
-                found.extend(self.pick(&pieces.join(" ")));
+                let clause = pieces.join(" ");
+                found.extend(self.pick(&clause));
+                if let Some(two) = self.acts_on(&clause, &found) {
+                    found = two;
+                }
             }
             for m in found {
                 if !picks.iter().any(|p| p.agent == m.agent) {
