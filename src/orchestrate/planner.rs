@@ -23,7 +23,7 @@ use crate::verify::{Constraints, DecisionScore, TaskSpec};
 
 use super::plan::{Plan, Step};
 use super::words::{
-    asks_to_call_or_text, asks_what_to_buy, definition, introduction, is_small_talk, objective_of, offer,
+    Definition, asks_to_call_or_text, asks_what_to_buy, definition, introduction, is_small_talk, objective_of, offer,
 };
 
 /// Plans from rules alone.
@@ -229,14 +229,20 @@ impl RulePlanner {
             let answer = introduction(&self.specialists, "What can I help you with?");
             return Choice::direct(answer, true, "none", Routed::default(), decision::decide("", None, 0));
         }
-        if let Some(answer) = definition(&lower) {
-            return Choice::direct(
-                answer.into(),
-                false,
-                "definition",
-                Routed::default(),
-                decision::decide(msg, None, 0),
-            );
+        match definition(&lower) {
+            Some(Definition::Known(answer)) => {
+                let decision = decision::decide(msg, None, 0);
+                return Choice::direct(answer.into(), false, "definition", Routed::default(), decision);
+            }
+            Some(Definition::Unknown(term)) => {
+                let answer = format!(
+                    "I don't have an explanation of \"{term}\" at hand, and my team works on your own money, not on terms. {}",
+                    offer(&self.specialists)
+                );
+                let decision = decision::decide(msg, None, 0);
+                return Choice::direct(answer, true, "definition", Routed::default(), decision);
+            }
+            None => {}
         }
         let routed = self.router().route(&said);
         for (re, route) in &self.routes {
@@ -456,7 +462,24 @@ fn refers_back(message: &str) -> bool {
 /// A request for help that says nothing of what with.
 fn is_vague(lower: &str) -> bool {
     crate::route::text::content(lower).iter().all(|w| {
-        ["help", "question", "finance", "finances", "money", "financial", "need", "something"].contains(&w.as_str())
+        [
+            "help",
+            "question",
+            "finance",
+            "finances",
+            "money",
+            "financial",
+            "need",
+            "something",
+            "thing",
+            "things",
+            "stuff",
+            "done",
+            "want",
+            "task",
+            "anything",
+        ]
+        .contains(&w.as_str())
     })
 }
 

@@ -99,3 +99,66 @@ fn a_reply_is_read_with_the_question_it_answers_unless_it_changes_the_subject() 
     let other = "Analyze my spending";
     assert_ne!(agents(&p.plan_reply(other, &conversation(other), &[])), ["blitz-debt"]);
 }
+
+#[test]
+fn a_question_about_any_term_is_primes_whether_or_not_it_knows_the_term() {
+    let p = planner();
+    // in the glossary: explained, no question back
+    let c = p.choose("define net worth", &[]);
+    assert!(matches!(&c.plan, Plan::Direct { answer } if answer.contains("own minus what you owe")), "{c:?}");
+    assert!(!c.asks);
+    // not in it: Prime says so and asks, it does not hand a stray word to a specialist
+    for m in ["what's a roth ira", "what does escrow mean", "define liquidity", "HELOC, what is that?"] {
+        let c = p.choose(m, &[]);
+        assert!(matches!(c.plan, Plan::Direct { .. }) && c.asks && c.by == "definition", "{m}: {c:?}");
+    }
+    // about the user's own money, a document or a state: not a term
+    for (m, to) in [
+        ("what's still uncategorized", "tag-ai"),
+        ("whats tax deductible", "ledger-tax"),
+        ("what is my net worth", ""),
+        ("what's the biggest expense this month", "crystal-analytics"),
+    ] {
+        let c = p.choose(m, &[]);
+        assert_ne!(c.by, "definition", "{m}: {c:?}");
+        if !to.is_empty() {
+            assert_eq!(agents(&c.plan), [to], "{m}");
+        }
+    }
+}
+
+#[test]
+fn an_email_of_another_agents_result_reaches_both_in_order() {
+    let p = planner();
+    let plan = p.plan("email my accountant a list of my deductions", &[]);
+    assert!(matches!(plan, Plan::Chain(_)), "{plan:?}");
+    assert_eq!(agents(&plan), ["ledger-tax", "email"]);
+    if let Plan::Chain(steps) = &plan {
+        // the email's note is the whole request, not the word "email"
+        assert_eq!(steps[1].task_note.as_deref(), Some("email my accountant a list of my deductions"));
+    }
+    // what follows "that"/"about"/"to" is what the email says, not someone's work
+    for m in ["email my client that the invoice is attached", "email my doctor to reschedule my appointment"] {
+        assert_eq!(agents(&p.plan(m, &[])), ["email"], "{m}");
+    }
+}
+
+#[test]
+fn an_attached_document_is_read_first_whatever_the_words_around_it_ask() {
+    let p = planner();
+    // words that alone would go elsewhere, unsure: the document's reader alone
+    let c = p.choose_with("which store and what day was that", Earlier::None, &[], true);
+    assert_eq!(agents(&c.plan), ["byte-doc"], "{c:?}");
+    // without one, the same words are a question about the stored months
+    let c = p.choose_with("which store and what day was that", Earlier::None, &[], false);
+    assert_ne!(agents(&c.plan), ["byte-doc"], "{c:?}");
+    // a part it is sure of follows the reader, on what was read
+    let c = p.choose_with(
+        "log this receipt then tell me how much I've spent at starbucks this month",
+        Earlier::None,
+        &[],
+        true,
+    );
+    assert!(matches!(c.plan, Plan::Chain(_)), "{c:?}");
+    assert_eq!(agents(&c.plan)[0], "byte-doc");
+}

@@ -37,37 +37,138 @@ const GLOSSARY: &[(&str, &str)] = &[
         "Compound interest is interest earned on interest: the balance grows faster the longer it stays invested.",
     ),
     (
+        "net worth",
+        "Net worth is what you own minus what you owe: savings, investments and property, less debts such as loans and card balances.",
+    ),
+    (
+        "index fund",
+        "An index fund holds every stock (or bond) of a market index, such as the S&P 500, so it follows the market at a low fee instead of picking winners.",
+    ),
+    (
+        "amortization",
+        "Amortization is paying a loan off in equal installments: each payment covers that month's interest and repays part of the principal, so the interest share shrinks over time.",
+    ),
+    ("principal", "The principal is the amount you borrowed (or still owe), without the interest on it."),
+    (
+        "interest rate",
+        "An interest rate is what borrowing costs (or saving earns) per year, as a share of the balance.",
+    ),
+    (
+        "minimum payment",
+        "The minimum payment is the least a lender accepts each month to keep the account in good standing; paying only that keeps most of the balance, and its interest, for years.",
+    ),
+    (
+        "credit utilization",
+        "Credit utilization is how much of your card limits you use: a $600 balance on a $2,000 limit is 30%. Under 30% is better for a credit score.",
+    ),
+    (
+        "balance transfer",
+        "A balance transfer moves a card balance to another card, often at a low introductory rate for some months, usually for a fee of 3-5% of what is moved.",
+    ),
+    (
+        "inflation",
+        "Inflation is the rise of prices over time: at 3% a year, what costs $100 today costs about $103 next year, so cash kept idle buys less.",
+    ),
+    (
+        "sinking fund",
+        "A sinking fund is money put aside a little each month for a known future cost, such as insurance, a car or holidays, so the cost does not land at once.",
+    ),
+    (
+        "write-off",
+        "A write-off is an expense you may deduct from taxable income, such as business costs you keep receipts for.",
+    ),
+    (
+        "tax bracket",
+        "A tax bracket is the range of income taxed at one rate; only the income inside a bracket is taxed at that bracket's rate.",
+    ),
+    (
         "credit score",
         "A credit score summarizes how reliably you repay debt; paying on time and keeping card balances low raise it.",
     ),
 ];
 
-/// The explanation of a term the message asks about ("What is APR?"): a
-/// question that names the term and nothing else ("what's eating up my
-/// budget?" and "what are my deductions?" are about the user's money).
-pub(super) fn definition(lower: &str) -> Option<&'static str> {
-    let asks = ["what is", "what's", "what are", "define", "explain", "what does", "meaning of"];
-    if !asks.iter().any(|a| lower.starts_with(a)) {
-        return None;
-    }
+/// What Prime answers to a question about a term ("What is APR?", "define
+/// net worth", "emergency fund, what is that?"): the explanation from its
+/// glossary, or, for a term it does not know, that it has none (the
+/// question is still Prime's, not a specialist's). A question that names
+/// the user's own money ("what's eating up my budget?", "what are my
+/// deductions?"), a document or a period is not about a term.
+pub(super) enum Definition {
+    /// The glossary's explanation.
+    Known(&'static str),
+    /// The term asked about, which the glossary does not have.
+    Unknown(String),
+}
+
+/// The term a message asks to have explained, and what Prime says of it.
+pub(super) fn definition(lower: &str) -> Option<Definition> {
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    if words.iter().any(|w| ["my", "our", "i", "me"].contains(w)) {
+    const OWN: [&str; 14] =
+        ["my", "our", "i", "me", "we", "us", "you", "your", "this", "these", "those", "that's", "last", "month"];
+    if words.iter().any(|w| OWN.contains(w) || w.chars().any(|c| c.is_ascii_digit())) {
         return None;
     }
-    let (term, text) = GLOSSARY.iter().find(|(term, _)| {
+    let known = GLOSSARY.iter().find(|(term, _)| {
         let t = *term;
         words.iter().any(|w| *w == t || w.strip_suffix('s') == Some(t)) || (t.contains(' ') && lower.contains(t))
-    })?;
-    // what else it says: the words of a definition question, and nothing more
-    const ASKING: [&str; 10] =
-        ["explain", "define", "mean", "means", "meaning", "method", "exactly", "term", "stand", "stands"];
-    let term_words: Vec<&str> = term.split(' ').collect();
-    let other = crate::route::text::content(lower)
-        .into_iter()
-        .filter(|w| !ASKING.contains(&w.as_str()))
-        .filter(|w| !term_words.iter().any(|t| w == t || w.strip_suffix('s') == Some(t)))
-        .count();
-    (other == 0).then_some(*text)
+    });
+    if let Some((term, text)) = known {
+        let asks = ["what is", "what's", "whats", "what are", "define", "explain", "what does", "meaning of"];
+        // what else it says: the words of a definition question, and nothing more
+        const ASKING: [&str; 12] = [
+            "explain", "define", "mean", "means", "meaning", "method", "exactly", "term", "stand", "stands", "heard",
+            "never",
+        ];
+        let term_words: Vec<&str> = term.split(' ').collect();
+        let other = crate::route::text::content(lower)
+            .into_iter()
+            .filter(|w| !ASKING.contains(&w.as_str()))
+            .filter(|w| !term_words.iter().any(|t| w == t || w.strip_suffix('s') == Some(t)))
+            .count();
+        let shaped = asks.iter().any(|a| lower.starts_with(a)) || term_asked(lower).is_some();
+        return (other == 0 && shaped).then_some(Definition::Known(text));
+    }
+    term_asked(lower).map(Definition::Unknown)
+}
+
+/// The term of a question shaped as one about a term, whatever the term:
+/// `what is a/an X`, `what's X` (X one to three words, no article *the*),
+/// `define X`, `what does X mean`, `X, what is that?`.
+fn term_asked(lower: &str) -> Option<String> {
+    static SHAPES: std::sync::LazyLock<[regex::Regex; 4]> = std::sync::LazyLock::new(|| {
+        let re = |p: &str| regex::Regex::new(p).expect("valid regex");
+        [
+            re(r"^(?:what is|what's|whats|what are)\s+(?:an?\s+)?([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s*\??$"),
+            re(r"^(?:define|meaning of)\s+(?:an?\s+|the\s+)?([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s*[.?]?$"),
+            re(
+                r"^what does\s+(?:an?\s+|the\s+)?([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s+(?:mean|stand for)\s*\??$",
+            ),
+            re(r"^([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2}),?\s+what(?:'s| is) (?:that|it|this)\b"),
+        ]
+    });
+    let term = SHAPES.iter().find_map(|re| re.captures(lower.trim()).map(|c| c[1].to_string()))?;
+    // "what is the total", "what's up", "whats left": not a term
+    const NOT: [&str; 14] = [
+        "the",
+        "up",
+        "left",
+        "new",
+        "next",
+        "wrong",
+        "going",
+        "happening",
+        "due",
+        "owed",
+        "best",
+        "it",
+        "that",
+        "this",
+    ];
+    let first = term.split(' ').next().unwrap_or_default();
+    // a term is a thing: "still uncategorized", "tax deductable" ask what is so in the user's money
+    let last = term.rsplit(' ').next().unwrap_or_default();
+    let describes = ["ed", "able", "ible", "ized"].iter().any(|e| last.ends_with(e)) || first == "still";
+    (!NOT.contains(&first) && !describes && !crate::route::text::content(&term).is_empty()).then_some(term)
 }
 
 /// A request for advice on what to buy or invest in ("which tv should I
@@ -75,7 +176,7 @@ pub(super) fn definition(lower: &str) -> Option<&'static str> {
 pub(super) fn asks_what_to_buy(lower: &str) -> bool {
     static ADVICE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
-            r"\b(?:should i (?:buy|purchase|invest)\b|(?:which|what) (?:[a-z]+ ){1,3}(?:should|do|can) i (?:buy|purchase|invest)\b|best [a-z]+(?: [a-z]+)? to (?:buy|purchase|invest)\b|(?:put|invest) (?:my |some )?money (?:in|into)\b|should i invest\b)",
+            r"\b(?:should i (?:buy|purchase|invest)\b|(?:which|what) (?:[a-z]+ ){1,3}(?:should|do|can) i (?:buy|purchase|invest)\b|best [a-z]+(?: [a-z]+)? to (?:buy|purchase|invest|sign up|open|get)\b|(?:put|invest) (?:my |some )?money (?:in|into)\b|should i invest\b)",
         )
         .expect("valid regex")
     });
