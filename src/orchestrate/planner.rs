@@ -23,7 +23,8 @@ use crate::verify::{Constraints, DecisionScore, TaskSpec};
 
 use super::plan::{Plan, Step};
 use super::words::{
-    Definition, asks_to_call_or_text, asks_what_to_buy, definition, introduction, is_small_talk, objective_of, offer,
+    Definition, asks_about_prime, asks_to_call_or_text, asks_what_to_buy, definition, introduction, is_small_talk,
+    objective_of, offer,
 };
 
 /// Plans from rules alone.
@@ -256,7 +257,8 @@ impl RulePlanner {
         }
         // "hey there, good morning" is small talk; "hi! how much did I spend on coffee?" is not
         let more = routed.strong() || crate::route::text::content(&said).len() > 3;
-        if is_small_talk(&lower) && (routed.picks.is_empty() || !more) {
+        let about_me = asks_about_prime(&lower) && routed.picks.iter().all(|m| m.score < 0.9);
+        if about_me || is_small_talk(&lower) && (routed.picks.is_empty() || !more) {
             let answer = introduction(&self.specialists, "Hi! I'm Prime, your finance team's lead.");
             return Choice::direct(answer, false, "small talk", routed, decision::decide(msg, None, 0));
         }

@@ -162,3 +162,14 @@ fn an_attached_document_is_read_first_whatever_the_words_around_it_ask() {
     assert!(matches!(c.plan, Plan::Chain(_)), "{c:?}");
     assert_eq!(agents(&c.plan)[0], "byte-doc");
 }
+
+#[test]
+fn a_question_to_prime_about_itself_is_small_talk() {
+    let p = planner();
+    for m in ["what are your skills", "what kind of things do you handle", "how's your day going"] {
+        let c = p.choose(m, &[]);
+        assert_eq!(c.by, "small talk", "{m}: {c:?}");
+    }
+    // "you" with the user's own money is a request
+    assert_eq!(agents(&p.plan("can you tell me what I spent on groceries", &[])), ["crystal-analytics"]);
+}

@@ -193,6 +193,20 @@ pub(super) fn asks_to_call_or_text(lower: &str) -> bool {
     CHANNEL.is_match(lower)
 }
 
+/// A short question to Prime about itself ("what are your skills", "what
+/// kind of things do you handle", "how's your day going"): it speaks to
+/// *you* and says nothing of the user's own money.
+pub(super) fn asks_about_prime(lower: &str) -> bool {
+    // what follows a colon is material ("rewrite this more kindly: you did it wrong")
+    let lower = lower.split(':').next().unwrap_or_default();
+    let words = crate::route::text::words(lower);
+    let to_you = words.iter().any(|w| w == "you" || w == "your" || w == "yourself");
+    let mine = words.iter().any(|w| ["my", "our", "i", "me", "we", "us", "mine"].contains(&w.as_str()));
+    // "can you clean up this note" asks for work, not about Prime
+    let asks_for_work = ["can", "could", "would", "will", "please"].contains(&words.first().map_or("", String::as_str));
+    to_you && !mine && !asks_for_work && crate::route::text::content(lower).len() <= 3
+}
+
 /// A greeting, thanks, or a question about Prime itself.
 pub(super) fn is_small_talk(lower: &str) -> bool {
     const OPENERS: [&str; 12] = [

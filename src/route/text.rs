@@ -155,11 +155,26 @@ pub(crate) fn features(text: &str) -> HashMap<String, f32> {
 
 /// What the figures of a text look like: a date, an amount with cents, a
 /// percentage (a pasted receipt, a debt's rate), whatever their values.
-static SHAPES: LazyLock<[(Regex, &str); 3]> = LazyLock::new(|| {
+static SHAPES: LazyLock<[(Regex, &str); 6]> = LazyLock::new(|| {
     [
         (Regex::new(r"\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b\d{4}-\d{2}-\d{2}\b").expect("valid regex"), "s:date"),
         (Regex::new(r"\$\s?\d[\d,]*(?:\.\d{2})?|\b\d[\d,]*\.\d{2}\b").expect("valid regex"), "s:money"),
         (Regex::new(r"\d(?:\.\d+)?\s?(?:%|percent\b)").expect("valid regex"), "s:rate"),
+        // an amount each period: "300 a month", "175 every two weeks", "500 monthly"
+        (
+            Regex::new(r"(?i)\d[\d,.]*k?\s*(?:(?:a|an|per|each|every)\s+(?:[a-z]+\s+)?(?:day|week|month|year|paycheck|payday)s?\b|(?:daily|weekly|biweekly|monthly|yearly|annually)\b|/\s?(?:mo|month|wk|week|yr)\b)")
+                .expect("valid regex"),
+            "s:per",
+        ),
+        // something put somewhere else: "move netflix into entertainment", "mark it as car expenses",
+        // "from groceries to dining", "should be recreation not clothing"
+        (
+            Regex::new(r"(?i)\b(?:into|under|as)\s+(?:an?\s+|the\s+)?[a-z]+(?:\s+[a-z]+)?\s*[.!?]?$|\bfrom\s+[a-z]+(?:\s+[a-z]+)?\s+to\s+[a-z]+|\bshould be\s+[a-z]+(?:\s+[a-z]+)?,?\s+not\s+[a-z]+")
+                .expect("valid regex"),
+            "s:move",
+        ),
+        // a round sum: "10k", "12,000", "6000"
+        (Regex::new(r"(?i)\b\d+(?:\.\d+)?k\b|\b\d{1,3}(?:,\d{3})+\b|\b[1-9]\d{3,5}\b").expect("valid regex"), "s:sum"),
     ]
 });
 
@@ -167,7 +182,12 @@ static SHAPES: LazyLock<[(Regex, &str); 3]> = LazyLock::new(|| {
 /// `10/29/2025 6.20` says "a purchase", not which).
 pub(crate) fn shapes(text: &str, f: &mut HashMap<String, f32>) {
     for (re, name) in SHAPES.iter() {
-        if re.is_match(text) {
+        // a year ("in 2025", "10/30/2025") is not a sum
+        let year = |m: &regex::Match<'_>| {
+            let t = m.as_str();
+            text[..m.start()].ends_with(['/', '-']) || t.len() == 4 && (t.starts_with("19") || t.starts_with("20"))
+        };
+        if re.find_iter(text).any(|m| *name != "s:sum" || !year(&m)) {
             *f.entry((*name).to_string()).or_default() += SHAPE;
         }
     }
@@ -246,6 +266,26 @@ mod tests {
         assert_eq!(words("my write-off at 22% for $40"), ["my", "write", "off", "at", "for"]);
         assert_eq!(words("Maya’s receipts"), ["maya", "receipts"]);
         assert_eq!(words("send it to <EMAIL_1> and <CARD_12>"), ["send", "it", "to", "and"]);
+    }
+
+    #[test]
+    fn figures_and_moves_have_shapes_whatever_their_values() {
+        let shaped = |t: &str| {
+            let mut f = HashMap::new();
+            shapes(t, &mut f);
+            let mut k: Vec<String> = f.into_keys().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(shaped("at 175 every two weeks, when will I reach 10k"), ["s:per", "s:sum"]);
+        assert_eq!(shaped("at 500 monthly, when do I hit 12,000"), ["s:per", "s:sum"]);
+        assert_eq!(shaped("put away 300 a month"), ["s:per"]);
+        assert_eq!(shaped("move netflix into entertainment"), ["s:move"]);
+        assert_eq!(shaped("change Whole Foods from groceries to dining"), ["s:move"]);
+        assert_eq!(shaped("the $80 at REI should be recreation not clothing"), ["s:money", "s:move"]);
+        assert_eq!(shaped("CVS Pharmacy 10/30/2025 18.42"), ["s:date", "s:money"]);
+        // a year, a day of the month or a small count is not a sum
+        assert!(shaped("what did I spend in 2025 on the 20th, 3 times").is_empty());
     }
 
     #[test]
