@@ -173,3 +173,14 @@ fn a_question_to_prime_about_itself_is_small_talk() {
     // "you" with the user's own money is a request
     assert_eq!(agents(&p.plan("can you tell me what I spent on groceries", &[])), ["crystal-analytics"]);
 }
+
+#[test]
+fn a_short_request_before_a_pasted_purchase_is_about_the_purchase() {
+    let p = planner();
+    for m in ["note this expense: Trader Joe's 11/02/2025 54.10", "store this one: Lyft 10/12/2025 $23.75"] {
+        assert_eq!(agents(&p.plan(m, &[])), ["byte-doc"], "{m}");
+    }
+    // a request that says more than that is read on its own
+    let m = "which category should this go in: Lyft 10/12/2025 $23.75";
+    assert_eq!(agents(&p.plan(m, &[])), ["tag-ai"], "{m}");
+}

@@ -356,8 +356,16 @@ impl Router {
     /// 10/25/2025 12.80` is read whole).
     pub(crate) fn route(&self, text: &str) -> Routed {
         let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
+        // a short request before a pasted record (`save this purchase: Apple Store 10/23/2025 179.00`)
+        // is about the record: read whole
+        let record = |m: &str| {
+            let mut f = HashMap::new();
+            shapes(m, &mut f);
+            f.contains_key("s:date") && f.contains_key("s:money")
+        };
         if let Some(at) = colon
             && content(&text[..at]).len() >= 2
+            && !(content(&text[..at]).len() <= 3 && record(&text[at..]))
         {
             let mut routed = self.route_all(&text[..at]);
             if !routed.picks.is_empty() {
