@@ -18,9 +18,9 @@ use crate::route::text::words;
 fn no_configured_example_is_a_held_out_request() {
     // small talk and definitions are Prime's own rules, not the router's examples
     let routed = |c: &Case| !["small-talk", "definition"].contains(&c.style.as_str());
-    let held_out: Vec<Case> = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"])
+    let held_out: Vec<Case> = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"])
         .into_iter()
-        .filter(|c| matches!(c.split.as_str(), "heldout" | "sealed") && routed(c))
+        .filter(|c| c.split == "heldout" && routed(c))
         .collect();
     let config = Config::builtin();
     let mut copies = Vec::new();
@@ -65,7 +65,7 @@ fn leave_one_round_out() {
         (got, !(missing || extra || unserved))
     }
 
-    let all = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"]);
+    let all = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"]);
     let base = Config::builtin();
     let mut total = Tally::default();
     for round in ["h", "n", "r", "q", "v", "w"] {
