@@ -18,9 +18,9 @@ use crate::route::text::words;
 fn no_configured_example_is_a_held_out_request() {
     // small talk and definitions are Prime's own rules, not the router's examples
     let routed = |c: &Case| !["small-talk", "definition"].contains(&c.style.as_str());
-    let held_out: Vec<Case> = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"])
+    let held_out: Vec<Case> = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl", "sealed.jsonl"])
         .into_iter()
-        .filter(|c| c.split == "heldout" && routed(c))
+        .filter(|c| matches!(c.split.as_str(), "heldout" | "sealed") && routed(c))
         .collect();
     let config = Config::builtin();
     let mut copies = Vec::new();
