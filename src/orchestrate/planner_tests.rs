@@ -108,7 +108,7 @@ fn a_question_about_any_term_is_primes_whether_or_not_it_knows_the_term() {
     assert!(matches!(&c.plan, Plan::Direct { answer } if answer.contains("own minus what you owe")), "{c:?}");
     assert!(!c.asks);
     // not in it: Prime says so and asks, it does not hand a stray word to a specialist
-    for m in ["what's a roth ira", "what does escrow mean", "define liquidity", "HELOC, what is that?"] {
+    for m in ["what's a roth ira", "what does escrow mean", "define liquidity", "HELOC, what is that?", "whats a w2"] {
         let c = p.choose(m, &[]);
         assert!(matches!(c.plan, Plan::Direct { .. }) && c.asks && c.by == "definition", "{m}: {c:?}");
     }
@@ -117,6 +117,7 @@ fn a_question_about_any_term_is_primes_whether_or_not_it_knows_the_term() {
         ("what's still uncategorized", "tag-ai"),
         ("whats tax deductible", "ledger-tax"),
         ("what is my net worth", ""),
+        ("what's 20 times 45", ""),
         ("what's the biggest expense this month", "crystal-analytics"),
     ] {
         let c = p.choose(m, &[]);

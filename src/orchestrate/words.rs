@@ -105,7 +105,8 @@ pub(super) fn definition(lower: &str) -> Option<Definition> {
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
     const OWN: [&str; 14] =
         ["my", "our", "i", "me", "we", "us", "you", "your", "this", "these", "those", "that's", "last", "month"];
-    if words.iter().any(|w| OWN.contains(w) || w.chars().any(|c| c.is_ascii_digit())) {
+    // a figure ("what's 20 times 45", "what is 15% of 80") is a sum, not a term; "401k" and "w2" are terms
+    if words.iter().any(|w| OWN.contains(w) || w.chars().all(|c| c.is_ascii_digit())) {
         return None;
     }
     let known = GLOSSARY.iter().find(|(term, _)| {
@@ -138,12 +139,14 @@ fn term_asked(lower: &str) -> Option<String> {
     static SHAPES: std::sync::LazyLock<[regex::Regex; 4]> = std::sync::LazyLock::new(|| {
         let re = |p: &str| regex::Regex::new(p).expect("valid regex");
         [
-            re(r"^(?:what is|what's|whats|what are)\s+(?:an?\s+)?([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s*\??$"),
-            re(r"^(?:define|meaning of)\s+(?:an?\s+|the\s+)?([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s*[.?]?$"),
             re(
-                r"^what does\s+(?:an?\s+|the\s+)?([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s+(?:mean|stand for)\s*\??$",
+                r"^(?:what is|what's|whats|what are)\s+(?:an?\s+)?([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s*\??$",
             ),
-            re(r"^([a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,2}),?\s+what(?:'s| is) (?:that|it|this)\b"),
+            re(r"^(?:define|meaning of)\s+(?:an?\s+|the\s+)?([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s*[.?]?$"),
+            re(
+                r"^what does\s+(?:an?\s+|the\s+)?([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s+(?:mean|stand for)\s*\??$",
+            ),
+            re(r"^([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2}),?\s+what(?:'s| is) (?:that|it|this)\b"),
         ]
     });
     let term = SHAPES.iter().find_map(|re| re.captures(lower.trim()).map(|c| c[1].to_string()))?;
@@ -168,7 +171,9 @@ fn term_asked(lower: &str) -> Option<String> {
     // a term is a thing: "still uncategorized", "tax deductable" ask what is so in the user's money
     let last = term.rsplit(' ').next().unwrap_or_default();
     let describes = ["ed", "able", "ible", "ized"].iter().any(|e| last.ends_with(e)) || first == "still";
-    (!NOT.contains(&first) && !describes && !crate::route::text::content(&term).is_empty()).then_some(term)
+    let named = !crate::route::text::content(&term).is_empty()
+        || term.split(' ').any(|w| w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_alphabetic()));
+    (!NOT.contains(&first) && !describes && named).then_some(term)
 }
 
 /// A request for advice on what to buy or invest in ("which tv should I
