@@ -185,3 +185,19 @@ fn a_short_request_before_a_pasted_purchase_is_about_the_purchase() {
     let m = "which category should this go in: Lyft 10/12/2025 $23.75";
     assert_eq!(agents(&p.plan(m, &[])), ["tag-ai"], "{m}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever a user types (letters whose lowercase is longer, as `İ`,
+    /// colons, figures, a document or none), Prime plans without panicking.
+    #[test]
+    fn any_message_is_planned_without_a_panic(
+        text in "(İ|ẞ|email|what's a|define|: |\\$|10/2|k|,| not |into |[a-zA-Z0-9 ]{0,12}){0,12}",
+        material in proptest::bool::ANY,
+    ) {
+        let p = planner();
+        let _ = p.choose_with(&text, Earlier::None, &[], material);
+        let _ = p.choose_with(&text, Earlier::Said("how much did I spend on food"), &[], material);
+    }
+}
