@@ -265,6 +265,12 @@ impl Router {
     /// Every agent's score for `text`, best first (ties: the agent declared
     /// first); none when no word of it is known.
     pub(crate) fn scores(&self, text: &str) -> Vec<Match> {
+        self.scored(text, true)
+    }
+
+    /// [`Router::scores`]; `explain`: find the best agent's closest example
+    /// (a pass over its examples, skipped where only the scores matter).
+    fn scored(&self, text: &str, explain: bool) -> Vec<Match> {
         // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
         let plain = without_names(text);
         let words = self.spelled(content(&plain));
@@ -285,7 +291,8 @@ impl Router {
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score));
         // why the best: its example closest to the text (the others' are not shown)
-        if let Some(best) = out.first_mut()
+        if explain
+            && let Some(best) = out.first_mut()
             && let Some(a) = self.agents.iter().position(|a| *a == best.agent)
         {
             let docs = self.docs.iter().filter(|d| d.agent == a);
@@ -402,7 +409,9 @@ impl Router {
             return None;
         }
         let makes = |m: &Match| self.agents.iter().position(|a| *a == m.agent).is_some_and(|i| self.makes[i]);
-        let head = self.pick(first).filter(|m| m.score >= PIECE && makes(m))?;
+        // most clauses' first word asks no maker: learn that without looking for an example
+        let head = self.scored(first, false).into_iter().next().filter(|m| m.score >= PIECE && makes(m))?;
+        let head = self.pick(first).filter(|m| m.agent == head.agent)?;
         let rest = self.pick(rest).filter(|m| m.score >= PIECE && m.agent != head.agent && !makes(m))?;
         if !found.iter().any(|m| m.agent == head.agent || m.agent == rest.agent) {
             return None;
@@ -412,6 +421,16 @@ impl Router {
 
     fn route_all(&self, text: &str) -> Routed {
         let mut picks: Vec<Match> = Vec::new();
+        let best = self.scores(text).into_iter().next();
+        let mine = |m: &Match| self.me.is_some_and(|i| self.agents[i] == m.agent);
+        // a clause that is the whole text (most requests) is not scored twice
+        let pick = |clause: &str| {
+            if clause.trim() == text.trim() {
+                best.clone().filter(|m| !mine(m) && m.score >= THRESHOLD)
+            } else {
+                self.pick(clause)
+            }
+        };
         for pieces in clause_pieces(text) {
             let mut found: Vec<Match> = Vec::new();
             if pieces.len() > 1 {
@@ -423,7 +442,7 @@ impl Router {
             }
             if found.is_empty() {
                 let clause = pieces.join(" ");
-                found.extend(self.pick(&clause));
+                found.extend(pick(&clause));
                 if let Some(two) = self.acts_on(&clause, &found) {
                     found = two;
                 }
@@ -434,11 +453,11 @@ impl Router {
                 }
             }
         }
-        let best = self.scores(text).into_iter().next();
+        // no clause picked anyone: the whole text's best
         if picks.is_empty()
-            && let Some(m) = self.pick(text)
+            && let Some(m) = best.as_ref().filter(|m| !mine(m) && m.score >= THRESHOLD)
         {
-            picks.push(m);
+            picks.push(m.clone());
         }
         Routed { picks, best }
     }
