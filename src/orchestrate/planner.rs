@@ -187,11 +187,13 @@ impl RulePlanner {
     }
 
     /// What to do with a turn that came with a document (`material`): the
-    /// document is read first, by whoever reads documents (the agent the
-    /// team routes "Read the attached document" to), whatever the words
-    /// around it ask; what else the message clearly asks for follows, on
-    /// what was read. A part it is not sure of ("which shop is this from",
-    /// "parse these") is a question about the document, so the reader's.
+    /// words around a document say who is to work on it, and each agent
+    /// reads its own input (Tag categorizes the transactions it is given,
+    /// Data converts the CSV). When the words are unclear (no agent at
+    /// least 0.9 sure of them: "parse these", "new statement, september to
+    /// october"), the document is the clearer signal: whoever reads
+    /// documents (the agent the team routes "Read the attached document"
+    /// to) takes it. A declared route or a Task Note keeps its plan.
     pub(crate) fn choose_with(&self, message: &str, earlier: Earlier<'_>, hints: &[String], material: bool) -> Choice {
         let choice = self.choose_turn(message, earlier, hints);
         if !material {
@@ -202,20 +204,15 @@ impl RulePlanner {
             let read = self.choose(&format!("{message}\nRead the attached document"), hints);
             return if matches!(read.plan, Plan::Direct { .. }) { choice } else { read };
         }
+        let unclear = choice.by == "examples" && choice.routed.picks.iter().all(|m| m.score < 0.9);
+        if !unclear {
+            return choice;
+        }
         let reader = self.reader.get_or_init(|| {
             self.choose("Read the attached document", &[]).plan.agents().first().map(|a| a.to_string())
         });
         let Some(spec) = reader.as_deref().and_then(|r| self.spec(r)) else { return choice };
-        let routed = matches!(choice.plan, Plan::Single(_) | Plan::Chain(_) | Plan::Parallel(_));
-        if !routed || choice.plan.agents().iter().any(|a| **a == spec.slug) {
-            return choice;
-        }
-        // the parts it is sure of keep their agents, after the reader
-        let sure = choice.routed.picks.iter().filter(|m| m.score >= 0.9 && m.agent != spec.slug.as_str());
-        let mut steps = vec![self.step(spec, objective_of(message), message)];
-        let others = sure.filter_map(|m| self.spec(&m.agent)).take(self.fan_out.saturating_sub(1));
-        steps.extend(others.map(|s| self.clause_step(s, message, message)));
-        let plan = if steps.len() == 1 { Plan::Single(steps.remove(0)) } else { Plan::Chain(steps) };
+        let plan = Plan::Single(self.step(spec, objective_of(message), message));
         let decision = self.decide(message, &choice.routed, spec.slug.as_str());
         Choice { plan, asks: false, by: "document".into(), decision, ..choice }
     }

@@ -145,7 +145,7 @@ fn an_email_of_another_agents_result_reaches_both_in_order() {
 }
 
 #[test]
-fn an_attached_document_is_read_first_whatever_the_words_around_it_ask() {
+fn an_attached_document_goes_to_its_reader_when_the_words_around_it_are_unclear() {
     let p = planner();
     // words that alone would go elsewhere, unsure: the document's reader alone
     let c = p.choose_with("which store and what day was that", Earlier::None, &[], true);
@@ -153,15 +153,12 @@ fn an_attached_document_is_read_first_whatever_the_words_around_it_ask() {
     // without one, the same words are a question about the stored months
     let c = p.choose_with("which store and what day was that", Earlier::None, &[], false);
     assert_ne!(agents(&c.plan), ["byte-doc"], "{c:?}");
-    // a part it is sure of follows the reader, on what was read
-    let c = p.choose_with(
-        "log this receipt then tell me how much I've spent at starbucks this month",
-        Earlier::None,
-        &[],
-        true,
-    );
-    assert!(matches!(c.plan, Plan::Chain(_)), "{c:?}");
-    assert_eq!(agents(&c.plan)[0], "byte-doc");
+    // words that say who, clearly, keep their agent: it reads its own input
+    let c = p.choose_with("categorize my transactions", Earlier::None, &[], true);
+    assert_eq!(agents(&c.plan), ["tag-ai"], "{c:?}");
+    // a declared route keeps its plan
+    let c = p.choose_with("Analyze my spending and suggest improvements", Earlier::None, &[], true);
+    assert!(c.by.starts_with("route:"), "{c:?}");
 }
 
 #[test]
