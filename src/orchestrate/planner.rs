@@ -48,6 +48,10 @@ static RECEIPT_LINES: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid regex")
 });
 
+/// What a document asks of the team when the words around it say nothing:
+/// whoever it routes to reads documents.
+const READ_DOCUMENT: &str = "Read the attached document";
+
 /// What Prime chose for a message, and why.
 #[derive(Debug, Clone)]
 pub(crate) struct Choice {
@@ -201,16 +205,15 @@ impl RulePlanner {
         }
         if matches!(choice.plan, Plan::Direct { .. }) {
             // "Here's my bank statement" with the statement attached: whoever reads documents starts
-            let read = self.choose(&format!("{message}\nRead the attached document"), hints);
+            let read = self.choose(&format!("{message}\n{READ_DOCUMENT}"), hints);
             return if matches!(read.plan, Plan::Direct { .. }) { choice } else { read };
         }
         let unclear = choice.by == "examples" && choice.routed.picks.iter().all(|m| m.score < 0.9);
         if !unclear {
             return choice;
         }
-        let reader = self.reader.get_or_init(|| {
-            self.choose("Read the attached document", &[]).plan.agents().first().map(|a| a.to_string())
-        });
+        let reader =
+            self.reader.get_or_init(|| self.choose(READ_DOCUMENT, &[]).plan.agents().first().map(|a| a.to_string()));
         let Some(spec) = reader.as_deref().and_then(|r| self.spec(r)) else { return choice };
         let plan = Plan::Single(self.step(spec, objective_of(message), message));
         let decision = self.decide(message, &choice.routed, spec.slug.as_str());

@@ -348,7 +348,12 @@ impl Router {
     }
 
     fn pick(&self, text: &str) -> Option<Match> {
-        let top = self.scores(text).into_iter().next()?;
+        self.picked(self.scores(text).into_iter().next()?)
+    }
+
+    /// `top`, a text's best match, when it is picked: a specialist (not the
+    /// orchestrator itself) at least [`THRESHOLD`] sure.
+    fn picked(&self, top: Match) -> Option<Match> {
         let mine = self.me.is_some_and(|m| self.agents[m] == top.agent);
         (!mine && top.score >= THRESHOLD).then_some(top)
     }
@@ -370,9 +375,10 @@ impl Router {
             shapes(m, &mut f);
             f.contains_key("s:date") && f.contains_key("s:money")
         };
+        let asked = colon.map_or(0, |at| content(&text[..at]).len());
         if let Some(at) = colon
-            && content(&text[..at]).len() >= 2
-            && !(content(&text[..at]).len() <= 3 && record(&text[at..]))
+            && asked >= 2
+            && !(asked <= 3 && record(&text[at..]))
         {
             let mut routed = self.route_all(&text[..at]);
             if !routed.picks.is_empty() {
@@ -422,14 +428,9 @@ impl Router {
     fn route_all(&self, text: &str) -> Routed {
         let mut picks: Vec<Match> = Vec::new();
         let best = self.scores(text).into_iter().next();
-        let mine = |m: &Match| self.me.is_some_and(|i| self.agents[i] == m.agent);
         // a clause that is the whole text (most requests) is not scored twice
         let pick = |clause: &str| {
-            if clause.trim() == text.trim() {
-                best.clone().filter(|m| !mine(m) && m.score >= THRESHOLD)
-            } else {
-                self.pick(clause)
-            }
+            if clause.trim() == text.trim() { best.clone().and_then(|m| self.picked(m)) } else { self.pick(clause) }
         };
         for pieces in clause_pieces(text) {
             let mut found: Vec<Match> = Vec::new();
@@ -455,9 +456,9 @@ impl Router {
         }
         // no clause picked anyone: the whole text's best
         if picks.is_empty()
-            && let Some(m) = best.as_ref().filter(|m| !mine(m) && m.score >= THRESHOLD)
+            && let Some(m) = best.clone().and_then(|m| self.picked(m))
         {
-            picks.push(m.clone());
+            picks.push(m);
         }
         Routed { picks, best }
     }
