@@ -7,10 +7,10 @@
 use clap::Args;
 use serde_json::json;
 
-use super::output::{EXIT_OK, exit_code, usage_error};
+use super::output::{EXIT_OK, exit_code, failed, usage_error};
 use crate::auth::Principal;
 use crate::pipeline::AskResponse;
-use crate::protocol::{DelegationError, DelegationResponse, ErrorCode, RequestId, Status, UserId};
+use crate::protocol::{DelegationResponse, ErrorCode, RequestId, Status, UserId};
 use crate::runtime::Runtime;
 use crate::store::Approval;
 
@@ -47,16 +47,6 @@ pub(super) struct CancelArgs {
 
 fn parse_user(user: Option<&str>) -> Result<Option<UserId>, String> {
     user.map(|u| UserId::parse(u).map_err(|e| format!("--user: {e}"))).transpose()
-}
-
-/// Prints an error as `ask` does and gives the exit code of its class.
-pub(super) fn failed(e: &DelegationError, json: bool) -> u8 {
-    if json {
-        outln!("{}", json!({"error": e}));
-    } else {
-        eprintln!("error: {}: {}", e.code, e.message);
-    }
-    exit_code(e.code)
 }
 
 /// `5s`, `3m`, `2h`, `4d`.

@@ -50,12 +50,24 @@ pub(crate) fn print_ask(r: &AskResponse, json: bool) {
     }
 }
 
-/// Prints a refusal or failure and returns its exit code.
+/// Prints a refusal or failure of a delegation and returns its exit code.
 pub(crate) fn print_error(e: &DelegationError, json: bool) -> u8 {
+    report(e, json, "refused")
+}
+
+/// Prints an error of a command around the trees (approvals, stats) as
+/// `ask` does, and gives the exit code of its class.
+pub(crate) fn failed(e: &DelegationError, json: bool) -> u8 {
+    report(e, json, "error")
+}
+
+/// `e` as JSON on standard output, or as `label: CODE: message` on standard
+/// error; its exit code.
+fn report(e: &DelegationError, json: bool, label: &str) -> u8 {
     if json {
         outln!("{}", json!({"error": e}));
     } else {
-        eprintln!("refused: {}: {}", e.code, e.message);
+        eprintln!("{label}: {}: {}", e.code, e.message);
     }
     exit_code(e.code)
 }

@@ -7,8 +7,7 @@
 use clap::Args;
 use serde_json::json;
 
-use super::approvals::failed;
-use super::output::{EXIT_OK, usage_error};
+use super::output::{EXIT_OK, failed, usage_error};
 use crate::auth::Principal;
 use crate::protocol::UserId;
 use crate::runtime::Runtime;
