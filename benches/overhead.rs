@@ -178,14 +178,23 @@ fn main() {
         r
     };
 
-    if std::env::var("BENCH_ONLY").is_ok_and(|c| c == "single") {
-        // one case alone, for a profiler
+    if let Ok(only) = std::env::var("BENCH_ONLY") {
+        // one case alone, for a profiler or an instruction count (scripts/bench/instructions.sh)
+        let target = match only.as_str() {
+            "single" => "zero",
+            "chain" => "chain",
+            "fanout" => "fan",
+            other => {
+                eprintln!("BENCH_ONLY takes single, chain or fanout, not {other:?}");
+                std::process::exit(2);
+            }
+        };
         return rt.block_on(async {
-            let single = measure(n, || async {
-                black_box(runtime.delegate(&Principal::Admin, request("zero")).await);
+            let one = measure(n, || async {
+                black_box(runtime.delegate(&Principal::Admin, request(target)).await);
             })
             .await;
-            println!("one delegation, full pipeline: {:.1?} p50", single.p50);
+            println!("{only}: {:.1?} p50", one.p50);
         });
     }
     rt.block_on(async {

@@ -133,37 +133,99 @@ impl Redactor {
     }
 
     /// A JSON document's string values redacted, the document written again
-    /// only when one changed. Text that is not JSON is redacted as text.
+    /// only where one changed. Text that is not JSON is redacted as text.
     /// Most documents reach the store redacted already: their texts were
-    /// made by this redactor (`seen.rs` knows them), and their ids are ids,
-    /// so little of a document is scanned again.
+    /// made by this redactor (`seen.rs` knows them), and their ids and
+    /// times are not a person's data, so little of a document is scanned
+    /// again. The document is read in place ([`json_values`]), not built
+    /// into a tree: only a value that changes is written again.
     fn redact_json_text(&self, s: &mut String, vault: &mut Vault) {
         // a document written again as it was (a step's envelope at its start and its end)
-        if s.is_empty() || self.seen.clean(s) {
+        if s.is_empty() {
             return;
         }
-        let Ok(mut doc) = serde_json::from_str::<Value>(s) else {
+        let key = self.seen.key(s);
+        if key.is_some_and(|k| self.seen.has(k)) {
+            return;
+        }
+        let Some(values) = json_values(s) else {
             if let Cow::Owned(r) = self.redact_cow(s, vault) {
                 *s = r;
             }
             return;
         };
-        let mut changed = false;
-        super::for_each_string(&mut doc, |v| {
-            // a request, root or session id: an id, never a person's data
-            if v.len() == 36 && uuid::Uuid::try_parse(v).is_ok() {
-                return;
+        let mut changed: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+        for span in values {
+            let literal = &s[span.clone()];
+            let inner = &literal[1..literal.len() - 1];
+            let text: Cow<'_, str> = if inner.contains('\\') {
+                // escapes: the text is what they stand for (a tab between a card's groups is a tab)
+                match serde_json::from_str::<String>(literal) {
+                    Ok(t) => Cow::Owned(t),
+                    Err(_) => continue, // unreachable: `json_values` read a valid document
+                }
+            } else {
+                Cow::Borrowed(inner)
+            };
+            if not_personal(&text) {
+                continue;
             }
-            if let Cow::Owned(r) = self.redact_cow(v, vault) {
-                *v = r;
-                changed = true;
+            if let Cow::Owned(r) = self.redact_cow(&text, vault) {
+                changed.push((span, serde_json::Value::String(r).to_string()));
             }
-        });
-        if changed {
-            *s = doc.to_string();
         }
-        self.seen.note(s);
+        if !changed.is_empty() {
+            let mut out = String::with_capacity(s.len() + 16 * changed.len());
+            let mut done = 0;
+            for (span, literal) in changed {
+                out.push_str(&s[done..span.start]);
+                out.push_str(&literal);
+                done = span.end;
+            }
+            out.push_str(&s[done..]);
+            *s = out;
+            self.seen.note(s);
+        } else if let Some(k) = key {
+            self.seen.add(k);
+        }
     }
+}
+
+/// A request, root or session id, or a time (RFC 3339): never a person's data.
+fn not_personal(v: &str) -> bool {
+    (v.len() == 36 && uuid::Uuid::try_parse(v).is_ok())
+        || ((20..=35).contains(&v.len())
+            && v.as_bytes().get(4) == Some(&b'-')
+            && chrono::DateTime::parse_from_rfc3339(v).is_ok())
+}
+
+/// Where each string value of the JSON document `s` is (quotes included),
+/// in document order; keys are not values. None when `s` is not one JSON
+/// document (or nests deeper than serde_json reads).
+fn json_values(s: &str) -> Option<Vec<std::ops::Range<usize>>> {
+    // valid JSON, checked without building it: then every `"` outside a string opens one
+    serde_json::from_str::<serde::de::IgnoredAny>(s).ok()?;
+    let bytes = s.as_bytes();
+    let mut values = Vec::new();
+    let mut at = 0;
+    // the next `"` outside a string opens one; inside, the next `"` or `\` ends it or escapes
+    while let Some(open) = memchr::memchr(b'"', &bytes[at..]).map(|i| at + i) {
+        let mut i = open + 1;
+        let close = loop {
+            match memchr::memchr2(b'"', b'\\', bytes.get(i..)?).map(|j| i + j) {
+                // an escape takes the next byte with it (`\"` is a quote inside the string)
+                Some(j) if bytes[j] == b'\\' => i = j + 2,
+                Some(j) => break j + 1,
+                None => return None, // unreachable: the document is valid
+            }
+        };
+        // a key is followed by `:`
+        if bytes[close..].iter().find(|b| !b.is_ascii_whitespace()) != Some(&b':') {
+            values.push(open..close);
+        }
+        at = close;
+    }
+    Some(values)
 }
 
 /// A value through the redactor with a vault of its own: for unit tests that write rows.
@@ -231,6 +293,57 @@ mod tests {
         r.redact_json_text(&mut escaped, &mut Vault::new());
         let v: Value = serde_json::from_str(&escaped).unwrap();
         assert_eq!((v["id"].as_str(), v["input"].as_str()), (Some(id), Some("card <CARD_1> \"quoted\"")), "{escaped}");
+    }
+
+    /// The document read in place redacts what a walk over its parsed tree
+    /// redacts, value for value: keys stay, escapes are read, ids and times
+    /// are left, numbers stay numbers.
+    #[test]
+    fn a_document_read_in_place_is_redacted_as_its_parsed_tree_would_be() {
+        let docs = [
+            r#"{"a":"bob@example.org","b":["x",{"c":"card 4111 1111 1111 1111"}],"n":4111111111111111}"#,
+            r#"{ "ann@example.com" : "ann@example.com" , "k" : [ "1-800-555-0199" , null, true ] }"#,
+            r#"{"q":"a \"quote\": bob@example.org","t":"tab\t4111\t1111\t1111\t1111","u":"caf\u00e9 ann@example.com"}"#,
+            r#"["bob@example.org", "2026-11-29T06:05:01.123Z", "01a22375-25b8-7049-ab23-0ddceaa4b1bc", "é 4111 1111 1111 1111"]"#,
+            r#""a string alone: bob@example.org""#,
+            r#"{"nested":{"deeper":{"deepest":["ssn 123-45-6789", "\\", ""]}}}"#,
+        ];
+        let r = Redactor::new();
+        for doc in docs {
+            let mut in_place = doc.to_string();
+            r.redact_json_text(&mut in_place, &mut Vault::new());
+            let mut tree: Value = serde_json::from_str(doc).unwrap();
+            let mut vault = Vault::new();
+            super::super::for_each_string(&mut tree, |v| {
+                if !not_personal(v) {
+                    *v = r.redact(v, &mut vault);
+                }
+            });
+            assert_eq!(serde_json::from_str::<Value>(&in_place).unwrap(), tree, "{doc} -> {in_place}");
+            assert!(!in_place.contains("bob@example.org") && !in_place.contains("4111 1111"), "{in_place}");
+        }
+        // the key is not a value: it stays (keys are names, as before)
+        let mut doc = r#"{"ann@example.com":"x"}"#.to_string();
+        r.redact_json_text(&mut doc, &mut Vault::new());
+        assert_eq!(doc, r#"{"ann@example.com":"x"}"#);
+        // a time and an id are not scanned, a number that is not one is
+        let mut doc = r#"{"at":"2026-11-29T06:05:01Z","id":"01a22375-25b8-7049-ab23-0ddceaa4b1bc","p":"416-555-0142"}"#
+            .to_string();
+        r.redact_json_text(&mut doc, &mut Vault::new());
+        assert!(doc.contains("2026-11-29T06:05:01Z") && doc.contains("01a22375") && !doc.contains("555-0142"), "{doc}");
+    }
+
+    #[test]
+    fn json_that_nests_past_the_reader_or_does_not_end_is_redacted_as_text() {
+        let deep = format!("{}\"bob@example.org\"{}", "[".repeat(200), "]".repeat(200));
+        let mut doc = deep.clone();
+        Redactor::new().redact_json_text(&mut doc, &mut Vault::new());
+        assert!(!doc.contains("bob@example.org") && doc.starts_with("[[["), "{doc}");
+        for broken in [r#"{"a":"bob@example.org""#, r#"{"a":"bob@example.org"} trailing"#, r#""bob@example.org"#] {
+            let mut doc = broken.to_string();
+            Redactor::new().redact_json_text(&mut doc, &mut Vault::new());
+            assert!(!doc.contains("bob@example.org"), "{broken} -> {doc}");
+        }
     }
 
     #[test]

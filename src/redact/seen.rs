@@ -43,26 +43,36 @@ impl Seen {
 
     /// Whether `text` was made or found clean by this redactor.
     pub(super) fn clean(&self, text: &str) -> bool {
-        if !worth(text) {
-            return false;
-        }
-        let h = self.hash(text);
-        let sets = crate::util::lock(&self.0.sets);
-        sets.0.contains(&h) || sets.1.contains(&h)
+        self.key(text).is_some_and(|k| self.has(k))
     }
 
     /// Notes `text` as clean (it holds no PII: scanned, or made by redaction).
     pub(super) fn note(&self, text: &str) {
-        if !worth(text) {
-            return;
+        if let Some(k) = self.key(text) {
+            self.add(k);
         }
-        let h = self.hash(text);
+    }
+
+    /// `text`'s key in the set; None when it is not worth a lookup. A
+    /// caller that looks a text up and then notes it hashes it once.
+    pub(super) fn key(&self, text: &str) -> Option<u64> {
+        worth(text).then(|| self.hash(text))
+    }
+
+    /// Whether the text of `key` is known clean.
+    pub(super) fn has(&self, key: u64) -> bool {
+        let sets = crate::util::lock(&self.0.sets);
+        sets.0.contains(&key) || sets.1.contains(&key)
+    }
+
+    /// Notes the text of `key` as clean.
+    pub(super) fn add(&self, key: u64) {
         let mut sets = crate::util::lock(&self.0.sets);
         if sets.0.len() >= GENERATION {
             let newer = std::mem::take(&mut sets.0);
             sets.1 = newer;
         }
-        sets.0.insert(h);
+        sets.0.insert(key);
     }
 }
 
