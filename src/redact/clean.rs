@@ -132,8 +132,8 @@ impl Redactor {
         out
     }
 
-    /// A JSON document's string values redacted, the document written again
-    /// only where one changed. Text that is not JSON is redacted as text.
+    /// A JSON document's strings (values, and keys that could hold PII)
+    /// redacted, the document written again only where one changed. Text that is not JSON is redacted as text.
     /// Most documents reach the store redacted already: their texts were
     /// made by this redactor (`seen.rs` knows them), and their ids and
     /// times are not a person's data, so little of a document is scanned
@@ -155,7 +155,7 @@ impl Redactor {
             return;
         };
         let mut changed: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        for span in values {
+        for (span, key) in values {
             let literal = &s[span.clone()];
             let inner = &literal[1..literal.len() - 1];
             let text: Cow<'_, str> = if inner.contains('\\') {
@@ -167,7 +167,8 @@ impl Redactor {
             } else {
                 Cow::Borrowed(inner)
             };
-            if not_personal(&text) {
+            // a key is a name, but a caller's map may be keyed by a card number or an address
+            if not_personal(&text) || (key && !super::detect::may_find(&text)) {
                 continue;
             }
             if let Cow::Owned(r) = self.redact_cow(&text, vault) {
@@ -199,10 +200,10 @@ fn not_personal(v: &str) -> bool {
             && chrono::DateTime::parse_from_rfc3339(v).is_ok())
 }
 
-/// Where each string value of the JSON document `s` is (quotes included),
-/// in document order; keys are not values. None when `s` is not one JSON
+/// Where each string of the JSON document `s` is (quotes included), in
+/// document order, and whether it is a key. None when `s` is not one JSON
 /// document (or nests deeper than serde_json reads).
-fn json_values(s: &str) -> Option<Vec<std::ops::Range<usize>>> {
+fn json_values(s: &str) -> Option<Vec<(std::ops::Range<usize>, bool)>> {
     // valid JSON, checked without building it: then every `"` outside a string opens one
     serde_json::from_str::<serde::de::IgnoredAny>(s).ok()?;
     let bytes = s.as_bytes();
@@ -220,9 +221,8 @@ fn json_values(s: &str) -> Option<Vec<std::ops::Range<usize>>> {
             }
         };
         // a key is followed by `:`
-        if bytes[close..].iter().find(|b| !b.is_ascii_whitespace()) != Some(&b':') {
-            values.push(open..close);
-        }
+        let key = bytes[close..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
+        values.push((open..close, key));
         at = close;
     }
     Some(values)
@@ -312,25 +312,40 @@ mod tests {
         for doc in docs {
             let mut in_place = doc.to_string();
             r.redact_json_text(&mut in_place, &mut Vault::new());
-            let mut tree: Value = serde_json::from_str(doc).unwrap();
-            let mut vault = Vault::new();
-            super::super::for_each_string(&mut tree, |v| {
-                if !not_personal(v) {
-                    *v = r.redact(v, &mut vault);
-                }
-            });
+            let tree = walked(&r, serde_json::from_str(doc).unwrap(), &mut Vault::new());
             assert_eq!(serde_json::from_str::<Value>(&in_place).unwrap(), tree, "{doc} -> {in_place}");
             assert!(!in_place.contains("bob@example.org") && !in_place.contains("4111 1111"), "{in_place}");
+            assert!(!in_place.contains("ann@example.com"), "{in_place}");
         }
-        // the key is not a value: it stays (keys are names, as before)
-        let mut doc = r#"{"ann@example.com":"x"}"#.to_string();
+        // a key is a text too: a map keyed by a card number or an address keeps neither
+        let mut doc = r#"{"ann@example.com":"x","4111 1111 1111 1111":{"name":1}}"#.to_string();
         r.redact_json_text(&mut doc, &mut Vault::new());
-        assert_eq!(doc, r#"{"ann@example.com":"x"}"#);
+        assert!(doc.contains(r#""<EMAIL_1>":"x""#) && doc.contains(r#"{"name":1}"#), "{doc}");
+        assert!(!doc.contains("4111 1111"), "{doc}");
         // a time and an id are not scanned, a number that is not one is
         let mut doc = r#"{"at":"2026-11-29T06:05:01Z","id":"01a22375-25b8-7049-ab23-0ddceaa4b1bc","p":"416-555-0142"}"#
             .to_string();
         r.redact_json_text(&mut doc, &mut Vault::new());
         assert!(doc.contains("2026-11-29T06:05:01Z") && doc.contains("01a22375") && !doc.contains("555-0142"), "{doc}");
+    }
+
+    /// The reference: `v` parsed into a tree and walked, keys (that could
+    /// hold PII) and values, each in document order.
+    fn walked(r: &Redactor, v: Value, vault: &mut Vault) -> Value {
+        match v {
+            Value::String(s) if not_personal(&s) => Value::String(s),
+            Value::String(s) => Value::String(r.redact(&s, vault)),
+            Value::Array(items) => Value::Array(items.into_iter().map(|i| walked(r, i, vault)).collect()),
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| {
+                        let k = if super::super::detect::may_find(&k) { r.redact(&k, vault) } else { k };
+                        (k, walked(r, v, vault))
+                    })
+                    .collect(),
+            ),
+            other => other,
+        }
     }
 
     #[test]

@@ -225,16 +225,42 @@ impl Redactor {
     }
 }
 
-/// Calls `f` on every string in `root`, in document order. Iterative, so that
-/// no nesting depth can overflow the stack.
+/// Calls `f` on every string in `root`, in document order: the values,
+/// and the keys that could hold PII (a caller's map may be keyed by a card
+/// number or an address; see `detect::may_find`). Iterative, so that no
+/// nesting depth can overflow the stack.
 fn for_each_string(root: &mut Value, mut f: impl FnMut(&mut String)) {
     let mut stack = vec![root];
     while let Some(value) = stack.pop() {
         match value {
             Value::String(s) => f(s),
             Value::Array(items) => stack.extend(items.iter_mut().rev()),
-            Value::Object(map) => stack.extend(map.values_mut().rev()),
+            Value::Object(map) => {
+                rekey(map, &mut f);
+                stack.extend(map.values_mut().rev());
+            }
             _ => {}
+        }
+    }
+}
+
+/// `map`'s keys through `f`, each value kept under its new key. A new key
+/// that another key of the map already is leaves its old key where it was:
+/// nothing is overwritten.
+fn rekey(map: &mut serde_json::Map<String, Value>, f: &mut impl FnMut(&mut String)) {
+    let mut moved = Vec::new();
+    for key in map.keys().filter(|k| detect::may_find(k)) {
+        let mut new = key.clone();
+        f(&mut new);
+        if &new != key {
+            moved.push((key.clone(), new));
+        }
+    }
+    for (old, new) in moved {
+        if !map.contains_key(&new)
+            && let Some(v) = map.remove(&old)
+        {
+            map.insert(new, v);
         }
     }
 }

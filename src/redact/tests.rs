@@ -316,20 +316,21 @@ fn contains_pii_matches_find() {
 }
 
 #[test]
-fn json_strings_are_redacted_and_keys_left_alone() {
+fn json_strings_are_redacted_and_keys_that_hold_pii_too() {
     let (r, mut vault) = (Redactor::new(), Vault::new());
     let original = json!({
         "a@x.com": "a@x.com",
-        "list": ["10.0.0.1", {"deep": ["call 415-555-2671"]}, 4111111111111111u64, null],
+        "list": ["10.0.0.1", {"deep": ["call 415-555-2671"], "4111 1111 1111 1111": {"limit": 900}}, 4111111111111111u64, null],
         "n": 1
     });
     let mut value = original.clone();
     r.redact_json(&mut value, &mut vault);
+    // a map keyed by an address or a card number keeps neither: the key is a token, its value stays under it
     assert_eq!(
         value,
         json!({
-            "a@x.com": "<EMAIL_1>",
-            "list": ["<IP_1>", {"deep": ["call <PHONE_1>"]}, 4111111111111111u64, null],
+            "<EMAIL_1>": "<EMAIL_1>",
+            "list": ["<IP_1>", {"deep": ["call <PHONE_1>"], "<CARD_1>": {"limit": 900}}, 4111111111111111u64, null],
             "n": 1
         })
     );

@@ -1138,6 +1138,11 @@ async fn no_door_leaves_a_raw_value_in_any_table() {
         assert_eq!(s, 200, "{v}");
         let mut env = DelegationRequest::new(slug("trusted"), slug("worker"), user("alice"), "Categorize", "");
         env.input = raw_message("delegate");
+        // a map keyed by what a person sent: a key is a text too
+        env.handoff_data.extra.insert(
+            "accounts".into(),
+            json!({"4111 1111 1111 1111": {"limit": 900}, "maya.r@example.com": "work", "123-45-6789": true}),
+        );
         let (s, v) = send(
             c.post(format!("{}/v1/delegate", w.base))
                 .bearer_auth(TRUSTED)

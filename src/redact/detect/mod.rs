@@ -127,6 +127,16 @@ fn strength(kind: PiiKind) -> u8 {
     }
 }
 
+/// The shortest credential [`SECRETS`] finds (an AWS key id: `AKIA` and 16 more).
+const SHORTEST_SECRET: usize = 20;
+
+/// Whether any rule could find something in `text`: every rule but the
+/// credentials' needs a digit or an `@` (see [`detect`]), and no credential
+/// is shorter than [`SHORTEST_SECRET`]. False means `find` finds nothing.
+pub(super) fn may_find(text: &str) -> bool {
+    text.len() >= SHORTEST_SECRET || text.bytes().any(|b| b.is_ascii_digit() || b == b'@')
+}
+
 fn detect(text: &str) -> Chosen {
     let digit = text.bytes().any(|b| b.is_ascii_digit());
     let at = text.contains('@');
