@@ -155,7 +155,7 @@ impl Redactor {
             return;
         };
         let mut changed: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        for (span, key) in values {
+        for span in values {
             let literal = &s[span.clone()];
             let inner = &literal[1..literal.len() - 1];
             let text: Cow<'_, str> = if inner.contains('\\') {
@@ -167,8 +167,7 @@ impl Redactor {
             } else {
                 Cow::Borrowed(inner)
             };
-            // a key is a name, but a caller's map may be keyed by a card number or an address
-            if not_personal(&text) || (key && !super::detect::may_find(&text)) {
+            if not_personal(&text) {
                 continue;
             }
             if let Cow::Owned(r) = self.redact_cow(&text, vault) {
@@ -200,10 +199,12 @@ fn not_personal(v: &str) -> bool {
             && chrono::DateTime::parse_from_rfc3339(v).is_ok())
 }
 
-/// Where each string of the JSON document `s` is (quotes included), in
-/// document order, and whether it is a key. None when `s` is not one JSON
-/// document (or nests deeper than serde_json reads).
-fn json_values(s: &str) -> Option<Vec<(std::ops::Range<usize>, bool)>> {
+/// Where each string of the JSON document `s` that could hold PII is
+/// (quotes included), in document order: every value, and each key that
+/// could (a map keyed by a card number or an address; most keys are names
+/// no rule can find anything in, `detect::may_find`). None when `s` is not
+/// one JSON document (or nests deeper than serde_json reads).
+fn json_values(s: &str) -> Option<Vec<std::ops::Range<usize>>> {
     // valid JSON, checked without building it: then every `"` outside a string opens one
     serde_json::from_str::<serde::de::IgnoredAny>(s).ok()?;
     let bytes = s.as_bytes();
@@ -220,9 +221,12 @@ fn json_values(s: &str) -> Option<Vec<(std::ops::Range<usize>, bool)>> {
                 None => return None, // unreachable: the document is valid
             }
         };
-        // a key is followed by `:`
+        // a key is followed by `:`. It is read before its escapes are: an escape only adds a
+        // digit written as digits (`\u0031`), and decoding never makes a text longer
         let key = bytes[close..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
-        values.push((open..close, key));
+        if !key || super::detect::may_find(&s[open + 1..close - 1]) {
+            values.push(open..close);
+        }
         at = close;
     }
     Some(values)
@@ -307,6 +311,7 @@ mod tests {
             r#"["bob@example.org", "2026-11-29T06:05:01.123Z", "01a22375-25b8-7049-ab23-0ddceaa4b1bc", "é 4111 1111 1111 1111"]"#,
             r#""a string alone: bob@example.org""#,
             r#"{"nested":{"deeper":{"deepest":["ssn 123-45-6789", "\\", ""]}}}"#,
+            r#"{"\u0034111 1111 1111 1111":{"limit":900},"caf\u00e9":"x","":"bob@example.org"}"#,
         ];
         let r = Redactor::new();
         for doc in docs {
