@@ -53,9 +53,9 @@ impl<T> Deref for Redacted<T> {
 pub enum Text<'a> {
     /// Plain text.
     Plain(&'a mut String),
-    /// A JSON document: its string values are redacted, its keys and layout kept.
+    /// A JSON document: its strings are redacted (values, and keys that could hold PII), its layout kept.
     Json(&'a mut String),
-    /// A JSON value: its string values are redacted.
+    /// A JSON value: its strings are redacted (values, and keys that could hold PII).
     Value(&'a mut Value),
 }
 
@@ -133,12 +133,12 @@ impl Redactor {
     }
 
     /// A JSON document's strings (values, and keys that could hold PII)
-    /// redacted, the document written again only where one changed. Text that is not JSON is redacted as text.
-    /// Most documents reach the store redacted already: their texts were
-    /// made by this redactor (`seen.rs` knows them), and their ids and
-    /// times are not a person's data, so little of a document is scanned
-    /// again. The document is read in place ([`json_values`]), not built
-    /// into a tree: only a value that changes is written again.
+    /// redacted where they lie ([`json_strings`]: no tree is built), the
+    /// document written again only where one changed. Text that is not
+    /// JSON is redacted as text. Most documents reach the store redacted
+    /// already: their texts were made by this redactor (`seen.rs` knows
+    /// them), and their ids and times are not a person's data, so little
+    /// of a document is scanned again.
     fn redact_json_text(&self, s: &mut String, vault: &mut Vault) {
         // a document written again as it was (a step's envelope at its start and its end)
         if s.is_empty() {
@@ -148,21 +148,21 @@ impl Redactor {
         if key.is_some_and(|k| self.seen.has(k)) {
             return;
         }
-        let Some(values) = json_values(s) else {
+        let Some(strings) = json_strings(s) else {
             if let Cow::Owned(r) = self.redact_cow(s, vault) {
                 *s = r;
             }
             return;
         };
         let mut changed: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        for span in values {
+        for span in strings {
             let literal = &s[span.clone()];
             let inner = &literal[1..literal.len() - 1];
             let text: Cow<'_, str> = if inner.contains('\\') {
                 // escapes: the text is what they stand for (a tab between a card's groups is a tab)
                 match serde_json::from_str::<String>(literal) {
                     Ok(t) => Cow::Owned(t),
-                    Err(_) => continue, // unreachable: `json_values` read a valid document
+                    Err(_) => continue, // unreachable: `json_strings` read a valid document
                 }
             } else {
                 Cow::Borrowed(inner)
@@ -204,11 +204,11 @@ fn not_personal(v: &str) -> bool {
 /// could (a map keyed by a card number or an address; most keys are names
 /// no rule can find anything in, `detect::may_find`). None when `s` is not
 /// one JSON document (or nests deeper than serde_json reads).
-fn json_values(s: &str) -> Option<Vec<std::ops::Range<usize>>> {
+fn json_strings(s: &str) -> Option<Vec<std::ops::Range<usize>>> {
     // valid JSON, checked without building it: then every `"` outside a string opens one
     serde_json::from_str::<serde::de::IgnoredAny>(s).ok()?;
     let bytes = s.as_bytes();
-    let mut values = Vec::new();
+    let mut strings = Vec::new();
     let mut at = 0;
     // the next `"` outside a string opens one; inside, the next `"` or `\` ends it or escapes
     while let Some(open) = memchr::memchr(b'"', &bytes[at..]).map(|i| at + i) {
@@ -225,11 +225,11 @@ fn json_values(s: &str) -> Option<Vec<std::ops::Range<usize>>> {
         // digit written as digits (`\u0031`), and decoding never makes a text longer
         let key = bytes[close..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
         if !key || super::detect::may_find(&s[open + 1..close - 1]) {
-            values.push(open..close);
+            strings.push(open..close);
         }
         at = close;
     }
-    Some(values)
+    Some(strings)
 }
 
 /// A value through the redactor with a vault of its own: for unit tests that write rows.
@@ -300,8 +300,8 @@ mod tests {
     }
 
     /// The document read in place redacts what a walk over its parsed tree
-    /// redacts, value for value: keys stay, escapes are read, ids and times
-    /// are left, numbers stay numbers.
+    /// redacts, string for string: keys that could hold PII too, escapes
+    /// read, ids and times left, numbers kept as numbers.
     #[test]
     fn a_document_read_in_place_is_redacted_as_its_parsed_tree_would_be() {
         let docs = [
