@@ -19,6 +19,12 @@
 //! receipt without, a 200-row statement, a statement of the input limit's
 //! 256 KiB, and PDF text whose numbers are split by odd spaces and dashes.
 //!
+//! `cargo bench --bench overhead -- documents` measures reading a PDF's
+//! text as its page grows: the CPU for n strings and for 8n, on one line
+//! and each on a line of its own (linear reading gives about 8x; the
+//! quadratic line once gave 14.5x), and what a file past the text limit
+//! costs before it is refused, beside what reading it whole costs.
+//!
 //! Each figure is also printed as a `BENCH_JSON {...}` line for
 //! `scripts/bench.sh`.
 
@@ -156,6 +162,9 @@ fn main() {
     }
     if std::env::args().any(|a| a == "redact") {
         return redact(n);
+    }
+    if std::env::args().any(|a| a == "documents") {
+        return documents();
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
     let workers = vec![slug("w1"), slug("w2"), slug("w3")];
@@ -681,4 +690,57 @@ fn redact(n: usize) {
             })
         );
     }
+}
+
+/// The CPU this thread has used (user and system): what one extraction
+/// costs, whatever else the machine runs meanwhile.
+fn thread_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_THREAD).expect("getrusage");
+    let micros = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
+    Duration::from_micros(micros(usage.user_time()) + micros(usage.system_time()))
+}
+
+/// The least CPU of five readings of `pdf` (the one the machine disturbed least).
+fn reading_cpu(pdf: &[u8], max_text: usize) -> Duration {
+    (0..5)
+        .map(|_| {
+            let before = thread_cpu();
+            let _ = black_box(switchboard::testing::pdf_text(black_box(pdf), max_text));
+            thread_cpu() - before
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+/// PDF text extraction as the page grows, and the refusal of a page past
+/// the text limit.
+fn documents() {
+    use switchboard::testing::sample_pdf;
+    let n = 12_000;
+    println!("switchboard PDF reading: CPU for {n} strings and for {}, least of 5\n", 8 * n);
+    println!("{:<28} {:>12} {:>12} {:>8}", "page", "n", "8n", "ratio");
+    for (name, across) in [("strings on one line", true), ("a line each", false)] {
+        let small = reading_cpu(&sample_pdf(n, across), usize::MAX);
+        let large = reading_cpu(&sample_pdf(8 * n, across), usize::MAX);
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-9);
+        println!("{name:<28} {small:>12.1?} {large:>12.1?} {ratio:>7.1}x");
+        println!(
+            "BENCH_JSON {}",
+            serde_json::json!({"section": "documents", "name": name, "n": n,
+                "cpu_n_ms": small.as_secs_f64() * 1e3, "cpu_8n_ms": large.as_secs_f64() * 1e3, "ratio": ratio})
+        );
+    }
+    let big = sample_pdf(200_000, true);
+    let refused = reading_cpu(&big, 4096);
+    let whole = reading_cpu(&big, usize::MAX);
+    println!(
+        "\n200,000 strings ({} bytes of PDF): refused at a 4 KiB limit after {refused:.1?}; read whole in {whole:.1?}",
+        big.len()
+    );
+    println!(
+        "BENCH_JSON {}",
+        serde_json::json!({"section": "documents", "name": "refused at the limit", "bytes": big.len(),
+            "refused_ms": refused.as_secs_f64() * 1e3, "whole_ms": whole.as_secs_f64() * 1e3})
+    );
 }

@@ -12,7 +12,9 @@
 //! - [`builder`] ([`config`]): a runtime in one call from a table of agents
 //!   (who may delegate to whom, which tools), in memory, no network;
 //! - [`Planner`]: Prime's rule planner alone, to see which specialists a
-//!   message would reach from your agents' `examples` (or to time it).
+//!   message would reach from your agents' `examples` (or to time it);
+//! - [`pdf_text`] and [`sample_pdf`]: the finance team's PDF reading alone,
+//!   on a page of a chosen size (to time it).
 //!
 //! ```toml
 //! [dev-dependencies]
@@ -507,6 +509,21 @@ impl Planner {
     pub fn route(&self, message: &str) -> Vec<String> {
         self.0.plan(message, &[]).agents().into_iter().map(|a| a.to_string()).collect()
     }
+}
+
+/// A one-page PDF that shows `n` four-digit strings, all on one line
+/// (`across`) or each on a line of its own: a page of a given size, to time
+/// [`pdf_text`] on (`cargo bench --bench overhead -- documents`).
+pub fn sample_pdf(n: usize, across: bool) -> Vec<u8> {
+    use crate::team::finance::document::samples;
+    samples::pdf_of(samples::shown_strings(n, 4, across))
+}
+
+/// The text the finance team reads from a PDF's bytes (its text layer, laid
+/// out in lines and columns), stopping once the text passes `max_text`
+/// bytes; the error says why a file gives no text.
+pub fn pdf_text(bytes: &[u8], max_text: usize) -> Result<String, String> {
+    crate::team::finance::document::to_text("sample.pdf", bytes, max_text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
