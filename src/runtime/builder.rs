@@ -16,7 +16,7 @@ use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, Breakers};
 use crate::route::DomainTable;
 use crate::store::{MemoryStore, Store};
-use crate::telemetry::{Events, Metrics};
+use crate::telemetry::{Events, Metrics, StoreCommits};
 
 /// Builds a [`Runtime`]; every part has an embedded default (the built-in
 /// team's configuration, an in-memory store, the default breaker).
@@ -180,6 +180,13 @@ impl RuntimeBuilder {
             None => crate::redact::SealKey::random(),
         };
         let store: Arc<dyn Store> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let metrics = Metrics::new(config.agents.iter().map(|a| &a.slug), {
+            let store = store.clone();
+            move || {
+                let s = store.write_stats()?;
+                Some(StoreCommits { writes: s.writes, commits: s.commits, synced: s.synced })
+            }
+        });
         Ok(Runtime {
             inner: Arc::new(Inner {
                 // the breakers on file are loaded, and each change written, by a task of their own
@@ -193,7 +200,7 @@ impl RuntimeBuilder {
                 redactor: Redactor::new(),
                 events: Events::default(),
                 domains: DomainTable::from_config(&config),
-                metrics: Metrics::new(config.agents.iter().map(|a| &a.slug)),
+                metrics,
                 running: Default::default(),
                 lineage,
                 keeps_lineage,

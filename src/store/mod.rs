@@ -44,7 +44,7 @@ pub use money::{MoneyEntry, MoneyPlan, entry_id};
 pub use ratings::{Rated, Rating, Thumb};
 pub use replicas::Replica;
 pub use signature::task_signature;
-pub use sql::SqlStore;
+pub use sql::{SqlStore, WriteStats};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
@@ -339,6 +339,13 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// Where state lives: one trait for the in-memory and the SQL (SQLite, PostgreSQL) backends.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// What the store's writer committed so far (writes, transactions,
+    /// synced ones), for `/metrics`: None for a store that writes nothing
+    /// to disk.
+    fn write_stats(&self) -> Option<WriteStats> {
+        None
+    }
+
     /// The session `id` of `user`, adopting an unknown id as a new session of
     /// `agent`, or a new session when `id` is None. Another user's session is
     /// `UserMismatch`.

@@ -350,6 +350,10 @@ impl SqlStore {
 
 #[async_trait]
 impl Store for SqlStore {
+    fn write_stats(&self) -> Option<WriteStats> {
+        Some(self.writer.stats())
+    }
+
     async fn ensure_session(
         &self,
         user: &UserId,

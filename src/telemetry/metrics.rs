@@ -1,14 +1,15 @@
 //! Prometheus metrics of one runtime: delegations by target and outcome,
-//! attempts, latency, tokens, breaker state, first-attempt successes and
-//! fallbacks. Handles are made per agent at start, so recording a delegation
+//! attempts, latency, tokens, breaker state, first-attempt successes,
+//! fallbacks, and the store's commits (read from the store at each scrape). Handles are made per agent at start, so recording a delegation
 //! is a few atomic increments.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
@@ -104,6 +105,47 @@ pub struct Observation<'a> {
 /// The `target` label of every delegation to an agent this runtime does not have.
 pub const UNKNOWN: &str = "unknown";
 
+/// What a store's writer committed so far: writes, the transactions they
+/// were committed in, and those of them that synced the log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreCommits {
+    /// Writes committed.
+    pub writes: u64,
+    /// Transactions.
+    pub commits: u64,
+    /// Transactions that synced the log before they returned.
+    pub synced: u64,
+}
+
+/// Reads the store's counts at each scrape (a store that writes nothing
+/// to disk has none: no series).
+struct StoreCollector(Box<dyn Fn() -> Option<StoreCommits> + Send + Sync>);
+
+impl std::fmt::Debug for StoreCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreCollector").finish_non_exhaustive()
+    }
+}
+
+impl Collector for StoreCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(c) = (self.0)() else { return Ok(()) };
+        for (name, help, value) in [
+            ("store_writes", "Writes the store committed", c.writes),
+            ("store_commits", "Transactions the store's writes were committed in (group commit)", c.commits),
+            (
+                "store_synced_commits",
+                "Of the store's transactions, those that synced the log before they returned",
+                c.synced,
+            ),
+        ] {
+            let counter = ConstCounter::new(value);
+            counter.encode(encoder.encode_descriptor(name, help, None, counter.metric_type())?)?;
+        }
+        Ok(())
+    }
+}
+
 /// The runtime's Prometheus registry, with handles made per agent at start.
 /// Every label value comes from the configuration or a fixed set (outcomes,
 /// [`TakenOver`]), never from a caller: series are bounded by the team.
@@ -130,9 +172,14 @@ fn latency_histogram() -> Histogram {
 }
 
 impl Metrics {
-    /// Metrics for `agents`, each with its handles made now.
-    pub fn new<'a>(agents: impl IntoIterator<Item = &'a AgentSlug>) -> Self {
+    /// Metrics for `agents`, each with its handles made now; `store` reads
+    /// what the store committed, at each scrape.
+    pub fn new<'a>(
+        agents: impl IntoIterator<Item = &'a AgentSlug>,
+        store: impl Fn() -> Option<StoreCommits> + Send + Sync + 'static,
+    ) -> Self {
         let mut registry = Registry::with_prefix("switchboard");
+        registry.register_collector(Box::new(StoreCollector(Box::new(store))));
         let outcomes = Family::<TargetOutcome, Counter>::default();
         let attempts = Family::<Target, Counter>::default();
         let first_attempt = Family::<Target, Counter>::default();

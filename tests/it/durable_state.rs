@@ -730,3 +730,40 @@ async fn four_failures_before_a_restart_and_one_after_open_the_breaker() {
         assert!(refused.error.unwrap().message.contains("circuit breaker for 'down' is open"), "{name}");
     }
 }
+
+/// The store's commits are on `/metrics`, read from its writer at each
+/// scrape: what `scripts/bench.sh` divides by the delegations served to
+/// count syncs per delegation. A runtime on the in-memory store, which
+/// writes nothing to disk, has no such series.
+#[tokio::test]
+async fn the_stores_commits_and_syncs_are_on_metrics() {
+    fn counter(text: &str, name: &str) -> u64 {
+        let line = text.lines().find(|l| l.starts_with(&format!("switchboard_{name}_total "))).unwrap_or_else(|| {
+            panic!("no switchboard_{name}_total in:\n{text}");
+        });
+        line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a count")
+    }
+    for db in db::both().await {
+        let name = db.name;
+        let rt = Runtime::builder().config(team_config()).store(db.dyn_store()).build().unwrap();
+        let before = db.store.write_stats();
+        let r = rt.delegate(&operator(), request("prime-boss", "tag-ai", "Categorize: Starbucks 4.50")).await;
+        assert!(r.error.is_none(), "{name}: {:?}", r.error);
+        let done = counted(&db, |w| w.synced > before.synced).await;
+        assert!(done.synced > before.synced, "{name}: a delegation synced the log");
+        let text = rt.metrics_text();
+        let now = db.store.write_stats();
+        for (metric, from, to) in [
+            ("store_writes", done.writes, now.writes),
+            ("store_commits", done.commits, now.commits),
+            ("store_synced_commits", done.synced, now.synced),
+        ] {
+            let v = counter(&text, metric);
+            assert!((from..=to).contains(&v), "{name}: {metric} {v}, the store counted {from}..={to}");
+        }
+        assert!(text.contains("# TYPE switchboard_store_synced_commits counter"), "{name}: {text}");
+    }
+    let memory = Runtime::builder().config(team_config()).build().unwrap();
+    let _ = memory.delegate(&operator(), request("prime-boss", "tag-ai", "Categorize: Starbucks 4.50")).await;
+    assert!(!memory.metrics_text().contains("switchboard_store_"), "the in-memory store has no commits");
+}
