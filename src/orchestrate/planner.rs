@@ -321,8 +321,13 @@ impl RulePlanner {
         }
         let (note, _) = TaskSpec::parse_lenient(msg);
         let slug = note.kind.slug()?;
-        // another specialist clearly named is a second request, not a constraint of the note
-        if routed.picks.iter().any(|m| m.agent != slug && m.score >= STRONG) {
+        // another specialist clearly named is a second request, unless what named it is one of
+        // the note's own lines ("Tone: friendly." is the email's tone, not a request to Format)
+        if routed
+            .picks
+            .iter()
+            .any(|m| m.agent != slug && m.score >= STRONG && !TaskSpec::reads_as_constraint(&m.clause))
+        {
             return None;
         }
         let spec = self.spec(slug).filter(|s| s.task_notes)?;

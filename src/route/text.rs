@@ -167,9 +167,9 @@ static SHAPES: LazyLock<[(Regex, &str); 6]> = LazyLock::new(|| {
             "s:per",
         ),
         // something put somewhere else: "move netflix into entertainment", "mark it as car expenses",
-        // "from groceries to dining", "should be recreation not clothing"
+        // "from groceries to dining", "should be recreation not clothing", "was health, not personal care"
         (
-            Regex::new(r"(?i)\b(?:into|under|as)\s+(?:an?\s+|the\s+)?[a-z]+(?:\s+[a-z]+)?\s*[.!?]?$|\bfrom\s+[a-z]+(?:\s+[a-z]+)?\s+to\s+[a-z]+|\bshould be\s+[a-z]+(?:\s+[a-z]+)?,?\s+not\s+[a-z]+")
+            Regex::new(r"(?i)\b(?:into|under|as)\s+(?:an?\s+|the\s+)?[a-z]+(?:\s+[a-z]+)?\s*[.!?]?$|\bfrom\s+[a-z]+(?:\s+[a-z]+)?\s+to\s+[a-z]+|\bshould be\s+[a-z]+(?:\s+[a-z]+)?,?\s+not\s+[a-z]+|[a-z],\s+not\s+(?:a\s+|an\s+|the\s+)?[a-z]+(?:\s+[a-z]+)?\s*[.!?]?$")
                 .expect("valid regex"),
             "s:move",
         ),
@@ -283,6 +283,10 @@ mod tests {
         assert_eq!(shaped("move netflix into entertainment"), ["s:move"]);
         assert_eq!(shaped("change Whole Foods from groceries to dining"), ["s:move"]);
         assert_eq!(shaped("the $80 at REI should be recreation not clothing"), ["s:money", "s:move"]);
+        // a contrast at the end: what it is, not what it was filed as
+        assert_eq!(shaped("the pharmacy was health, not personal care"), ["s:move"]);
+        assert_eq!(shaped("spotify goes under subscriptions, not entertainment."), ["s:move"]);
+        assert!(shaped("I want totals not details").is_empty(), "without its comma it is no contrast");
         assert_eq!(shaped("CVS Pharmacy 10/30/2025 18.42"), ["s:date", "s:money"]);
         // a year, a day of the month or a small count is not a sum
         assert!(shaped("what did I spend in 2025 on the 20th, 3 times").is_empty());

@@ -67,6 +67,19 @@ impl TaskSpec {
         let problems = problems(&spec, goal_at.map(|i| clauses[i].as_str()), &instructions);
         (spec, problems)
     }
+
+    /// Whether every sentence of `clause` is a line a Task Note's rules
+    /// read (a tone, a length, a topic, a recipient …) rather than one kept
+    /// as a free note: such a line belongs to the note it is in.
+    pub(crate) fn reads_as_constraint(clause: &str) -> bool {
+        let sentences = split_sentences(clause);
+        !sentences.is_empty()
+            && sentences.iter().all(|sentence| {
+                let mut spec = TaskSpec::default();
+                apply_rules(&mut spec, sentence);
+                spec.constraints.notes.is_empty() && spec != TaskSpec::default()
+            })
+    }
 }
 
 static ETA: LazyLock<Regex> = LazyLock::new(|| {
@@ -107,6 +120,16 @@ mod tests {
         assert_eq!(c.subject_hint.as_deref(), Some("Apology for delay"));
         assert_eq!(spec.context.eta.as_deref(), Some("Oct 22"));
         assert_eq!(spec.context.dates, ["Oct 22"]);
+    }
+
+    #[test]
+    fn a_notes_own_lines_read_as_constraints_and_requests_do_not() {
+        for line in ["Tone: friendly.", "Max 100 words.", "Tone: warm-professional", "Length: max 120 words."] {
+            assert!(TaskSpec::reads_as_constraint(line), "{line}");
+        }
+        for line in ["what did I spend on food in october", "", "Draft email to landlord."] {
+            assert!(!TaskSpec::reads_as_constraint(line), "{line}");
+        }
     }
 
     #[test]
