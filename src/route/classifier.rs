@@ -449,7 +449,11 @@ impl Router {
                 }
             }
             for m in found {
-                if !picks.iter().any(|p| p.agent == m.agent) {
+                // a later clause adds an agent only when it is sure of it: a figure or a period
+                // in the rest of a request ("… and how much interest will that cost me?") is
+                // most often more of the same request, not a second one
+                let second = !picks.is_empty() && m.score < STRONG;
+                if !second && !picks.iter().any(|p| p.agent == m.agent) {
                     picks.push(m);
                 }
             }

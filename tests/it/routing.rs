@@ -7,11 +7,10 @@
 //! printed with every miss, with whether the held-out half (which nothing
 //! was tuned on, docs/ROUTING.md) meets the goal of 95%. The splits: `tune`
 //! (the router may learn from it), `seen` (the held-out halves of the first
-//! eight rounds, `h…`, `n…`, `r…`, `q…`, `v…`, `w…`, `x…` and `y…`: each
-//! scored once, 87.9%, 87.6%, 88.1%, 89.3%, 92.0%, 87.3%, 88.9% and 93.6%,
-//! then folded into tuning) and `heldout` (`z…`: written before the change
-//! that followed; scored once at 84.7%). Round 10's half (`sealed.jsonl`)
-//! is not read here.
+//! nine rounds, `h…` to `z…`: each scored once, 87.9%, 87.6%, 88.1%,
+//! 89.3%, 92.0%, 87.3%, 88.9%, 93.6% and 86.5%, then folded into tuning)
+//! and `heldout` (`k…`: written before the change that followed; scored
+//! once at 89.4%). Round 11's half (`sealed.jsonl`) is not read here.
 //!
 //! Two checks on the planner alone live beside it
 //! (`src/orchestrate/heldout_tests.rs`): no configured example is a held-out
@@ -35,13 +34,12 @@ use crate::support::*;
 /// The share of the held-out half's requests that should reach their
 /// specialists (issue 44's goal; not met yet: printed, not asserted).
 const GOAL: f64 = 0.95;
-/// What the held-out half must reach: the test fails under it. Round 9's
-/// half (`z…`) scored 84.7% (144/170) with round 8's router and the same
-/// with round 9's, the same requests missed (docs/ROUTING.md): no floor
-/// tells the two apart, so it is the score of record, and a change that
-/// loses one of its requests fails. (Rounds 6 to 8 set theirs, 85%, 87% and
-/// 93.3%, between the router their half was written against and the next.)
-const FLOOR: f64 = 0.845;
+/// What the held-out half must reach: the test fails under it. Round 10's
+/// half (`k…`) scored 84.7% (144/170) with round 9's router and 89.4%
+/// (152/170) with round 10's (docs/ROUTING.md): the floor fails the router
+/// this half was written against, not the one that followed. (Rounds 6 to
+/// 8 set theirs, 85%, 87% and 93.3%, the same way on their halves.)
+const FLOOR: f64 = 0.88;
 
 fn attached(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
