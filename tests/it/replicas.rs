@@ -45,14 +45,14 @@ fn send_slow(base: &str, id: RequestId) -> tokio::task::JoinHandle<Option<serde_
 }
 
 /// A replica on another host (`far-host/PID/…`), on record with a lease
-/// that runs out 1.5 s from now: only its lease tells whether it lives.
-async fn far_replica(store: &Arc<dyn Store>, id: &str) -> switchboard::store::Replica {
+/// that runs out `lease_ms` from now: only its lease tells whether it lives.
+async fn far_replica(store: &Arc<dyn Store>, id: &str, lease_ms: i64) -> switchboard::store::Replica {
     let far = switchboard::store::Replica {
         id: id.into(),
         host: "far-host".into(),
         pid: id.split('/').nth(1).and_then(|p| p.parse().ok()).unwrap_or(7),
         started_at: 1,
-        alive_until: switchboard::store::now_ms() + 1500,
+        alive_until: switchboard::store::now_ms() + lease_ms,
     };
     store.heartbeat(&far).await.unwrap();
     far
@@ -448,14 +448,17 @@ async fn a_tree_of_a_replica_on_another_host_is_taken_over_only_once_its_lease_r
         let root = crate::team::cut_off_mid_tree(&db, &config, &runs, "Do both steps").await;
         // the tree's owner, as if it ran on another host: only its lease tells whether it lives
         let store = db.dyn_store();
-        let far = far_replica(&store, "far-host/7/0f0f0f0f").await;
+        // a lease long enough to outlast a loaded machine's connect and first look (1.5 s
+        // once did not, with the whole suite running on two cores)
+        let far = far_replica(&store, "far-host/7/0f0f0f0f", 5000).await;
         assert!(store.take_step(&top(&store, root).await, &far.id).await.unwrap(), "{name}");
 
         let live = runtime_on(Arc::new(SqlStore::connect(&db.url).await.unwrap()), &config, &runs, false);
         let found = live.resume_open_trees().await.unwrap();
         assert!(found.elsewhere.contains(&root) && found.resumed.is_empty(), "{name}: {found:?}");
         assert_eq!(taken_over(&live, "tree"), 0, "{name}: nothing taken while the lease lives");
-        tokio::time::sleep(Duration::from_millis(1600)).await;
+        let left = far.alive_until - switchboard::store::now_ms();
+        tokio::time::sleep(Duration::from_millis(u64::try_from(left).unwrap_or(0) + 100)).await;
         let found = live.resume_open_trees().await.unwrap();
         assert_eq!(found.resumed, [root], "{name}: taken over once the lease ran out");
         assert_eq!(taken_over(&live, "tree"), 1, "{name}: the takeover is counted");
@@ -483,7 +486,7 @@ async fn a_key_whose_holder_died_before_writing_its_tree_is_taken_over_once_its_
         let runs = Arc::new(Runs::default());
         let store = db.dyn_store();
         // the holder, as if on another host: only its lease tells whether it lives
-        let far = far_replica(&store, "far-host/9/1e1e1e1e").await;
+        let far = far_replica(&store, "far-host/9/1e1e1e1e", 1500).await;
         let mut req = nested_request("gateway", "boss", "Report once");
         let key = format!("hop-{}", req.request_id);
         req.idempotency_key = Some(key.clone());
