@@ -513,7 +513,9 @@ impl Planner {
 
 /// A one-page PDF that shows `n` four-digit strings, all on one line
 /// (`across`) or each on a line of its own: a page of a given size, to time
-/// [`pdf_text`] on (`cargo bench --bench overhead -- documents`).
+/// [`pdf_text`] on (`cargo bench --bench overhead -- documents`; feature `cli`,
+/// which reads documents).
+#[cfg(feature = "cli")]
 pub fn sample_pdf(n: usize, across: bool) -> Vec<u8> {
     use crate::team::finance::document::samples;
     samples::pdf_of(samples::shown_strings(n, 4, across))
@@ -521,7 +523,8 @@ pub fn sample_pdf(n: usize, across: bool) -> Vec<u8> {
 
 /// The text the finance team reads from a PDF's bytes (its text layer, laid
 /// out in lines and columns), stopping once the text passes `max_text`
-/// bytes; the error says why a file gives no text.
+/// bytes; the error says why a file gives no text (feature `cli`).
+#[cfg(feature = "cli")]
 pub fn pdf_text(bytes: &[u8], max_text: usize) -> Result<String, String> {
     crate::team::finance::document::to_text("sample.pdf", bytes, max_text).map_err(|e| e.to_string())
 }
