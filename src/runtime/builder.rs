@@ -16,7 +16,7 @@ use crate::redact::Redactor;
 use crate::resilience::{BreakerConfig, Breakers};
 use crate::route::DomainTable;
 use crate::store::{MemoryStore, Store};
-use crate::telemetry::{Events, Metrics, StoreCommits};
+use crate::telemetry::{Events, Metrics};
 
 /// Builds a [`Runtime`]; every part has an embedded default (the built-in
 /// team's configuration, an in-memory store, the default breaker).
@@ -182,10 +182,7 @@ impl RuntimeBuilder {
         let store: Arc<dyn Store> = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let metrics = Metrics::new(config.agents.iter().map(|a| &a.slug), {
             let store = store.clone();
-            move || {
-                let s = store.write_stats()?;
-                Some(StoreCommits { writes: s.writes, commits: s.commits, synced: s.synced })
-            }
+            move || store.write_stats()
         });
         Ok(Runtime {
             inner: Arc::new(Inner {

@@ -351,7 +351,7 @@ impl SqlStore {
 #[async_trait]
 impl Store for SqlStore {
     fn write_stats(&self) -> Option<WriteStats> {
-        Some(self.writer.stats())
+        Some(SqlStore::write_stats(self))
     }
 
     async fn ensure_session(

@@ -1,7 +1,8 @@
 //! Prometheus metrics of one runtime: delegations by target and outcome,
 //! attempts, latency, tokens, breaker state, first-attempt successes,
-//! fallbacks, and the store's commits (read from the store at each scrape). Handles are made per agent at start, so recording a delegation
-//! is a few atomic increments.
+//! fallbacks, and the store's commits (read from the store at each scrape).
+//! Handles are made per agent at start, so recording a delegation is a few
+//! atomic increments.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use prometheus_client::registry::Registry;
 
 use crate::protocol::AgentSlug;
 use crate::resilience::{BreakerState, Breakers};
+use crate::store::WriteStats;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Target {
@@ -105,21 +107,9 @@ pub struct Observation<'a> {
 /// The `target` label of every delegation to an agent this runtime does not have.
 pub const UNKNOWN: &str = "unknown";
 
-/// What a store's writer committed so far: writes, the transactions they
-/// were committed in, and those of them that synced the log.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StoreCommits {
-    /// Writes committed.
-    pub writes: u64,
-    /// Transactions.
-    pub commits: u64,
-    /// Transactions that synced the log before they returned.
-    pub synced: u64,
-}
-
 /// Reads the store's counts at each scrape (a store that writes nothing
 /// to disk has none: no series).
-struct StoreCollector(Box<dyn Fn() -> Option<StoreCommits> + Send + Sync>);
+struct StoreCollector(Box<dyn Fn() -> Option<WriteStats> + Send + Sync>);
 
 impl std::fmt::Debug for StoreCollector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,7 +166,7 @@ impl Metrics {
     /// what the store committed, at each scrape.
     pub fn new<'a>(
         agents: impl IntoIterator<Item = &'a AgentSlug>,
-        store: impl Fn() -> Option<StoreCommits> + Send + Sync + 'static,
+        store: impl Fn() -> Option<WriteStats> + Send + Sync + 'static,
     ) -> Self {
         let mut registry = Registry::with_prefix("switchboard");
         registry.register_collector(Box::new(StoreCollector(Box::new(store))));

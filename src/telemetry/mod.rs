@@ -6,5 +6,5 @@ pub mod metrics;
 pub mod trace;
 
 pub use events::{Event, Events};
-pub use metrics::{Metrics, Observation, StoreCommits, TakenOver};
+pub use metrics::{Metrics, Observation, TakenOver};
 pub use trace::{TracingGuard, continue_trace, init, trace_headers};
