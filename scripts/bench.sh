@@ -153,13 +153,14 @@ cost_of() {
 }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 # store_of PORT: what the server's store committed so far (its /metrics):
-# writes, transactions and synced ones; "0 0 0" for a server without them
+# writes, transactions, synced ones and pages written to SQLite's log;
+# "0 0 0 0" for a server without them
 store_of() {
-  python3 - "$1" <<'PY' 2>/dev/null || echo "0 0 0"
+  python3 - "$1" <<'PY' 2>/dev/null || echo "0 0 0 0"
 import sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
 v = {l.split()[0]: int(float(l.split()[1])) for l in text.splitlines() if l.startswith("switchboard_store_")}
-print(*(v.get(f"switchboard_store_{k}_total", 0) for k in ("writes", "commits", "synced_commits")))
+print(*(v.get(f"switchboard_store_{k}_total", 0) for k in ("writes", "commits", "synced_commits", "log_pages")))
 PY
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
@@ -242,14 +243,14 @@ load() { # load NAME KIND PATH TOKEN CONNECTIONS [SECTION] [SECONDS]
   wrk_run "$port" "$path" "$kind" "$token" "$c" 1 >/dev/null
   # what the measured run cost the server process (not wrk, not PostgreSQL, not the kernel's own threads)
   # and what its store committed meanwhile (read before the CPU, so the reading is not in it)
-  local ticks0 bytes0 ticks1 bytes1 w0 c0 s0 w1 c1 s1
-  read -r w0 c0 s0 <<<"$(store_of "$port")"
+  local ticks0 bytes0 ticks1 bytes1 w0 c0 s0 p0 w1 c1 s1 p1
+  read -r w0 c0 s0 p0 <<<"$(store_of "$port")"
   read -r ticks0 bytes0 <<<"$(cost_of "$SERVER_PID")"
   wrk_run "$port" "$path" "$kind" "$token" "$c" "$seconds" >"$LOGS/$name-$c.wrk"
   read -r ticks1 bytes1 <<<"$(cost_of "$SERVER_PID")"
-  read -r w1 c1 s1 <<<"$(store_of "$port")"
+  read -r w1 c1 s1 p1 <<<"$(store_of "$port")"
   grep '^BENCH_JSON' "$LOGS/$name-$c.wrk" \
-    | record "$section" "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID"), \"cpu_us\": $(((ticks1 - ticks0) * TICK_US)), \"disk_write_bytes\": $((bytes1 - bytes0)), \"store_writes\": $((w1 - w0)), \"store_commits\": $((c1 - c0)), \"store_synced\": $((s1 - s0))}"
+    | record "$section" "$name" "{\"connections\": $c, \"peak_rss_kib\": $(peak_kib "$SERVER_PID"), \"cpu_us\": $(((ticks1 - ticks0) * TICK_US)), \"disk_write_bytes\": $((bytes1 - bytes0)), \"store_writes\": $((w1 - w0)), \"store_commits\": $((c1 - c0)), \"store_synced\": $((s1 - s0)), \"store_log_pages\": $((p1 - p0))}"
   stop_server
 }
 

@@ -294,6 +294,12 @@ def cost_table(http, cols):
             ok = mark(v / 1024, goal, higher=False) if v is not None and goal and c == GOAL_C else ""
             cells.append("-" if v is None else f"{v / 1024:.1f} KiB{ok}")
         out.append(f"| {label}: bytes written | " + " | ".join(cells) + f" | {f'≤ {goal} KiB at c={GOAL_C}' if goal else ''} |")
+    # what SQLite's log took of those bytes: pages, 4 KiB each (the checkpoint writes them again)
+    for name, label in [("switchboard-http", "durable SQLite"), ("switchboard-a2a", "A2A, SQLite")]:
+        cells = [per(name, c, "store_log_pages") for c in cols]
+        if any(cells):
+            out.append(f"| {label}: pages written to the log | "
+                       + " | ".join("-" if v is None else f"{v:.2f}" for v in cells) + " | |")
     # commits per delegation: the sync goals are the native path's
     for name, label, goals in [("switchboard-http", "durable SQLite", SYNC_GOALS),
                                ("switchboard-pg", "PostgreSQL", SYNC_GOALS), ("switchboard-a2a", "A2A, SQLite", {})]:

@@ -698,7 +698,7 @@ fn bucket_expr(col: &str, width: i64) -> String {
 
 /// The statements that roll up the hours in `list` (all in `[$1, $2)`) for
 /// everyone and for each user, grouping by hour.
-fn roll_hours_sql(list: &str) -> Vec<String> {
+pub(super) fn roll_hours_sql(list: &str) -> Vec<String> {
     let hist = hist_columns();
     let at = bucket_expr("d.started_at", HOUR_MS);
     let inner = format!(
@@ -721,15 +721,19 @@ fn roll_hours_sql(list: &str) -> Vec<String> {
         "FROM delegations r WHERE r.started_at >= $1 AND r.started_at < $2 AND {root_at} IN ({list}) \
          AND r.request_id = r.root_id"
     );
+    // r is a root: its tree is r and the rows below it (trees.rs)
+    let below = super::trees::below_root("c", "r.request_id");
     let depth = format!(
-        "SELECT {root_at} AS bucket, r.user_id, (SELECT MAX(c.depth) FROM delegations c WHERE c.root_id = r.request_id) \
-         AS n {roots}"
+        "SELECT {root_at} AS bucket, r.user_id, \
+         COALESCE((SELECT MAX(c.depth) FROM delegations c WHERE {below} AND c.depth > r.depth), r.depth) AS n {roots}"
     );
     let fan_out = format!(
-        "SELECT {root_at} AS bucket, r.user_id, c.parent_id, COUNT(*) AS n FROM delegations r \
-         JOIN delegations c ON c.root_id = r.request_id WHERE r.started_at >= $1 AND r.started_at < $2 \
-         AND {root_at} IN ({list}) AND r.request_id = r.root_id AND c.parent_id IS NOT NULL \
-         GROUP BY {root_at}, r.user_id, c.parent_id"
+        "SELECT bucket, user_id, parent_id, COUNT(*) AS n FROM (\
+         SELECT {root_at} AS bucket, r.user_id, c.parent_id FROM delegations r JOIN delegations c ON {below} \
+         WHERE r.started_at >= $1 AND r.started_at < $2 AND {root_at} IN ({list}) AND r.request_id = r.root_id \
+         AND c.parent_id IS NOT NULL \
+         UNION ALL SELECT {root_at} AS bucket, r.user_id, r.parent_id {roots} AND r.parent_id IS NOT NULL\
+         ) f GROUP BY bucket, user_id, parent_id"
     );
     let shape = |kind: ShapeKind, from: &str, scope: &str, group: &str| {
         format!(

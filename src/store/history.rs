@@ -210,13 +210,15 @@ fn like_pattern(text: &str) -> String {
     format!("%{escaped}%")
 }
 
-/// A page from SQL: the newest tops first, on the `started_at` indexes.
-pub(super) async fn page_sql(pool: &AnyPool, q: &HistoryQuery) -> StoreResult<HistoryPage> {
-    let mut sql = String::from(
+/// A page's statement: its filters bound in [`page_sql`]'s order.
+pub(super) fn page_statement(q: &HistoryQuery) -> String {
+    // d is a root: its tree is d and the rows below it (trees.rs)
+    let mut sql = format!(
         "SELECT d.request_id, d.user_id, d.origin, d.target, d.objective, d.status, d.error_code, d.started_at, \
          d.duration_ms, d.total_tokens, d.consult, \
-         (SELECT COUNT(*) FROM delegations c WHERE c.root_id = d.request_id) AS nodes, r.rating \
+         1 + (SELECT COUNT(*) FROM delegations c WHERE {}) AS nodes, r.rating \
          FROM delegations d LEFT JOIN ratings r ON r.root_id = d.request_id WHERE d.request_id = d.root_id",
+        super::trees::below_root("c", "d.request_id")
     );
     let mut n = 0;
     let mut next = || {
@@ -233,9 +235,9 @@ pub(super) async fn page_sql(pool: &AnyPool, q: &HistoryQuery) -> StoreResult<Hi
         sql.push_str(&format!(" AND LOWER(d.objective) LIKE ${} ESCAPE '\\'", next()));
     }
     if q.agent.is_some() {
+        let (n, below) = (next(), super::trees::below_root("a", "d.request_id"));
         sql.push_str(&format!(
-            " AND EXISTS (SELECT 1 FROM delegations a WHERE a.root_id = d.request_id AND a.target = ${})",
-            next()
+            " AND (d.target = ${n} OR EXISTS (SELECT 1 FROM delegations a WHERE {below} AND a.target = ${n}))"
         ));
     }
     if q.before.is_some() {
@@ -243,7 +245,12 @@ pub(super) async fn page_sql(pool: &AnyPool, q: &HistoryQuery) -> StoreResult<Hi
         sql.push_str(&format!(" AND (d.started_at < ${a} OR (d.started_at = ${b} AND d.request_id < ${c}))"));
     }
     sql.push_str(&format!(" ORDER BY d.started_at DESC, d.request_id DESC LIMIT {}", q.limit + 1));
-    let mut query = sqlx::query_as::<_, TreeRow>(sqlx::AssertSqlSafe(sql));
+    sql
+}
+
+/// A page from SQL: the newest tops first, on the `started_at` indexes.
+pub(super) async fn page_sql(pool: &AnyPool, q: &HistoryQuery) -> StoreResult<HistoryPage> {
+    let mut query = sqlx::query_as::<_, TreeRow>(sqlx::AssertSqlSafe(page_statement(q)));
     if let Some(u) = &q.user {
         query = query.bind(u.to_string());
     }

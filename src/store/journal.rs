@@ -400,8 +400,22 @@ pub(super) fn step_sqlite(readers: &super::sqlite_read::Readers, id: RequestId) 
     rows.into_iter().next().map(TreeStep::try_from).transpose()
 }
 
+/// The steps of the tree whose root is `$1`.
+pub(super) fn steps_sql() -> String {
+    let tree = super::trees::of_tree("tree_steps", "$1");
+    format!("SELECT {STEP_COLUMNS} FROM tree_steps WHERE {tree} ORDER BY created_at, request_id")
+}
+
+/// Cancels the open steps below the root `$2` (`$1`: the time).
+pub(super) fn cancel_below_sql() -> String {
+    format!(
+        "UPDATE tree_steps SET state = 'cancelled', updated_at = $1 WHERE {} AND state IN ('running', 'waiting')",
+        super::trees::below_root("tree_steps", "$2")
+    )
+}
+
 pub(super) async fn steps(pool: &AnyPool, root: RequestId) -> StoreResult<Vec<TreeStep>> {
-    let sql = format!("SELECT {STEP_COLUMNS} FROM tree_steps WHERE root_id = $1 ORDER BY created_at, request_id");
+    let sql = steps_sql();
     let rows: Vec<StepRow> =
         sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(root.to_string()).fetch_all(pool).await.map_err(backend_err)?;
     convert(rows)
@@ -438,15 +452,12 @@ pub(super) async fn cancel_tree(pool: &AnyPool, root: RequestId, by: &str, now: 
         tx.rollback().await.map_err(backend_err)?;
         return Ok(0);
     }
-    let below = sqlx::query(
-        "UPDATE tree_steps SET state = 'cancelled', updated_at = $1 WHERE root_id = $2 AND request_id <> $2 \
-         AND state IN ('running', 'waiting')",
-    )
-    .bind(now)
-    .bind(root.clone())
-    .execute(&mut *tx)
-    .await
-    .map_err(backend_err)?;
+    let below = sqlx::query(sqlx::AssertSqlSafe(cancel_below_sql()))
+        .bind(now)
+        .bind(root.clone())
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_err)?;
     close_approvals_on(&mut tx, &root, ApprovalState::Rejected, by, Some("the tree was cancelled"), now).await?;
     tx.commit().await.map_err(backend_err)?;
     Ok(1 + below.rows_affected())

@@ -248,6 +248,19 @@ pub(super) async fn rating(pool: &AnyPool, root: RequestId) -> StoreResult<Optio
     row.map(Rating::try_from).transpose()
 }
 
+/// Ratings up and down per agent that took part in the rated trees in
+/// `range` (a condition on `r`): each tree counted once per agent in it.
+pub(super) fn per_agent_sql(range: &str) -> String {
+    format!(
+        "SELECT t.target, t.rating, COUNT(DISTINCT t.root_id) FROM (\
+         SELECT d.target, r.rating, r.root_id FROM ratings r JOIN delegations d \
+         ON d.request_id = r.root_id AND d.root_id = r.root_id WHERE {range} \
+         UNION ALL SELECT d.target, r.rating, r.root_id FROM ratings r JOIN delegations d ON {below} WHERE {range}\
+         ) t GROUP BY t.target, t.rating",
+        below = super::trees::below_root("d", "r.root_id")
+    )
+}
+
 /// The ratings of the trees that started in `q`'s range: per agent that
 /// took part, up and down in all, and the rated-down answers.
 pub(super) async fn counted(
@@ -259,16 +272,13 @@ pub(super) async fn counted(
     let who = if user.is_some() { "r.user_id = $3" } else { "$3 = $3" };
     let range = format!("r.started_at >= $1 AND r.started_at < $2 AND {who}");
     let user = user.map_or_else(String::new, UserId::to_string);
-    let per_agent: Vec<(String, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT d.target, r.rating, COUNT(DISTINCT r.root_id) FROM ratings r JOIN delegations d ON d.root_id = r.root_id \
-         WHERE {range} GROUP BY d.target, r.rating"
-    )))
-    .bind(since)
-    .bind(until)
-    .bind(user.clone())
-    .fetch_all(pool)
-    .await
-    .map_err(backend_err)?;
+    let per_agent: Vec<(String, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(per_agent_sql(&range)))
+        .bind(since)
+        .bind(until)
+        .bind(user.clone())
+        .fetch_all(pool)
+        .await
+        .map_err(backend_err)?;
     let mut agents: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
     for (agent, rating, n) in per_agent {
         let e = agents.entry(agent).or_default();

@@ -93,7 +93,19 @@ fn migrator(backend: Backend) -> Migrator {
             ),
         },
         m(15, "money_entries", include_str!("migrations/0015_money_entries.sql")),
+        m(16, "tree_indexes", include_str!("migrations/0016_tree_indexes.sql")),
     ])
+}
+
+/// The tree of the delegation `{mark}1` (any node of it, or its root's id),
+/// the root's id found first, in one statement; `mark` is the backend's
+/// parameter mark.
+pub(super) fn delegation_tree_sql(mark: &str) -> String {
+    let tree = super::trees::of_tree("d", "t.root");
+    format!(
+        "WITH t (root) AS (SELECT COALESCE((SELECT root_id FROM delegations WHERE request_id = {mark}1), {mark}1)) \
+         SELECT {DELEGATION_COLUMNS} FROM t, delegations d WHERE {tree} ORDER BY d.started_at, d.request_id"
+    )
 }
 
 fn audited(written: Written) -> StoreResult<AuditEntry> {
@@ -562,10 +574,7 @@ impl Store for SqlStore {
     async fn delegation_tree(&self, request: RequestId) -> StoreResult<Vec<DelegationRecord>> {
         // the root's id and its tree, in one statement
         let m = self.mark();
-        let sql = format!(
-            "SELECT {DELEGATION_COLUMNS} FROM delegations WHERE root_id = \
-             COALESCE((SELECT root_id FROM delegations WHERE request_id = {m}1), {m}1) ORDER BY started_at, request_id"
-        );
+        let sql = delegation_tree_sql(m);
         let rows = match &self.readers {
             Some(readers) => readers.rows(&sql, [request.to_string()], delegation_row)?,
             None => sqlx::query_as::<_, DelegationRow>(AssertSqlSafe(sql))

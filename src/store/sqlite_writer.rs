@@ -141,6 +141,7 @@ fn run(
     anchor: Option<&Arc<AnchorFile>>,
     committed: &std::sync::mpsc::SyncSender<()>,
 ) {
+    stats.count_pages();
     let mut jobs: Vec<Job> = Vec::with_capacity(MAX_BATCH);
     // the connection opens with synchronous = FULL
     let mut full = true;
@@ -175,9 +176,26 @@ fn run(
                 }
             }
         }
+        stats.paged(log_pages(&conn));
         // the checkpointer copies what this batch committed (full: it is asked already)
         let _ = committed.try_send(());
     }
+}
+
+/// The pages `conn` wrote to the log since the last call: SQLite's count of
+/// the dirty pages its cache wrote out (`SQLITE_DBSTATUS_CACHE_WRITE`, in
+/// WAL mode the frames appended to the log), read and reset.
+fn log_pages(conn: &Connection) -> u64 {
+    use rusqlite::ffi;
+    let (mut current, mut highest) = (0, 0);
+    // SAFETY: the handle is `conn`'s, open for the whole call (borrowed), and
+    // used on the thread that owns the connection; SQLite writes only the two
+    // integers passed by address.
+    #[allow(unsafe_code)]
+    let rc = unsafe {
+        ffi::sqlite3_db_status(conn.handle(), ffi::SQLITE_DBSTATUS_CACHE_WRITE, &mut current, &mut highest, 1)
+    };
+    if rc == ffi::SQLITE_OK { u64::try_from(current).unwrap_or(0) } else { 0 }
 }
 
 /// The one-row `INSERT` of `table` (prepared once, then cached by its text).

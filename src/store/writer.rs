@@ -141,6 +141,9 @@ pub(super) struct Stats {
     writes: AtomicU64,
     commits: AtomicU64,
     synced: AtomicU64,
+    /// Pages written to SQLite's log; PostgreSQL's are not counted.
+    log_pages: AtomicU64,
+    counts_pages: std::sync::atomic::AtomicBool,
 }
 
 /// Writes committed and the transactions they took; `writes / commits` is
@@ -156,6 +159,11 @@ pub struct WriteStats {
     /// (steps' starts, and a blocking A2A send's task and delegation's end:
     /// `docs/DURABILITY.md`).
     pub synced: u64,
+    /// SQLite: the database pages those transactions wrote to the log
+    /// (each page a commit changed, whole; the checkpoint copies them into
+    /// the database file again). None on PostgreSQL, whose pages are its
+    /// server's.
+    pub log_pages: Option<u64>,
 }
 
 impl Stats {
@@ -171,6 +179,16 @@ impl Stats {
         if synced {
             self.synced.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// From now on the log's pages are counted ([`Stats::paged`]): SQLite's writer, as it starts.
+    pub(super) fn count_pages(&self) {
+        self.counts_pages.store(true, Ordering::Relaxed);
+    }
+
+    /// Counts `pages` written to the log (SQLite's writer, after each commit).
+    pub(super) fn paged(&self, pages: u64) {
+        self.log_pages.fetch_add(pages, Ordering::Relaxed);
     }
 }
 
@@ -201,6 +219,11 @@ impl Writer {
             writes: self.stats.writes.load(Ordering::Relaxed),
             commits: self.stats.commits.load(Ordering::Relaxed),
             synced: self.stats.synced.load(Ordering::Relaxed),
+            log_pages: self
+                .stats
+                .counts_pages
+                .load(Ordering::Relaxed)
+                .then(|| self.stats.log_pages.load(Ordering::Relaxed)),
         }
     }
 

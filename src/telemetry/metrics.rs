@@ -132,6 +132,11 @@ impl Collector for StoreCollector {
             let counter = ConstCounter::new(value);
             counter.encode(encoder.encode_descriptor(name, help, None, counter.metric_type())?)?;
         }
+        if let Some(pages) = c.log_pages {
+            let counter = ConstCounter::new(pages);
+            let help = "Database pages the store's transactions wrote to SQLite's log (4 KiB each by default)";
+            counter.encode(encoder.encode_descriptor("store_log_pages", help, None, counter.metric_type())?)?;
+        }
         Ok(())
     }
 }

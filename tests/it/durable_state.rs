@@ -733,7 +733,7 @@ async fn four_failures_before_a_restart_and_one_after_open_the_breaker() {
 
 /// The store's commits are on `/metrics`, read from its writer at each
 /// scrape: what `scripts/bench.sh` divides by the delegations served to
-/// count syncs per delegation. A runtime on the in-memory store, which
+/// count syncs per delegation (and, on SQLite, the pages its log took). A runtime on the in-memory store, which
 /// writes nothing to disk, has no such series.
 #[tokio::test]
 async fn the_stores_commits_and_syncs_are_on_metrics() {
@@ -762,8 +762,54 @@ async fn the_stores_commits_and_syncs_are_on_metrics() {
             assert!((from..=to).contains(&v), "{name}: {metric} {v}, the store counted {from}..={to}");
         }
         assert!(text.contains("# TYPE switchboard_store_synced_commits counter"), "{name}: {text}");
+        // the pages written to SQLite's log; PostgreSQL's are its server's, not counted
+        match (done.log_pages, now.log_pages) {
+            (Some(from), Some(to)) => {
+                let v = counter(&text, "store_log_pages");
+                assert!(from > 0 && (from..=to).contains(&v), "{name}: log pages {v}, the store counted {from}..={to}");
+            }
+            _ => assert!(!text.contains("switchboard_store_log_pages"), "{name}: {text}"),
+        }
     }
     let memory = Runtime::builder().config(team_config()).build().unwrap();
     let _ = memory.delegate(&operator(), request("prime-boss", "tag-ai", "Categorize: Starbucks 4.50")).await;
     assert!(!memory.metrics_text().contains("switchboard_store_"), "the in-memory store has no commits");
+}
+
+/// What a top-level delegation costs SQLite's log, in pages (the store's
+/// own count, `switchboard_store_log_pages_total`), to an agent that does
+/// no work of its own: one at a time, so each is two commits of its own
+/// (its step's start, then its records), and each commit writes one leaf
+/// of every table and index its rows go into. Its own id is its root's: it
+/// goes into the keys of its tree step and its record, which every write
+/// needs (one id, one owner), and into no index of roots and no index of
+/// the audit log's requests (three pages each time it did: 23.4 pages per
+/// delegation before migration 16, 20.2 after). Under load an index keyed
+/// by a caller's random id costs a page per delegation however many share
+/// a commit, so the same three are most of what 64 connections save
+/// (docs/PERFORMANCE.md).
+#[tokio::test]
+async fn a_top_level_delegation_writes_its_ids_into_no_index_of_roots() {
+    let db = db::sqlite().await;
+    let config = switchboard::config::Config::from_toml(
+        "[[agents]]\nslug = \"boss\"\nname = \"Boss\"\nmay_delegate_to = [\"echo\"]\nbackend = { kind = \"builtin\", name = \"echo\" }\n\n\
+         [[agents]]\nslug = \"echo\"\nname = \"Echo\"\nbackend = { kind = \"builtin\", name = \"echo\" }\n",
+    )
+    .unwrap();
+    let rt = Runtime::builder().config(config).store(db.dyn_store()).build().unwrap();
+    let ask = |n: usize| request("boss", "echo", &format!("Echo {n}"));
+    for n in 0..200 {
+        assert!(rt.delegate(&operator(), ask(n)).await.error.is_none());
+    }
+    let before = counted(&db, |w| w.commits >= 400).await;
+    let n = 50;
+    for i in 0..n {
+        assert!(rt.delegate(&operator(), ask(1000 + i)).await.error.is_none());
+    }
+    let after = counted(&db, |w| w.commits >= before.commits + 2 * n as u64).await;
+    assert_eq!(after.commits - before.commits, 2 * n as u64, "two commits each");
+    let pages = after.log_pages.unwrap() - before.log_pages.expect("SQLite counts its log's pages");
+    let per = pages as f64 / n as f64;
+    eprintln!("log pages per top-level delegation: {per:.2}");
+    assert!(per <= 21.5, "{per:.2} log pages per top-level delegation");
 }

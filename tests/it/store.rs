@@ -966,3 +966,49 @@ async fn on_postgresql_a_pooled_connection_closed_while_idle_is_replaced_not_use
         store.counts().await.expect("a connection closed while idle is replaced");
     }
 }
+
+/// Every statement that finds rows by their tree's root is planned through
+/// an index on both databases: a tree's root by its own id and the rest by
+/// the index of the rows below a root (migration 16, `store::trees`), which
+/// a top-level delegation does not write. A statement whose condition the
+/// planner could not match to the partial index would read the whole table
+/// of delegations or steps: SQLite's plan would say `SCAN` without an index,
+/// PostgreSQL's a `Seq Scan` even with sequential scans priced out.
+#[tokio::test]
+async fn statements_that_read_a_tree_use_an_index_on_both_databases() {
+    let statements = switchboard::store::trees::statements();
+    assert!(statements.len() >= 6, "{statements:?}");
+    for db in db::both().await {
+        let name = db.name;
+        let mut conn = db.store.pool().acquire().await.unwrap();
+        if name == "postgres" {
+            conn.execute("SET enable_seqscan = off").await.unwrap();
+        }
+        for (what, sql) in &statements {
+            let plan: Vec<String> = if name == "postgres" {
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN {sql}"))).fetch_all(&mut *conn).await
+            } else {
+                let rows: Vec<(i64, i64, i64, String)> =
+                    sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
+                        .fetch_all(&mut *conn)
+                        .await
+                        .unwrap_or_else(|e| panic!("{name}: {what}: {e}\n{sql}"));
+                Ok(rows.into_iter().map(|r| r.3).collect())
+            }
+            .unwrap_or_else(|e| panic!("{name}: {what}: {e}\n{sql}"));
+            let whole = plan.iter().find(|line| {
+                let line = line.trim_start_matches([' ', '-', '>']);
+                let scan = line.split_whitespace().collect::<Vec<_>>();
+                match scan.as_slice() {
+                    // SQLite: a table read whole (a subquery's rows, x, t or f, are not a table of trees)
+                    ["SCAN", alias] => ["a", "c", "d", "r", "delegations", "tree_steps"].contains(alias),
+                    // PostgreSQL
+                    ["Seq", "Scan", "on", table, ..] => ["delegations", "tree_steps"].contains(table),
+                    _ => false,
+                }
+            });
+            assert!(whole.is_none(), "{name}: {what} reads a whole table ({whole:?}):\n{}\n{sql}", plan.join("\n"));
+            eprintln!("{name}: {what}:\n  {}", plan.join("\n  "));
+        }
+    }
+}
