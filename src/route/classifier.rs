@@ -433,6 +433,7 @@ impl Router {
             if clause.trim() == text.trim() { best.clone().and_then(|m| self.picked(m)) } else { self.pick(clause) }
         };
         for pieces in clause_pieces(text) {
+            let tells = !picks.is_empty() && tells(&pieces.join(" "));
             let mut found: Vec<Match> = Vec::new();
             if pieces.len() > 1 {
                 // pieces that each clearly ask someone else (`what's my largest expense` and `is it deductible`)
@@ -452,7 +453,8 @@ impl Router {
                 // a later clause adds an agent only when it is sure of it: a figure or a period
                 // in the rest of a request ("… and how much interest will that cost me?") is
                 // most often more of the same request, not a second one
-                let second = !picks.is_empty() && m.score < STRONG;
+                // and a clause that tells of the user asks nothing ("I can do $800 a month")
+                let second = !picks.is_empty() && (m.score < STRONG || tells);
                 if !second && !picks.iter().any(|p| p.agent == m.agent) {
                     picks.push(m);
                 }
@@ -466,6 +468,27 @@ impl Router {
         }
         Routed { picks, best }
     }
+}
+
+/// Whether `clause` tells something of the user instead of asking for
+/// something: its subject is the user ("I", "we", "my …", "our …"), its
+/// verb is no wish ("I need", "we want", "I'd like" ask), and it asks no
+/// question. After a request such a clause is that request's material
+/// ("Lay out a snowball plan: Visa $950 at 21%. I can do $800 a month").
+fn tells(clause: &str) -> bool {
+    if clause.contains('?') {
+        return false;
+    }
+    let lower = clause.to_lowercase();
+    let mut words = lower.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')).filter(|w| !w.is_empty());
+    let skip = ["and", "also", "then", "plus", "but", "so", "oh", "ok", "okay"];
+    let Some(first) = words.by_ref().find(|w| !skip.contains(w)) else { return false };
+    let subject = ["i", "i'm", "i’m", "i've", "i’ve", "we", "we're", "we’re", "we've", "we’ve", "my", "our"];
+    if !subject.contains(&first) {
+        return false;
+    }
+    let wish = ["need", "want", "wanna", "would", "like", "wish", "'d", "please", "also"];
+    !words.take(2).any(|w| wish.contains(&w))
 }
 
 #[cfg(test)]
@@ -488,6 +511,26 @@ mod tests {
         assert_eq!(picked("how much did I spend on takeout last month?"), ["crystal-analytics"]);
         assert_eq!(picked("catagorize my purchases"), ["tag-ai"]);
         assert_eq!(picked("whats the quickest way to clear my credit card"), ["blitz-debt"]);
+    }
+
+    #[test]
+    fn a_clause_that_tells_of_the_user_is_told_from_one_that_asks() {
+        for told in ["I can put $900 a month toward them.", "and we have $3,000 saved", "My rent is 1,450."] {
+            assert!(tells(told), "{told}");
+        }
+        for asked in [
+            "I need a reminder on April 1",
+            "I'd like an email to my landlord",
+            "we also want the total",
+            "can I afford it?",
+            "remind me on Friday",
+            "my card: which one first?",
+        ] {
+            assert!(!tells(asked), "{asked}");
+        }
+        // after a request, what the user tells is its material: no second agent
+        let debts = "Build me an avalanche payoff plan for my debts. I can put $900 a month toward them.";
+        assert_eq!(picked(debts), ["blitz-debt"]);
     }
 
     #[test]

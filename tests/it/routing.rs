@@ -7,10 +7,10 @@
 //! printed with every miss, with whether the held-out half (which nothing
 //! was tuned on, docs/ROUTING.md) meets the goal of 95%. The splits: `tune`
 //! (the router may learn from it), `seen` (the held-out halves of the first
-//! nine rounds, `h…` to `z…`: each scored once, 87.9%, 87.6%, 88.1%,
-//! 89.3%, 92.0%, 87.3%, 88.9%, 93.6% and 86.5%, then folded into tuning)
-//! and `heldout` (`k…`: written before the change that followed; scored
-//! once at 89.4%). Round 11's half (`sealed.jsonl`) is not read here.
+//! ten rounds, `h…` to `k…`: each scored once, 87.9%, 87.6%, 88.1%,
+//! 89.3%, 92.0%, 87.3%, 88.9%, 93.6%, 86.5% and 89.4%, then folded into
+//! tuning) and `heldout` (`m…`: written before the change that followed;
+//! scored once at 82.4%). Round 12's half (`sealed.jsonl`) is not read here.
 //!
 //! Two checks on the planner alone live beside it
 //! (`src/orchestrate/heldout_tests.rs`): no configured example is a held-out
@@ -34,12 +34,13 @@ use crate::support::*;
 /// The share of the held-out half's requests that should reach their
 /// specialists (issue 44's goal; not met yet: printed, not asserted).
 const GOAL: f64 = 0.95;
-/// What the held-out half must reach: the test fails under it. Round 10's
-/// half (`k…`) scored 84.7% (144/170) with round 9's router and 89.4%
-/// (152/170) with round 10's (docs/ROUTING.md): the floor fails the router
+/// What the held-out half must reach: the test fails under it. Round 11's
+/// half (`m…`) scored 80.6% (137/170) with round 10's router and 82.4%
+/// (140/170) with round 11's (docs/ROUTING.md): the floor fails the router
 /// this half was written against, not the one that followed. (Rounds 6 to
-/// 8 set theirs, 85%, 87% and 93.3%, the same way on their halves.)
-const FLOOR: f64 = 0.88;
+/// 10 set theirs, 85%, 87%, 93.3%, 84.5% and 88%, the same way on their
+/// halves; a new half is a new test, so the floor moves with it.)
+const FLOOR: f64 = 0.815;
 
 fn attached(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
