@@ -432,29 +432,42 @@ impl Router {
         let pick = |clause: &str| {
             if clause.trim() == text.trim() { best.clone().and_then(|m| self.picked(m)) } else { self.pick(clause) }
         };
-        for pieces in clause_pieces(text) {
-            let tells = !picks.is_empty() && tells(&pieces.join(" "));
-            let mut found: Vec<Match> = Vec::new();
-            if pieces.len() > 1 {
-                // pieces that each clearly ask someone else (`what's my largest expense` and `is it deductible`)
-                let own: Vec<Match> = pieces.iter().filter_map(|p| self.pick(p)).filter(|m| m.score >= PIECE).collect();
-                if own.iter().any(|m| m.agent != own[0].agent) {
-                    found = own;
-                }
-            }
-            if found.is_empty() {
+        // each clause's agents, and whether it tells of the user rather than asks
+        let clauses: Vec<(Vec<Match>, bool)> = clause_pieces(text)
+            .into_iter()
+            .map(|pieces| {
                 let clause = pieces.join(" ");
-                found.extend(pick(&clause));
-                if let Some(two) = self.acts_on(&clause, &found) {
-                    found = two;
+                let mut found: Vec<Match> = Vec::new();
+                if pieces.len() > 1 {
+                    // pieces that each clearly ask someone else (`what's my largest expense` and `is it deductible`)
+                    let own: Vec<Match> =
+                        pieces.iter().filter_map(|p| self.pick(p)).filter(|m| m.score >= PIECE).collect();
+                    if own.iter().any(|m| m.agent != own[0].agent) {
+                        found = own;
+                    }
                 }
+                if found.is_empty() {
+                    found.extend(pick(&clause));
+                    if let Some(two) = self.acts_on(&clause, &found) {
+                        found = two;
+                    }
+                }
+                (found, tells(&clause))
+            })
+            .collect();
+        // what the user tells ("I run a small bakery …", "I can do $800 a month") is the material
+        // of what they ask, wherever it stands: it adds no agent when another clause asks one
+        // that the router is sure of
+        let asks = clauses.iter().any(|(found, tells)| !tells && found.iter().any(|m| m.score >= STRONG));
+        for (found, tells) in clauses {
+            if tells && asks {
+                continue;
             }
             for m in found {
                 // a later clause adds an agent only when it is sure of it: a figure or a period
                 // in the rest of a request ("… and how much interest will that cost me?") is
                 // most often more of the same request, not a second one
-                // and a clause that tells of the user asks nothing ("I can do $800 a month")
-                let second = !picks.is_empty() && (m.score < STRONG || tells);
+                let second = !picks.is_empty() && m.score < STRONG;
                 if !second && !picks.iter().any(|p| p.agent == m.agent) {
                     picks.push(m);
                 }
@@ -531,6 +544,10 @@ mod tests {
         // after a request, what the user tells is its material: no second agent
         let debts = "Build me an avalanche payoff plan for my debts. I can put $900 a month toward them.";
         assert_eq!(picked(debts), ["blitz-debt"]);
+        // and before it, when what is asked is sure of its agent
+        let bakery = "I run a small bakery and everything goes through one card, ugh. \
+                      Just tell me which categories took the most money in October.";
+        assert_eq!(picked(bakery), ["crystal-analytics"]);
     }
 
     #[test]

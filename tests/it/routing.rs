@@ -7,10 +7,11 @@
 //! printed with every miss, with whether the held-out half (which nothing
 //! was tuned on, docs/ROUTING.md) meets the goal of 95%. The splits: `tune`
 //! (the router may learn from it), `seen` (the held-out halves of the first
-//! ten rounds, `h…` to `k…`: each scored once, 87.9%, 87.6%, 88.1%,
-//! 89.3%, 92.0%, 87.3%, 88.9%, 93.6%, 86.5% and 89.4%, then folded into
-//! tuning) and `heldout` (`m…`: written before the change that followed;
-//! scored once at 82.4%). Round 12's half (`sealed.jsonl`) is not read here.
+//! eleven rounds, `h…` to `m…`: each scored once, 87.9%, 87.6%, 88.1%,
+//! 89.3%, 92.0%, 87.3%, 88.9%, 93.6%, 86.5%, 89.4% and 82.4%, then folded
+//! into tuning) and `heldout` (`g…`: written before the change that
+//! followed; scored once at 85.3%). Round 13's half (`sealed.jsonl`) is not
+//! read here.
 //!
 //! Two checks on the planner alone live beside it
 //! (`src/orchestrate/heldout_tests.rs`): no configured example is a held-out
@@ -34,13 +35,13 @@ use crate::support::*;
 /// The share of the held-out half's requests that should reach their
 /// specialists (issue 44's goal; not met yet: printed, not asserted).
 const GOAL: f64 = 0.95;
-/// What the held-out half must reach: the test fails under it. Round 11's
-/// half (`m…`) scored 80.6% (137/170) with round 10's router and 82.4%
-/// (140/170) with round 11's (docs/ROUTING.md): the floor fails the router
+/// What the held-out half must reach: the test fails under it. Round 12's
+/// half (`g…`) scored 80.6% (137/170) with round 11's router and 85.3%
+/// (145/170) with round 12's (docs/ROUTING.md): the floor fails the router
 /// this half was written against, not the one that followed. (Rounds 6 to
-/// 10 set theirs, 85%, 87%, 93.3%, 84.5% and 88%, the same way on their
-/// halves; a new half is a new test, so the floor moves with it.)
-const FLOOR: f64 = 0.815;
+/// 11 set theirs, 85%, 87%, 93.3%, 84.5%, 88% and 81.5%, the same way on
+/// their halves; a new half is a new test, so the floor moves with it.)
+const FLOOR: f64 = 0.83;
 
 fn attached(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
