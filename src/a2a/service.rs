@@ -337,7 +337,9 @@ impl A2aService {
                         ))
                         .with("code", ErrorCode::IdConflict.as_str()));
                     }
-                    let context_id = message.context_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                    // a new context's id is time-ordered (UUID v7), as the request ids are: the store's
+                    // index of contexts takes it in its last leaf, not a page of its own per task
+                    let context_id = message.context_id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
                     let session = tasks.contexts.get(&(owner.clone(), agent.to_string(), context_id.clone())).copied();
                     (id, context_id, session)
                 }

@@ -161,6 +161,11 @@ async fn json_rpc_send_get_list_cancel_stream_and_subscribe() {
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
     let id = task["id"].as_str().unwrap().to_string();
     let context = task["contextId"].as_str().unwrap().to_string();
+    // a new context's id is time-ordered, as the task's is: the store's index of contexts appends it
+    for made in [&id, &context] {
+        let version = uuid::Uuid::parse_str(made).map(|u| u.get_version_num());
+        assert_eq!(version, Ok(7), "{made}: a UUID v7");
+    }
     assert!(task["artifacts"][0]["parts"][0]["text"].as_str().unwrap().contains("Dining - Coffee"));
     assert_eq!(task["history"].as_array().unwrap().len(), 2, "the user's message and the agent's");
     assert!(task["status"]["timestamp"].as_str().unwrap().ends_with('Z'));
