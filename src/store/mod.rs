@@ -23,7 +23,7 @@ pub mod sql;
 mod sqlite_read;
 mod sqlite_writer;
 mod texts;
-pub mod trees;
+mod trees;
 mod writer;
 
 use async_trait::async_trait;

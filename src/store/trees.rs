@@ -32,33 +32,3 @@ pub(super) fn of_tree(alias: &str, root: &str) -> String {
 pub(super) fn below_root(alias: &str, root: &str) -> String {
     format!("({alias}.root_id = {root} AND {alias}.root_id <> {alias}.request_id)")
 }
-
-/// Every statement that finds rows by their tree's root, as the store runs
-/// it, with literal values in place of its parameters: what the plan test
-/// (`tests/it/store.rs`) asks each database to plan, to show that each
-/// finds its rows through an index (none reads a whole table of trees).
-#[cfg(any(test, feature = "test-util"))]
-pub fn statements() -> Vec<(String, String)> {
-    let id = "'00000000-0000-4000-8000-000000000000'";
-    let put = |sql: String, values: &[&str]| {
-        values.iter().enumerate().rev().fold(sql, |sql, (i, v)| sql.replace(&format!("${}", i + 1), v))
-    };
-    let history = super::history::HistoryQuery {
-        limit: 20,
-        user: Some(crate::protocol::UserId::parse("u").expect("a user id")),
-        agent: Some("a".into()),
-        ..Default::default()
-    };
-    let range = "r.started_at >= $1 AND r.started_at < $2";
-    let mut out = vec![
-        ("a tree's steps".to_string(), put(super::journal::steps_sql(), &[id])),
-        ("the steps below a cancelled root".into(), put(super::journal::cancel_below_sql(), &["0", id])),
-        ("a delegation's tree".into(), put(super::sql::delegation_tree_sql("$"), &[id])),
-        ("a page of history".into(), put(super::history::page_statement(&history), &["'u'", "'a'"])),
-        ("ratings per agent".into(), put(super::ratings::per_agent_sql(range), &["0", "1"])),
-    ];
-    for (i, sql) in super::analytics::roll_hours_sql("0").into_iter().enumerate() {
-        out.push((format!("an hour's rollup, statement {i}"), put(sql, &["0", "1"])));
-    }
-    out
-}

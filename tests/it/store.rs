@@ -969,14 +969,14 @@ async fn on_postgresql_a_pooled_connection_closed_while_idle_is_replaced_not_use
 
 /// Every statement that finds rows by their tree's root is planned through
 /// an index on both databases: a tree's root by its own id and the rest by
-/// the index of the rows below a root (migration 16, `store::trees`), which
+/// the index of the rows below a root (migration 16, `src/store/trees.rs`), which
 /// a top-level delegation does not write. A statement whose condition the
 /// planner could not match to the partial index would read the whole table
 /// of delegations or steps: SQLite's plan would say `SCAN` without an index,
 /// PostgreSQL's a `Seq Scan` even with sequential scans priced out.
 #[tokio::test]
 async fn statements_that_read_a_tree_use_an_index_on_both_databases() {
-    let statements = switchboard::store::trees::statements();
+    let statements = switchboard::store::sql::tree_statements();
     assert!(statements.len() >= 6, "{statements:?}");
     for db in db::both().await {
         let name = db.name;
