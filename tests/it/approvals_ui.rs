@@ -23,7 +23,7 @@ use crate::db;
 fn page_js(root: &str) -> String {
     format!(
         "(() => {{
-          if (!document.getElementById('approvals')) return null;
+          if (document.readyState === 'loading' || !document.getElementById('approvals')) return null;
           const t = [...document.querySelectorAll('#trees [data-root-id]')].find(t => t.dataset.rootId === {root});
           const nodes = t ? [...t.querySelectorAll('[data-request-id]')].map(n => ({{
             agent: n.dataset.agent, status: n.dataset.status,

@@ -28,7 +28,8 @@ async fn post(addr: &str, token: &str, path: &str, body: Value) -> Result<Value,
 /// What the page's two views show, as data.
 const VIEW_JS: &str = "(() => {
   const all = sel => [...document.querySelectorAll(sel)];
-  if (!document.getElementById('history-list')) return null;
+  // the page still parsing (its later elements not there yet), or still about:blank
+  if (document.readyState === 'loading' || !document.getElementById('history-list')) return null;
   return {
     history: all('#history-list [data-root-id]').map(r => ({ id: r.dataset.rootId, rating: r.dataset.rating ?? null })),
     no_trees_shown: !document.getElementById('no-trees').hidden,

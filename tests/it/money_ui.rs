@@ -80,8 +80,8 @@ fn merchants(money: &Value) -> Vec<String> {
 const MONEY_JS: &str = "(() => {
   const rows = sel => [...document.querySelectorAll(sel)];
   const digits = t => t.replace(/[^0-9]/g, '');
-  // still loading (or still about:blank)
-  if (!document.getElementById('money-who')) return null;
+  // still loading (the page still parsing, or still about:blank)
+  if (document.readyState === 'loading' || !document.getElementById('money-who')) return null;
   return {
     who: document.getElementById('money-who').textContent,
     visible: !document.getElementById('money').hidden && !document.getElementById('money-body').hidden,
