@@ -381,6 +381,9 @@ async fn serve(runtime: Runtime, args: ServeArgs, work: Option<crate::server::Wo
         Ok(i) => i,
         Err(e) => return usage_error(e.message),
     };
+    // Prime's router learned before the first request, off the runtime's threads
+    let config = state.runtime.config().clone();
+    let _ = tokio::task::spawn_blocking(move || crate::runtime::learn_routers(&config)).await;
     let listener = match tokio::net::TcpListener::bind(args.addr).await {
         Ok(l) => l,
         Err(e) => return usage_error(format!("cannot listen on {}: {e}", args.addr)),

@@ -29,6 +29,12 @@ impl PrimeAgent {
         Ok(Self { planner: RulePlanner::new(config, me)? })
     }
 
+    /// Learns the router now (`runtime::learn_routers`).
+    #[cfg(feature = "cli")]
+    pub(crate) fn learn(&self) {
+        self.planner.router();
+    }
+
     /// What Prime does with a task: its message read with the session
     /// before it (an answer to Prime's question, or a follow-up of the
     /// previous request); a

@@ -182,6 +182,27 @@ fn not_built(spec: &AgentSpec, what: &str, feature: &str) -> DelegationError {
     ))
 }
 
+/// Learns the router of every Prime of `config` that plans by rules, now,
+/// on the calling thread: the first message a Prime plans learns it
+/// otherwise (its examples, a few hundred milliseconds in a release build,
+/// seconds in a debug one), holding one of the runtime's threads the while.
+/// `switchboard serve` calls it off the runtime's threads before it
+/// listens, so that no request waits for it and nothing it holds up (a
+/// replica's lease, renewed on the runtime) runs late. Learned routers are
+/// kept by what they learned from, so the Prime that plans later finds it.
+#[cfg(feature = "cli")]
+pub(crate) fn learn_routers(config: &Config) {
+    if config.prime.planner == "llm" {
+        return;
+    }
+    for spec in &config.agents {
+        let Backend::Builtin { name } = &spec.backend else { continue };
+        if BUILTIN_PRIME.contains(&name.as_deref().unwrap_or(spec.slug.as_str())) {
+            let _ = PrimeAgent::new(config, spec.slug.as_str()).map(|p| p.learn());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
