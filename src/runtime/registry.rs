@@ -130,7 +130,7 @@ fn implementation(
     match &spec.backend {
         Backend::Builtin { name } => {
             let name = name.as_deref().unwrap_or(spec.slug.as_str());
-            if BUILTIN_PRIME.contains(&name) {
+            if is_prime(spec) {
                 // one line of config switches Prime's planner
                 if config.prime.planner == "llm" {
                     #[cfg(feature = "llm")]
@@ -195,12 +195,15 @@ pub(crate) fn learn_routers(config: &Config) {
     if config.prime.planner == "llm" {
         return;
     }
-    for spec in &config.agents {
-        let Backend::Builtin { name } = &spec.backend else { continue };
-        if BUILTIN_PRIME.contains(&name.as_deref().unwrap_or(spec.slug.as_str())) {
-            let _ = PrimeAgent::new(config, spec.slug.as_str()).map(|p| p.learn());
-        }
+    for spec in config.agents.iter().filter(|s| is_prime(s)) {
+        let _ = PrimeAgent::new(config, spec.slug.as_str()).map(|p| p.learn());
     }
+}
+
+/// Whether `spec` runs the built-in Prime (its implementation named, or
+/// its slug when it names none).
+fn is_prime(spec: &AgentSpec) -> bool {
+    matches!(&spec.backend, Backend::Builtin { name } if BUILTIN_PRIME.contains(&name.as_deref().unwrap_or(spec.slug.as_str())))
 }
 
 #[cfg(test)]

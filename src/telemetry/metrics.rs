@@ -120,6 +120,10 @@ impl std::fmt::Debug for StoreCollector {
 impl Collector for StoreCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let Some(c) = (self.0)() else { return Ok(()) };
+        let pages = c.log_pages.map(|pages| {
+            let help = "Database pages the store's transactions wrote to SQLite's log (4 KiB each by default)";
+            ("store_log_pages", help, pages)
+        });
         for (name, help, value) in [
             ("store_writes", "Writes the store committed", c.writes),
             ("store_commits", "Transactions the store's writes were committed in (group commit)", c.commits),
@@ -128,14 +132,12 @@ impl Collector for StoreCollector {
                 "Of the store's transactions, those that synced the log before they returned",
                 c.synced,
             ),
-        ] {
+        ]
+        .into_iter()
+        .chain(pages)
+        {
             let counter = ConstCounter::new(value);
             counter.encode(encoder.encode_descriptor(name, help, None, counter.metric_type())?)?;
-        }
-        if let Some(pages) = c.log_pages {
-            let counter = ConstCounter::new(pages);
-            let help = "Database pages the store's transactions wrote to SQLite's log (4 KiB each by default)";
-            counter.encode(encoder.encode_descriptor("store_log_pages", help, None, counter.metric_type())?)?;
         }
         Ok(())
     }
