@@ -364,8 +364,11 @@ impl Router {
     /// clause picks anyone. What comes before a colon is the request, what
     /// follows it the material (`make this sound professional: hey guys,
     /// the meeting moved` is not about a meeting), unless the request alone
-    /// picks nobody or says too little to go on (`add this: Chipotle
-    /// 10/25/2025 12.80` is read whole).
+    /// picks nobody, says too little to go on (`add this: Chipotle
+    /// 10/25/2025 12.80` is read whole) or tells of the user instead of
+    /// asking (`I have three cards: Visa $4,200 at 24.9% … Give me an
+    /// avalanche plan` is read whole). A clause after the material that
+    /// tells (`… I can pay $500 a month`) adds no agent either.
     pub(crate) fn route(&self, text: &str) -> Routed {
         let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
         // a short request before a pasted record (`save this purchase: Apple Store 10/23/2025 179.00`)
@@ -379,13 +382,14 @@ impl Router {
         if let Some(at) = colon
             && asked >= 2
             && !(asked <= 3 && record(&text[at..]))
+            && !tells(&text[..at])
         {
             let mut routed = self.route_all(&text[..at]);
             if !routed.picks.is_empty() {
                 // a request that goes on after its material (`…: 3 done, 1 blocked, and put a
                 // review on my calendar`) adds whoever its later clauses clearly name; the
                 // clause right after the colon is the material itself
-                let later = clauses(&text[at + 1..]).into_iter().skip(1);
+                let later = clauses(&text[at + 1..]).into_iter().skip(1).filter(|c| !tells(c));
                 for m in later.filter_map(|c| self.pick(&c)).filter(|m| m.score >= STRONG) {
                     if !routed.picks.iter().any(|p| p.agent == m.agent) {
                         routed.picks.push(m);
@@ -459,6 +463,14 @@ impl Router {
         // of what they ask, wherever it stands: it adds no agent when another clause asks one
         // that the router is sure of
         let asks = clauses.iter().any(|(found, tells)| !tells && found.iter().any(|m| m.score >= STRONG));
+        // told and asked, and no clause that asks is sure of its agent ("I have a loan at 9% and a
+        // card at 25%. Which one first?"): the request is the whole text, told and asked together
+        let unsure = !asks
+            && clauses.iter().any(|(found, tells)| !tells && !found.is_empty())
+            && clauses.iter().any(|(found, tells)| *tells && !found.is_empty());
+        if unsure && let Some(m) = best.clone().and_then(|m| self.picked(m)) {
+            return Routed { picks: vec![m], best };
+        }
         for (found, tells) in clauses {
             if tells && asks {
                 continue;
@@ -548,6 +560,30 @@ mod tests {
         let bakery = "I run a small bakery and everything goes through one card, ugh. \
                       Just tell me which categories took the most money in October.";
         assert_eq!(picked(bakery), ["crystal-analytics"]);
+    }
+
+    #[test]
+    fn what_the_user_tells_around_a_colon_is_material_not_a_request() {
+        // before the colon what the user has, after it what they can pay: the plan's material
+        // (each reached Crystal too before: "I have two credit cards" and "I can pay $450 a month")
+        let cards = "I have two credit cards: Visa $3,100 at 23%, Discover $1,400 at 18%. \
+                     I can pay $450 a month total. Give me an avalanche plan.";
+        assert_eq!(picked(cards), ["blitz-debt"]);
+    }
+
+    #[test]
+    fn told_and_asked_with_no_sure_question_is_read_as_one_request() {
+        // the question alone is not sure of its agent, and what is told reaches another
+        // (Crystal, Tag): the whole message says who
+        let trip = "my brother's graduating in Denver next May and I want to fly out. the trip will be around \
+                    $1,400 total. I've got $300 put aside so far, will I make it if I add $150 a month?";
+        assert_eq!(picked(trip), ["goalie-goals"]);
+        let iceland = "So my dream is a trip to Iceland in 2027. I've been saving, about $1,900 so far toward \
+                       $6,000. I can only spare around $200 a month. Think I'll make it by next spring?";
+        assert_eq!(picked(iceland), ["goalie-goals"]);
+        let cards = "I have debt on two card, one 1800 with 22% and other 700 with 29%. I can pay 300 every month. \
+                     Which one first and how many months?";
+        assert_eq!(picked(cards), ["blitz-debt"]);
     }
 
     #[test]
