@@ -485,6 +485,13 @@ mod tests {
             assert!(bad(toml).contains(field), "{toml}: {}", bad(toml));
         }
         assert!(bad("[queue]\nretention_hours = 5\n").contains("retention_hours"), "an unknown field is named");
+        // more examples than the router should learn at start-up: refused, naming the agent
+        let many = |n: usize| {
+            let examples: Vec<String> = (0..n).map(|i| format!("\"request {i}\"")).collect();
+            format!("[[agents]]\nslug = \"x\"\nname = \"X\"\nexamples = [{}]\n", examples.join(", "))
+        };
+        assert!(bad(&many(1001)).contains("agent 'x' has 1001 examples; at most 1000"), "{}", bad(&many(1001)));
+        assert!(Config::from_toml(&many(1000)).and_then(|c| c.validate()).is_ok());
         let peerless = "[[agents]]\nslug = \"q\"\nname = \"Q\"\nbackend = { kind = \"queue\" }\n";
         assert!(bad(peerless).contains("peer"), "{}", bad(peerless));
     }

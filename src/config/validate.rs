@@ -8,7 +8,7 @@ use super::{Config, PlanKind};
 use crate::protocol::DelegationError;
 
 /// Examples one agent may have: the router learns from every one of them.
-const MAX_EXAMPLES: usize = 500;
+const MAX_EXAMPLES: usize = 1_000;
 /// The longest example: a request, not a document.
 const MAX_EXAMPLE_BYTES: usize = 500;
 
