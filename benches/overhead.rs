@@ -537,11 +537,12 @@ fn lineage(n: usize) {
         i = (i + 1) % calls;
         i
     };
-    // what b does with a token that arrives: verify it, and for the call it
-    // sends on, the child of the verified claims attenuated and encoded
+    // what b does with a token that arrives: decode and verify it (once, as
+    // `Authority::verify` does), and for the call it sends on, the child of
+    // the verified claims attenuated and encoded
     let hop_of = |t1: &str| {
-        let v = verify(t1, &at_b, now).expect("verify at b");
         let token = switchboard::lineage::Token::decode(t1).expect("decode");
+        let v = token.verify(&at_b, now).expect("verify at b");
         let child = v.claims.child(RequestId::new(), Link::new(slug("byte-doc"), slug("tag-ai"), "tag"), "c");
         black_box(b.attenuate(&token, child).expect("hop 2").encode());
     };
