@@ -578,16 +578,26 @@ mod tests {
     #[test]
     fn told_and_asked_with_no_sure_question_is_read_as_one_request() {
         // the question alone is not sure of its agent, and what is told reaches another
-        // (Crystal, Tag): the whole message says who
-        let trip = "my brother's graduating in Denver next May and I want to fly out. the trip will be around \
-                    $1,400 total. I've got $300 put aside so far, will I make it if I add $150 a month?";
-        assert_eq!(picked(trip), ["goalie-goals"]);
+        // (Tag, Crystal): the whole message says who
         let iceland = "So my dream is a trip to Iceland in 2027. I've been saving, about $1,900 so far toward \
                        $6,000. I can only spare around $200 a month. Think I'll make it by next spring?";
         assert_eq!(picked(iceland), ["goalie-goals"]);
         let cards = "I have debt on two card, one 1800 with 22% and other 700 with 29%. I can pay 300 every month. \
                      Which one first and how many months?";
         assert_eq!(picked(cards), ["blitz-debt"]);
+    }
+
+    #[test]
+    fn email_addresses_in_a_list_are_datas_not_a_message_to_write() {
+        // "emails" in a list to check are addresses: each of these reached Email too, or only
+        let choir = "Here's our choir's contact list as a CSV. Make it JSON and tell me which emails look broken.";
+        assert_eq!(picked(choir), ["data"]);
+        let gym = "I exported the gym members sheet to CSV; some people signed up twice and a few emails are junk. \
+                   Clean it into JSON?";
+        assert_eq!(picked(gym), ["data"]);
+        assert_eq!(picked("which of these emails would bounce: ana@mail.com, bo@@x.org, kim@site"), ["data"]);
+        // one email is still a message
+        assert_eq!(picked("draft an email to my landlord about the broken heater"), ["email"]);
     }
 
     #[test]

@@ -27,6 +27,8 @@ const STOP: &[&str] = &[
 const IRREGULAR: &[(&str, &str)] = &[
     ("bought", "buy"),
     ("done", "do"),
+    // a list's addresses, not messages: `check which emails are invalid` is not Email's
+    ("emails", "addresses"),
     ("gave", "give"),
     ("got", "get"),
     ("made", "make"),
