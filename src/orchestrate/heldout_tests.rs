@@ -68,7 +68,7 @@ fn leave_one_round_out() {
     let all = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"]);
     let base = Config::builtin();
     let mut total = Tally::default();
-    for round in ["h", "n", "r", "q", "v", "w", "x", "y", "z", "k", "m", "g", "p", "s", "f"] {
+    for round in ["h", "n", "r", "q", "v", "w", "x", "y", "z", "k", "m", "g", "p", "s", "f", "c"] {
         let held: Vec<&Case> = all.iter().filter(|c| c.split == "seen" && c.id.starts_with(round)).collect();
         let texts: HashSet<Vec<String>> = held.iter().map(|c| words(&c.text)).collect();
         let mut config = base.clone();
