@@ -127,11 +127,11 @@ impl Runtime {
             conversation.messages.clear();
             conversation.facts.clear();
         }
-        let tree = Some((self, &*adm.node.tree));
-        conversation.step = Some(journal::ended(step, &response, adm.node.reads.take(), tree));
+        let ended = journal::ended(self, step, &response, adm.node.reads.take(), Some(&adm.node.tree));
         // a keyed answer is kept under its key (or the key freed) in the commit of its record,
         // with its tokens (a repeat gets the values back from the tree's sealed vault)
-        conversation.key = idempotency::answer(&adm.req, &response);
+        conversation.key = idempotency::answer(&adm.req, &response, ended.response.as_deref());
+        conversation.step = Some(ended);
         // respond: back at the edge the caller gets its own values back
         if parent.is_none() {
             Pii::new(&self.inner.redactor, Some(&adm.node.tree)).restore(&mut response);

@@ -102,13 +102,18 @@ pub(super) async fn free(rt: &Runtime, req: &DelegationRequest) {
 /// its answer kept for repeats, or the key freed after a failure (or a
 /// question for the user: the same key sent again after the answer runs
 /// again). A paused tree keeps its key held: it finishes (and keeps its
-/// answer) when resumed.
-pub(super) fn answer(req: &DelegationRequest, response: &DelegationResponse) -> Option<KeyAnswer> {
+/// answer) when resumed. `written` is the answer as its step keeps it
+/// (`journal::ended`): the same document, not written a second time.
+pub(super) fn answer(
+    req: &DelegationRequest,
+    response: &DelegationResponse,
+    written: Option<&str>,
+) -> Option<KeyAnswer> {
     let key = req.idempotency_key.as_ref()?;
     let response = match response.status {
         Status::NeedsApproval => return None,
         Status::Failed | Status::NeedsInput => None,
-        _ => serde_json::to_string(response).ok(),
+        _ => written.map(str::to_string),
     };
     Some(KeyAnswer { user_id: req.user_id.clone(), key: key.clone(), response })
 }

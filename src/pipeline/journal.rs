@@ -46,7 +46,7 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
         // a small envelope takes microseconds to redact: inline, on the vault itself
         let mut envelope = adm.req.clone();
         redact_request(&rt.inner.redactor, &mut adm.node.tree.vault(), &mut envelope);
-        (serde_json::to_string(&envelope).unwrap_or_default(), sealed(rt, &adm.node.tree))
+        (kept(rt, &envelope).unwrap_or_default(), sealed(rt, &adm.node.tree))
     } else {
         let (rt, req, tree) = (rt.clone(), adm.req.clone(), adm.node.tree.clone());
         let redacting = tokio::task::spawn_blocking(move || {
@@ -68,7 +68,7 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
                 redact_request(&rt.inner.redactor, &mut vault, &mut envelope);
             }
             drop(vault);
-            (serde_json::to_string(&envelope).unwrap_or_default(), sealed(&rt, &tree))
+            (kept(&rt, &envelope).unwrap_or_default(), sealed(&rt, &tree))
         });
         match tokio::time::timeout_at(adm.node.deadline, redacting).await {
             Ok(Ok(kept)) => kept,
@@ -99,6 +99,15 @@ pub(super) async fn start(rt: &Runtime, adm: &Admitted, caller: &Principal, entr
         updated_at: now,
         owner: Some(rt.inner.lease.id.clone()),
     }
+}
+
+/// `value` as JSON the way the store keeps it: the texts the pipeline did
+/// not redact with the tree's vault (ids aside, every other string) are
+/// redacted as it is written, with a vault of its own as the store's pass
+/// would, and the store's pass then knows the document clean
+/// (`Redactor::to_json`) instead of reading it again.
+fn kept<T: serde::Serialize>(rt: &Runtime, value: &T) -> Option<String> {
+    rt.inner.redactor.to_json(value, &mut crate::redact::Vault::new())
 }
 
 /// Envelopes whose texts are smaller than this (bytes) are redacted inline;
@@ -133,13 +142,14 @@ fn seal(rt: &Runtime, vault: &crate::redact::Vault) -> Option<String> {
 /// for a vault held by work the tree gave up on (a large input's redaction
 /// past the deadline runs on, holding it), and keeps the one it started with.
 pub(super) fn ended(
+    rt: &Runtime,
     mut step: TreeStep,
     response: &DelegationResponse,
     reads: Option<StepReads>,
-    tree: Option<(&Runtime, &Tree)>,
+    tree: Option<&Tree>,
 ) -> TreeStep {
     if step.is_top()
-        && let Some((rt, tree)) = tree
+        && let Some(tree) = tree
     {
         let now = if response.status == Status::NeedsApproval {
             sealed(rt, tree)
@@ -148,14 +158,14 @@ pub(super) fn ended(
         };
         step.pii = now.or(step.pii);
     }
-    step.reads = reads.and_then(|r| serde_json::to_string(&r).ok());
+    step.reads = reads.and_then(|r| kept(rt, &r));
     step.state = match (response.status, response.error_code()) {
         (Status::NeedsApproval, _) => StepState::Waiting,
         (Status::Failed, Some(ErrorCode::Cancelled)) => StepState::Cancelled,
         (Status::Failed, _) => StepState::Failed,
         _ => StepState::Done,
     };
-    step.response = serde_json::to_string(response).ok();
+    step.response = kept(rt, response);
     step.attempts = response.execution.as_ref().map_or(0, |e| e.attempts);
     step.updated_at = now_ms();
     step

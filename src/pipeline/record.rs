@@ -265,7 +265,8 @@ pub(super) async fn offline(
     record.status = response.status.as_str().into();
     record.error_code = response.error_code().map(|c| c.to_string());
     record.duration_ms = u64::try_from(now_ms().saturating_sub(step.created_at)).unwrap_or(0);
-    let conversation = Conversation { step: Some(journal::ended(step, response, None, None)), ..Default::default() };
+    let conversation =
+        Conversation { step: Some(journal::ended(rt, step, response, None, None)), ..Default::default() };
     finish(rt, &record, conversation, 0.0, false, Durability::Now).await
 }
 

@@ -46,6 +46,7 @@
 mod checksums;
 mod clean;
 mod detect;
+mod json_out;
 mod seal;
 mod seen;
 mod vault;
