@@ -17,7 +17,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::softmax::Softmax;
-use super::text::{base, clause_pieces, clauses, content, features, features_of, shapes, without_names};
+use super::text::{base, clause_pieces, clauses, content, features, features_of, row, shapes, table, without_names};
 use crate::config::AgentSpec;
 
 /// The score (the router's probability) from which an agent is picked for
@@ -397,7 +397,11 @@ impl Router {
                 // a request that goes on after its material (`…: 3 done, 1 blocked, and put a
                 // review on my calendar`) adds whoever its later clauses clearly name; the
                 // clause right after the colon is the material itself
-                let later = clauses(&text[at + 1..]).into_iter().skip(1).filter(|c| !tells(c));
+                let sep = table(text);
+                let later = clauses(&text[at + 1..])
+                    .into_iter()
+                    .skip(1)
+                    .filter(|c| !tells(c) && !sep.is_some_and(|s| row(c, s)));
                 for m in later.filter_map(|c| self.pick(&c)).filter(|m| m.score >= STRONG) {
                     if !routed.picks.iter().any(|p| p.agent == m.agent) {
                         routed.picks.push(m);
@@ -444,8 +448,17 @@ impl Router {
         let pick = |clause: &str| {
             if clause.trim() == text.trim() { best.clone().and_then(|m| self.picked(m)) } else { self.pick(clause) }
         };
+        // a pasted table's rows are material: they ask no one when another clause asks someone
+        let sep = table(text);
+        let pieces: Vec<Vec<String>> = clause_pieces(text);
+        let rows: Vec<bool> = pieces.iter().map(|p| sep.is_some_and(|s| row(&p.join(" "), s))).collect();
+        let pieces = if rows.iter().any(|r| !r) {
+            pieces.into_iter().zip(&rows).filter(|(_, r)| !**r).map(|(p, _)| p).collect()
+        } else {
+            pieces
+        };
         // each clause's agents, and whether it tells of the user rather than asks
-        let clauses: Vec<(Vec<Match>, bool)> = clause_pieces(text)
+        let clauses: Vec<(Vec<Match>, bool)> = pieces
             .into_iter()
             .map(|pieces| {
                 let clause = pieces.join(" ");
@@ -542,6 +555,24 @@ mod tests {
 
     fn picked(text: &str) -> Vec<String> {
         router().route(text).picks.into_iter().map(|m| m.agent).collect()
+    }
+
+    /// Each text failed before its rule: a row's merchant and figures read as a receipt's, or its
+    /// amount as a savings goal's.
+    #[test]
+    fn a_pasted_tables_rows_are_material_not_requests() {
+        let asked = [
+            "Could you check this for repeated lines and hand it back as JSON?\norder_id,customer,total,contact\n\
+             1001,Ines Duarte,42.50,ines@duarte.pt\n1002,Leo Marsh,18.00,leo@marsh\n1001,Ines Duarte,42.50,ines@duarte.pt",
+            "turn into json pls\nid;date;merchant;amount\n7;2025-04-02;Aldi;31,20\n8;2025-04-03;Shell;55,00",
+        ];
+        for text in asked {
+            assert_eq!(picked(text), ["data"], "{text}");
+        }
+        // a sentence's commas make no table, and one line of a list is no table
+        assert_eq!(picked("Break down my spending on food, rent, and fun this month."), ["crystal-analytics"]);
+        assert_eq!(super::super::text::table("apples, pears, plums\nthen rank them"), None);
+        assert_eq!(super::super::text::table("a,b,c\n1,2,3"), Some(','));
     }
 
     #[test]

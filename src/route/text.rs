@@ -228,6 +228,24 @@ pub(crate) fn clauses(text: &str) -> Vec<String> {
     clause_pieces(text).into_iter().map(|pieces| pieces.join(" ")).collect()
 }
 
+/// What a pasted table's rows are cut by in `text` (a bank's CSV export, a
+/// sheet's lines): two lines in a row with the same separator, a comma, a
+/// tab or a semicolon, as many times and at least twice. None when `text`
+/// holds no table.
+pub(crate) fn table(text: &str) -> Option<char> {
+    [',', '\t', ';'].into_iter().find(|sep| {
+        let counts: Vec<usize> = text.lines().map(|l| l.matches(*sep).count()).collect();
+        counts.windows(2).any(|w| w[0] >= 2 && w[0] == w[1])
+    })
+}
+
+/// Whether `clause` is a row of a table cut by `sep` ([`table`]): the
+/// separator at least twice, never followed by a blank as a sentence's
+/// commas are (`Break down food, rent, and fun` is no row).
+pub(crate) fn row(clause: &str, sep: char) -> bool {
+    clause.matches(sep).count() >= 2 && (sep != ',' || !clause.contains(", "))
+}
+
 /// The clauses of a request, each as the pieces it was joined from (see
 /// [`clauses`]): `what's my largest expense and is it deductible` is one
 /// clause of two pieces, the second of which may still ask someone else.
