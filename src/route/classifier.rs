@@ -222,10 +222,11 @@ impl Router {
         let mut common: Vec<(Vec<char>, u32)> =
             known.iter().filter(|(_, n)| **n >= COMMON).map(|(w, n)| (w.chars().collect(), *n)).collect();
         common.sort_unstable();
+        // a text's first word is its `f:` feature (`features_of`)
         let mut firsts: HashMap<String, std::collections::HashSet<usize>> = HashMap::new();
-        for (agent, t, _) in &raw {
-            if let Some(first) = content(t).first() {
-                firsts.entry(base(first)).or_default().insert(*agent);
+        for (agent, _, f) in &raw {
+            for first in f.keys().filter_map(|k| k.strip_prefix("f:")) {
+                firsts.entry(first.to_string()).or_default().insert(*agent);
             }
         }
         let starts = firsts.into_iter().map(|(w, a)| (w, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect();
@@ -474,13 +475,11 @@ impl Router {
         };
         // a pasted table's rows are material: they ask no one when another clause asks someone
         let sep = table(text);
-        let pieces: Vec<Vec<String>> = clause_pieces(text);
-        let rows: Vec<bool> = pieces.iter().map(|p| sep.is_some_and(|s| row(&p.join(" "), s))).collect();
-        let pieces = if rows.iter().any(|r| !r) {
-            pieces.into_iter().zip(&rows).filter(|(_, r)| !**r).map(|(p, _)| p).collect()
-        } else {
-            pieces
-        };
+        let is_row = |p: &Vec<String>| sep.is_some_and(|s| row(&p.join(" "), s));
+        let mut pieces = clause_pieces(text);
+        if !pieces.iter().all(is_row) {
+            pieces.retain(|p| !is_row(p));
+        }
         // each clause's agents, and whether it tells of the user rather than asks
         let clauses: Vec<(Vec<Match>, bool)> = pieces
             .into_iter()
