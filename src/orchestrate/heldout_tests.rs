@@ -38,6 +38,25 @@ fn no_configured_example_is_a_held_out_request() {
     assert!(copies.is_empty(), "{}", copies.join("\n"));
 }
 
+/// The specialists Prime's planner alone reaches for `c`, and whether that is right.
+fn reached(p: &RulePlanner, c: &Case) -> (Vec<String>, bool) {
+    let mut earlier = Earlier::None;
+    for e in &c.earlier {
+        let asked = p.choose_turn(e, Earlier::None, &[]).asks;
+        earlier = if asked { Earlier::Asked(e) } else { Earlier::Said(e.lines().next().unwrap_or_default()) };
+    }
+    let choice = p.choose_with(&c.text, earlier, &[], c.attach.is_some());
+    let mut got: Vec<String> = choice.plan.agents().iter().map(|a| a.to_string()).collect();
+    got.sort();
+    got.dedup();
+    let missing = c.expect.iter().any(|a| !got.contains(a));
+    let extra = got.iter().any(|a| !c.expect.contains(a) && !c.also_ok.contains(a));
+    let team_list =
+        matches!(&choice.plan, Plan::Direct { answer } if !choice.asks && answer.contains("My team can help with"));
+    let unserved = c.expect.is_empty() && team_list && ["unserved", "vague"].contains(&c.style.as_str());
+    (got, !(missing || extra || unserved))
+}
+
 /// Leave-one-round-out over the seen rounds, with Prime's planner alone (no
 /// runtime): each round is scored by a planner whose agents' examples leave
 /// out that round's requests. What the router's changes were chosen by
@@ -46,24 +65,6 @@ fn no_configured_example_is_a_held_out_request() {
 #[ignore = "a tuning aid: prints the cross-validated accuracy, asserts nothing"]
 fn leave_one_round_out() {
     use std::collections::HashSet;
-
-    fn reached(p: &RulePlanner, c: &Case) -> (Vec<String>, bool) {
-        let mut earlier = Earlier::None;
-        for e in &c.earlier {
-            let asked = p.choose_turn(e, Earlier::None, &[]).asks;
-            earlier = if asked { Earlier::Asked(e) } else { Earlier::Said(e.lines().next().unwrap_or_default()) };
-        }
-        let choice = p.choose_with(&c.text, earlier, &[], c.attach.is_some());
-        let mut got: Vec<String> = choice.plan.agents().iter().map(|a| a.to_string()).collect();
-        got.sort();
-        got.dedup();
-        let missing = c.expect.iter().any(|a| !got.contains(a));
-        let extra = got.iter().any(|a| !c.expect.contains(a) && !c.also_ok.contains(a));
-        let team_list =
-            matches!(&choice.plan, Plan::Direct { answer } if !choice.asks && answer.contains("My team can help with"));
-        let unserved = c.expect.is_empty() && team_list && ["unserved", "vague"].contains(&c.style.as_str());
-        (got, !(missing || extra || unserved))
-    }
 
     let all = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"]);
     let base = Config::builtin();
@@ -95,4 +96,23 @@ fn leave_one_round_out() {
         println!("round {round}: {}", t.line());
     }
     println!("leave-one-round-out: {}", total.line());
+}
+
+/// The held-out half with Prime's planner alone (no runtime), for comparing
+/// two routers on it once a change is chosen (the embedding trial against
+/// the default: scripts/embedding-trial.sh). The integration test `routing`
+/// is the half's score; this one leaves out the runtime around the planner.
+#[test]
+#[ignore = "a comparison aid: prints the held-out half's accuracy, asserts nothing"]
+fn held_out_half_with_the_planner_alone() {
+    let p = RulePlanner::new(&Config::builtin(), "prime-boss").unwrap();
+    let mut held = Tally::default();
+    for c in cases(&["heldout.jsonl"]) {
+        let (got, ok) = reached(&p, &c);
+        held.add(ok);
+        if !ok {
+            println!("  {} [{}] {:?}: expected {:?}, reached {got:?}", c.id, c.style, c.text, c.expect);
+        }
+    }
+    println!("held-out half, the planner alone: {}", held.line());
 }

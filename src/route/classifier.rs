@@ -232,12 +232,36 @@ impl Router {
         let starts = firsts.into_iter().map(|(w, a)| (w, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect();
         let model = Softmax::train(0, 0, &[]);
         let mut router = Self { agents, makes, me, vocabulary, idf, docs: Vec::new(), model, known, common, starts };
-        router.docs = raw.into_iter().map(|(agent, text, f)| Doc { agent, text, vector: router.vector(&f) }).collect();
+        router.docs = raw
+            .into_iter()
+            .map(|(agent, text, f)| {
+                #[allow(unused_mut)]
+                let mut vector = router.vector(&f);
+                #[cfg(test)]
+                router.embedded(&text, &mut vector);
+                Doc { agent, text, vector }
+            })
+            .collect();
         let examples: Vec<(usize, &[(u32, f32)])> =
             router.docs.iter().map(|d| (d.agent, d.vector.as_slice())).collect();
-        let model = Softmax::train(router.vocabulary.len(), router.agents.len(), &examples);
+        #[cfg(test)]
+        let features =
+            router.vocabulary.len() + usize::from(super::embedding_trial::on()) * super::embedding_trial::DIMENSIONS;
+        #[cfg(not(test))]
+        let features = router.vocabulary.len();
+        let model = Softmax::train(features, router.agents.len(), &examples);
         router.model = model;
         router
+    }
+
+    /// The embedding trial's features of `text` appended to `v` (ids after
+    /// the vocabulary's), when the trial is on (`super::embedding_trial`).
+    #[cfg(test)]
+    fn embedded(&self, text: &str, v: &mut Vector) {
+        if let Some(e) = super::embedding_trial::embed(&without_names(text)) {
+            let base = self.vocabulary.len();
+            v.extend(e.into_iter().enumerate().filter_map(|(i, x)| Some((u32::try_from(base + i).ok()?, x))));
+        }
     }
 
     fn vector(&self, f: &HashMap<String, f32>) -> Vector {
@@ -303,7 +327,10 @@ impl Router {
         if !f.keys().any(|k| !k.starts_with("c:") && self.vocabulary.contains_key(k)) {
             return Vec::new();
         }
-        let q = self.vector(&f);
+        #[allow(unused_mut)]
+        let mut q = self.vector(&f);
+        #[cfg(test)]
+        self.embedded(text, &mut q);
         let Some(p) = self.model.probabilities(&q) else { return Vec::new() };
         let mut out: Vec<Match> = self
             .agents

@@ -7,6 +7,8 @@
 pub(crate) mod classifier;
 pub(crate) mod discovery;
 pub(crate) mod domains;
+#[cfg(test)]
+mod embedding_trial;
 pub(crate) mod history;
 pub(crate) mod softmax;
 pub(crate) mod text;
