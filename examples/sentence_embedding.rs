@@ -25,7 +25,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     };
     let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).map_err(|e| format!("{dir}/{name}: {e}"));
     let config: Config = serde_json::from_str(&read("config.json")?)?;
-    let tokenizer: tokenizers::Tokenizer = read("tokenizer.json")?.parse()?;
+    let tokenizer: tokenizers::Tokenizer =
+        read("tokenizer.json")?.parse().map_err(|e| format!("tokenizer.json: {e}"))?;
     let device = Device::Cpu;
     // SAFETY: the weights file is mapped read-only and not changed while this process runs
     let weights =
@@ -34,7 +35,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut out = std::io::stdout().lock();
     for line in std::io::stdin().lock().lines() {
         let line = line?;
-        let encoding = tokenizer.encode(line.as_str(), true)?;
+        let encoding = tokenizer.encode(line.as_str(), true).map_err(|e| e.to_string())?;
         let ids = Tensor::new(encoding.get_ids(), &device)?.unsqueeze(0)?;
         let tokens = model.forward(&ids, &ids.zeros_like()?, None)?;
         // the mean over the tokens, at unit length (what sentence-transformers does for this model)

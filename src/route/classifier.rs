@@ -576,6 +576,10 @@ impl Router {
 /// verb is no wish ("I need", "we want", "I'd like" ask), and it asks no
 /// question. After a request such a clause is that request's material
 /// ("Lay out a snowball plan: Visa $950 at 21%. I can do $800 a month").
+/// A clause that presents what came with the request ("Here's my statement
+/// export", "This is my bank export", "Attached are last week's receipts")
+/// tells too: beside a clause that asks, the document is that request's
+/// material, not a request to read it.
 fn tells(clause: &str) -> bool {
     if clause.contains('?') {
         return false;
@@ -584,12 +588,29 @@ fn tells(clause: &str) -> bool {
     let mut words = lower.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')).filter(|w| !w.is_empty());
     let skip = ["and", "also", "then", "plus", "but", "so", "oh", "ok", "okay"];
     let Some(first) = words.by_ref().find(|w| !skip.contains(w)) else { return false };
+    if presents(first, words.clone()) {
+        return true;
+    }
     let subject = ["i", "i'm", "i’m", "i've", "i’ve", "we", "we're", "we’re", "we've", "we’ve", "my", "our"];
     if !subject.contains(&first) {
         return false;
     }
     let wish = ["need", "want", "wanna", "would", "like", "wish", "'d", "please", "also"];
     !words.take(2).any(|w| wish.contains(&w))
+}
+
+/// Whether a clause whose first word is `first` (then `rest`) presents a
+/// document: "here's …", "here is/are …", "this is my/the/a …",
+/// "attached …", "I've attached …".
+fn presents<'a>(first: &str, mut rest: impl Iterator<Item = &'a str>) -> bool {
+    let (second, third) = (rest.next(), rest.next());
+    match first {
+        "here's" | "here’s" | "attached" => true,
+        "here" => matches!(second, Some("is" | "are")),
+        "this" => second == Some("is") && matches!(third, Some("my" | "the" | "a" | "an" | "our")),
+        "i've" | "i’ve" | "i" => matches!(second, Some("attached")),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -669,6 +690,27 @@ mod tests {
         let bakery = "I run a small bakery and everything goes through one card, ugh. \
                       Just tell me which categories took the most money in October.";
         assert_eq!(picked(bakery), ["crystal-analytics"]);
+    }
+
+    #[test]
+    fn a_clause_that_presents_a_document_is_the_material_of_the_one_that_asks() {
+        for presents in [
+            "Here's my statement export",
+            "here is last month's export",
+            "This is my bank statement export",
+            "Attached are the receipts from my trip",
+            "I've attached my checking account export",
+        ] {
+            assert!(tells(presents), "{presents}");
+        }
+        for not in ["This is going to our finance director", "here's how much I owe?", "Attach the receipt"] {
+            assert!(!tells(not), "{not}");
+        }
+        // beside a request sure of its agent, the document is what it works on, not Byte's to read
+        let statement = "Here's my statement export. Sort each line into a category for me.";
+        assert_eq!(picked(statement), ["tag-ai"]);
+        // alone, presenting a document is still a request to read it
+        assert_eq!(picked("here's my statement from the bank"), ["byte-doc"]);
     }
 
     #[test]

@@ -90,8 +90,15 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
         for earlier in &case.earlier {
             session = Some(ask(&rt, earlier, None, session).await.session_id);
         }
-        let r = ask(&rt, &case.text, case.attach.as_deref().map(attached), session).await;
-        let (reached, why) = judge(&case, &r);
+        let opts = AskOptions { input: case.attach.as_deref().map(attached), session, ..AskOptions::default() };
+        // a turn that ends in an error reached no one the user hears from: a miss, with its error
+        let (r, (reached, why)) = match rt.ask(&user("eval"), &case.text, opts).await {
+            Ok(r) => {
+                let judged = judge(&case, &r);
+                (Some(r), judged)
+            }
+            Err(e) => (None, (Vec::new(), Some(format!("the turn failed: {e}")))),
+        };
         let ok = why.is_none();
         by_split.entry(case.split.clone()).or_default().add(ok);
         let labels = if case.expect.is_empty() { vec!["prime".to_string()] } else { case.expect.clone() };
@@ -100,14 +107,15 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
         }
         by_style.entry((case.split.clone(), case.style.clone())).or_default().add(ok);
         if let Some(why) = why {
-            let first = r.answer.lines().next().unwrap_or_default().chars().take(100).collect::<String>();
+            let (status, first) = r.as_ref().map_or(("error", String::new()), |r| {
+                (r.status.as_str(), r.answer.lines().next().unwrap_or_default().chars().take(100).collect())
+            });
             misses.push(format!(
-                "{} [{}] {:?}: expected {:?}, reached {reached:?}: {why}; {} \"{first}\"",
+                "{} [{}] {:?}: expected {:?}, reached {reached:?}: {why}; {status} \"{first}\"",
                 case.id,
                 case.style,
                 case.text.replace('\n', " / "),
                 case.expect,
-                r.status.as_str()
             ));
         }
     }
