@@ -30,7 +30,6 @@ impl PrimeAgent {
     }
 
     /// Learns the router now (`runtime::learn_routers`).
-    #[cfg(feature = "cli")]
     pub(crate) fn learn(&self) {
         self.planner.router();
     }

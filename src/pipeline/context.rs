@@ -19,6 +19,12 @@ use crate::store::{Conversation, Fact, Message, now_ms};
 
 /// How many of the target's recent messages reach it.
 const HISTORY_MESSAGES: usize = 5;
+/// How many of the user's facts reach an agent: the newest. A user's
+/// memory only grows (each delegation may learn a fact), and every fact an
+/// agent gets is part of its prompt and charged to its budget: all of them
+/// made a long-kept user's every delegation dearer, until a request of
+/// three steps outgrew Prime's 16,000 tokens (docs/ROUTING.md, round 20).
+const MAX_FACTS: usize = 24;
 
 /// The task the agent sees: the redacted request plus facts and history.
 pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, DelegationError> {
@@ -29,7 +35,9 @@ pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, Deleg
     if let Some(d) = &spec.domain {
         scopes.push(format!("domain:{d}"));
     }
-    let facts = inner.store.facts(&req.user_id, &scopes).await?;
+    // oldest first: the newest are the last
+    let mut facts = inner.store.facts(&req.user_id, &scopes).await?;
+    facts.drain(..facts.len().saturating_sub(MAX_FACTS));
     let history = match &adm.sessions.child {
         Some(child) if !adm.sessions.new_child => inner.store.recent_messages(child.id, HISTORY_MESSAGES).await?,
         _ => Vec::new(),

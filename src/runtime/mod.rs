@@ -26,7 +26,6 @@ mod tree_view;
 pub use builder::RuntimeBuilder;
 pub use in_flight::Admission;
 pub use insights::whose;
-#[cfg(feature = "cli")]
 pub(crate) use registry::learn_routers;
 pub use registry::{Member, Registry};
 pub(crate) use replica::{Census, Top, hold};

@@ -190,7 +190,6 @@ fn not_built(spec: &AgentSpec, what: &str, feature: &str) -> DelegationError {
 /// listens, so that no request waits for it and nothing it holds up (a
 /// replica's lease, renewed on the runtime) runs late. Learned routers are
 /// kept by what they learned from, so the Prime that plans later finds it.
-#[cfg(feature = "cli")]
 pub(crate) fn learn_routers(config: &Config) {
     if config.prime.planner == "llm" {
         return;

@@ -76,6 +76,26 @@ fn fact(user: &str, scope: &str, text: &str) -> Fact {
     }
 }
 
+/// A user's memory only grows; an agent gets its newest facts, not all of
+/// them (every fact is part of the prompt, charged to the budget).
+#[tokio::test]
+async fn the_delegate_gets_the_users_newest_facts_not_all_of_them() {
+    for db in db::both().await {
+        let store = db.dyn_store();
+        let many: Vec<Fact> = (0..60)
+            .map(|i| Fact { created_at: 1_000 + i, ..fact("alice", "global", &format!("fact number {i}")) })
+            .collect();
+        store.add_facts(&clean(many)).await.unwrap();
+        let (seen, calls): (Seen, _) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
+        let rt = runtime(store.clone(), seen.clone(), calls.clone());
+        let r = rt.delegate(&operator(), to_keeper("task", SessionId::new())).await;
+        assert!(r.is_success(), "{}: {r:?}", db.name);
+        let task = seen.lock().unwrap().last().cloned().unwrap();
+        let want: Vec<String> = (36..60).map(|i| format!("fact number {i}")).collect();
+        assert_eq!(task.facts, want, "{}: the newest 24, oldest first", db.name);
+    }
+}
+
 #[tokio::test]
 async fn the_delegate_gets_facts_objective_handoff_and_its_last_five_messages() {
     for db in db::both().await {
