@@ -340,6 +340,16 @@ async fn run(cli: Cli) -> u8 {
         Ok(r) => r,
         Err(e) => return usage_error(e.message),
     };
+    // a command that runs a tree learns Prime's router first, off the runtime's threads: inside a
+    // request it would spend the tree's deadline (seconds in a debug build), and a resumed tree's
+    // clock kept running from its first request
+    if matches!(
+        cli.command,
+        Command::Ask(_) | Command::Delegate(_) | Command::Demo | Command::Replay(_) | Command::Approve(_)
+    ) {
+        let learner = runtime.clone();
+        let _ = tokio::task::spawn_blocking(move || learner.learn_routers()).await;
+    }
     match cli.command {
         Command::Ask(args) => ask(&runtime, args, cli.json).await,
         Command::Delegate(args) => delegate(&runtime, args, cli.json).await,
