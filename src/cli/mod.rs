@@ -340,15 +340,10 @@ async fn run(cli: Cli) -> u8 {
         Ok(r) => r,
         Err(e) => return usage_error(e.message),
     };
-    // a command that runs a tree learns Prime's router first, off the runtime's threads: inside a
-    // request it would spend the tree's deadline (seconds in a debug build), and a resumed tree's
-    // clock kept running from its first request
-    if matches!(
-        cli.command,
-        Command::Ask(_) | Command::Delegate(_) | Command::Demo | Command::Replay(_) | Command::Approve(_)
-    ) {
-        let learner = runtime.clone();
-        let _ = tokio::task::spawn_blocking(move || learner.learn_routers()).await;
+    // a command that runs a tree learns Prime's router first (`approve` once its decision is
+    // kept, just before the tree resumes)
+    if matches!(cli.command, Command::Ask(_) | Command::Delegate(_) | Command::Demo | Command::Replay(_)) {
+        learn_routers(&runtime).await;
     }
     match cli.command {
         Command::Ask(args) => ask(&runtime, args, cli.json).await,
@@ -375,6 +370,14 @@ async fn run(cli: Cli) -> u8 {
     }
 }
 
+/// Learns Prime's router off the runtime's threads before a tree runs:
+/// inside a request it would spend the tree's deadline (seconds in a debug
+/// build), and a resumed tree's clock runs from its first request.
+pub(super) async fn learn_routers(runtime: &Runtime) {
+    let learner = runtime.clone();
+    let _ = tokio::task::spawn_blocking(move || learner.learn_routers()).await;
+}
+
 async fn serve(runtime: Runtime, args: ServeArgs, work: Option<crate::server::WorkRuntime>) -> u8 {
     use std::io::Write as _;
     let auth = runtime.config().auth.clone();
@@ -392,8 +395,7 @@ async fn serve(runtime: Runtime, args: ServeArgs, work: Option<crate::server::Wo
         Err(e) => return usage_error(e.message),
     };
     // Prime's router learned before the first request, off the runtime's threads
-    let config = state.runtime.config().clone();
-    let _ = tokio::task::spawn_blocking(move || crate::runtime::learn_routers(&config)).await;
+    learn_routers(&state.runtime).await;
     let listener = match tokio::net::TcpListener::bind(args.addr).await {
         Ok(l) => l,
         Err(e) => return usage_error(format!("cannot listen on {}: {e}", args.addr)),

@@ -45,23 +45,37 @@ impl Softmax {
         }
         let mut order: Vec<usize> = (0..examples.len()).collect();
         let mut p = vec![0.0; classes];
+        let keep = 1.0 - RATE * DECAY;
+        // Plain loops over slices, no iterator adapters: the router is learnt
+        // at every start, and an unoptimized (test) build pays a call per
+        // adapter step, ~10x the time of these loops.
         for _ in 0..EPOCHS {
             shuffle(&mut order);
             for &i in &order {
                 let (class, x) = examples[i];
                 m.fill(x, &mut p);
-                for (c, pc) in p.iter().enumerate() {
-                    let g = pc - if c == class { 1.0 } else { 0.0 };
-                    if g.abs() < SETTLED {
-                        continue;
+                let (weights, bias) = (m.weights.as_mut_slice(), m.bias.as_mut_slice());
+                let mut c = 0;
+                while c < classes {
+                    let g = p[c] - if c == class { 1.0 } else { 0.0 };
+                    if g.abs() >= SETTLED {
+                        bias[c] -= RATE * g;
+                        let mut k = 0;
+                        while k < x.len() {
+                            let (id, v) = x[k];
+                            weights[id as usize * classes + c] -= RATE * g * v;
+                            k += 1;
+                        }
                     }
-                    m.bias[c] -= RATE * g;
-                    for (id, v) in x {
-                        m.weights[*id as usize * classes + c] -= RATE * g * v;
-                    }
+                    c += 1;
                 }
             }
-            m.weights.iter_mut().for_each(|w| *w *= 1.0 - RATE * DECAY);
+            let weights = m.weights.as_mut_slice();
+            let mut k = 0;
+            while k < weights.len() {
+                weights[k] *= keep;
+                k += 1;
+            }
         }
         m
     }
@@ -69,9 +83,17 @@ impl Softmax {
     /// The probability of each class for `x`, into `p`.
     fn fill(&self, x: &Sparse, p: &mut [f32]) {
         p.copy_from_slice(&self.bias);
-        for (id, v) in x {
-            let row = &self.weights[*id as usize * self.classes..][..self.classes];
-            p.iter_mut().zip(row).for_each(|(z, w)| *z += w * v);
+        let (weights, classes) = (self.weights.as_slice(), self.classes);
+        let mut k = 0;
+        while k < x.len() {
+            let (id, v) = x[k];
+            let base = id as usize * classes;
+            let mut c = 0;
+            while c < classes {
+                p[c] += weights[base + c] * v;
+                c += 1;
+            }
+            k += 1;
         }
         let max = p.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         p.iter_mut().for_each(|z| *z = (*z - max).exp());
