@@ -341,8 +341,8 @@ async fn run(cli: Cli) -> u8 {
         Err(e) => return usage_error(e.message),
     };
     // a command that runs a tree learns Prime's router first (`approve` once its decision is
-    // kept, just before the tree resumes)
-    if matches!(cli.command, Command::Ask(_) | Command::Delegate(_) | Command::Demo | Command::Replay(_)) {
+    // kept, just before the tree resumes; `delegate` when it asks Prime itself)
+    if matches!(cli.command, Command::Ask(_) | Command::Demo | Command::Replay(_)) {
         learn_routers(&runtime).await;
     }
     match cli.command {
@@ -569,6 +569,9 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
         Ok(u) => u,
         Err(e) => return usage_error(format!("--user: {e}")),
     };
+    if runtime.entry_agent().is_ok_and(|prime| prime == to) {
+        learn_routers(runtime).await;
+    }
     let input = match &args.input_file {
         Some(p) => match read_file(runtime, p) {
             Ok(t) => t,

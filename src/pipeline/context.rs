@@ -35,9 +35,7 @@ pub(super) async fn assemble(rt: &Runtime, adm: &Admitted) -> Result<Task, Deleg
     if let Some(d) = &spec.domain {
         scopes.push(format!("domain:{d}"));
     }
-    // oldest first: the newest are the last
-    let mut facts = inner.store.facts(&req.user_id, &scopes).await?;
-    facts.drain(..facts.len().saturating_sub(MAX_FACTS));
+    let facts = inner.store.facts(&req.user_id, &scopes, MAX_FACTS).await?;
     let history = match &adm.sessions.child {
         Some(child) if !adm.sessions.new_child => inner.store.recent_messages(child.id, HISTORY_MESSAGES).await?,
         _ => Vec::new(),

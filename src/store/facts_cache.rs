@@ -42,7 +42,7 @@ const CHANNEL: &str = "switchboard_facts";
 /// At most this many users' facts are kept; past it the cache starts over.
 const USERS: usize = 4096;
 
-/// Facts by user and by the scopes they were read for.
+/// Facts by user and by the scopes and limit they were read for.
 #[derive(Debug, Default)]
 pub(super) struct FactsCache {
     state: Mutex<State>,
@@ -54,7 +54,8 @@ struct State {
     live: bool,
     /// Moved by every change heard and every reconnection.
     epoch: u64,
-    users: HashMap<UserId, HashMap<Vec<String>, Arc<[Fact]>>>,
+    /// The facts read for each set of scopes, with the limit they were read with.
+    users: HashMap<UserId, HashMap<Vec<String>, (usize, Arc<[Fact]>)>>,
 }
 
 impl FactsCache {
@@ -65,17 +66,17 @@ impl FactsCache {
 
     /// The facts kept for `user` and `scopes`, or the ticket to keep the
     /// database's answer with ([`FactsCache::keep`]).
-    pub(super) fn get(&self, user: &UserId, scopes: &[String]) -> Result<Vec<Fact>, u64> {
+    pub(super) fn get(&self, user: &UserId, scopes: &[String], limit: usize) -> Result<Vec<Fact>, u64> {
         let state = self.state();
         match state.users.get(user).and_then(|s| s.get(scopes)) {
-            Some(facts) if state.live => Ok(facts.to_vec()),
+            Some((read_with, facts)) if state.live && *read_with == limit => Ok(facts.to_vec()),
             _ => Err(state.epoch),
         }
     }
 
     /// Keeps the database's answer for `user` and `scopes`, unless anything
     /// changed since `ticket` was handed out, or nobody is listening.
-    pub(super) fn keep(&self, ticket: u64, user: &UserId, scopes: &[String], facts: &[Fact]) {
+    pub(super) fn keep(&self, ticket: u64, user: &UserId, scopes: &[String], limit: usize, facts: &[Fact]) {
         let mut state = self.state();
         if !state.live || state.epoch != ticket {
             return;
@@ -83,7 +84,7 @@ impl FactsCache {
         if state.users.len() >= USERS && !state.users.contains_key(user) {
             state.users.clear();
         }
-        state.users.entry(user.clone()).or_default().insert(scopes.to_vec(), facts.into());
+        state.users.entry(user.clone()).or_default().insert(scopes.to_vec(), (limit, facts.into()));
     }
 
     /// `user`'s facts changed: forget them (an empty id: everyone's).
@@ -185,9 +186,9 @@ mod tests {
     fn nothing_is_served_or_kept_while_nobody_listens() {
         let cache = FactsCache::default();
         let alice = UserId::parse("alice").unwrap();
-        let ticket = cache.get(&alice, &scopes()).unwrap_err();
-        cache.keep(ticket, &alice, &scopes(), &[fact(&alice, "likes tea")]);
-        assert!(cache.get(&alice, &scopes()).is_err());
+        let ticket = cache.get(&alice, &scopes(), 8).unwrap_err();
+        cache.keep(ticket, &alice, &scopes(), 8, &[fact(&alice, "likes tea")]);
+        assert!(cache.get(&alice, &scopes(), 8).is_err());
         assert_eq!(cache.users(), 0);
     }
 
@@ -196,21 +197,22 @@ mod tests {
         let cache = FactsCache::default();
         cache.restart(true);
         let (alice, bob) = (UserId::parse("alice").unwrap(), UserId::parse("bob").unwrap());
-        let ticket = cache.get(&alice, &scopes()).unwrap_err();
-        cache.keep(ticket, &alice, &scopes(), &[fact(&alice, "likes tea")]);
-        let ticket = cache.get(&bob, &scopes()).unwrap_err();
-        cache.keep(ticket, &bob, &scopes(), &[]);
-        let served = cache.get(&alice, &scopes()).unwrap();
+        let ticket = cache.get(&alice, &scopes(), 8).unwrap_err();
+        cache.keep(ticket, &alice, &scopes(), 8, &[fact(&alice, "likes tea")]);
+        let ticket = cache.get(&bob, &scopes(), 8).unwrap_err();
+        cache.keep(ticket, &bob, &scopes(), 8, &[]);
+        let served = cache.get(&alice, &scopes(), 8).unwrap();
         assert_eq!(served.len(), 1);
         assert_eq!(served[0].fact, "likes tea");
-        assert!(cache.get(&bob, &scopes()).unwrap().is_empty());
-        // other scopes are another read
-        assert!(cache.get(&alice, &["global".to_string()]).is_err());
+        assert!(cache.get(&bob, &scopes(), 8).unwrap().is_empty());
+        // other scopes, or another limit, are another read
+        assert!(cache.get(&alice, &["global".to_string()], 8).is_err());
+        assert!(cache.get(&alice, &scopes(), 2).is_err());
         cache.forget("alice");
-        assert!(cache.get(&alice, &scopes()).is_err());
-        assert!(cache.get(&bob, &scopes()).is_ok(), "bob's facts did not change");
+        assert!(cache.get(&alice, &scopes(), 8).is_err());
+        assert!(cache.get(&bob, &scopes(), 8).is_ok(), "bob's facts did not change");
         cache.forget("");
-        assert!(cache.get(&bob, &scopes()).is_err(), "an empty id is everyone");
+        assert!(cache.get(&bob, &scopes(), 8).is_err(), "an empty id is everyone");
     }
 
     #[test]
@@ -219,22 +221,22 @@ mod tests {
         cache.restart(true);
         let alice = UserId::parse("alice").unwrap();
         // the read began, then a change was heard before its answer came back
-        let ticket = cache.get(&alice, &scopes()).unwrap_err();
+        let ticket = cache.get(&alice, &scopes(), 8).unwrap_err();
         cache.forget("bob");
-        cache.keep(ticket, &alice, &scopes(), &[]);
-        assert!(cache.get(&alice, &scopes()).is_err());
+        cache.keep(ticket, &alice, &scopes(), 8, &[]);
+        assert!(cache.get(&alice, &scopes(), 8).is_err());
         // the read began while nobody listened; the listener came back before its answer
         cache.restart(false);
-        let ticket = cache.get(&alice, &scopes()).unwrap_err();
+        let ticket = cache.get(&alice, &scopes(), 8).unwrap_err();
         cache.restart(true);
-        cache.keep(ticket, &alice, &scopes(), &[]);
-        assert!(cache.get(&alice, &scopes()).is_err());
+        cache.keep(ticket, &alice, &scopes(), 8, &[]);
+        assert!(cache.get(&alice, &scopes(), 8).is_err());
         // losing the connection forgets everything and serves nothing
-        let ticket = cache.get(&alice, &scopes()).unwrap_err();
-        cache.keep(ticket, &alice, &scopes(), &[]);
-        assert!(cache.get(&alice, &scopes()).is_ok());
+        let ticket = cache.get(&alice, &scopes(), 8).unwrap_err();
+        cache.keep(ticket, &alice, &scopes(), 8, &[]);
+        assert!(cache.get(&alice, &scopes(), 8).is_ok());
         cache.restart(false);
-        assert!(cache.get(&alice, &scopes()).is_err());
+        assert!(cache.get(&alice, &scopes(), 8).is_err());
     }
 
     #[test]
@@ -243,8 +245,8 @@ mod tests {
         cache.restart(true);
         for i in 0..USERS + 10 {
             let user = UserId::parse(format!("user{i}")).unwrap();
-            let ticket = cache.get(&user, &scopes()).unwrap_err();
-            cache.keep(ticket, &user, &scopes(), &[]);
+            let ticket = cache.get(&user, &scopes(), 8).unwrap_err();
+            cache.keep(ticket, &user, &scopes(), 8, &[]);
             assert!(cache.users() <= USERS);
         }
     }

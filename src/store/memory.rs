@@ -184,10 +184,13 @@ impl Store for MemoryStore {
         Ok(all[all.len().saturating_sub(limit)..].to_vec())
     }
 
-    async fn facts(&self, user: &UserId, scopes: &[String]) -> StoreResult<Vec<Fact>> {
+    async fn facts(&self, user: &UserId, scopes: &[String], limit: usize) -> StoreResult<Vec<Fact>> {
         let i = lock(&self.inner);
         let facts = i.facts.get(user).map(Vec::as_slice).unwrap_or_default();
-        Ok(facts.iter().filter(|f| scopes.contains(&f.scope)).cloned().collect())
+        let mut newest: Vec<Fact> =
+            facts.iter().rev().filter(|f| scopes.contains(&f.scope)).take(limit).cloned().collect();
+        newest.reverse();
+        Ok(newest)
     }
 
     async fn add_facts(&self, facts: &Redacted<Vec<Fact>>) -> StoreResult<()> {

@@ -378,8 +378,9 @@ pub trait Store: Send + Sync + 'static {
     /// The last `limit` messages of a session, oldest first.
     async fn recent_messages(&self, session: SessionId, limit: usize) -> StoreResult<Vec<Message>>;
 
-    /// The user's facts in any of `scopes`, oldest first.
-    async fn facts(&self, user: &UserId, scopes: &[String]) -> StoreResult<Vec<Fact>>;
+    /// The user's newest `limit` facts in any of `scopes`, oldest first: a
+    /// user's memory only grows, and what one delegation reads of it must not.
+    async fn facts(&self, user: &UserId, scopes: &[String], limit: usize) -> StoreResult<Vec<Fact>>;
 
     /// Saves facts; a fact already stored with the same scope is not saved twice.
     async fn add_facts(&self, facts: &Redacted<Vec<Fact>>) -> StoreResult<()>;

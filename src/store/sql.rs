@@ -467,24 +467,25 @@ impl Store for SqlStore {
         Ok(out)
     }
 
-    async fn facts(&self, user: &UserId, scopes: &[String]) -> StoreResult<Vec<Fact>> {
-        if scopes.is_empty() {
+    async fn facts(&self, user: &UserId, scopes: &[String], limit: usize) -> StoreResult<Vec<Fact>> {
+        if scopes.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         let ticket = match &self.facts {
-            Some((cache, _)) => match cache.get(user, scopes) {
+            Some((cache, _)) => match cache.get(user, scopes, limit) {
                 Ok(kept) => return Ok(kept),
                 Err(ticket) => Some(ticket),
             },
             None => None,
         };
-        // placeholders only: no value is spliced into the SQL text
+        // placeholders for every value; the limit is a number of the code's, not a caller's text
         let mark = self.mark();
         let marks: Vec<String> = (0..scopes.len()).map(|i| format!("{mark}{}", i + 2)).collect();
         let sql = format!(
             "SELECT user_id, scope, fact, source_request, created_at FROM memory_facts \
-             WHERE user_id = {mark}1 AND scope IN ({}) ORDER BY created_at, id",
-            marks.join(", ")
+             WHERE user_id = {mark}1 AND scope IN ({}) ORDER BY created_at DESC, id DESC LIMIT {}",
+            marks.join(", "),
+            i64::try_from(limit).unwrap_or(i64::MAX)
         );
         let rows = if let Some(readers) = &self.readers {
             let params = std::iter::once(user.as_str()).chain(scopes.iter().map(String::as_str));
@@ -504,9 +505,10 @@ impl Store for SqlStore {
             }
             q.fetch_all(&self.pool).await.map_err(backend_err)?
         };
-        let facts: Vec<Fact> = convert(rows)?;
+        let mut facts: Vec<Fact> = convert(rows)?;
+        facts.reverse();
         if let (Some((cache, _)), Some(ticket)) = (&self.facts, ticket) {
-            cache.keep(ticket, user, scopes, &facts);
+            cache.keep(ticket, user, scopes, limit, &facts);
         }
         Ok(facts)
     }

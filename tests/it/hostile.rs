@@ -390,7 +390,9 @@ async fn facts_planted_in_another_agents_memory_are_refused_and_audited() {
     let all = |scope: &str| {
         let store = store.clone();
         let scope = scope.to_string();
-        async move { store.facts(&user("alice"), &[scope]).await.unwrap().into_iter().map(|f| f.fact).collect::<Vec<_>>() }
+        async move {
+            store.facts(&user("alice"), &[scope], 100).await.unwrap().into_iter().map(|f| f.fact).collect::<Vec<_>>()
+        }
     };
     assert_eq!(all("agent:tag-ai").await, ["my own note"]);
     assert_eq!(all("global").await, ["shared note"]);

@@ -157,11 +157,11 @@ async fn a_month_of_one_persons_money_is_kept_asked_about_corrected_and_never_sh
         assert_eq!(newest.note.as_deref(), Some("business lunch"), "{name}");
         assert_eq!(newest.category.as_deref(), Some("Dining - Restaurants"), "{name}");
         assert!(starbucks.iter().any(|e| e.note.is_none() && e.category.as_deref() == Some("Dining - Coffee")));
-        let facts = store.facts(&user("alice"), &["domain:transactions".to_string()]).await.unwrap();
+        let facts = store.facts(&user("alice"), &["domain:transactions".to_string()], 100).await.unwrap();
         assert!(
             facts.iter().any(|f| f.fact.contains("Starbucks purchase of $5.40") && f.fact.contains("business lunch"))
         );
-        assert!(store.facts(&user("bob"), &["domain:transactions".to_string()]).await.unwrap().is_empty());
+        assert!(store.facts(&user("bob"), &["domain:transactions".to_string()], 100).await.unwrap().is_empty());
 
         // deductions from the money records: office supplies and software in full, the business lunch at half
         let software: i64 = rows.iter().filter(|r| r.category == "Software").map(|r| r.cents).sum();

@@ -152,9 +152,9 @@ async fn the_delegate_gets_facts_objective_handoff_and_its_last_five_messages() 
         );
 
         // new facts were saved with their scope
-        let global = store.facts(&user("alice"), &["global".into()]).await.unwrap();
+        let global = store.facts(&user("alice"), &["global".into()], 100).await.unwrap();
         assert!(global.iter().any(|f| f.fact == "learned globally" && f.source_request.is_some()), "{}", db.name);
-        let own = store.facts(&user("alice"), &["agent:keeper".into()]).await.unwrap();
+        let own = store.facts(&user("alice"), &["agent:keeper".into()], 100).await.unwrap();
         assert!(own.iter().any(|f| f.fact == "learned by keeper"), "{}", db.name);
         assert_eq!(
             r.child_session_id,

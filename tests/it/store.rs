@@ -119,8 +119,12 @@ async fn facts_are_scoped_and_not_duplicated() {
         .unwrap();
         s.add_facts(&clean(([fact("alice", "global", "prefers CSV")]).to_vec())).await.unwrap();
         let scopes = ["global".to_string(), "agent:ledger-tax".into(), "domain:tax".into()];
-        let got: Vec<String> = s.facts(&user("alice"), &scopes).await.unwrap().into_iter().map(|f| f.fact).collect();
+        let got: Vec<String> =
+            s.facts(&user("alice"), &scopes, 100).await.unwrap().into_iter().map(|f| f.fact).collect();
         assert_eq!(got, ["prefers CSV", "self-employed in Canada", "files quarterly"], "{}", db.name);
+        // a limit reads the newest, still oldest first
+        let got: Vec<String> = s.facts(&user("alice"), &scopes, 2).await.unwrap().into_iter().map(|f| f.fact).collect();
+        assert_eq!(got, ["self-employed in Canada", "files quarterly"], "{}", db.name);
     }
 }
 
@@ -509,7 +513,7 @@ async fn a_delegation_and_its_conversation_commit_together() {
             let messages = s.recent_messages(session.id, 10).await.unwrap();
             assert_eq!(messages, c.messages, "{}: both messages, in order", db.name);
         }
-        let facts = s.facts(&alice, &["agent:byte-doc".to_string()]).await.unwrap();
+        let facts = s.facts(&alice, &["agent:byte-doc".to_string()], 100).await.unwrap();
         assert!(facts.iter().any(|f| f.fact == "fact 59"), "{}: facts committed", db.name);
         assert!(s.verify_audit().await.unwrap().valid, "{}", db.name);
         if db.name == "postgres" {
@@ -863,7 +867,7 @@ fn texts(facts: &[Fact]) -> Vec<String> {
 /// `user`'s facts as `s` serves them to the echo agent (its scopes).
 async fn facts_of(s: &dyn Store, user: &str) -> Vec<String> {
     let scopes = ["global".to_string(), "agent:echo".to_string()];
-    texts(&s.facts(&crate::support::user(user), &scopes).await.unwrap())
+    texts(&s.facts(&crate::support::user(user), &scopes, 100).await.unwrap())
 }
 
 /// Until `s` serves `user`'s facts from memory: a fact added behind its
