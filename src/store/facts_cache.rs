@@ -54,9 +54,11 @@ struct State {
     live: bool,
     /// Moved by every change heard and every reconnection.
     epoch: u64,
-    /// The facts read for each set of scopes, with the limit they were read with.
-    users: HashMap<UserId, HashMap<Vec<String>, (usize, Arc<[Fact]>)>>,
+    users: HashMap<UserId, HashMap<Vec<String>, Read>>,
 }
+
+/// The facts read for a set of scopes, with the limit they were read with.
+type Read = (usize, Arc<[Fact]>);
 
 impl FactsCache {
     fn state(&self) -> MutexGuard<'_, State> {
