@@ -108,7 +108,7 @@ pub(super) async fn approve(runtime: &Runtime, args: ApproveArgs, json: bool) ->
         Err(e) => return failed(&e, json),
     };
     // the decision is kept; the tree goes on from where it waited, here
-    super::learn_routers(runtime).await;
+    runtime.learn_routers().await;
     let response = match runtime.resume_tree(decided.root_id).await {
         Ok(r) => r,
         Err(e) => {

@@ -341,9 +341,10 @@ async fn run(cli: Cli) -> u8 {
         Err(e) => return usage_error(e.message),
     };
     // a command that runs a tree learns Prime's router first (`approve` once its decision is
-    // kept, just before the tree resumes; `delegate` when it asks Prime itself)
+    // kept, just before the tree resumes; `delegate` when it asks Prime itself): inside a request
+    // it would spend the tree's deadline, and a resumed tree's clock runs from its first request
     if matches!(cli.command, Command::Ask(_) | Command::Demo | Command::Replay(_)) {
-        learn_routers(&runtime).await;
+        runtime.learn_routers().await;
     }
     match cli.command {
         Command::Ask(args) => ask(&runtime, args, cli.json).await,
@@ -370,14 +371,6 @@ async fn run(cli: Cli) -> u8 {
     }
 }
 
-/// Learns Prime's router off the runtime's threads before a tree runs:
-/// inside a request it would spend the tree's deadline (seconds in a debug
-/// build), and a resumed tree's clock runs from its first request.
-pub(super) async fn learn_routers(runtime: &Runtime) {
-    let learner = runtime.clone();
-    let _ = tokio::task::spawn_blocking(move || learner.learn_routers()).await;
-}
-
 async fn serve(runtime: Runtime, args: ServeArgs, work: Option<crate::server::WorkRuntime>) -> u8 {
     use std::io::Write as _;
     let auth = runtime.config().auth.clone();
@@ -395,7 +388,7 @@ async fn serve(runtime: Runtime, args: ServeArgs, work: Option<crate::server::Wo
         Err(e) => return usage_error(e.message),
     };
     // Prime's router learned before the first request, off the runtime's threads
-    learn_routers(&state.runtime).await;
+    state.runtime.learn_routers().await;
     let listener = match tokio::net::TcpListener::bind(args.addr).await {
         Ok(l) => l,
         Err(e) => return usage_error(format!("cannot listen on {}: {e}", args.addr)),
@@ -570,7 +563,7 @@ async fn delegate(runtime: &Runtime, args: DelegateArgs, json: bool) -> u8 {
         Err(e) => return usage_error(format!("--user: {e}")),
     };
     if runtime.entry_agent().is_ok_and(|prime| prime == to) {
-        learn_routers(runtime).await;
+        runtime.learn_routers().await;
     }
     let input = match &args.input_file {
         Some(p) => match read_file(runtime, p) {

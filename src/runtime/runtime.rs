@@ -69,14 +69,16 @@ impl Runtime {
         &self.inner.config
     }
 
-    /// Learns the built-in Prime's router now, on this thread, instead of
-    /// when its first message is planned: a few hundred milliseconds in a
-    /// release build, seconds in a debug one, which the first request would
-    /// otherwise spend inside its own deadline. Call it off the async
-    /// runtime's threads (`tokio::task::spawn_blocking`) before the first
-    /// request, as `switchboard serve` does before it listens.
-    pub fn learn_routers(&self) {
-        super::learn_routers(&self.inner.config);
+    /// Learns the built-in Prime's router now, on a blocking thread (off the
+    /// async runtime's), instead of when its first message is planned: a few
+    /// hundred milliseconds in a release build, seconds in a debug one, which
+    /// the first request would otherwise spend inside its own deadline. Await
+    /// it before the first request, as `switchboard serve` does before it
+    /// listens. A learning that fails leaves the router to be learned on
+    /// first use.
+    pub async fn learn_routers(&self) {
+        let runtime = self.clone();
+        let _ = tokio::task::spawn_blocking(move || super::learn_routers(&runtime.inner.config)).await;
     }
 
     /// The team: every member's spec and implementation.

@@ -79,8 +79,7 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
     let rt = Runtime::builder().build().unwrap();
     // Prime's router learned before the first turn, not inside its deadline (seconds in a debug
     // build, more on two cores shared with other tests)
-    let learner = rt.clone();
-    tokio::task::spawn_blocking(move || learner.learn_routers()).await.unwrap();
+    rt.learn_routers().await;
     // one bank statement in the user's money records, as the newcomer had
     let kept = ask(&rt, "Here's my bank statement", Some(attached("examples/statement.csv")), None).await;
     assert_eq!(kept.status, Status::Success, "{}", kept.answer);
