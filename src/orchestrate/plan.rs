@@ -56,12 +56,37 @@ impl Plan {
 
     /// The agents the plan delegates to, in plan order.
     pub(crate) fn agents(&self) -> Vec<&AgentSlug> {
+        self.steps().into_iter().map(|(agent, _)| agent).collect()
+    }
+
+    /// Each delegation of the plan, its agent and objective, in plan order.
+    pub(crate) fn steps(&self) -> Vec<(&AgentSlug, &str)> {
         match self {
             Self::Direct { .. } => Vec::new(),
-            Self::Single(s) => vec![&s.agent],
-            Self::Chain(steps) | Self::Parallel(steps) => steps.iter().map(|s| &s.agent).collect(),
-            Self::Workflow(w) => w.steps.iter().map(|s| &s.agent).collect(),
+            Self::Single(s) => vec![(&s.agent, s.objective.as_str())],
+            Self::Chain(steps) | Self::Parallel(steps) => {
+                steps.iter().map(|s| (&s.agent, s.objective.as_str())).collect()
+            }
+            Self::Workflow(w) => w.steps.iter().map(|s| (&s.agent, s.objective.as_str())).collect(),
         }
+    }
+
+    /// The steps that did not run, given what ran (`results`, in any
+    /// order): a chain stops at a step that did not succeed, a workflow at
+    /// a level with one. Each planned step is matched with one result of
+    /// its agent.
+    pub(crate) fn not_run<'a>(&'a self, results: &[StepResult]) -> Vec<(&'a AgentSlug, &'a str)> {
+        let mut ran: Vec<&AgentSlug> = results.iter().map(|r| &r.agent).collect();
+        self.steps()
+            .into_iter()
+            .filter(|(agent, _)| match ran.iter().position(|a| a == agent) {
+                Some(i) => {
+                    ran.swap_remove(i);
+                    false
+                }
+                None => true,
+            })
+            .collect()
     }
 }
 

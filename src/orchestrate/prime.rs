@@ -107,6 +107,13 @@ impl PrimeAgent {
         for (q, who) in &questions {
             let _ = writeln!(text, "• {} {}: {q}", list(who), if who.len() == 1 { "asks" } else { "ask" });
         }
+        // the rest of a chain that stopped at a question: the answer runs the plan again (`choose_turn`)
+        let waiting = plan.not_run(results);
+        if !asking.is_empty() && !waiting.is_empty() {
+            let later: Vec<String> =
+                waiting.iter().map(|(a, _)| self.planner.name_of(a.as_str()).to_string()).collect();
+            let _ = writeln!(text, "Once you answer, I'll go on with {}.", list(&later));
+        }
         let summary = match status {
             Status::Success => format!("{} via {}", plan.kind(), list(&names)),
             Status::Partial => format!("partial: {} of {} steps succeeded", ok.len(), results.len()),
@@ -121,7 +128,11 @@ impl PrimeAgent {
             "plan",
             json!({
                 "kind": plan.kind(),
-                "steps": results.iter().map(|r| json!({"agent": r.agent, "objective": r.objective, "status": r.response.status})).collect::<Vec<_>>(),
+                "steps": results
+                    .iter()
+                    .map(|r| json!({"agent": r.agent, "objective": r.objective, "status": r.response.status}))
+                    .chain(waiting.iter().map(|(agent, objective)| json!({"agent": agent, "objective": objective, "status": "not_run"})))
+                    .collect::<Vec<_>>(),
             }),
         ));
         for r in &ok {

@@ -55,9 +55,25 @@ async fn ask(rt: &Runtime, text: &str, input: Option<String>, session: Option<Se
     rt.ask(&user("eval"), text, opts).await.unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
-/// What one case got: the specialists reached, and why it is wrong (None: right).
+/// The specialists of Prime's plan that did not run because the turn
+/// stopped at a specialist's question (`not_run` in its `plan` artifact):
+/// the user's answer runs the plan again, these included
+/// (`a_request_stopped_at_a_question_goes_on_with_its_answer`).
+fn waiting(r: &AskResponse) -> Vec<String> {
+    if r.status != Status::NeedsInput {
+        return Vec::new();
+    }
+    let plan = r.response.artifacts.iter().find(|a| a.label.as_deref() == Some("plan"));
+    let steps = plan.and_then(|a| a.value["steps"].as_array().cloned()).unwrap_or_default();
+    steps.iter().filter(|s| s["status"] == "not_run").filter_map(|s| s["agent"].as_str().map(str::to_string)).collect()
+}
+
+/// What one case got: the specialists reached, and why it is wrong (None:
+/// right). A turn that stopped at a specialist's question counts the rest
+/// of its plan as reached: they run once the user answers (decided on
+/// 2026-11-30, before round 22's half was scored; docs/ROUTING.md).
 fn judge(case: &Case, r: &AskResponse) -> (Vec<String>, Option<String>) {
-    let mut reached: Vec<String> = r.tree.children.iter().map(|c| c.agent.clone()).collect();
+    let mut reached: Vec<String> = r.tree.children.iter().map(|c| c.agent.clone()).chain(waiting(r)).collect();
     reached.sort();
     reached.dedup();
     let missing: Vec<&String> = case.expect.iter().filter(|a| !reached.contains(a)).collect();
@@ -147,4 +163,46 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
         100.0 * held_out,
         100.0 * FLOOR
     );
+}
+
+/// A two-part request whose first specialist asks the user something stops
+/// there, says who goes on once the user answers, and shows the rest of its
+/// plan as not run; the answer, in the same session, runs the whole plan.
+/// What the evaluation's `judge` counts on for a turn that stopped at a
+/// question. The requests are not the evaluation's.
+#[tokio::test]
+async fn a_request_stopped_at_a_question_goes_on_with_its_answer() {
+    let rt = Runtime::builder().build().unwrap();
+    rt.learn_routers().await;
+    let cases = [
+        (
+            "Read the line items off my Lowe's receipt, then put each one in a category.",
+            None,
+            ["byte-doc", "tag-ai"],
+            "here it is",
+            Some(attached("examples/receipt.txt")),
+        ),
+        (
+            "Work out a snowball plan for my debts and then write it up as a short report.",
+            None,
+            ["blitz-debt", "report"],
+            "Visa: $2,500 at 19.99% APR, minimum $75; car loan $8,000 at 6% APR, minimum $200. \
+             I can pay $300 extra a month.",
+            None,
+        ),
+    ];
+    for (request, input, [first, second], answer, material) in cases {
+        let asked = ask(&rt, request, input, None).await;
+        assert_eq!(asked.status, Status::NeedsInput, "{request}: {}", asked.answer);
+        let reached: Vec<&str> = asked.tree.children.iter().map(|c| c.agent.as_str()).collect();
+        assert_eq!(reached, [first], "{request}: {}", asked.answer);
+        assert_eq!(waiting(&asked), [second], "{request}: {:?}", asked.response.artifacts);
+        assert!(asked.answer.contains("Once you answer, I'll go on with"), "{}", asked.answer);
+
+        let answered = ask(&rt, answer, material, Some(asked.session_id)).await;
+        let mut reached: Vec<&str> = answered.tree.children.iter().map(|c| c.agent.as_str()).collect();
+        reached.sort_unstable();
+        assert_eq!(reached, [first, second], "{request} / {answer}: {}", answered.answer);
+        assert!(waiting(&answered).is_empty());
+    }
 }
