@@ -5,11 +5,16 @@
 -- BENCH_TOKEN is the bearer token (none when empty), BENCH_TARGET the agent
 -- of a native envelope; BENCH_KEYED=1 gives each native envelope an
 -- idempotency key of its own, as the hop to a remote agent carries.
+-- BENCH_IDS=v7 makes a native envelope's request id time-ordered (the
+-- layout of a UUID v7: the time first, here the second and a per-thread
+-- count, then random bits) instead of random (v4, the default), as a
+-- caller that mints v7 ids sends them (scripts/bench/log_pages.py --ids v7).
 
 local kind = os.getenv("BENCH_KIND") or "delegate"
 local token = os.getenv("BENCH_TOKEN") or ""
 local target = os.getenv("BENCH_TARGET") or "echo"
 local keyed = os.getenv("BENCH_KEYED") == "1"
+local ordered = os.getenv("BENCH_IDS") == "v7"
 local threads = {}
 local counter = 0
 
@@ -32,6 +37,12 @@ local function uuid()
   return hex(8) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-" .. string.format("%x", math.random(8, 11)) .. hex(3) .. "-" .. hex(12)
 end
 
+-- a time-ordered id: 32 bits of seconds and 16 of this thread's count, then random bits
+local function uuid_v7()
+  local t = string.format("%08x%04x", os.time(), counter % 65536)
+  return t:sub(1, 8) .. "-" .. t:sub(9, 12) .. "-7" .. hex(3) .. "-" .. string.format("%x", math.random(8, 11)) .. hex(3) .. "-" .. hex(12)
+end
+
 function request()
   counter = counter + 1
   local headers = { ["Content-Type"] = "application/json" }
@@ -43,7 +54,7 @@ function request()
       .. uuid() .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
     return wrk.format("POST", wrk.path, headers, body)
   end
-  local id = uuid()
+  local id = ordered and uuid_v7() or uuid()
   headers["X-Agent-Request-ID"] = id
   headers["X-Agent-Origin"] = "prime-boss"
   body = '{"request_id":"' .. id .. '","origin_employee":"prime-boss","target_employee":"' .. target
