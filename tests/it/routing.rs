@@ -2,16 +2,16 @@
 //! in `tests/fixtures/routing/` goes to the real runtime's Prime, as a user
 //! with one bank statement in the money records would send it (earlier messages of
 //! the session first, an attached file as the turn's input), and the
-//! specialists the turn reached (the tree's children) are compared with the
-//! request's label. The accuracy per split, per agent and per style is
-//! printed with every miss, with whether the held-out half (which nothing
-//! was tuned on, docs/ROUTING.md) meets the goal of 95%. The splits: `tune`
-//! (the router may learn from it), `seen` (the held-out halves of the first
-//! eleven rounds, `h…` to `m…`: each scored once, 87.9%, 87.6%, 88.1%,
-//! 89.3%, 92.0%, 87.3%, 88.9%, 93.6%, 86.5%, 89.4% and 82.4%, then folded
-//! into tuning) and `heldout` (`g…`: written before the change that
-//! followed; scored once at 85.3%). Round 13's half (`sealed.jsonl`) is not
-//! read here.
+//! specialists the turn reached (the tree's children, and the rest of
+//! Prime's plan when the turn stopped at a specialist's question) are
+//! compared with the request's label. The accuracy per split, per agent
+//! and per style is printed with every miss, with whether the held-out half
+//! (which nothing was tuned on) meets the goal of 95%. The splits: `tune`
+//! (the router may learn from it), `seen` (the held-out halves of the
+//! earlier rounds, each scored once, then folded into tuning) and `heldout`
+//! (the latest round's half, written before the change it measures and
+//! scored once); every round's figures are in docs/ROUTING.md. The sealed
+//! half (`sealed.jsonl`) is not read here.
 //!
 //! Two checks on the planner alone live beside it
 //! (`src/orchestrate/heldout_tests.rs`): no configured example is a held-out
@@ -104,6 +104,8 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
     let mut by_agent: BTreeMap<(String, String), Tally> = BTreeMap::new();
     let mut by_style: BTreeMap<(String, String), Tally> = BTreeMap::new();
     let mut misses: Vec<String> = Vec::new();
+    // right turns that stopped at a specialist's question, the rest of their plan waiting
+    let mut stopped: BTreeMap<String, usize> = BTreeMap::new();
     for case in cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"]) {
         let mut session = None;
         for earlier in &case.earlier {
@@ -120,6 +122,9 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
         };
         let ok = why.is_none();
         by_split.entry(case.split.clone()).or_default().add(ok);
+        if ok && r.as_ref().is_some_and(|r| !waiting(r).is_empty()) {
+            *stopped.entry(case.split.clone()).or_default() += 1;
+        }
         let labels = if case.expect.is_empty() { vec!["prime".to_string()] } else { case.expect.clone() };
         for a in labels {
             by_agent.entry((case.split.clone(), a)).or_default().add(ok);
@@ -149,6 +154,9 @@ async fn prime_reaches_the_right_specialists_for_requests_nobody_wrote_into_a_ta
     println!("per style:");
     for ((split, style), t) in &by_style {
         println!("{split:>8} {style:<12} {}", t.line());
+    }
+    for (split, n) in &stopped {
+        println!("{split:>8}: {n} of the right turns stopped at a specialist's question, the rest of the plan waiting");
     }
     println!("misses ({}):", misses.len());
     for m in &misses {
