@@ -190,7 +190,7 @@ enum Outcome {
 impl A2aService {
     /// The A2A service of `runtime`, with no tasks yet.
     pub fn new(runtime: Runtime) -> Self {
-        let keeper = TaskKeeper::new(runtime.seal_key().clone());
+        let keeper = TaskKeeper::new(runtime.seal_key().clone()).sharing(runtime.redactor().clone());
         let push =
             Arc::new(super::push::Pusher::new(runtime.store().clone(), keeper.clone(), &runtime.config().a2a.push));
         Self { runtime, keeper, tasks: Mutex::new(Tasks::default()), push }

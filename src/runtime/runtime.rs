@@ -151,6 +151,13 @@ impl Runtime {
         self.inner.redactor.redacted(value, &mut crate::redact::Vault::new())
     }
 
+    /// The runtime's redactor: the texts it has made or found clean are
+    /// known to every clone (`redact/seen.rs`), so a text written again
+    /// (an A2A task's next version, its events) is not scanned again.
+    pub(crate) fn redactor(&self) -> &crate::redact::Redactor {
+        &self.inner.redactor
+    }
+
     /// The key that seals what the store keeps encrypted (trees' vaults,
     /// A2A tasks' vaults, push configs).
     #[cfg(feature = "a2a")]

@@ -16,26 +16,38 @@ use crate::protocol::a2a::types::{StreamResponse, Task, TaskState};
 use crate::redact::{Redacted, Redactor, SealKey, Vault};
 
 /// Writes A2A tasks redacted and reads them back restored (see the module docs).
+///
+/// It redacts with one redactor for all its tasks, so that what it found
+/// clean once (the rails extension's key in every version and event, a
+/// message kept in the history of each later version) is looked up, not
+/// scanned again; [`TaskKeeper::sharing`] gives it the runtime's, which
+/// knows the texts the pipeline scanned too.
 #[derive(Debug, Clone)]
 pub struct TaskKeeper {
     key: SealKey,
+    redactor: Redactor,
 }
 
 impl TaskKeeper {
     /// A keeper sealing with `key`.
     pub fn new(key: SealKey) -> Self {
-        Self { key }
+        Self { key, redactor: Redactor::default() }
+    }
+
+    /// The keeper redacting with `redactor` (a clone shares what it knows).
+    pub fn sharing(self, redactor: Redactor) -> Self {
+        Self { redactor, ..self }
     }
 
     /// A task's version as stored: its texts redacted with the task's
     /// `vault` (which gains the tokens it hands out), the vault sealed in it.
     pub fn task(&self, record: A2aTaskRecord, vault: &mut Vault) -> Redacted<A2aTaskRecord> {
-        Redactor::default().redacted_keeping_vault(record, vault, &self.key)
+        self.redactor.redacted_keeping_vault(record, vault, &self.key)
     }
 
     /// A task's stream events as stored: redacted with the task's `vault`.
     pub fn events(&self, events: Vec<A2aEventRecord>, vault: &mut Vault) -> Redacted<Vec<A2aEventRecord>> {
-        Redactor::default().redacted(events, vault)
+        self.redactor.redacted(events, vault)
     }
 
     /// The vault a stored task keeps (an empty one when it keeps none, or it does not open here).
@@ -173,5 +185,26 @@ mod tests {
         // another key: the tokens stay tokens
         let (other, _) = TaskKeeper::new(SealKey::random()).open(&stored);
         assert!(other.task.contains("<CARD_1>"), "{}", other.task);
+    }
+
+    /// A keeper sharing a redactor finds what it made or found clean, and
+    /// nothing else: a version written again with the same card number is
+    /// redacted again, each time with the task's own token, and a clean
+    /// text the shared redactor knows stays as it is.
+    #[test]
+    fn a_keeper_sharing_a_redactor_redacts_every_version() {
+        let redactor = Redactor::new();
+        let keeper = TaskKeeper::new(SealKey::random()).sharing(redactor.clone());
+        let mut vault = Vault::new();
+        let sent = "card 4111 1111 1111 1111 for the order of 2025-10-09";
+        for _ in 0..2 {
+            let stored = keeper.task(task(sent), &mut vault);
+            assert!(!stored.task.contains("4111") && stored.task.contains("<CARD_1>"), "{}", stored.task);
+        }
+        // what the runtime's redactor scanned before: the same text, kept as it is
+        let clean = "nothing personal in this message, version 2";
+        assert_eq!(redactor.redact(clean, &mut Vault::new()), clean);
+        let stored = keeper.task(task(clean), &mut Vault::new());
+        assert!(stored.task.contains(clean) && stored.pii.is_none(), "{}", stored.task);
     }
 }
