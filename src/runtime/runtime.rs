@@ -154,6 +154,7 @@ impl Runtime {
     /// The runtime's redactor: the texts it has made or found clean are
     /// known to every clone (`redact/seen.rs`), so a text written again
     /// (an A2A task's next version, its events) is not scanned again.
+    #[cfg(feature = "a2a")]
     pub(crate) fn redactor(&self) -> &crate::redact::Redactor {
         &self.inner.redactor
     }
