@@ -453,8 +453,18 @@ fn clauses_of_sentences(msg: &str) -> usize {
 
 /// A short message that points back at what came before (`make it 45
 /// minutes instead`, `what about just groceries?`, `and in September?`):
-/// a follow-up, however sure its words alone seem.
+/// a follow-up, however sure its words alone seem. A message whose first
+/// sentence or clause does so, before it says why ("can you make it
+/// firmer? they've done this twice now", "make it firmer, this is the
+/// third time"), is one too.
 fn refers_back(message: &str) -> bool {
+    static FIRST: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[.?!;,]+(\s+|$)|\n+").expect("valid regex"));
+    let first = FIRST.split(message.trim()).next().unwrap_or_default();
+    points_back(message) || (first.len() < message.trim().len() && points_back(first))
+}
+
+/// [`refers_back`] for one piece of a message.
+fn points_back(message: &str) -> bool {
     // not "this" or "that": "this year", "that Starbucks was…" stand on their own
     const POINTERS: [&str; 4] = ["it", "them", "one", "instead"];
     const OPENERS: [&str; 5] = ["and", "also", "what about", "how about", "ok and"];

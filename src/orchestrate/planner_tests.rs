@@ -83,6 +83,20 @@ fn a_spending_review_runs_the_declared_workflow() {
 }
 
 #[test]
+fn a_follow_up_that_points_back_first_and_says_why_after_goes_where_its_request_went() {
+    let p = planner();
+    let before = "Write an email to my landlord about the broken boiler, polite, under 100 words";
+    for follow in [
+        "could you make it shorter? nobody reads long emails",
+        "make it warmer, she has always been kind to us",
+        "can you make it firmer? they've ignored me for weeks",
+    ] {
+        let conversation = format!("{before}\n{follow}");
+        assert_eq!(agents(&p.plan_reply(follow, &conversation, &[])), ["email"], "{follow}");
+    }
+}
+
+#[test]
 fn a_reply_is_read_with_the_question_it_answers_unless_it_changes_the_subject() {
     let p = planner();
     let asked = "I have 9000 on my car loan at 6% with a 250 minimum and 2500 on a card";
