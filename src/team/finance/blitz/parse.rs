@@ -228,6 +228,8 @@ fn clauses(line: &str) -> Vec<&str> {
 }
 
 enum Role {
+    /// A count, not money ("Max 150 words", "3 cards"): no role of a debt's.
+    Count,
     Extra,
     Budget,
     Apr,
@@ -236,8 +238,41 @@ enum Role {
     Unclear,
 }
 
-fn role(l: &Labelled, names_debt: bool) -> Role {
+/// What a bare number right before them counts: not money.
+/// (Not "cards" or "loans": "5000 card debt" is a balance.)
+const COUNTED: &[&str] = &[
+    "word",
+    "words",
+    "character",
+    "characters",
+    "page",
+    "pages",
+    "minute",
+    "minutes",
+    "hour",
+    "hours",
+    "day",
+    "days",
+    "week",
+    "weeks",
+    "kid",
+    "kids",
+    "child",
+    "children",
+    "people",
+    "times",
+];
+
+/// What a figure of `clause` is. A bare number (digits alone, no currency
+/// sign, percent or `k`) that counts something ("Max 150 words", "it's
+/// been 3 weeks") is no debt's figure.
+fn role(clause: &str, l: &Labelled, names_debt: bool) -> Role {
     let (before, after) = (l.before.as_str(), l.after.as_str());
+    let raw = clause.get(l.figure.start..l.figure.end).unwrap_or_default();
+    let bare = raw.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '.');
+    if bare && starts_with_word(after, COUNTED) {
+        return Role::Count;
+    }
     // a label right after the figure is its own ("50 minimum"); the words
     // before may be the previous figure's ("19.99% APR with a 50 minimum")
     if !l.figure.is_percent && starts_with_word(after, &["min", "minimum", "payment", "payments"]) {
@@ -309,8 +344,9 @@ pub(crate) fn parse_request(text: &str) -> Result<Request, DelegationError> {
             }
             for l in &labelled {
                 let v = l.figure.value;
-                let role = role(l, name.is_some());
+                let role = role(clause, l, name.is_some());
                 match role {
+                    Role::Count => {}
                     Role::Extra => extra = extra.max(v),
                     Role::Budget => budget = Some(v),
                     _ => {

@@ -119,6 +119,26 @@ fn blitz_reads_debts_as_people_type_them() {
     }
 }
 
+/// A bare number that counts something (words, weeks, people) is no
+/// debt's figure; the same number with a currency sign is.
+#[test]
+fn a_count_is_not_money() {
+    let req = parse_request(
+        "Visa: $2,500 at 19.99% APR, minimum $75; car loan $8,000 at 6% APR, minimum $200. \
+         I can pay $300 extra a month. Max 150 words.",
+    )
+    .unwrap();
+    let read: Vec<(i64, i64, i64)> = req.debts.iter().map(|d| (d.balance, d.apr_bp, d.minimum)).collect();
+    assert_eq!(read, [(250_000, 1999, 7_500), (800_000, 600, 20_000)]);
+    assert_eq!(req.extra, 30_000);
+    let req = parse_request("It's been 3 weeks since I missed a payment. Card: 4000 at 22%, minimum 120").unwrap();
+    let read: Vec<(i64, i64, i64)> = req.debts.iter().map(|d| (d.balance, d.apr_bp, d.minimum)).collect();
+    assert_eq!(read, [(400_000, 2200, 12_000)]);
+    // money still: "$150 words" is not how a count is written
+    let asked = parse_request("Card: 4000 at 22%, minimum 120, and $150 more").map(|r| r.extra);
+    assert_eq!(asked.ok(), Some(15_000));
+}
+
 #[test]
 fn blitz_reads_the_strategy_and_the_budget() {
     let req = parse_request("use snowball. Visa 500 at 25% min 25; Amex 3000 at 15% min 90").unwrap();
