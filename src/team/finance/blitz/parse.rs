@@ -228,7 +228,7 @@ fn clauses(line: &str) -> Vec<&str> {
 }
 
 enum Role {
-    /// A count, not money ("Max 150 words", "3 cards"): no role of a debt's.
+    /// A count, not money ("Max 150 words", "3 weeks"): no role of a debt's.
     Count,
     Extra,
     Budget,
