@@ -12,12 +12,16 @@
 //! is kept to show why. In-process, no model file, no network: a request
 //! costs microseconds (docs/ROUTING.md has the evaluation and the cost).
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex};
 
+use rustc_hash::FxHashMap;
+
 use super::softmax::Softmax;
-use super::text::{base, clause_pieces, clauses, content, features, features_of, row, shapes, table, without_names};
+use super::text::{
+    Feature, Features, Kind, base, clause_pieces, clauses, content, feature, features, features_of, kind, row, shapes,
+    table, without_names,
+};
 use crate::config::AgentSpec;
 
 /// The score (the router's probability) from which an agent is picked for
@@ -64,17 +68,17 @@ pub(crate) struct Router {
     /// a calendar block): what [`Router::acts_on`] lets act on another's result.
     makes: Vec<bool>,
     me: Option<usize>,
-    vocabulary: HashMap<String, u32>,
+    vocabulary: FxHashMap<Feature, u32>,
     idf: Vec<f32>,
     docs: Vec<Doc>,
     model: Softmax,
     /// The content words the texts use, and how often.
-    known: HashMap<String, u32>,
+    known: FxHashMap<String, u32>,
     /// Those used at least [`COMMON`] times, as letters, with their count:
     /// what a misspelled word is corrected to.
     common: Vec<(Vec<char>, u32)>,
-    /// Per first word of a text (base form): how many agents have a text that starts with it.
-    starts: HashMap<String, u32>,
+    /// Per first word of a text (its [`Kind::First`] feature): how many agents have a text that starts with it.
+    starts: FxHashMap<Feature, u32>,
 }
 
 /// The edit distance of two words, a swap of neighbouring letters counting
@@ -187,7 +191,7 @@ impl Router {
     pub(crate) fn new<'a>(specialists: impl IntoIterator<Item = &'a AgentSpec>, me: Option<&AgentSpec>) -> Self {
         let mut agents = Vec::new();
         let mut makes = Vec::new();
-        let mut raw: Vec<(usize, String, HashMap<String, f32>)> = Vec::new();
+        let mut raw: Vec<(usize, String, Features)> = Vec::new();
         let specs = specialists.into_iter().map(|s| (s, false)).chain(me.map(|s| (s, true)));
         for (spec, is_me) in specs {
             let texts = texts(spec, is_me);
@@ -199,12 +203,12 @@ impl Router {
             raw.extend(texts.into_iter().map(|t| (agents.len() - 1, t.clone(), features(&t))));
         }
         let me = me.and_then(|m| agents.iter().position(|a| a == m.slug.as_str()));
-        let mut vocabulary: HashMap<String, u32> = HashMap::new();
+        let mut vocabulary: FxHashMap<Feature, u32> = FxHashMap::default();
         let mut df: Vec<f32> = Vec::new();
         for (_, _, f) in &raw {
             for k in f.keys() {
                 let next = u32::try_from(vocabulary.len()).unwrap_or(u32::MAX);
-                let id = *vocabulary.entry(k.clone()).or_insert(next) as usize;
+                let id = *vocabulary.entry(*k).or_insert(next) as usize;
                 if id == df.len() {
                     df.push(0.0);
                 }
@@ -213,7 +217,7 @@ impl Router {
         }
         let n = raw.len() as f32;
         let idf = df.iter().map(|d| ((n + 1.0) / (d + 1.0)).ln() + 1.0).collect();
-        let mut known: HashMap<String, u32> = HashMap::new();
+        let mut known: FxHashMap<String, u32> = FxHashMap::default();
         for (_, t, _) in &raw {
             for w in content(t) {
                 *known.entry(w).or_default() += 1;
@@ -223,10 +227,13 @@ impl Router {
             known.iter().filter(|(_, n)| **n >= COMMON).map(|(w, n)| (w.chars().collect(), *n)).collect();
         common.sort_unstable();
         // a text's first word is its `f:` feature (`features_of`)
-        let mut firsts: HashMap<String, std::collections::HashSet<usize>> = HashMap::new();
+        let mut firsts: FxHashMap<Feature, Vec<usize>> = FxHashMap::default();
         for (agent, _, f) in &raw {
-            for first in f.keys().filter_map(|k| k.strip_prefix("f:")) {
-                firsts.entry(first.to_string()).or_default().insert(*agent);
+            for first in f.keys().filter(|k| kind(**k) == Kind::First as u8) {
+                let agents = firsts.entry(*first).or_default();
+                if !agents.contains(agent) {
+                    agents.push(*agent);
+                }
             }
         }
         let starts = firsts.into_iter().map(|(w, a)| (w, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect();
@@ -264,7 +271,7 @@ impl Router {
         }
     }
 
-    fn vector(&self, f: &HashMap<String, f32>) -> Vector {
+    fn vector(&self, f: &Features) -> Vector {
         let mut v: Vector = f
             .iter()
             .filter_map(|(k, &x)| {
@@ -324,7 +331,7 @@ impl Router {
         let mut f = features_of(&words);
         shapes(&plain, &mut f);
         // letters alone (a word's pieces) know no word: gibberish, or a language none of the texts is in
-        if !f.keys().any(|k| !k.starts_with("c:") && self.vocabulary.contains_key(k)) {
+        if !f.keys().any(|k| kind(*k) != Kind::Gram as u8 && self.vocabulary.contains_key(k)) {
             return Vec::new();
         }
         #[allow(unused_mut)]
@@ -372,7 +379,7 @@ impl Router {
         if chars.len() < 4
             || !chars.iter().all(char::is_ascii_lowercase)
             || self.known.contains_key(w)
-            || self.vocabulary.contains_key(&format!("w:{}", base(w)))
+            || self.vocabulary.contains_key(&feature(Kind::Word, &[&base(w)]))
         {
             return None;
         }
@@ -428,9 +435,9 @@ impl Router {
         // a short request before a pasted record (`save this purchase: Apple Store 10/23/2025 179.00`)
         // is about the record: read whole
         let record = |m: &str| {
-            let mut f = HashMap::new();
+            let mut f = Features::default();
             shapes(m, &mut f);
-            f.contains_key("s:date") && f.contains_key("s:money")
+            f.contains_key(&feature(Kind::Shape, &["date"])) && f.contains_key(&feature(Kind::Shape, &["money"]))
         };
         let asked = colon.map_or(0, |at| content(&text[..at]).len());
         if let Some(at) = colon
@@ -479,7 +486,7 @@ impl Router {
         // a first word that starts the texts of many agents ("make me a snowball plan", "make this
         // sound professional", "make a progress report") is no maker's own verb: what it makes is
         // said by the rest
-        if self.starts.get(&base(first)).is_some_and(|n| *n > HEAD_SPREAD) {
+        if self.starts.get(&feature(Kind::First, &[&base(first)])).is_some_and(|n| *n > HEAD_SPREAD) {
             return None;
         }
         let makes = |m: &Match| self.agents.iter().position(|a| *a == m.agent).is_some_and(|i| self.makes[i]);
