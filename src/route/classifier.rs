@@ -49,6 +49,9 @@ const COMMON: u32 = 5;
 /// when the texts of at most this many agents start with it (`email`,
 /// `schedule`; not `make`).
 const HEAD_SPREAD: u32 = 2;
+/// A word the texts of at least this many agents use says what is looked
+/// at (`spending`, `expenses`, `october`), not who should look.
+const SPREAD: u32 = 4;
 
 type Vector = Vec<(u32, f32)>;
 /// Routers learned in this process, by the hash of the texts they learned from.
@@ -79,6 +82,8 @@ pub(crate) struct Router {
     common: Vec<(Vec<char>, u32)>,
     /// Per first word of a text (its [`Kind::First`] feature): how many agents have a text that starts with it.
     starts: FxHashMap<Feature, u32>,
+    /// Per content word (base form): how many agents have a text that uses it.
+    spread: FxHashMap<String, u32>,
 }
 
 /// The edit distance of two words, a swap of neighbouring letters counting
@@ -237,8 +242,19 @@ impl Router {
             }
         }
         let starts = firsts.into_iter().map(|(w, a)| (w, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect();
+        let mut users: FxHashMap<String, Vec<usize>> = FxHashMap::default();
+        for (agent, t, _) in &raw {
+            for w in content(t) {
+                let agents = users.entry(base(&w)).or_default();
+                if !agents.contains(agent) {
+                    agents.push(*agent);
+                }
+            }
+        }
+        let spread = users.into_iter().map(|(w, a)| (w, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect();
         let model = Softmax::train(0, 0, &[]);
-        let mut router = Self { agents, makes, me, vocabulary, idf, docs: Vec::new(), model, known, common, starts };
+        let mut router =
+            Self { agents, makes, me, vocabulary, idf, docs: Vec::new(), model, known, common, starts, spread };
         router.docs = raw
             .into_iter()
             .map(|(agent, text, f)| {
@@ -408,6 +424,13 @@ impl Router {
         best.map(|(_, _, k)| k.iter().collect())
     }
 
+    /// Whether every content word of `clause` is one the texts of many
+    /// agents use ([`SPREAD`]): it names what to look at, and asks nothing.
+    fn names_only_material(&self, clause: &str) -> bool {
+        let words = content(&without_names(clause));
+        !words.is_empty() && words.iter().all(|w| self.spread.get(&base(w)).is_some_and(|n| *n >= SPREAD))
+    }
+
     fn pick(&self, text: &str) -> Option<Match> {
         self.picked(self.scores(text).into_iter().next()?)
     }
@@ -515,7 +538,7 @@ impl Router {
             pieces.retain(|p| !is_row(p));
         }
         // each clause's agents, and whether it tells of the user rather than asks
-        let clauses: Vec<(Vec<Match>, bool)> = pieces
+        let clauses: Vec<(Vec<Match>, bool, String)> = pieces
             .into_iter()
             .map(|pieces| {
                 let clause = pieces.join(" ");
@@ -534,22 +557,23 @@ impl Router {
                         found = two;
                     }
                 }
-                (found, tells(&clause))
+                let told = tells(&clause);
+                (found, told, clause)
             })
             .collect();
         // what the user tells ("I run a small bakery …", "I can do $800 a month") is the material
         // of what they ask, wherever it stands: it adds no agent when another clause asks one
         // that the router is sure of
-        let asks = clauses.iter().any(|(found, tells)| !tells && found.iter().any(|m| m.score >= STRONG));
+        let asks = clauses.iter().any(|(found, tells, _)| !tells && found.iter().any(|m| m.score >= STRONG));
         // told and asked, and no clause that asks is sure of its agent ("I have a loan at 9% and a
         // card at 25%. Which one first?"): the request is the whole text, told and asked together
         let unsure = !asks
-            && clauses.iter().any(|(found, tells)| !tells && !found.is_empty())
-            && clauses.iter().any(|(found, tells)| *tells && !found.is_empty());
+            && clauses.iter().any(|(found, tells, _)| !tells && !found.is_empty())
+            && clauses.iter().any(|(found, tells, _)| *tells && !found.is_empty());
         if unsure && let Some(m) = best.clone().and_then(|m| self.picked(m)) {
             return Routed { picks: vec![m], best };
         }
-        for (found, tells) in clauses {
+        for (found, tells, _) in clauses.iter().cloned() {
             if tells && asks {
                 continue;
             }
@@ -568,6 +592,21 @@ impl Router {
         if picks.len() >= 2 && picks[0].score < LEAD && picks[1..].iter().any(|m| m.score >= SECOND) {
             picks.remove(0);
         }
+        // a first clause that names only what to look at ("go through my October expenses": words
+        // the texts of many agents use), before a later one that asks for something of each of
+        // its items ("and flag the ones I can deduct"), is that request's scope; a maker's work
+        // on them ("and email them to my accountant") is a request of its own
+        if let [(first, false, scope), (later, false, asks)] = clauses.as_slice()
+            && let ([a], [b]) = (first.as_slice(), later.as_slice())
+            && picks.len() == 2
+            && picks[0].agent == a.agent
+            && picks[1].agent == b.agent
+            && !self.agents.iter().position(|x| *x == b.agent).is_some_and(|i| self.makes[i])
+            && refers_to_items(asks)
+            && self.names_only_material(scope)
+        {
+            picks.remove(0);
+        }
         // no clause picked anyone: the whole text's best
         if picks.is_empty()
             && let Some(m) = best.clone().and_then(|m| self.picked(m))
@@ -576,6 +615,15 @@ impl Router {
         }
         Routed { picks, best }
     }
+}
+
+/// Whether `clause` asks about each of some items named before it ("flag
+/// the ones …", "tag each one", "which ones can I write off", "point out
+/// anything …", "categorize them").
+fn refers_to_items(clause: &str) -> bool {
+    clause
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| ["them", "each", "ones", "anything", "any"].iter().any(|r| w.eq_ignore_ascii_case(r)))
 }
 
 /// Whether `clause` tells something of the user instead of asking for
@@ -822,5 +870,20 @@ description = "Answers questions about pets: dogs, cats, vaccinations and pet fo
         let c = Config::from_toml(toml).unwrap();
         let r = Router::new(c.agents.iter(), None);
         assert_eq!(r.route("is this food ok for my cat?").picks[0].agent, "vet");
+    }
+
+    /// Each reached Crystal beside the agent its second clause asks before the rule: "go
+    /// through my purchases" names what to look at, and the rest asks for something of each
+    /// item. A maker's work on them, or a first clause that asks something itself, keeps both.
+    #[test]
+    fn a_first_clause_that_only_names_what_to_look_at_is_the_scope_of_the_next() {
+        assert_eq!(picked("Go through my September purchases and mark the ones I can deduct."), ["ledger-tax"]);
+        assert_eq!(picked("Please go through this month's charges and give each one a category."), ["tag-ai"]);
+        assert_eq!(picked("find my deductions and email them to my accountant"), ["ledger-tax", "email"]);
+        assert_eq!(picked("categorize my transactions and block an hour to go over them"), ["tag-ai", "calendar"]);
+        assert_eq!(
+            picked("what are my biggest expenses and which of them are deductible"),
+            ["crystal-analytics", "ledger-tax"]
+        );
     }
 }
