@@ -100,8 +100,26 @@ pub(super) enum Definition {
     Unknown(String),
 }
 
+/// What a definition question says around its term without changing it:
+/// a polite lead before the verb that asks ("can you explain …", "please
+/// define …") and hedges ("actually", "in simple words", "in plain
+/// English"). Taken out before the question's shape is read.
+static AROUND: std::sync::LazyLock<[regex::Regex; 2]> = std::sync::LazyLock::new(|| {
+    let re = |p: &str| regex::Regex::new(p).expect("valid regex");
+    [
+        re(r"^(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|please\s+)+(explain|define|describe|tell me)\b"),
+        re(
+            r",?\s*\bin\s+(?:simple|plain|easy|layman'?s?)\s+(?:words|terms|english|language)\b,?|\b(?:actually|exactly|simply|really|briefly)\s+",
+        ),
+    ]
+});
+
 /// The term a message asks to have explained, and what Prime says of it.
 pub(super) fn definition(lower: &str) -> Option<Definition> {
+    let [lead, hedge] = &*AROUND;
+    let plain = hedge.replace_all(lower.trim(), "");
+    let plain = lead.replace(plain.trim(), "$1");
+    let lower = plain.trim();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
     const OWN: [&str; 14] =
         ["my", "our", "i", "me", "we", "us", "you", "your", "this", "these", "those", "that's", "last", "month"];
@@ -134,9 +152,9 @@ pub(super) fn definition(lower: &str) -> Option<Definition> {
 
 /// The term of a question shaped as one about a term, whatever the term:
 /// `what is a/an X`, `what's X` (X one to three words, no article *the*),
-/// `define X`, `what does X mean`, `X, what is that?`.
+/// `define X`, `what does X mean`, `X, what is that?`, `explain what X is`.
 fn term_asked(lower: &str) -> Option<String> {
-    static SHAPES: std::sync::LazyLock<[regex::Regex; 4]> = std::sync::LazyLock::new(|| {
+    static SHAPES: std::sync::LazyLock<[regex::Regex; 5]> = std::sync::LazyLock::new(|| {
         let re = |p: &str| regex::Regex::new(p).expect("valid regex");
         [
             re(
@@ -147,6 +165,10 @@ fn term_asked(lower: &str) -> Option<String> {
                 r"^what does\s+(?:an?\s+|the\s+)?([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s+(?:mean|stand for)\s*\??$",
             ),
             re(r"^([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2}),?\s+what(?:'s| is) (?:that|it|this)\b"),
+            // the question inside a request: "explain what a sinking fund is"
+            re(
+                r"^(?:explain|describe|tell me)\s+what\s+(?:an?\s+|the\s+)?([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2})\s+(?:is|are|means)\s*[.?]?$",
+            ),
         ]
     });
     let term = SHAPES.iter().find_map(|re| re.captures(lower.trim()).map(|c| c[1].to_string()))?;
@@ -309,6 +331,37 @@ mod tests {
             assert!(definition(q).is_some(), "{q}");
         }
         for q in ["what's eating up my budget?", "what are my deductions", "what is the apr on my visa card"] {
+            assert!(definition(q).is_none(), "{q}");
+        }
+    }
+
+    /// A polite lead and a hedge are said around the question, not in it: each of these reached a
+    /// specialist before (a sinking fund went to Goalie, an amortization schedule to Calendar).
+    #[test]
+    fn a_definition_asked_politely_or_with_a_hedge_is_one_still() {
+        let unknown = |q: &str| match definition(q) {
+            Some(Definition::Unknown(term)) => term,
+            _ => format!("not an unknown term: {q}"),
+        };
+        assert_eq!(unknown("could you explain what a roth ira is?"), "roth ira");
+        assert_eq!(unknown("can you please describe what an escrow account is"), "escrow account");
+        assert_eq!(unknown("what does vesting actually mean?"), "vesting");
+        assert_eq!(unknown("in simple words, what is a money market account?"), "money market account");
+        for q in [
+            "can you explain what a sinking fund is?",
+            "what does amortization really mean",
+            "what's compound interest, in simple words",
+            "what's apr, in plain english",
+            "please define snowball?",
+        ] {
+            assert!(matches!(definition(q), Some(Definition::Known(_))), "{q}");
+        }
+        for q in [
+            "can you explain my spending this month",
+            "could you tell me what my biggest expense is",
+            "explain what happened to my budget",
+            "can you explain this charge: netflix 15.49",
+        ] {
             assert!(definition(q).is_none(), "{q}");
         }
     }
