@@ -82,8 +82,8 @@ pub(crate) struct Router {
     common: Vec<(Vec<char>, u32)>,
     /// Per first word of a text (its [`Kind::First`] feature): how many agents have a text that starts with it.
     starts: FxHashMap<Feature, u32>,
-    /// Per content word (base form): how many agents have a text that uses it.
-    spread: FxHashMap<String, u32>,
+    /// Per content word (its [`Kind::Word`] feature): how many agents have a text that uses it.
+    spread: FxHashMap<Feature, u32>,
 }
 
 /// The edit distance of two words, a swap of neighbouring letters counting
@@ -178,6 +178,20 @@ fn dot(a: &Vector, b: &Vector) -> f32 {
     sum
 }
 
+/// Per feature of `kind`: how many agents have a text with it.
+fn agents_per(raw: &[(usize, String, Features)], kind_of: Kind) -> FxHashMap<Feature, u32> {
+    let mut agents: FxHashMap<Feature, Vec<usize>> = FxHashMap::default();
+    for (agent, _, f) in raw {
+        for k in f.keys().filter(|k| kind(**k) == kind_of as u8) {
+            let with = agents.entry(*k).or_default();
+            if !with.contains(agent) {
+                with.push(*agent);
+            }
+        }
+    }
+    agents.into_iter().map(|(k, a)| (k, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect()
+}
+
 /// What an agent's configuration says it does, one text each.
 fn texts(spec: &AgentSpec, me: bool) -> Vec<String> {
     let mut out: Vec<String> = spec.examples.iter().map(|e| without_names(e)).collect();
@@ -231,27 +245,9 @@ impl Router {
         let mut common: Vec<(Vec<char>, u32)> =
             known.iter().filter(|(_, n)| **n >= COMMON).map(|(w, n)| (w.chars().collect(), *n)).collect();
         common.sort_unstable();
-        // a text's first word is its `f:` feature (`features_of`)
-        let mut firsts: FxHashMap<Feature, Vec<usize>> = FxHashMap::default();
-        for (agent, _, f) in &raw {
-            for first in f.keys().filter(|k| kind(**k) == Kind::First as u8) {
-                let agents = firsts.entry(*first).or_default();
-                if !agents.contains(agent) {
-                    agents.push(*agent);
-                }
-            }
-        }
-        let starts = firsts.into_iter().map(|(w, a)| (w, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect();
-        let mut users: FxHashMap<String, Vec<usize>> = FxHashMap::default();
-        for (agent, t, _) in &raw {
-            for w in content(t) {
-                let agents = users.entry(base(&w)).or_default();
-                if !agents.contains(agent) {
-                    agents.push(*agent);
-                }
-            }
-        }
-        let spread = users.into_iter().map(|(w, a)| (w, u32::try_from(a.len()).unwrap_or(u32::MAX))).collect();
+        // a text's first word is its `First` feature, each content word its `Word` one (`features_of`)
+        let starts = agents_per(&raw, Kind::First);
+        let spread = agents_per(&raw, Kind::Word);
         let model = Softmax::train(0, 0, &[]);
         let mut router =
             Self { agents, makes, me, vocabulary, idf, docs: Vec::new(), model, known, common, starts, spread };
@@ -428,7 +424,8 @@ impl Router {
     /// agents use ([`SPREAD`]): it names what to look at, and asks nothing.
     fn names_only_material(&self, clause: &str) -> bool {
         let words = content(&without_names(clause));
-        !words.is_empty() && words.iter().all(|w| self.spread.get(&base(w)).is_some_and(|n| *n >= SPREAD))
+        !words.is_empty()
+            && words.iter().all(|w| self.spread.get(&feature(Kind::Word, &[&base(w)])).is_some_and(|n| *n >= SPREAD))
     }
 
     fn pick(&self, text: &str) -> Option<Match> {
@@ -573,8 +570,8 @@ impl Router {
         if unsure && let Some(m) = best.clone().and_then(|m| self.picked(m)) {
             return Routed { picks: vec![m], best };
         }
-        for (found, tells, _) in clauses.iter().cloned() {
-            if tells && asks {
+        for (found, tells, _) in &clauses {
+            if *tells && asks {
                 continue;
             }
             for m in found {
@@ -583,7 +580,7 @@ impl Router {
                 // most often more of the same request, not a second one
                 let second = !picks.is_empty() && m.score < SECOND;
                 if !second && !picks.iter().any(|p| p.agent == m.agent) {
-                    picks.push(m);
+                    picks.push(m.clone());
                 }
             }
         }
