@@ -69,15 +69,16 @@ fn leave_one_round_out() {
     let all = cases(&["heldout.jsonl", "seen.jsonl", "tune.jsonl"]);
     let base = Config::builtin();
     let mut total = Tally::default();
-    // each seen round's half, named by its ids' first letter, in the order the rounds joined
-    let mut rounds: Vec<char> = Vec::new();
-    for round in all.iter().filter(|c| c.split == "seen").filter_map(|c| c.id.chars().next()) {
+    // each seen round's half, named by its ids' letters ("q…", "aa…"), in the order the rounds joined
+    let round_of = |c: &Case| c.id.trim_end_matches(|d: char| d.is_ascii_digit()).to_string();
+    let mut rounds: Vec<String> = Vec::new();
+    for round in all.iter().filter(|c| c.split == "seen").map(round_of) {
         if !rounds.contains(&round) {
             rounds.push(round);
         }
     }
     for round in rounds {
-        let held: Vec<&Case> = all.iter().filter(|c| c.split == "seen" && c.id.starts_with(round)).collect();
+        let held: Vec<&Case> = all.iter().filter(|c| c.split == "seen" && round_of(c) == round).collect();
         let texts: HashSet<Vec<String>> = held.iter().map(|c| words(&c.text)).collect();
         let mut config = base.clone();
         for a in &mut config.agents {
