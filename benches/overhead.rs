@@ -189,12 +189,17 @@ fn main() {
 
     if let Ok(only) = std::env::var("BENCH_ONLY") {
         // one case alone, for a profiler or an instruction count (scripts/bench/instructions.sh)
+        if only == "route" {
+            let (_, one) = routing(n);
+            println!("route: {:.1?} p50", one.p50);
+            return;
+        }
         let target = match only.as_str() {
             "single" => "zero",
             "chain" => "chain",
             "fanout" => "fan",
             other => {
-                eprintln!("BENCH_ONLY takes single, chain or fanout, not {other:?}");
+                eprintln!("BENCH_ONLY takes single, chain, fanout or route, not {other:?}");
                 std::process::exit(2);
             }
         };

@@ -10,6 +10,10 @@
 #                                             count (benches/instructions-baseline.json):
 #                                             prints the ratios, fails past 1.5x
 #   scripts/bench/instructions.sh --save      writes this checkout's count there
+#   INSTR_CASES=route scripts/bench/instructions.sh OLD NEW
+#                                             Prime's router instead: one message
+#                                             planned (the evaluation's tune requests
+#                                             in turn; set INSTR_N=175, one pass)
 #
 # A binary is `cargo bench --bench overhead`'s (copy it aside before building
 # the other commit). Each case runs twice, at N and 3N delegations; the
@@ -39,7 +43,9 @@ count() { # binary case delegations -> instructions
 }
 declare -A per
 printf '%-10s' case; for b in "$@"; do printf '%22s' "$(basename "$b" | cut -c1-20)"; done; echo
-for case in single chain fanout; do
+CASES=${INSTR_CASES:-single chain fanout}
+[ "$MODE" = compare ] || CASES="single chain fanout"
+for case in $CASES; do
   printf '%-10s' "$case"
   for b in "$@"; do
     lo=$(count "$b" "$case" "$N"); hi=$(count "$b" "$case" $((3 * N)))

@@ -127,10 +127,14 @@ pub(crate) struct Match {
     /// Its score: how sure the router is that the text is this agent's, 0 to 1.
     pub score: f64,
     /// The configured example (or description) of the agent closest to the
-    /// text; for the best match only (empty for the others).
+    /// clause; filled in for what [`Router::route`] returns only (empty in
+    /// [`Router::scores`]).
     pub example: String,
     /// The part of the request that was scored.
     pub clause: String,
+    /// What the model read of it (shared by the matches of one text), kept
+    /// so that [`Router::route`] explains a match without reading it again.
+    query: Arc<Vector>,
 }
 
 /// Who a request is for.
@@ -329,28 +333,12 @@ impl Router {
     }
 
     /// Every agent's score for `text`, best first (ties: the agent declared
-    /// first); none when no word of it is known.
-    pub(crate) fn scores(&self, text: &str) -> Vec<Match> {
-        self.scored(text, true)
-    }
-
-    /// [`Router::scores`]; `explain`: find the best agent's closest example
-    /// (a pass over its examples, skipped where only the scores matter).
-    fn scored(&self, text: &str, explain: bool) -> Vec<Match> {
-        // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
-        let plain = without_names(text);
-        let words = self.spelled(content(&plain));
-        let mut f = features_of(&words);
-        shapes(&plain, &mut f);
-        // letters alone (a word's pieces) know no word: gibberish, or a language none of the texts is in
-        if !f.keys().any(|k| kind(*k) != Kind::Gram as u8 && self.vocabulary.contains_key(k)) {
-            return Vec::new();
-        }
-        #[allow(unused_mut)]
-        let mut q = self.vector(&f);
-        #[cfg(test)]
-        self.embedded(text, &mut q);
+    /// first); none when no word of it is known. No example is looked for
+    /// here: [`Router::route`] explains only the matches it returns.
+    fn scores(&self, text: &str) -> Vec<Match> {
+        let Some(q) = self.query(text) else { return Vec::new() };
         let Some(p) = self.model.probabilities(&q) else { return Vec::new() };
+        let q = Arc::new(q);
         let mut out: Vec<Match> = self
             .agents
             .iter()
@@ -360,19 +348,51 @@ impl Router {
                 score: f64::from((p * 1000.0).round() / 1000.0),
                 example: String::new(),
                 clause: text.trim().to_string(),
+                query: q.clone(),
             })
             .collect();
         out.sort_by(|a, b| b.score.total_cmp(&a.score));
-        // why the best: its example closest to the text (the others' are not shown)
-        if explain
-            && let Some(best) = out.first_mut()
-            && let Some(a) = self.agents.iter().position(|a| *a == best.agent)
-        {
-            let docs = self.docs.iter().filter(|d| d.agent == a);
-            let closest = docs.max_by(|x, y| dot(&q, &x.vector).total_cmp(&dot(&q, &y.vector)));
-            best.example = closest.map(|d| d.text.trim().to_string()).unwrap_or_default();
-        }
         out
+    }
+
+    /// The vector the model reads for `text`; none when no word of it is known.
+    fn query(&self, text: &str) -> Option<Vector> {
+        // a name (a merchant, a person) says nothing of who should do the work, in a request as in an example
+        let plain = without_names(text);
+        let words = self.spelled(content(&plain));
+        let mut f = features_of(&words);
+        shapes(&plain, &mut f);
+        // letters alone (a word's pieces) know no word: gibberish, or a language none of the texts is in
+        if !f.keys().any(|k| kind(*k) != Kind::Gram as u8 && self.vocabulary.contains_key(k)) {
+            return None;
+        }
+        #[allow(unused_mut)]
+        let mut q = self.vector(&f);
+        #[cfg(test)]
+        self.embedded(text, &mut q);
+        Some(q)
+    }
+
+    /// Why each match of `routed` (the picks and the whole text's best): the
+    /// example of its agent closest to what it was scored on. A pass over
+    /// the agent's texts, so it runs for what is shown only, not for every
+    /// clause and piece scored on the way.
+    /// The whole text's best is most often a pick too (a one-clause
+    /// request): looked for once.
+    fn explain(&self, routed: &mut Routed) {
+        let mut found: Vec<(String, Arc<Vector>, String)> = Vec::new();
+        for m in routed.best.iter_mut().chain(routed.picks.iter_mut()) {
+            if let Some((_, _, example)) = found.iter().find(|(a, q, _)| *a == m.agent && Arc::ptr_eq(q, &m.query)) {
+                m.example = example.clone();
+                continue;
+            }
+            let Some(a) = self.agents.iter().position(|a| *a == m.agent) else { continue };
+            // each text's product once (comparing two by theirs computed most of them twice)
+            let docs = self.docs.iter().filter(|d| d.agent == a).map(|d| (dot(&m.query, &d.vector), d));
+            let closest = docs.max_by(|x, y| x.0.total_cmp(&y.0));
+            m.example = closest.map(|(_, d)| d.text.trim().to_string()).unwrap_or_default();
+            found.push((m.agent.clone(), m.query.clone(), m.example.clone()));
+        }
     }
 
     /// Words no text used, corrected to the most used known word one edit
@@ -449,8 +469,15 @@ impl Router {
     /// 10/25/2025 12.80` is read whole) or tells of the user instead of
     /// asking (`I have three cards: Visa $4,200 at 24.9% … Give me an
     /// avalanche plan` is read whole). A clause after the material that
-    /// tells (`… I can pay $500 a month`) adds no agent either.
+    /// tells (`… I can pay $500 a month`) adds no agent either. Each match
+    /// returned names its agent's example closest to its clause.
     pub(crate) fn route(&self, text: &str) -> Routed {
+        let mut routed = self.routed(text);
+        self.explain(&mut routed);
+        routed
+    }
+
+    fn routed(&self, text: &str) -> Routed {
         let colon = [": ", ":\n"].iter().filter_map(|c| text.find(c)).min();
         // a short request before a pasted record (`save this purchase: Apple Store 10/23/2025 179.00`)
         // is about the record: read whole
@@ -510,9 +537,7 @@ impl Router {
             return None;
         }
         let makes = |m: &Match| self.agents.iter().position(|a| *a == m.agent).is_some_and(|i| self.makes[i]);
-        // most clauses' first word asks no maker: learn that without looking for an example
-        let head = self.scored(first, false).into_iter().next().filter(|m| m.score >= PIECE && makes(m))?;
-        let head = self.pick(first).filter(|m| m.agent == head.agent)?;
+        let head = self.pick(first).filter(|m| m.score >= PIECE && makes(m))?;
         let rest = self.pick(rest).filter(|m| m.score >= PIECE && m.agent != head.agent && !makes(m))?;
         if !found.iter().any(|m| m.agent == head.agent || m.agent == rest.agent) {
             return None;
@@ -882,5 +907,26 @@ description = "Answers questions about pets: dogs, cats, vaccinations and pet fo
             picked("what are my biggest expenses and which of them are deductible"),
             ["crystal-analytics", "ledger-tax"]
         );
+    }
+
+    /// What a route shows for each match (the picks and the whole text's
+    /// best) is one of its own agent's configured texts, the one closest to
+    /// the clause it was picked for; scores computed on the way carry none.
+    #[test]
+    fn each_match_a_route_returns_names_its_own_agents_closest_example() {
+        let c = Config::builtin();
+        let r = router();
+        let own = |agent: &str, example: &str| {
+            texts(c.agent(agent).unwrap(), agent == "prime-boss").iter().any(|t| t.trim() == example)
+        };
+        let routed = r.route("tag my October purchases, then email the totals to my accountant Dana");
+        assert_eq!(routed.picks.iter().map(|m| m.agent.as_str()).collect::<Vec<_>>(), ["tag-ai", "email"]);
+        for m in routed.picks.iter().chain(&routed.best) {
+            assert!(!m.example.is_empty() && own(&m.agent, &m.example), "{}: {:?}", m.agent, m.example);
+        }
+        // a text that is itself an example is closest to itself
+        let routed = r.route("categorize these purchases");
+        assert_eq!(routed.picks[0].example, "categorize these purchases");
+        assert!(r.scores("categorize these purchases").iter().all(|m| m.example.is_empty()));
     }
 }
