@@ -233,7 +233,7 @@ impl RulePlanner {
         match definition(&lower) {
             Some(Definition::Known(answer)) => {
                 let decision = decision::decide(msg, None, 0);
-                return Choice::direct(answer.into(), false, "definition", Routed::default(), decision);
+                return Choice::direct(answer, false, "definition", Routed::default(), decision);
             }
             Some(Definition::Unknown(term)) => {
                 let answer = format!(

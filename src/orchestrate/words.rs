@@ -95,7 +95,7 @@ const GLOSSARY: &[(&str, &str)] = &[
 /// deductions?"), a document or a period is not about a term.
 pub(super) enum Definition {
     /// The glossary's explanation.
-    Known(&'static str),
+    Known(String),
     /// The term asked about, which the glossary does not have.
     Unknown(String),
 }
@@ -127,6 +127,9 @@ pub(super) fn definition(lower: &str) -> Option<Definition> {
     if words.iter().any(|w| OWN.contains(w) || w.chars().all(|c| c.is_ascii_digit())) {
         return None;
     }
+    if let Some((one, other)) = compared(lower) {
+        return Some(pair(&one, &other));
+    }
     let known = GLOSSARY.iter().find(|(term, _)| {
         let t = *term;
         words.iter().any(|w| *w == t || w.strip_suffix('s') == Some(t)) || (t.contains(' ') && lower.contains(t))
@@ -145,9 +148,92 @@ pub(super) fn definition(lower: &str) -> Option<Definition> {
             .filter(|w| !term_words.iter().any(|t| w == t || w.strip_suffix('s') == Some(t)))
             .count();
         let shaped = asks.iter().any(|a| lower.starts_with(a)) || term_asked(lower).is_some();
-        return (other == 0 && shaped).then_some(Definition::Known(text));
+        return (other == 0 && shaped).then_some(Definition::Known(text.to_string()));
     }
     term_asked(lower).map(Definition::Unknown)
+}
+
+/// The glossary's explanation of `term`: its own, or a plural's.
+fn explained(term: &str) -> Option<&'static str> {
+    let term = term.trim();
+    GLOSSARY.iter().find(|(t, _)| term == *t || term.strip_suffix('s') == Some(t)).map(|(_, text)| *text)
+}
+
+/// What Prime says of two terms compared: what the glossary has of each,
+/// and which of them it has no explanation of.
+fn pair(one: &str, other: &str) -> Definition {
+    match (explained(one), explained(other)) {
+        (None, None) => Definition::Unknown(format!("{one}\" and \"{other}")),
+        (a, b) => {
+            let mut out = String::new();
+            for (term, text) in [(one, a), (other, b)] {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                match text {
+                    Some(text) => out.push_str(text),
+                    None => write!(out, "I don't have an explanation of \"{term}\" at hand.").unwrap_or_default(),
+                }
+            }
+            Definition::Known(out)
+        }
+    }
+}
+
+/// The two terms of a question that compares them, whatever they are
+/// ("what's the difference between APR and APY?", "Roth IRA vs
+/// traditional IRA: what's the difference?", "how is a credit union
+/// different from a bank?"). Two periods or two of the user's things
+/// compared ("the difference between September and October", "between my
+/// rent and my groceries") are a question about the user's money, not
+/// about terms.
+fn compared(lower: &str) -> Option<(String, String)> {
+    const TERM: &str = r"(?:an?\s+|the\s+)?([a-z0-9][a-z0-9'\-]*(?:\s+[a-z][a-z'\-]*){0,2})";
+    static SHAPES: std::sync::LazyLock<[regex::Regex; 3]> = std::sync::LazyLock::new(|| {
+        let re = |p: String| regex::Regex::new(&p).expect("valid regex");
+        [
+            re(format!(
+                r"^(?:(?:what(?:'s| is)|whats)\s+)?(?:the\s+)?difference\s+between\s+{TERM}\s+and\s+{TERM}\s*\??$"
+            )),
+            re(format!(
+                r"^{TERM}\s+(?:vs\.?|versus|or)\s+{TERM}\s*[-—–:,?]*\s*(?:what(?:'s| is)|whats)\s+the\s+difference\s*\??$"
+            )),
+            re(format!(r"^how\s+(?:is|are|does|do)\s+{TERM}\s+differ(?:ent)?\s+from\s+{TERM}\s*\??$")),
+        ]
+    });
+    const PERIODS: [&str; 24] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    ];
+    let c = SHAPES.iter().find_map(|re| re.captures(lower.trim()))?;
+    let (one, other) = (c[1].to_string(), c[2].to_string());
+    // a month or a year is a period ("apr" is also a term the glossary has)
+    let period = |t: &str| {
+        explained(t).is_none() && t.split(' ').any(|w| PERIODS.contains(&w) || w.chars().all(|c| c.is_ascii_digit()))
+    };
+    (!period(&one) && !period(&other)).then_some((one, other))
 }
 
 /// The term of a question shaped as one about a term, whatever the term:
@@ -361,6 +447,38 @@ mod tests {
             "could you tell me what my biggest expense is",
             "explain what happened to my budget",
             "can you explain this charge: netflix 15.49",
+        ] {
+            assert!(definition(q).is_none(), "{q}");
+        }
+    }
+
+    /// Two terms compared are a term question too: each of these reached a specialist before
+    /// (Byte, Crystal). Two periods or two of the user's own things compared are not.
+    #[test]
+    fn two_terms_compared_are_explained_side_by_side() {
+        let Some(Definition::Known(both)) = definition("what's the difference between apr and a balance transfer?")
+        else {
+            panic!("two known terms")
+        };
+        assert!(both.starts_with("APR (annual") && both.contains("A balance transfer moves"), "{both}");
+        let Some(Definition::Known(one)) = definition("how is a sinking fund different from an emergency fund?") else {
+            panic!("two known terms")
+        };
+        assert!(one.contains("sinking fund is money") && one.contains("emergency fund is cash"), "{one}");
+        let Some(Definition::Known(half)) = definition("snowball vs consolidation loan: what's the difference?") else {
+            panic!("one known term")
+        };
+        assert!(half.contains("debt snowball") && half.contains("\"consolidation loan\" at hand"), "{half}");
+        assert!(matches!(
+            definition("roth ira or traditional ira - what's the difference?"),
+            Some(Definition::Unknown(_))
+        ));
+        assert!(matches!(definition("difference between a stock and a bond"), Some(Definition::Unknown(_))));
+        for q in [
+            "what's the difference between september and october?",
+            "what is the difference between my rent and my groceries",
+            "difference between 2024 and 2025?",
+            "how is march different from april?",
         ] {
             assert!(definition(q).is_none(), "{q}");
         }
