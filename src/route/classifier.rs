@@ -376,9 +376,8 @@ impl Router {
     /// Why each match of `routed` (the picks and the whole text's best): the
     /// example of its agent closest to what it was scored on. A pass over
     /// the agent's texts, so it runs for what is shown only, not for every
-    /// clause and piece scored on the way.
-    /// The whole text's best is most often a pick too (a one-clause
-    /// request): looked for once.
+    /// clause and piece scored on the way. The whole text's best is most
+    /// often a pick too (a one-clause request): looked for once.
     fn explain(&self, routed: &mut Routed) {
         let mut found: Vec<(String, Arc<Vector>, String)> = Vec::new();
         for m in routed.best.iter_mut().chain(routed.picks.iter_mut()) {
