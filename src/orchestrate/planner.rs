@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::config::{AgentSpec, Backend, Config, PlanKind, Route};
 use crate::protocol::DelegationError;
-use crate::route::classifier::{STRONG, THRESHOLD};
+use crate::route::classifier::{PIECE, STRONG, THRESHOLD};
 use crate::route::{Match, Routed, Router, discover};
 use crate::verify::decision::{self, Routing};
 use crate::verify::{Constraints, DecisionScore, TaskSpec};
@@ -249,6 +249,7 @@ impl RulePlanner {
         for (re, route) in &self.routes {
             if re.is_match(&said)
                 && let Some(plan) = self.route_plan(route, msg)
+                && !elsewhere(&routed, &plan)
             {
                 let first = plan.agents().first().map(|a| a.to_string()).unwrap_or_default();
                 let decision = self.decide(msg, &routed, &first);
@@ -432,6 +433,17 @@ impl RulePlanner {
 /// A later part that holds an earlier one (`email my sister the summary of
 /// my october spending` after `the summary of my october spending`) acts on
 /// its result too.
+/// Whether the router is sure the message is for others than `plan`'s
+/// agents, and names none of them: a declared route's words were then
+/// part of what the message is about, not what it asks ("make this more
+/// professional: 'I not finish the expense report …'" is Format's, not the
+/// spending review's).
+fn elsewhere(routed: &Routed, plan: &Plan) -> bool {
+    let agents = plan.agents();
+    let ours = |m: &Match| agents.iter().any(|a| a.as_str() == m.agent);
+    routed.picks.iter().any(|m| m.score >= PIECE && !ours(m)) && !routed.picks.iter().any(ours)
+}
+
 fn builds_on_earlier(earlier: &Match, later: &[(&AgentSpec, &Match)]) -> bool {
     const RESULTS: [&str; 6] = ["it", "its", "them", "these", "those", "they"];
     later.iter().any(|(_, m)| {

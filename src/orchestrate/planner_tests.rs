@@ -37,6 +37,24 @@ fn a_pasted_receipts_tax_line_is_not_a_question_about_taxes() {
     assert_eq!(agents(&p.plan("Am I on track for my vacation goal?", &[])), ["goalie-goals"]);
 }
 
+/// A declared route's words inside what the message is about are not what
+/// it asks: each of these went to the spending review (Byte, Tag, Crystal
+/// and Ledger) for "expense report" before the router's sure pick of
+/// another agent could set the route aside.
+#[test]
+fn a_routes_words_in_the_material_do_not_take_the_route() {
+    let p = planner();
+    for (text, agent) in [
+        ("Could you make this sound less blunt? 'Your expense report is wrong again, fix it today.'", "format"),
+        ("Email Dana in finance that my expense report will be two days late.", "email"),
+    ] {
+        assert_eq!(agents(&p.plan(text, &[])), [agent], "{text}");
+    }
+    // the route itself still holds when the router names one of its agents or none surely
+    assert!(matches!(p.plan("Give me a spending review", &[]), Plan::Workflow(_)));
+    assert!(matches!(p.plan("I'd like an expense report for the quarter", &[]), Plan::Workflow(_)));
+}
+
 #[test]
 fn receipts_and_deductions_is_a_byte_then_ledger_chain() {
     let p = planner().plan("Analyze my receipts and suggest tax deductions", &[]);

@@ -19,8 +19,8 @@ use rustc_hash::FxHashMap;
 
 use super::softmax::Softmax;
 use super::text::{
-    Feature, Features, Kind, base, clause_pieces, clauses, content, feature, features, features_of, kind, row, shapes,
-    table, without_names,
+    Feature, Features, Kind, base, clause_pieces, clauses, content, feature, features, features_of, kind,
+    purchase_line, row, shapes, table, without_names,
 };
 use crate::config::AgentSpec;
 
@@ -32,7 +32,7 @@ pub(crate) const THRESHOLD: f64 = 0.3;
 pub(crate) const STRONG: f64 = 0.7;
 /// The score at which a short piece of a clause (`… and is it deductible`)
 /// reaches its own agent beside the one its clause's other piece asks for.
-const PIECE: f64 = 0.9;
+pub(crate) const PIECE: f64 = 0.9;
 /// How sure a later clause must be of an agent to add it beside the ones
 /// before it (round 15, by leave-one-round-out: 0.7 before, 0.9 lost
 /// requests for two things).
@@ -497,10 +497,11 @@ impl Router {
                 // review on my calendar`) adds whoever its later clauses clearly name; the
                 // clause right after the colon is the material itself
                 let sep = table(text);
+                let purchases = text.lines().filter(|l| purchase_line(l)).count() >= 2;
                 let later = clauses(&text[at + 1..])
                     .into_iter()
                     .skip(1)
-                    .filter(|c| !tells(c) && !sep.is_some_and(|s| row(c, s)));
+                    .filter(|c| !(tells(c) || sep.is_some_and(|s| row(c, s)) || purchases && purchase_line(c)));
                 for m in later.filter_map(|c| self.pick(&c)).filter(|m| m.score >= STRONG) {
                     if !routed.picks.iter().any(|p| p.agent == m.agent) {
                         routed.picks.push(m);
@@ -551,10 +552,16 @@ impl Router {
         let pick = |clause: &str| {
             if clause.trim() == text.trim() { best.clone().and_then(|m| self.picked(m)) } else { self.pick(clause) }
         };
-        // a pasted table's rows are material: they ask no one when another clause asks someone
+        // a pasted table's rows, and a pasted list of purchases (two lines or more), are
+        // material: they ask no one when another clause asks someone
         let sep = table(text);
+        let purchases = text.lines().filter(|l| purchase_line(l)).count() >= 2;
         let is_row = |p: &Vec<String>| sep.is_some_and(|s| row(&p.join(" "), s));
         let mut pieces = clause_pieces(text);
+        if purchases && !pieces.iter().flatten().all(|p| purchase_line(p)) {
+            pieces.iter_mut().for_each(|c| c.retain(|p| !purchase_line(p)));
+            pieces.retain(|c| !c.is_empty());
+        }
         if !pieces.iter().all(is_row) {
             pieces.retain(|p| !is_row(p));
         }
@@ -735,6 +742,23 @@ mod tests {
         assert_eq!(picked("Break down my spending on food, rent, and fun this month."), ["crystal-analytics"]);
         assert_eq!(super::super::text::table("apples, pears, plums\nthen rank them"), None);
         assert_eq!(super::super::text::table("a,b,c\n1,2,3"), Some(','));
+    }
+
+    /// Each list reached Byte beside (or instead of) Tag before its rule: a pasted statement's line
+    /// alone reads as a purchase to keep. A list of two lines or more is the material of the
+    /// request around it; one purchase with its request ("add this: …") is still read.
+    #[test]
+    fn a_pasted_list_of_purchases_is_material_not_requests() {
+        for text in [
+            "put each of these in a category please\n10/01 WHOLE FOODS 54.20\n10/02 UBER TRIP 23.10\n10/03 SPOTIFY 10.99",
+            "Hey, these came off my credit card, sort them into categories?\n10/14 TARGET 41.07\n10/15 SHELL 38.90",
+        ] {
+            assert_eq!(picked(text), ["tag-ai"], "{text}");
+        }
+        assert!(super::super::text::purchase_line("09/03 SHELL OIL 57.80"));
+        assert!(super::super::text::purchase_line("2024-05-02 Trader Joe's 87.13"));
+        assert!(!super::super::text::purchase_line("Shell 11/01/2025 $48.20 - put this in"));
+        assert!(!super::super::text::purchase_line("TARGET STORE"));
     }
 
     #[test]

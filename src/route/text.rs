@@ -305,6 +305,14 @@ pub(crate) fn row(clause: &str, sep: char) -> bool {
     clause.matches(sep).count() >= 2 && (sep != ',' || !clause.contains(", "))
 }
 
+/// Whether `line` is a pasted purchase, a statement's or a card's line
+/// (`09/03 SHELL OIL 57.80`, `2024-05-02 Trader Joe's 87.13`): an amount,
+/// and no word that starts in lower case, so nothing in it asks anyone.
+pub(crate) fn purchase_line(line: &str) -> bool {
+    SHAPES[1].0.is_match(line)
+        && !line.split_whitespace().any(|w| w.chars().find(|c| c.is_alphabetic()).is_some_and(char::is_lowercase))
+}
+
 /// The clauses of a request, each as the pieces it was joined from (see
 /// [`clauses`]): `what's my largest expense and is it deductible` is one
 /// clause of two pieces, the second of which may still ask someone else.
