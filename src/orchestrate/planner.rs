@@ -235,9 +235,11 @@ impl RulePlanner {
                 let decision = decision::decide(msg, None, 0);
                 return Choice::direct(answer, false, "definition", Routed::default(), decision);
             }
-            Some(Definition::Unknown(term)) => {
+            Some(Definition::Unknown(terms)) => {
+                let terms: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
                 let answer = format!(
-                    "I don't have an explanation of \"{term}\" at hand, and my team works on your own money, not on terms. {}",
+                    "I don't have an explanation of {} at hand, and my team works on your own money, not on terms. {}",
+                    terms.join(" or "),
                     offer(&self.specialists)
                 );
                 let decision = decision::decide(msg, None, 0);

@@ -230,3 +230,12 @@ proptest::proptest! {
         let _ = p.choose_with(&text, Earlier::Said("how much did I spend on food"), &[], material);
     }
 }
+
+/// Two terms the glossary lacks are named as two terms, each quoted.
+#[test]
+fn two_unknown_terms_compared_are_each_named() {
+    let Plan::Direct { answer } = planner().plan("what's the difference between a stock and a bond?", &[]) else {
+        panic!("not Prime's own answer")
+    };
+    assert!(answer.starts_with("I don't have an explanation of \"stock\" or \"bond\" at hand"), "{answer}");
+}

@@ -96,8 +96,9 @@ const GLOSSARY: &[(&str, &str)] = &[
 pub(super) enum Definition {
     /// The glossary's explanation.
     Known(String),
-    /// The term asked about, which the glossary does not have.
-    Unknown(String),
+    /// The terms asked about (one, or two compared), none of which the
+    /// glossary has.
+    Unknown(Vec<String>),
 }
 
 /// What a definition question says around its term without changing it:
@@ -150,7 +151,7 @@ pub(super) fn definition(lower: &str) -> Option<Definition> {
         let shaped = asks.iter().any(|a| lower.starts_with(a)) || term_asked(lower).is_some();
         return (other == 0 && shaped).then_some(Definition::Known(text.to_string()));
     }
-    term_asked(lower).map(Definition::Unknown)
+    term_asked(lower).map(|term| Definition::Unknown(vec![term]))
 }
 
 /// The glossary's explanation of `term`: its own, or a plural's.
@@ -163,7 +164,7 @@ fn explained(term: &str) -> Option<&'static str> {
 /// and which of them it has no explanation of.
 fn pair(one: &str, other: &str) -> Definition {
     match (explained(one), explained(other)) {
-        (None, None) => Definition::Unknown(format!("{one}\" and \"{other}")),
+        (None, None) => Definition::Unknown(vec![one.to_string(), other.to_string()]),
         (a, b) => {
             let mut out = String::new();
             for (term, text) in [(one, a), (other, b)] {
@@ -426,7 +427,7 @@ mod tests {
     #[test]
     fn a_definition_asked_politely_or_with_a_hedge_is_one_still() {
         let unknown = |q: &str| match definition(q) {
-            Some(Definition::Unknown(term)) => term,
+            Some(Definition::Unknown(terms)) => terms.join(" | "),
             _ => format!("not an unknown term: {q}"),
         };
         assert_eq!(unknown("could you explain what a roth ira is?"), "roth ira");
@@ -473,7 +474,9 @@ mod tests {
             definition("roth ira or traditional ira - what's the difference?"),
             Some(Definition::Unknown(_))
         ));
-        assert!(matches!(definition("difference between a stock and a bond"), Some(Definition::Unknown(_))));
+        assert!(
+            matches!(definition("difference between a stock and a bond"), Some(Definition::Unknown(t)) if t == ["stock", "bond"])
+        );
         for q in [
             "what's the difference between september and october?",
             "what is the difference between my rent and my groceries",
