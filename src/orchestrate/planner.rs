@@ -430,11 +430,6 @@ impl RulePlanner {
     }
 }
 
-/// A later clause points at what an earlier one produced (`put it in the
-/// right category`, `which of them are deductible`).
-/// A later part that holds an earlier one (`email my sister the summary of
-/// my october spending` after `the summary of my october spending`) acts on
-/// its result too.
 /// Whether the router is sure the message is for others than `plan`'s
 /// agents, and names none of them: a declared route's words were then
 /// part of what the message is about, not what it asks ("make this more
@@ -446,6 +441,11 @@ fn elsewhere(routed: &Routed, plan: &Plan) -> bool {
     routed.picks.iter().any(|m| m.score >= PIECE && !ours(m)) && !routed.picks.iter().any(ours)
 }
 
+/// A later clause points at what an earlier one produced (`put it in the
+/// right category`, `which of them are deductible`).
+/// A later part that holds an earlier one (`email my sister the summary of
+/// my october spending` after `the summary of my october spending`) acts on
+/// its result too.
 fn builds_on_earlier(earlier: &Match, later: &[(&AgentSpec, &Match)]) -> bool {
     const RESULTS: [&str; 6] = ["it", "its", "them", "these", "those", "they"];
     later.iter().any(|(_, m)| {
