@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 use super::softmax::Softmax;
 use super::text::{
     Feature, Features, Kind, base, clause_pieces, clauses, content, feature, features, features_of, kind,
-    purchase_line, row, shapes, table, without_names,
+    purchase_line, purchase_list, row, shapes, table, without_names,
 };
 use crate::config::AgentSpec;
 
@@ -497,7 +497,7 @@ impl Router {
                 // review on my calendar`) adds whoever its later clauses clearly name; the
                 // clause right after the colon is the material itself
                 let sep = table(text);
-                let purchases = text.lines().filter(|l| purchase_line(l)).count() >= 2;
+                let purchases = purchase_list(text);
                 let later = clauses(&text[at + 1..])
                     .into_iter()
                     .skip(1)
@@ -555,7 +555,7 @@ impl Router {
         // a pasted table's rows, and a pasted list of purchases (two lines or more), are
         // material: they ask no one when another clause asks someone
         let sep = table(text);
-        let purchases = text.lines().filter(|l| purchase_line(l)).count() >= 2;
+        let purchases = purchase_list(text);
         let is_row = |p: &Vec<String>| sep.is_some_and(|s| row(&p.join(" "), s));
         let mut pieces = clause_pieces(text);
         if purchases && !pieces.iter().flatten().all(|p| purchase_line(p)) {

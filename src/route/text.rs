@@ -309,8 +309,15 @@ pub(crate) fn row(clause: &str, sep: char) -> bool {
 /// (`09/03 SHELL OIL 57.80`, `2024-05-02 Trader Joe's 87.13`): an amount,
 /// and no word that starts in lower case, so nothing in it asks anyone.
 pub(crate) fn purchase_line(line: &str) -> bool {
-    SHAPES[1].0.is_match(line)
+    let money = SHAPES.iter().find(|(_, name)| *name == "money").map(|(re, _)| re);
+    money.is_some_and(|re| re.is_match(line))
         && !line.split_whitespace().any(|w| w.chars().find(|c| c.is_alphabetic()).is_some_and(char::is_lowercase))
+}
+
+/// Whether `text` holds a pasted list of purchases: two lines or more
+/// that are each a [`purchase_line`], as [`table`] finds a pasted table.
+pub(crate) fn purchase_list(text: &str) -> bool {
+    text.lines().filter(|l| purchase_line(l)).count() >= 2
 }
 
 /// The clauses of a request, each as the pieces it was joined from (see
